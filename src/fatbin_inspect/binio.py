@@ -1,0 +1,133 @@
+"""Bounded views over file bytes.
+
+Every parser reads through a ``Blob``: a window ``[base, base+size)`` over an ``mmap`` or a
+``bytes`` object. Offsets handed to and returned by a Blob are relative to the window, so a
+member of an ``ar`` archive is parsed in place (no copy) and its offsets read as if it had been
+extracted. Each read checks the bytes exist first and raises ``TruncatedError`` otherwise.
+"""
+
+from __future__ import annotations
+
+import io
+import mmap
+import os
+import stat
+import struct
+from typing import Optional, Tuple, Union
+
+from fatbin_inspect.errors import TruncatedError, UnreadableError
+
+Buffer = Union[bytes, bytearray, mmap.mmap]
+
+
+class Blob:
+    __slots__ = ("buf", "base", "size", "_owner")
+
+    def __init__(self, buf: Buffer, base: int = 0, size: Optional[int] = None, owner=None):
+        self.buf = buf
+        self.base = base
+        self.size = (len(buf) - base) if size is None else size
+        self._owner = owner  # keeps an mmap / temp file alive as long as views exist
+
+    def __len__(self) -> int:
+        return self.size
+
+    def find(self, sub: bytes, start: int = 0, end: Optional[int] = None) -> int:
+        end = self.size if end is None else min(end, self.size)
+        hit = self.buf.find(sub, self.base + start, self.base + end)
+        return -1 if hit < 0 else hit - self.base
+
+    def unpack(self, st: struct.Struct, off: int, what: str = "structure") -> Tuple:
+        if off < 0 or off + st.size > self.size:
+            raise TruncatedError(f"{what} needs {st.size} bytes, file ends first", off)
+        return st.unpack_from(self.buf, self.base + off)
+
+    def read(self, off: int, n: int, what: str = "data") -> bytes:
+        if off < 0 or n < 0 or off + n > self.size:
+            raise TruncatedError(f"{what} of {n} bytes runs past the end ({self.size} bytes)", off)
+        return bytes(self.buf[self.base + off : self.base + off + n])
+
+    def view(self, off: int, n: int, what: str = "region") -> "Blob":
+        if off < 0 or n < 0 or off + n > self.size:
+            raise TruncatedError(f"{what} of {n} bytes runs past the end ({self.size} bytes)", off)
+        return Blob(self.buf, self.base + off, n, self._owner)
+
+    def head(self, n: int) -> bytes:
+        return bytes(self.buf[self.base : self.base + min(n, self.size)])
+
+    def release(self, start: int, end: int) -> None:
+        """Drop mapped pages of ``[start, end)`` from the resident set (no-op for bytes)."""
+        if not isinstance(self.buf, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        page = mmap.PAGESIZE
+        a = (self.base + start + page - 1) // page * page
+        b = (self.base + end) // page * page
+        if b > a:
+            try:
+                self.buf.madvise(mmap.MADV_DONTNEED, a, b - a)
+            except (OSError, ValueError):
+                pass
+
+    def stream(self) -> "BlobStream":
+        return BlobStream(self)
+
+
+class BlobStream(io.RawIOBase):
+    """A seekable read-only file object over a Blob (for pyelftools and zipfile)."""
+
+    def __init__(self, blob: Blob):
+        self._blob = blob
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, off: int, whence: int = 0) -> int:
+        if whence == 0:
+            self._pos = off
+        elif whence == 1:
+            self._pos += off
+        else:
+            self._pos = self._blob.size + off
+        return self._pos
+
+    def read(self, n: int = -1) -> bytes:
+        b = self._blob
+        if self._pos >= b.size:
+            return b""
+        end = b.size if n is None or n < 0 else min(b.size, self._pos + n)
+        data = bytes(b.buf[b.base + self._pos : b.base + end])
+        self._pos = end
+        return data
+
+    def readinto(self, target) -> int:
+        data = self.read(len(target))
+        target[: len(data)] = data
+        return len(data)
+
+
+def open_blob(path: str) -> Blob:
+    """Map a regular file read-only. Empty files become an empty bytes Blob (mmap refuses them)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # never blocks on a FIFO
+    except OSError as exc:
+        raise UnreadableError(f"cannot open: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnreadableError("not a regular file (FIFO, device or socket): skipped")
+        if st.st_size == 0:
+            return Blob(b"")
+        try:
+            mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as exc:
+            raise UnreadableError(f"cannot map: {exc}") from None
+        return Blob(mm, 0, st.st_size, owner=mm)
+    finally:
+        os.close(fd)

@@ -1,0 +1,58 @@
+"""``fatbin-inspect [list] PATH...``: every fat binary and entry, as a table or JSON."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import click
+
+from fatbin_inspect.cli.common import (EXIT_OK, EXIT_STRICT, color_for, format_option, note_error,
+                                       output_option, write_output)
+from fatbin_inspect.inventory import Options, inspect_path
+from fatbin_inspect.model import FileReport, FileError
+from fatbin_inspect.walk import iter_files
+
+
+def iter_reports(paths, opts: Options) -> Iterator[FileReport]:
+    for root in paths:
+        for path, skip in iter_files(root):
+            if skip:
+                yield FileReport(path=path, format="unknown", size=0, error=FileError(skip))
+                continue
+            yield from inspect_path(path, opts)
+
+
+@click.command("list")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=True))
+@click.option("--kernels", is_flag=True, help="Decode payloads: kernel names and per-kernel resources.")
+@click.option("--details", is_flag=True, help="Decode cubins: ELF ABI, type, toolkit, device-link.")
+@click.option("--no-scan", is_flag=True, help="Only walk fatbin sections; skip the magic scan of other bytes.")
+@click.option("--entries", type=click.Choice(["auto", "all", "summary"]), default="auto", show_default=True,
+              help="Table: list every entry, or a per-arch summary per file (auto: entries for small files).")
+@click.option("--all-members", is_flag=True, help="Report every candidate archive member, even without device code.")
+@click.option("--strict", is_flag=True, help="Exit 3 when any input could not be read.")
+@format_option(["table", "json", "jsonl"])
+@output_option
+def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, fmt, output):
+    """List every CUDA fat binary and entry in PATHS (files, archives, wheels, directories)."""
+    from fatbin_inspect.render import json_format, records
+
+    opts = Options(kernels=kernels, details=details or kernels, scan_hidden=not no_scan,
+                   members="all" if all_members else "device")
+    reports = []
+    for r in iter_reports(paths, opts):
+        note_error(r)
+        reports.append(r)
+    if fmt == "json":
+        text = json_format.dumps(records.inventory_document(reports))
+    elif fmt == "jsonl":
+        text = "".join(json_format.dumps_line({"schema_version": records.SCHEMA_VERSION, **records.file_dict(r)})
+                       for r in reports)
+    else:
+        from fatbin_inspect.render.table import render_inventory
+
+        text = render_inventory(reports, color=color_for(output), entries=entries, kernels=kernels)
+    write_output(text, output)
+    if strict and any(r.error for r in reports):
+        raise SystemExit(EXIT_STRICT)
+    raise SystemExit(EXIT_OK)

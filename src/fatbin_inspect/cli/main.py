@@ -1,0 +1,90 @@
+"""Entry point: ``fatbin-inspect PATH...`` lists; subcommands do the rest.
+
+Exit codes: 0 clean, 1 findings at or above the fail level, 2 usage or internal error,
+3 unreadable inputs under ``--strict``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+import click
+
+from fatbin_inspect import __version__
+from fatbin_inspect.errors import DeviceError, FatbinInspectError, UsageError
+
+COMMANDS = {
+    "list": "fatbin_inspect.cli.inventory:list_cmd",
+    "extract": "fatbin_inspect.cli.extract:extract_cmd",
+}
+
+
+class DefaultGroup(click.Group):
+    """A group whose first argument, when not a command name, is a path for ``list``."""
+
+    def list_commands(self, ctx):
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name):
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        mod, attr = target.split(":")
+        return getattr(__import__(mod, fromlist=[attr]), attr)
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in COMMANDS and args[0] not in ("--help", "-h", "--version"):
+            args = ["list"] + list(args)
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="fatbin-inspect")
+@click.option("--debug", is_flag=True, envvar="FATBIN_INSPECT_DEBUG",
+              help="On an internal error, print the full traceback.")
+def cli(debug):
+    """Will the CUDA code inside these binaries run on that GPU with that driver?
+
+    \b
+    fatbin-inspect PATH...            list every fat binary and entry
+    fatbin-inspect check PATH --gpu   predict native / JIT / fail (209, 222, 35...)
+    fatbin-inspect scan [ENV]         per-distribution coverage of an environment
+    """
+    if debug:
+        os.environ["FATBIN_INSPECT_DEBUG"] = "1"
+
+
+def main(argv=None) -> None:
+    try:
+        cli.main(args=argv, prog_name="fatbin-inspect", standalone_mode=False)
+    except SystemExit as exc:
+        raise
+    except click.exceptions.Abort:
+        click.echo("fatbin-inspect: aborted", err=True)
+        sys.exit(2)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except (UsageError, DeviceError) as exc:
+        click.echo(f"fatbin-inspect: {exc}", err=True)
+        sys.exit(getattr(exc, "exit_code", 2))
+    except FatbinInspectError as exc:
+        click.echo(f"fatbin-inspect: {exc}", err=True)
+        sys.exit(2)
+    except BrokenPipeError:
+        sys.exit(0)
+    except KeyboardInterrupt:
+        click.echo("fatbin-inspect: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # never a bare traceback for a user
+        click.echo(f"fatbin-inspect: internal error: {type(exc).__name__}: {exc}", err=True)
+        if os.environ.get("FATBIN_INSPECT_DEBUG"):
+            traceback.print_exc()
+            click.echo("Please report this with the command line and, if you can, the input file: "
+                       "https://github.com/fatbin-inspect/fatbin-inspect/issues", err=True)
+        else:
+            click.echo("fatbin-inspect: rerun with --debug for the full traceback", err=True)
+        sys.exit(2)
+    sys.exit(0)

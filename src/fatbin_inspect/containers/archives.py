@@ -1,0 +1,197 @@
+"""Archives: ``ar`` (``.a``, MSVC ``.lib``), zip (wheels) and tar (``docker save`` layers).
+
+Members are handed on as ``Blob``s without touching the filesystem next to the inputs:
+``ar`` members, stored zip members and plain-tar members are windows into the parent mapping
+(no copy); deflated or gzip'd members are inflated into memory, or, above ``SPILL_BYTES``,
+into an anonymous temporary file that is mapped and unlinked at once, so memory stays bounded
+for a 500 MB ``libtorch_cuda.so`` inside a wheel.
+"""
+
+from __future__ import annotations
+
+import mmap
+import re
+import struct
+import tarfile
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+from fatbin_inspect.binio import Blob
+from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded
+
+SPILL_BYTES = 64 << 20
+MAX_MEMBER_BYTES = 8 << 30
+MAX_MEMBERS = 200_000
+MAX_RATIO = 1000  # deflate tops out near 1032:1; more than this is a bomb, not a library
+CHUNK = 4 << 20
+
+# Names of archive members that may hold device code (a wheel also carries .py, .pyi, headers...)
+_CANDIDATE = re.compile(
+    r"(\.so(\.[0-9.]+)?|\.dll|\.pyd|\.a|\.lib|\.o|\.obj|\.cubin|\.fatbin|\.ptx|\.exe|\.whl|\.zip|"
+    r"\.tar|\.tar\.gz|\.tgz|\.dylib|\.bin)$", re.I)
+
+def is_candidate(name: str) -> bool:
+    base = name.rsplit("/", 1)[-1]
+    return bool(_CANDIDATE.search(base))
+
+
+@dataclass(frozen=True)
+class Member:
+    name: str
+    blob: Optional[Blob] = None
+    error: Optional[InputError] = None
+    note: Optional[str] = None
+
+
+# --------------------------------------------------------------------------------------------- ar
+_AR_HDR = struct.Struct("16s12s6s6s8s10s2s")
+
+
+def ar_members(blob: Blob) -> Iterator[Member]:
+    """GNU/BSD ar: 60-byte headers, ``/`` symbol table, ``//`` long-name table, ``#1/N`` BSD names."""
+    if blob.head(8) == b"!<thin>\n":
+        yield Member("", note="thin archive: members live in other files, not scanned")
+        return
+    pos, longnames, count = 8, b"", 0
+    while pos + _AR_HDR.size <= blob.size:
+        name_raw, _d, _u, _g, _m, size_raw, fmag = blob.unpack(_AR_HDR, pos, "ar member header")
+        if fmag != b"`\n":
+            raise CorruptError("ar member header does not end in `\\n", pos)
+        try:
+            size = int(size_raw.decode("ascii").strip() or "0")
+        except ValueError:
+            raise CorruptError(f"ar member size {size_raw!r} is not a number", pos) from None
+        data = pos + _AR_HDR.size
+        if data + size > blob.size:
+            raise CorruptError(f"ar member of {size} bytes runs past the end of the archive", pos)
+        name = name_raw.decode("latin-1").rstrip()
+        start, length = data, size
+        if name.startswith("#1/"):  # BSD: name follows the header
+            n = int(name[3:] or 0)
+            name = blob.read(data, min(n, size)).rstrip(b"\0").decode("latin-1")
+            start, length = data + n, size - n
+        elif name == "//":
+            longnames = blob.read(data, size)
+            name = None
+        elif name in ("/", "/SYM64/", "__.SYMDEF", "__.SYMDEF SORTED"):
+            name = None
+        elif name.startswith("/") and name[1:].isdigit():
+            o = int(name[1:])
+            end = longnames.find(b"\n", o)
+            name = longnames[o:end if end >= 0 else None].decode("latin-1").rstrip("/")
+        else:
+            name = name.rstrip("/")
+        if name is not None:
+            count += 1
+            if count > MAX_MEMBERS:
+                raise LimitExceeded(f"more than {MAX_MEMBERS} members", pos)
+            yield Member(name, blob.view(start, max(0, length)))
+        pos = data + size + (size & 1)
+
+
+# -------------------------------------------------------------------------------------------- zip
+def _spill(reader, declared: int, what: str) -> Blob:
+    """Copy a stream into memory or an unlinked temp file, refusing more than ``declared`` bytes."""
+    if declared > MAX_MEMBER_BYTES:
+        raise LimitExceeded(f"{what} declares {declared} bytes, over the {MAX_MEMBER_BYTES}-byte limit")
+    if declared <= SPILL_BYTES:
+        data = reader.read(declared + 1)
+        if len(data) > declared:
+            raise CorruptError(f"{what} inflates past its declared size {declared}")
+        return Blob(data)
+    tmp = tempfile.TemporaryFile(prefix="fatbin-inspect-")
+    total = 0
+    while True:
+        chunk = reader.read(CHUNK)
+        if not chunk:
+            break
+        total += len(chunk)
+        if total > declared:
+            tmp.close()
+            raise CorruptError(f"{what} inflates past its declared size {declared}")
+        tmp.write(chunk)
+    tmp.flush()
+    if total == 0:
+        tmp.close()
+        return Blob(b"")
+    mm = mmap.mmap(tmp.fileno(), 0, access=mmap.ACCESS_READ)
+    tmp.close()  # the mapping keeps the (already unlinked) file alive
+    return Blob(mm, 0, total, owner=mm)
+
+
+def zip_members(blob: Blob, all_members: bool = False) -> Iterator[Member]:
+    try:
+        zf = zipfile.ZipFile(blob.stream())
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise CorruptError(f"zip central directory is unreadable: {exc}") from None
+    infos = zf.infolist()
+    if len(infos) > MAX_MEMBERS:
+        raise LimitExceeded(f"zip holds {len(infos)} members, over the {MAX_MEMBERS} limit")
+    for info in infos:
+        if info.is_dir() or not (all_members or is_candidate(info.filename)):
+            continue
+        name = info.filename
+        try:
+            if info.file_size > MAX_MEMBER_BYTES:
+                raise LimitExceeded(f"member declares {info.file_size} bytes")
+            if info.compress_size and info.file_size / info.compress_size > MAX_RATIO and \
+                    info.file_size > SPILL_BYTES:
+                raise LimitExceeded(
+                    f"member inflates {info.file_size / info.compress_size:.0f}:1 (zip bomb?)")
+            if info.compress_type == zipfile.ZIP_STORED and not info.flag_bits & 0x1:
+                hdr = blob.unpack(struct.Struct("<IHHHHHIIIHH"), info.header_offset, "zip local header")
+                if hdr[0] != 0x04034B50:
+                    raise CorruptError("zip local header signature missing", info.header_offset)
+                data = info.header_offset + 30 + hdr[9] + hdr[10]
+                yield Member(name, blob.view(data, info.file_size, "stored zip member"))
+                continue
+            with zf.open(info) as fh:
+                yield Member(name, _spill(fh, info.file_size, "zip member"))
+        except InputError as exc:
+            yield Member(name, error=exc)
+        except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError,
+                ValueError) as exc:
+            yield Member(name, error=CorruptError(f"cannot inflate: {exc}"))
+
+
+# -------------------------------------------------------------------------------------------- tar
+def tar_members(blob: Blob, compressed: bool) -> Iterator[Member]:
+    """Stream through a tar (``r|*``): each member is read once, in order."""
+    try:
+        tf = tarfile.open(fileobj=blob.stream(), mode="r|*")
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise CorruptError(f"not a readable tar archive: {exc}") from None
+    count = 0
+    try:
+        for ti in tf:
+            count += 1
+            if count > MAX_MEMBERS:
+                raise LimitExceeded(f"more than {MAX_MEMBERS} members")
+            if not ti.isreg() or not is_candidate(ti.name):
+                continue
+            if not compressed:
+                yield Member(ti.name, blob.view(ti.offset_data, ti.size, "tar member"))
+                continue
+            try:
+                fh = tf.extractfile(ti)
+                yield Member(ti.name, _spill(fh, ti.size, "tar member"))
+            except InputError as exc:
+                yield Member(ti.name, error=exc)
+    except (tarfile.TarError, OSError, EOFError, zlib_error()) as exc:
+        raise CorruptError(f"tar stream breaks off: {exc}") from None
+
+
+def zlib_error():
+    import zlib
+
+    return zlib.error
+
+
+def gzip_payload(blob: Blob) -> Blob:
+    """Inflate a lone ``.gz`` (not a tar) with the same bounds as archive members."""
+    import gzip
+
+    with gzip.GzipFile(fileobj=blob.stream()) as gz:
+        return _spill(gz, MAX_MEMBER_BYTES, "gzip stream")

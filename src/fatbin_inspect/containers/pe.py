@@ -1,0 +1,79 @@
+"""PE/COFF: Windows DLLs/EXEs (``MZ``) and MSVC ``.obj`` files.
+
+The section table is read here with bounds checks (the header check that must pass before lief
+sees a file); lief then reads the import table, which names ``cudart64_NN.dll``. In DLLs the
+fatbin section is ``.nv_fatb`` (the 8-character cut of ``.nv_fatbin``) with 16-byte aligned,
+zero-padded fatbins; ``-rdc`` code sits in ``__nv_rel``. Offsets are file offsets
+(PointerToRawData), so no RVA arithmetic is needed to walk the data; only a section's
+``min(VirtualSize, SizeOfRawData)`` bytes are real.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from fatbin_inspect.binio import Blob
+from fatbin_inspect.containers import Layout, Region, cuda_needs
+from fatbin_inspect.errors import CorruptError
+
+_COFF = struct.Struct("<HHIIIHH")
+_SECTION = struct.Struct("<8sIIIIIIHHI")
+FATBIN_SECTIONS = (".nv_fatb", "__nv_rel", ".nv_fatbin", "__nv_relfatbin")
+MAX_SECTIONS = 96 * 1024  # the PE limit is 96, COFF objects allow up to 65279 (bigobj: more)
+
+
+def _sections(blob: Blob, coff_off: int, string_table: bool):
+    machine, nsec, _ts, symptr, nsyms, opt_size, _ch = blob.unpack(_COFF, coff_off, "COFF header")
+    if nsec > MAX_SECTIONS:
+        raise CorruptError(f"COFF header declares {nsec} sections", coff_off)
+    table = coff_off + _COFF.size + opt_size
+    strtab_off = symptr + nsyms * 18
+    regions = []
+    for i in range(nsec):
+        (raw_name, vsize, _va, raw_size, raw_ptr, *_rest) = blob.unpack(
+            _SECTION, table + i * _SECTION.size, "section header")
+        name = raw_name.rstrip(b"\0").decode("latin-1")
+        if string_table and name.startswith("/") and name[1:].isdigit():
+            o = strtab_off + int(name[1:])
+            tail = blob.read(o, min(256, max(0, blob.size - o)), "long section name")
+            name = tail.split(b"\0", 1)[0].decode("latin-1")
+        size = min(vsize, raw_size) if vsize and not string_table else raw_size
+        if raw_ptr == 0 or size == 0:
+            continue
+        if raw_ptr + size > blob.size:
+            raise CorruptError(f"section {name} [{raw_ptr:#x}+{size:#x}] runs past the end of the file", raw_ptr)
+        regions.append(Region(name, raw_ptr, raw_ptr + size, name in FATBIN_SECTIONS))
+    return machine, tuple(regions)
+
+
+def layout(blob: Blob) -> Layout:
+    (pe_off,) = blob.unpack(struct.Struct("<I"), 0x3C, "e_lfanew")
+    if blob.read(pe_off, 4, "PE signature") != b"PE\0\0":
+        raise CorruptError("MZ file without a PE signature (DOS program?)", pe_off)
+    _machine, regions = _sections(blob, pe_off + 4, string_table=False)
+    return Layout("pe", regions, cuda_needs(_imports(blob)))
+
+
+def coff_layout(blob: Blob) -> Layout:
+    _machine, regions = _sections(blob, 0, string_table=True)
+    return Layout("coff", regions)
+
+
+def _imports(blob: Blob):
+    """Imported DLL names via lief (only called after the header checks above passed)."""
+    try:
+        import lief
+    except ImportError:  # pragma: no cover - lief is a hard dependency; keep working without it
+        return ()
+    try:
+        lief.logging.disable()
+        cfg = lief.PE.ParserConfig()
+        for attr in ("parse_signature", "parse_exports", "parse_rsrc", "parse_reloc"):
+            if hasattr(cfg, attr):
+                setattr(cfg, attr, False)
+        binary = lief.PE.parse(blob.stream(), cfg)
+        if binary is None:
+            return ()
+        return [imp.name for imp in binary.imports]
+    except Exception:  # lief failures must not lose the fatbins we already found
+        return ()

@@ -1,0 +1,291 @@
+"""Inventory: from a path to ``FileReport`` records (containers -> fatbin/cubin/ptx parsers).
+
+One input yields one record, plus, for archives and wheels, one record per member that holds
+device code (named ``CONTAINER!MEMBER``). Errors become the record's ``error``: one bad file
+or member never stops the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Iterator, List, Optional, Tuple
+
+from fatbin_inspect import cubin as cubin_mod
+from fatbin_inspect import fatbin as fatbin_mod
+from fatbin_inspect import ptx as ptx_mod
+from fatbin_inspect.binio import Blob, open_blob
+from fatbin_inspect.containers import Layout, archives, detect
+from fatbin_inspect.decompress import decode
+from fatbin_inspect.demangle import demangle
+from fatbin_inspect.errors import InputError, LimitExceeded
+from fatbin_inspect.model import (
+    KIND_PTX,
+    KIND_SASS,
+    Entry,
+    Fatbin,
+    FileError,
+    FileReport,
+    Kernel,
+)
+
+MAX_DEPTH = 4  # wheel inside a tar layer inside a tar is depth 2; deeper is not a real layout
+
+
+@dataclass(frozen=True)
+class Options:
+    kernels: bool = False  # decode payloads: kernel names and per-kernel resources
+    details: bool = False  # decode cubins for ABI/type/toolkit/device-link (implied by kernels)
+    scan_hidden: bool = True  # magic scan outside the fatbin sections (FORMAT.md §1.4)
+    members: str = "device"  # "device": archive members with device code; "all": every candidate
+
+
+def inspect_path(path: str, opts: Options = Options()) -> Iterator[FileReport]:
+    """Records for one file on disk (directories are walked by ``scan``)."""
+    try:
+        blob = open_blob(path)
+    except InputError as exc:
+        size = _size_or_zero(path)
+        yield FileReport(path=path, format="unknown", size=size, error=_err(exc))
+        return
+    yield from inspect_blob(path, blob, opts, 0)
+
+
+def _size_or_zero(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _err(exc: Exception) -> FileError:
+    if isinstance(exc, InputError):
+        return FileError(exc.message, exc.offset)
+    return FileError(f"internal error: {type(exc).__name__}: {exc}", None)
+
+
+def inspect_blob(path: str, blob: Blob, opts: Options, depth: int) -> Iterator[FileReport]:
+    """Records for one blob; an archive's own record comes first, then its members'."""
+    container = None
+    members: List[FileReport] = []
+    for rec, _blob in inspect_pairs(path, blob, opts, depth):
+        if rec.path == path:
+            container = rec
+        else:
+            members.append(rec)
+    if container is not None:
+        yield container
+    yield from members
+
+
+def inspect_pairs(path: str, blob: Blob, opts: Options, depth: int) -> Iterator[Tuple[FileReport, Blob]]:
+    """(record, blob) pairs, streaming: each member's bytes can be dropped once the consumer moves
+    on (a wheel's members are never all held at once). An archive's own record comes last."""
+    fmt = detect(blob.head(512))
+    if fmt in ("ar", "zip", "tar", "gzip"):
+        yield from _inspect_archive(path, fmt, blob, opts, depth)
+        return
+    try:
+        yield _inspect_binary(path, fmt, blob, opts), blob
+    except InputError as exc:
+        yield FileReport(path=path, format=fmt, size=blob.size, error=_err(exc)), blob
+    except Exception as exc:  # a parser bug must cost one record, not the scan
+        yield FileReport(path=path, format=fmt, size=blob.size, error=_err(exc)), blob
+
+
+def _inspect_archive(path: str, fmt: str, blob: Blob, opts: Options, depth: int):
+    notes: List[str] = []
+    error: Optional[FileError] = None
+    if depth >= MAX_DEPTH:
+        yield FileReport(path=path, format=fmt, size=blob.size,
+                         error=_err(LimitExceeded(f"archive nested deeper than {MAX_DEPTH} levels"))), blob
+        return
+    try:
+        if fmt == "ar":
+            it = archives.ar_members(blob)
+        elif fmt == "zip":
+            it = archives.zip_members(blob, all_members=opts.members == "all")
+        elif fmt == "tar":
+            it = archives.tar_members(blob, compressed=False)
+        else:
+            it = _gzip_members(blob)
+        for m in it:
+            child = f"{path}!{m.name}"
+            if m.note:
+                notes.append(m.note)
+            if m.error is not None:
+                yield FileReport(path=child, format="unknown", size=0, error=_err(m.error)), None
+                continue
+            if m.blob is None:
+                continue
+            for rec, b in inspect_pairs(child, m.blob, opts, depth + 1):
+                if rec.fatbins or rec.error or (opts.members == "all" and rec.format != "unknown"):
+                    yield rec, b
+    except InputError as exc:
+        error = _err(exc)
+    except Exception as exc:
+        error = _err(exc)
+    yield FileReport(path=path, format="tar" if fmt == "gzip" else fmt, size=blob.size, error=error,
+                     notes=tuple(notes)), blob
+
+
+def _gzip_members(blob: Blob) -> Iterator[archives.Member]:
+    # a .tar.gz streams as a tar; a lone .gz is one member
+    try:
+        yield from archives.tar_members(blob, compressed=True)
+    except InputError:
+        yield archives.Member("<gunzip>", archives.gzip_payload(blob))
+
+
+def _inspect_binary(path: str, fmt: str, blob: Blob, opts: Options) -> FileReport:
+    if fmt == "cubin":
+        fatbins = (_standalone_cubin(blob),)
+        return FileReport(path=path, format="cubin", size=blob.size,
+                          fatbins=tuple(_decode_fatbins(blob, fatbins, opts)))
+    if fmt == "ptx":
+        fatbins = (_standalone_ptx(blob),)
+        return FileReport(path=path, format="ptx", size=blob.size,
+                          fatbins=tuple(_decode_fatbins(blob, fatbins, opts)))
+    layout = _layout(fmt, blob)
+    fatbins: List[Fatbin] = []
+    errors: List[InputError] = []
+    covered: List[Tuple[int, int]] = []
+    for region in layout.regions:
+        if region.fatbin_section:
+            found, errs = fatbin_mod.walk(blob, region.start, region.end, region.name, strict=True)
+            blob.release(region.start, region.end)
+            fatbins += found
+            errors += errs
+            covered.append((region.start, region.end))
+    if fmt == "fatbin":
+        found, errs = fatbin_mod.walk(blob, 0, blob.size, None, strict=True)
+        fatbins += found
+        errors += errs
+    elif opts.scan_hidden or not covered:
+        for start, end in _gaps(covered, blob.size):
+            for found in _scan_chunks(blob, start, end):
+                fatbins += [dataclasses.replace(fb, section=layout.section_at(fb.offset)) for fb in found]
+    fatbins.sort(key=lambda fb: fb.offset)
+    error = _err(errors[0]) if errors else None
+    notes = list(layout.notes)
+    if len(errors) > 1:
+        notes.append(f"{len(errors) - 1} more fatbin errors after the first")
+    return FileReport(path=path, format=layout.format, size=blob.size,
+                      fatbins=tuple(_decode_fatbins(blob, fatbins, opts)),
+                      error=error, needs=layout.needs, notes=tuple(notes))
+
+
+SCAN_CHUNK = 64 << 20
+
+
+def _scan_chunks(blob: Blob, start: int, end: int):
+    """Magic-scan ``[start, end)`` a chunk at a time; a fatbin may run past its chunk (it is
+    bounded by ``end``). Pages already scanned are dropped from this process's resident set
+    (``MADV_DONTNEED`` on a read-only file mapping only unmaps them; the page cache keeps them), so
+    resident memory does not grow with the file size."""
+    pos = start
+    while pos < end:
+        stop = min(end, pos + SCAN_CHUNK)
+        found, _ = fatbin_mod.walk(blob, pos, stop, None, strict=False, found_by="scan", limit=end)
+        yield found
+        nxt = max([stop] + [fb.offset + 16 + fb.size for fb in found])
+        blob.release(pos, nxt)
+        pos = nxt
+
+
+def _layout(fmt: str, blob: Blob) -> Layout:
+    if fmt == "elf":
+        from fatbin_inspect.containers import elf
+
+        return elf.layout(blob)
+    if fmt == "pe":
+        from fatbin_inspect.containers import pe
+
+        return pe.layout(blob)
+    if fmt == "coff":
+        from fatbin_inspect.containers import pe
+
+        return pe.coff_layout(blob)
+    return Layout(fmt, ())
+
+
+def _gaps(covered: List[Tuple[int, int]], size: int) -> Iterator[Tuple[int, int]]:
+    pos = 0
+    for start, end in sorted(covered):
+        if start > pos:
+            yield pos, start
+        pos = max(pos, end)
+    if pos < size:
+        yield pos, size
+
+
+# ------------------------------------------------------------------------- standalone images
+def _standalone_cubin(blob: Blob) -> Fatbin:
+    data = blob.read(0, blob.size)
+    info, _ = cubin_mod.parse_cubin(data)
+    entry = Entry(
+        offset=0, kind=KIND_SASS, kind_code=2, sm=info.sm, variant="a" if info.arch_specific else "",
+        compression="none", stored_size=blob.size, size=blob.size, flags=0,
+        code_version=(1, info.elf_abi), header_size=0, payload_offset=0, host=None, debug=False,
+        identifier=None, options=None, cubin=info,
+    )
+    return Fatbin(offset=0, size=blob.size, section=None, entries=(entry,), found_by="file")
+
+
+def _standalone_ptx(blob: Blob) -> Fatbin:
+    data = blob.read(0, blob.size)
+    hdr = ptx_mod.parse_header(data)
+    sm, variant = ptx_mod.target_arch(hdr.target) if hdr.target else (0, "")
+    entry = Entry(
+        offset=0, kind=KIND_PTX, kind_code=1, sm=sm, variant=variant, compression="none",
+        stored_size=blob.size, size=blob.size, flags=0, code_version=hdr.version, header_size=0,
+        payload_offset=0, host=None, debug=False, identifier=None, options=None,
+        ptx_target=hdr.target,
+    )
+    return Fatbin(offset=0, size=blob.size, section=None, entries=(entry,), found_by="file")
+
+
+# ------------------------------------------------------------------------------- payloads
+def payload(blob: Blob, entry: Entry) -> bytes:
+    """The entry's image, decompressed (LTO-IR is opaque and returned as stored)."""
+    raw = blob.read(entry.payload_offset, entry.stored_size, "entry payload")
+    if entry.kind not in (KIND_SASS, KIND_PTX):
+        return raw
+    return decode(entry.compression, raw, entry.size, entry.offset)
+
+
+def decode_entry(blob: Blob, entry: Entry, kernels: bool, resources: bool = True) -> Entry:
+    """Fill ``cubin``/``kernels``/``ptx_target`` from the payload; a failure is ``decode_error``."""
+    if entry.kind not in (KIND_SASS, KIND_PTX):
+        return entry
+    try:
+        data = payload(blob, entry)
+        if entry.kind == KIND_SASS:
+            info, ks = cubin_mod.parse_cubin(data, kernels=kernels, resources=resources)
+            if info.sm != entry.sm and entry.header_size:
+                raise InputError(f"cubin e_flags say sm_{info.sm}, fatbin header says sm_{entry.sm}",
+                                 entry.offset)
+            ks = _demangled(ks) if ks is not None else None
+            return dataclasses.replace(entry, cubin=info, kernels=ks)
+        hdr = ptx_mod.parse_header(data)
+        ks = _demangled(ptx_mod.kernels(data)) if kernels else None
+        return dataclasses.replace(entry, ptx_target=hdr.target, kernels=ks)
+    except InputError as exc:
+        return dataclasses.replace(entry, decode_error=str(exc))
+    except Exception as exc:  # pragma: no cover - parser bug on hostile bytes
+        return dataclasses.replace(entry, decode_error=f"internal error: {exc}")
+
+
+def _demangled(ks: Tuple[Kernel, ...]) -> Tuple[Kernel, ...]:
+    return tuple(dataclasses.replace(k, demangled=demangle(k.name)) for k in ks)
+
+
+def _decode_fatbins(blob: Blob, fatbins, opts: Options):
+    if not (opts.kernels or opts.details):
+        return list(fatbins)
+    out = []
+    for fb in fatbins:
+        entries = tuple(decode_entry(blob, e, kernels=opts.kernels) for e in fb.entries)
+        out.append(dataclasses.replace(fb, entries=entries))
+    return out

@@ -1,0 +1,117 @@
+"""Frozen records produced by the parsers and consumed by the engine and the renderers.
+
+Offsets are absolute byte offsets in the file (or archive member) the record came from. Entries
+are keyed by ``(path, fatbin offset, entry offset)``: one file can hold the same arch hundreds
+of times (one fatbin per translation unit), so an arch name is never an identity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+KIND_SASS = "sass"
+KIND_PTX = "ptx"
+KIND_LTOIR = "ltoir"
+KIND_UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One ``__global__`` function (a cubin symbol with STO_CUDA_ENTRY, or a PTX ``.entry``)."""
+
+    name: str
+    demangled: Optional[str] = None
+    registers: Optional[int] = None
+    shared: Optional[int] = None  # static shared memory, bytes
+    constant0: Optional[int] = None  # constant bank 0 (parameters + driver data), bytes
+    max_threads: Optional[Tuple[int, int, int]] = None  # __launch_bounds__ / .maxntid
+    local: Optional[int] = None  # frame size (per-thread local memory), bytes
+
+
+@dataclass(frozen=True)
+class CubinInfo:
+    """What only the decoded device ELF tells (FORMAT.md §3)."""
+
+    elf_abi: int  # EI_ABIVERSION: 7 (OSABI 0x33) or 8 (OSABI 0x41)
+    elf_type: str  # "exec" (ET_EXEC) or "rel" (ET_REL)
+    sm: int  # SM from e_flags, decoded by ABI version
+    arch_specific: bool  # `a` marker from e_flags (v7 0x800, v8-12.9 0x8) or .nv.compat attr 0x09
+    virtual_sm: Optional[int]  # PTX arch the SASS came from (v7 e_flags or .note.nv.cuinfo)
+    device_link: bool  # produced by nvlink's device-link step (zero kernels)
+    toolkit: Optional[str]  # "ptxas 13.0.88" from .note.nv.tkinfo
+    command_line: Optional[str]  # tkinfo command line, e.g. "-arch sm_90a -m 64"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One image inside a fat binary."""
+
+    offset: int  # absolute offset of the entry header
+    kind: str  # sass | ptx | ltoir | unknown
+    kind_code: int  # raw header kind: 1 PTX, 2 ELF, 8 LTO-IR, 0x40 relocatable PTX
+    sm: int  # arch number as in the header, e.g. 90, 100, 121
+    variant: str  # "", "a" or "f"
+    compression: str  # none | lz4 | zstd
+    stored_size: int  # bytes on disk (compressed size when compressed)
+    size: int  # bytes after decompression
+    flags: int
+    code_version: Tuple[int, int]  # (major, minor): PTX ISA for PTX, (1, EI_ABIVERSION) for ELF
+    header_size: int
+    payload_offset: int  # absolute offset of the payload
+    host: Optional[str]  # linux | windows | mac
+    debug: bool
+    identifier: Optional[str]
+    options: Optional[str]
+    relocatable_ptx: bool = False
+    cubin: Optional[CubinInfo] = None  # set when the payload was decoded
+    kernels: Optional[Tuple[Kernel, ...]] = None  # set when kernels were asked for
+    ptx_target: Optional[str] = None  # PTX `.target` first token, when decoded
+    decode_error: Optional[str] = None  # payload could not be decoded (entry still listed)
+
+    @property
+    def arch(self) -> str:
+        """`sm_90a`, `compute_120f`, `lto_80` — the suffix comes from the header flags."""
+        prefix = {KIND_SASS: "sm_", KIND_PTX: "compute_", KIND_LTOIR: "lto_"}.get(self.kind, "arch_")
+        return f"{prefix}{self.sm}{self.variant}"
+
+    @property
+    def ptx_isa(self) -> Optional[str]:
+        if self.kind != KIND_PTX:
+            return None
+        return f"{self.code_version[0]}.{self.code_version[1]}"
+
+
+@dataclass(frozen=True)
+class Fatbin:
+    """A fat binary: 16-byte header plus entries (FORMAT.md §2)."""
+
+    offset: int  # absolute offset of the fatbin header
+    size: int  # bytes after the header (fat_size)
+    section: Optional[str]  # containing section, None for a raw .fatbin/.cubin/.ptx
+    entries: Tuple[Entry, ...]
+    found_by: str = "section"  # "section" (walked a fatbin section) or "scan" (magic scan)
+
+
+@dataclass(frozen=True)
+class FileError:
+    message: str
+    offset: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class FileReport:
+    """One input file, or one member of an archive/wheel (path ``CONTAINER!MEMBER``)."""
+
+    path: str
+    format: str  # elf | pe | ar | zip | tar | fatbin | cubin | ptx | unknown
+    size: int
+    fatbins: Tuple[Fatbin, ...] = ()
+    error: Optional[FileError] = None
+    needs: Tuple[str, ...] = ()  # CUDA runtime libraries the file links (libcudart.so.12, ...)
+    notes: Tuple[str, ...] = ()  # non-fatal remarks (skipped members, limits reached)
+    distribution: Optional[str] = field(default=None, compare=False)  # "torch 2.14.1" (scan)
+
+    @property
+    def entries(self) -> Tuple[Entry, ...]:
+        return tuple(e for fb in self.fatbins for e in fb.entries)
