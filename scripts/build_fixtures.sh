@@ -3,7 +3,7 @@
 #
 #   fixtures/bin/      inventory fixtures (FORMAT.md section 9: t01..t19, o1..o3, v1, hidden/PE)
 #   fixtures/compat/   one file per concrete case of COMPAT_CASES.md (described in compat/cases.json)
-#   fixtures/cuobjdump_expected.json   cuobjdump -lelf -lptx listing of every fixture (if cuobjdump found)
+#   fixtures/cuobjdump_expected.json   cuobjdump -lelf -lptx [-all] listing of every fixture (if cuobjdump found)
 #
 # Tools (override with env vars):
 #   NVCC, PTXAS, FATBINARY   CUDA 13.0 toolkit (default: from PATH)
@@ -24,8 +24,8 @@
 # MinGW: apt-get install -y gcc-mingw-w64-x86-64
 #
 # Determinism: sources are copied to a fixed path (/tmp/fatbin-inspect-fixtures) because nvcc hashes
-# the absolute source path into module ids; the pid-based "tmpxft_XXXXXXXX" file symbol nvcc leaves
-# in relocatable objects is rewritten to tmpxft_00000000 (same length); executables are stripped.
+# the absolute source path into module ids, their mtime is fixed (it is in .debug_line), and nvcc runs with -keep (fixed intermediate file names,
+# see nv() below). Two runs give byte-identical files.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -57,14 +57,16 @@ rm -rf "$W"
 mkdir -p "$W" "$BIN" "$CMP"
 trap 'rm -rf "$W"' EXIT
 cp "$FIX"/src/*.cu "$FIX"/src/*.c "$W"/
+touch -d "2025-01-01 00:00:00 UTC" "$W"/*.cu "$W"/*.c   # -G/-lineinfo .debug_line records the mtime
 cd "$W"
 
 # nvcc options shared by every host build: dynamic cudart keeps executables small.
 HOST=(-cudart shared)
 EXE=("${HOST[@]}" -Xlinker -s)
 
-# Replace the pid in nvcc's temporary file names (tmpxft_<pid>_...) left in .o symbol tables.
-normalize() { perl -0777 -pi -e 's/tmpxft_[0-9a-f]{8}_/tmpxft_00000000_/g' "$@"; }
+# nvcc with -keep: intermediate files get fixed names (k.ptx, k.cudafe1.cpp) instead of
+# /tmp/tmpxft_<pid>_..., which otherwise end up in .o symbol tables and -G/-lineinfo debug info.
+nv() { rm -rf keep && mkdir keep && "$NVCC" -keep -keep-dir keep "$@"; }
 
 ###############################################################################################
 # Inventory fixtures (FORMAT.md section 9)
@@ -72,35 +74,33 @@ normalize() { perl -0777 -pi -e 's/tmpxft_[0-9a-f]{8}_/tmpxft_00000000_/g' "$@";
 echo "== inventory fixtures"
 g() { echo "-gencode arch=compute_$1,code=$2"; }
 
-"$NVCC" "${EXE[@]}" -arch=sm_80 -o "$BIN"/t01_exe_sm80 k.cu
+nv "${EXE[@]}" -arch=sm_80 -o "$BIN"/t01_exe_sm80 k.cu
 # shellcheck disable=SC2046
-"$NVCC" "${EXE[@]}" $(g 75 sm_75) $(g 80 sm_80) $(g 90 '[sm_90,compute_90]') -o "$BIN"/t02_exe_sm75_sm80_sm90_c90 k.cu
-"$NVCC" "${EXE[@]}" $(g 80 compute_80) -o "$BIN"/t03_exe_ptx_only_c80 k.cu
-"$NVCC" "${EXE[@]}" $(g 90a '[sm_90a,compute_90a]') -o "$BIN"/t04_exe_sm90a_c90a k.cu
-"$NVCC" "${EXE[@]}" $(g 100f '[sm_100f,compute_100f]') $(g 120f sm_120f) $(g 100a sm_100a) \
+nv "${EXE[@]}" $(g 75 sm_75) $(g 80 sm_80) $(g 90 '[sm_90,compute_90]') -o "$BIN"/t02_exe_sm75_sm80_sm90_c90 k.cu
+nv "${EXE[@]}" $(g 80 compute_80) -o "$BIN"/t03_exe_ptx_only_c80 k.cu
+nv "${EXE[@]}" $(g 90a '[sm_90a,compute_90a]') -o "$BIN"/t04_exe_sm90a_c90a k.cu
+nv "${EXE[@]}" $(g 100f '[sm_100f,compute_100f]') $(g 120f sm_120f) $(g 100a sm_100a) \
   $(g 103f sm_103f) $(g 110f sm_110f) $(g 121a sm_121a) -o "$BIN"/t05_exe_af_targets k.cu
-"$NVCC" "${EXE[@]}" $(g 80 '[sm_80,compute_80]') -Xfatbin -compress-all -o "$BIN"/t06_exe_compress_all k.cu
-"$NVCC" "${EXE[@]}" $(g 80 '[sm_80,compute_80]') --no-compress -o "$BIN"/t07_exe_no_compress k.cu
-"$NVCC" "${EXE[@]}" $(g 80 '[sm_80,compute_80]') --compress-mode=speed -o "$BIN"/t08_exe_mode_speed_lz4 k.cu
-"$NVCC" "${EXE[@]}" $(g 80 '[sm_80,compute_80]') --compress-mode=size -o "$BIN"/t08_exe_mode_size k.cu
-"$NVCC" -rdc=true -c -arch=sm_80 -o rdc_a.o rdc_a.cu
-"$NVCC" -rdc=true -c -arch=sm_80 -o rdc_b.o rdc_b.cu
-normalize rdc_a.o rdc_b.o
+nv "${EXE[@]}" $(g 80 '[sm_80,compute_80]') -Xfatbin -compress-all -o "$BIN"/t06_exe_compress_all k.cu
+nv "${EXE[@]}" $(g 80 '[sm_80,compute_80]') --no-compress -o "$BIN"/t07_exe_no_compress k.cu
+nv "${EXE[@]}" $(g 80 '[sm_80,compute_80]') --compress-mode=speed -o "$BIN"/t08_exe_mode_speed_lz4 k.cu
+nv "${EXE[@]}" $(g 80 '[sm_80,compute_80]') --compress-mode=size -o "$BIN"/t08_exe_mode_size k.cu
+nv -rdc=true -c -arch=sm_80 -o rdc_a.o rdc_a.cu
+nv -rdc=true -c -arch=sm_80 -o rdc_b.o rdc_b.cu
 cp rdc_a.o "$BIN"/t09_rdc_a_sm80.o
 "$NVCC" -lib -o "$BIN"/t10_rdc_lib_sm80.a rdc_a.o rdc_b.o
-"$NVCC" "${EXE[@]}" -rdc=true -arch=sm_80 -o "$BIN"/t11_exe_rdc_sm80 rdc_a.o rdc_b.o k.cu
-"$NVCC" "${HOST[@]}" -Xlinker -s -shared -Xcompiler -fPIC -DK_NO_MAIN $(g 86 sm_86) $(g 89 compute_89) \
+nv "${EXE[@]}" -rdc=true -arch=sm_80 -o "$BIN"/t11_exe_rdc_sm80 rdc_a.o rdc_b.o k.cu
+nv "${HOST[@]}" -Xlinker -s -shared -Xcompiler -fPIC -DK_NO_MAIN $(g 86 sm_86) $(g 89 compute_89) \
   -o "$BIN"/t12_lib_sm86_c89.so k.cu
-"$NVCC" -fatbin $(g 75 '[sm_75,compute_75]') $(g 120 sm_120) -o "$BIN"/t13_raw_sm75_c75_sm120.fatbin k.cu
-"$NVCC" -cubin -arch=sm_90a -o "$BIN"/t14_sm90a.cubin k.cu
-"$NVCC" -ptx -arch=compute_90a -o "$BIN"/t15_c90a.ptx k.cu
-"$NVCC" "${EXE[@]}" -G -arch=sm_80 -o "$BIN"/t16_exe_debug_G_sm80 k.cu
-"$NVCC" -c $(g 80 sm_80) -o "$BIN"/t17_nonrdc_sm80.o k.cu
-"$NVCC" -rdc=true -c $(g 80 lto_80) -o "$BIN"/t18_lto80.o k.cu
-"$NVCC" -rdc=true -fatbin $(g 80 lto_80) $(g 90 sm_90) -o "$BIN"/t18_lto80_sm90.fatbin k.cu
-"$NVCC" "${EXE[@]}" -lineinfo -arch=sm_80 -o "$BIN"/t19_exe_lineinfo_sm80 k.cu
-normalize "$BIN"/t17_nonrdc_sm80.o "$BIN"/t18_lto80.o
-"$NVCC" -fatbin $(g 100 sm_100) $(g 100a sm_100a) $(g 103f sm_103f) $(g 120 compute_120) \
+nv -fatbin $(g 75 '[sm_75,compute_75]') $(g 120 sm_120) -o "$BIN"/t13_raw_sm75_c75_sm120.fatbin k.cu
+nv -cubin -arch=sm_90a -o "$BIN"/t14_sm90a.cubin k.cu
+nv -ptx -arch=compute_90a -o "$BIN"/t15_c90a.ptx k.cu
+nv "${EXE[@]}" -G -arch=sm_80 -o "$BIN"/t16_exe_debug_G_sm80 k.cu
+nv -c $(g 80 sm_80) -o "$BIN"/t17_nonrdc_sm80.o k.cu
+nv -rdc=true -c $(g 80 lto_80) -o "$BIN"/t18_lto80.o k.cu
+nv -rdc=true -fatbin $(g 80 lto_80) $(g 90 sm_90) -o "$BIN"/t18_lto80_sm90.fatbin k.cu
+nv "${EXE[@]}" -lineinfo -arch=sm_80 -o "$BIN"/t19_exe_lineinfo_sm80 k.cu
+nv -fatbin $(g 100 sm_100) $(g 100a sm_100a) $(g 103f sm_103f) $(g 120 compute_120) \
   $(g 120a compute_120a) $(g 120f compute_120f) -o "$BIN"/v1_sm100_sm100a_sm103f_c120_c120a_c120f.fatbin k.cu
 
 # --- PTX / cubin helpers for hand-assembled fatbins -------------------------------------------
@@ -154,7 +154,8 @@ if have "$PTXAS12" && have "$PTXAS11"; then
     --image3=kind=elf,sm=50,file=o2_50.cubin --image3=kind=elf,sm=90a,file=o3_90a.cubin \
     --image3=kind=elf,sm=100a,file=o3_100a.cubin --image3=kind=elf,sm=120f,file=o3_120f.cubin \
     --image3=kind=ptx,sm=50,file=o2_c50.ptx
-  cp o3_100a.cubin "$BIN"/o3_sm100a_ptxas129.cubin
+  cp o3_90a.cubin "$BIN"/o3_sm90a_ptxas129.cubin     # ABI v7, e_flags 0x800 = a
+  cp o3_100a.cubin "$BIN"/o3_sm100a_ptxas129.cubin   # ABI v8, e_flags 0x8 = a
 elif have "$PTXAS11"; then
   skip "o3 (PTXAS12 not set)"
 fi
@@ -182,9 +183,9 @@ if have "${MINGW_PREFIX}gcc"; then
   cp "$BIN"/t13_raw_sm75_c75_sm120.fatbin blob16.bin; pad_to blob16.bin 16
   head -c 16 /dev/zero >> blob16.bin
   cat "$BIN"/v1_sm100_sm100a_sm103f_c120_c120a_c120f.fatbin >> blob16.bin; pad_to blob16.bin 16
-  "${MINGW_PREFIX}gcc" -shared -O2 -Wl,--no-insert-timestamp -o cudart64_12.dll \
+  "${MINGW_PREFIX}gcc" -shared -O2 -s -Wl,--no-insert-timestamp -o cudart64_12.dll \
     -Wl,--out-implib,libcudart64_12.a cudart_stub.c
-  "${MINGW_PREFIX}gcc" -shared -O2 -DUSE_CUDART -DBLOB_FILE='"blob16.bin"' -DBLOB_SECTION='".nv_fatb"' \
+  "${MINGW_PREFIX}gcc" -shared -O2 -s -DUSE_CUDART -DBLOB_FILE='"blob16.bin"' -DBLOB_SECTION='".nv_fatb"' \
     -DBLOB_ALIGN='"16"' -Wl,--no-insert-timestamp -o "$BIN"/pe_nv_fatb_2fatbins.dll host.c -L. -lcudart64_12
 else
   skip "PE DLL fixture (${MINGW_PREFIX}gcc not found)"
@@ -258,7 +259,7 @@ for row in "${CASES[@]}"; do
   esac
 done
 # Case 17 is literally "nvcc 13.0 -arch=sm_90a" output (compute_90 PTX + sm_90a + compute_90a PTX).
-"$NVCC" -fatbin -arch=sm_90a -o "$CMP"/case17.fatbin k.cu
+nv -fatbin -arch=sm_90a -o "$CMP"/case17.fatbin k.cu
 
 # Cases 42/43 are decided by the CUDA runtime: a .so whose DT_NEEDED names libcudart.so.12/.13
 # (stub libraries built here) with the case fatbin in .nv_fatbin (flags A, align 8, as nvcc emits).
@@ -298,15 +299,21 @@ for sub in ("bin", "compat"):
         if name.endswith(".json"):
             continue
         rel = f"{sub}/{name}"
-        r = subprocess.run([tool, "-lelf", "-lptx", os.path.join(fix, rel)],
-                           capture_output=True, text=True)
-        text = (r.stdout + r.stderr).strip()
-        elf = re.findall(r"^ELF file\s+\d+: (\S+)", text, re.M)
-        ptx = re.findall(r"^PTX file\s+\d+: (\S+)", text, re.M)
-        if r.returncode != 0 or (not elf and not ptx):
-            out[rel] = re.sub(r"\s+", " ", text.replace(fix + "/", ""))
-        else:
-            out[rel] = {"elf": elf, "ptx": ptx}
+        res = {}
+        for key, extra in (("", []), ("_all", ["-all"])):
+            r = subprocess.run([tool, "-lelf", "-lptx", *extra, os.path.join(fix, rel)],
+                               capture_output=True, text=True)
+            text = (r.stdout + r.stderr).strip()
+            elf = re.findall(r"^ELF file\s+\d+: (\S+)", text, re.M)
+            ptx = re.findall(r"^PTX file\s+\d+: (\S+)", text, re.M)
+            if r.returncode != 0 or (not elf and not ptx):
+                res["error" + key] = re.sub(r"\s+", " ", text.replace(fix + "/", ""))
+            else:
+                res["elf" + key], res["ptx" + key] = elf, ptx
+        # keep the -all listing only where it differs (rdc builds: __nv_relfatbin)
+        if all(res.get(k + "_all") == res.get(k) for k in ("elf", "ptx", "error")):
+            res = {k: v for k, v in res.items() if not k.endswith("_all")}
+        out[rel] = res["error"] if list(res) == ["error"] else res
 with open(os.path.join(fix, "cuobjdump_expected.json"), "w") as fh:
     json.dump(out, fh, indent=1, sort_keys=True)
     fh.write("\n")

@@ -73,11 +73,17 @@ class Blob:
 
 
 class BlobStream(io.RawIOBase):
-    """A seekable read-only file object over a Blob (for pyelftools and zipfile)."""
+    """A seekable read-only file object over a Blob (for pyelftools and zipfile).
+
+    Every ``RELEASE_EVERY`` bytes read, the mapping's pages are dropped from the resident set:
+    inflating a 550 MB wheel through this stream would otherwise leave all of it resident."""
+
+    RELEASE_EVERY = 16 << 20
 
     def __init__(self, blob: Blob):
         self._blob = blob
         self._pos = 0
+        self._unreleased = 0
 
     def readable(self) -> bool:
         return True
@@ -103,13 +109,35 @@ class BlobStream(io.RawIOBase):
             return b""
         end = b.size if n is None or n < 0 else min(b.size, self._pos + n)
         data = bytes(b.buf[b.base + self._pos : b.base + end])
+        self._unreleased += end - self._pos
         self._pos = end
+        if self._unreleased >= self.RELEASE_EVERY:
+            b.release(0, b.size)
+            self._unreleased = 0
         return data
 
     def readinto(self, target) -> int:
         data = self.read(len(target))
         target[: len(data)] = data
         return len(data)
+
+
+SMALL_FILE = 64 << 10
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    """Read ``size`` bytes; a file that shrank meanwhile is truncated input, not a crash."""
+    chunks, got = [], 0
+    while got < size:
+        try:
+            chunk = os.read(fd, size - got)
+        except OSError as exc:
+            raise UnreadableError(f"cannot read: {exc.strerror or exc}") from None
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
 
 
 def open_blob(path: str) -> Blob:
@@ -124,6 +152,9 @@ def open_blob(path: str) -> Blob:
             raise UnreadableError("not a regular file (FIFO, device or socket): skipped")
         if st.st_size == 0:
             return Blob(b"")
+        if st.st_size <= SMALL_FILE:  # a read is cheaper than a mapping's page fault
+            data = _read_exactly(fd, st.st_size)
+            return Blob(data)
         try:
             mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError) as exc:

@@ -33,6 +33,8 @@ _EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
 _SHDR = struct.Struct("<IIQQQQIIQQ")
 _SYM = struct.Struct("<IBBHQQ")
 _NOTE = struct.Struct("<III")
+_REC = struct.Struct("<BBH")
+_II = struct.Struct("<II")
 
 SHT_SYMTAB = 2
 SHT_NOTE = 7
@@ -61,8 +63,8 @@ class _Elf:
     def __init__(self, data: bytes):
         if len(data) < _EHDR.size or data[:4] != ELF_MAGIC:
             raise CorruptError("not an ELF image", 0)
-        (ident, self.e_type, machine, _ver, _entry, _phoff, shoff, self.e_flags, _ehsize,
-         _phentsize, _phnum, shentsize, shnum, shstrndx) = _EHDR.unpack_from(data, 0)
+        (ident, self.e_type, machine, _ver, _entry, phoff, shoff, self.e_flags, _ehsize,
+         phentsize, phnum, shentsize, shnum, shstrndx) = _EHDR.unpack_from(data, 0)
         if ident[4] != 2 or ident[5] != 1:
             raise CorruptError("device ELF must be 64-bit little-endian", 4)
         if machine != EM_CUDA:
@@ -74,13 +76,15 @@ class _Elf:
             raise CorruptError(f"section header size {shentsize}, expected 64", 0x3A)
         if shoff + shnum * _SHDR.size > len(data):
             raise TruncatedError(f"section table ({shnum} entries) runs past the image end", shoff)
-        self.sections = [_SHDR.unpack_from(data, shoff + i * _SHDR.size) for i in range(shnum)]
+        if phnum and phoff + phnum * phentsize > len(data):  # unused, but a cut image is no image
+            raise TruncatedError(f"program headers ({phnum} entries) run past the image end", phoff)
+        self.sections = list(_SHDR.iter_unpack(data[shoff:shoff + shnum * _SHDR.size]))
         self.names: List[str] = []
         if shnum and shstrndx < shnum:
-            strtab = self._bytes(shstrndx)
-            for sh in self.sections:
-                end = strtab.find(b"\0", sh[0])
-                self.names.append(strtab[sh[0]:end if end >= 0 else None].decode("latin-1"))
+            strtab = self._bytes(shstrndx).decode("latin-1")  # one decode; str.find is as fast
+            find = strtab.find
+            self.names = [strtab[sh[0]:e] if (e := find("\0", sh[0])) >= 0 else strtab[sh[0]:]
+                          for sh in self.sections]
         else:
             self.names = [""] * shnum
         self.by_name: Dict[str, int] = {n: i for i, n in enumerate(self.names)}
@@ -226,11 +230,17 @@ def _with_resources(elf: _Elf, syms: List[Tuple[int, str]]) -> Tuple[Kernel, ...
     regs: Dict[int, int] = {}
     frame: Dict[int, int] = {}
     glob = elf.section(".nv.info")
-    if glob:
-        for attr, fmt, val in _nv_records(glob):
-            if fmt == 4 and len(val) >= 8 and attr in (NVI_REGCOUNT, NVI_FRAME_SIZE):
-                sym, amount = struct.unpack_from("<II", val, 0)
+    if glob:  # hot: hundreds of records per cubin, thousands of cubins; walked inline
+        pos, n, unpack = 0, len(glob), _REC.unpack_from
+        while pos + 4 <= n:
+            fmt, attr, v = unpack(glob, pos)
+            pos += 4
+            if fmt != 4:
+                continue
+            if v >= 8 and pos + 8 <= n and attr in (NVI_REGCOUNT, NVI_FRAME_SIZE):
+                sym, amount = _II.unpack_from(glob, pos)
                 (regs if attr == NVI_REGCOUNT else frame)[sym] = amount
+            pos += v
     kernels = []
     for idx, name in syms:
         max_threads = None

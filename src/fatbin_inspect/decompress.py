@@ -2,8 +2,13 @@
 
 LZ4 entries are a raw LZ4 *block* (no frame) and must be cut to ``compressed_size`` first: the
 payload is zero-padded to 8 and the padding breaks the block decoder. Zstandard entries are
-frames with the content size present. The declared uncompressed size is checked against
-``MAX_DECODED`` before anything is allocated, and the result must have exactly that size.
+frames with the content size present. The declared uncompressed size is never trusted for
+allocation: it must be under ``limit``; an LZ4 block cannot inflate more than ``LZ4_MAX_RATIO``
+times (one extra length byte per 255 output bytes), so a larger claim is refused before the
+decoder allocates it; a zstd frame whose own content size equals the claim is decoded in one
+call (at most ``limit`` bytes allocated: the fast path for real cubins), any other is read in
+chunks (memory grows only with real output), at most one byte past the claim. The result must
+have exactly the declared size.
 """
 
 from __future__ import annotations
@@ -11,6 +16,9 @@ from __future__ import annotations
 from fatbin_inspect.errors import CorruptError, LimitExceeded
 
 MAX_DECODED = 256 << 20  # 256 MiB: no real entry comes near (largest seen: a few MB)
+MAX_FILE_RATIO = 1000  # decoded bytes per input byte, per file, beyond one MAX_DECODED entry
+LZ4_MAX_RATIO = 255
+ZSTD_CHUNK = 4 << 20
 
 _zstd = None
 
@@ -22,6 +30,26 @@ def _zstd_decompressor():
 
         _zstd = zstandard.ZstdDecompressor()
     return _zstd
+
+
+class Budget:
+    """Decoded bytes one input file may produce: ``MAX_DECODED + MAX_FILE_RATIO * size``.
+
+    Each entry is capped at ``MAX_DECODED``, but thousands of tiny entries (a 20-byte zstd frame
+    can claim 16 MiB of zeros) could still cost minutes; real files decode to a few times their
+    size, so this caps the work at a fixed multiple of the input.
+    """
+
+    __slots__ = ("left",)
+
+    def __init__(self, input_size: int):
+        self.left = MAX_DECODED + MAX_FILE_RATIO * input_size
+
+    def spend(self, n: int, offset: int = None) -> None:
+        if n > self.left:
+            raise LimitExceeded(f"decoding budget of this file spent ({MAX_FILE_RATIO}x its size): "
+                                f"entry not decoded", offset)
+        self.left -= n
 
 
 def decode(method: str, data: bytes, expected_size: int, offset: int = None,
@@ -40,16 +68,22 @@ def decode(method: str, data: bytes, expected_size: int, offset: int = None,
         if method == "lz4":
             import lz4.block
 
+            if expected_size > LZ4_MAX_RATIO * len(data) + 64:
+                raise CorruptError(f"lz4 block of {len(data)} bytes cannot inflate to the declared "
+                                   f"{expected_size} bytes", offset)
             out = lz4.block.decompress(data, uncompressed_size=expected_size)
         elif method == "zstd":
             import zstandard
 
             declared = zstandard.frame_content_size(data)
-            if declared > expected_size:  # -1 (absent) is fine: max_output_size bounds it
+            if declared > expected_size:  # -1 (absent) is fine: the chunked read bounds it
                 raise CorruptError(
                     f"zstd frame declares {declared} bytes, entry header says {expected_size}", offset
                 )
-            out = _zstd_decompressor().decompress(data, max_output_size=expected_size)
+            if declared == expected_size:  # exact size known and already bounded: one C call
+                out = _zstd_decompressor().decompress(data, max_output_size=expected_size)
+            else:
+                out = _zstd_bounded(data, expected_size)
         else:
             raise CorruptError(f"unknown compression {method!r}", offset)
     except (CorruptError, LimitExceeded):
@@ -61,3 +95,15 @@ def decode(method: str, data: bytes, expected_size: int, offset: int = None,
             f"{method} payload decoded to {len(out)} bytes, header says {expected_size}", offset
         )
     return out
+
+
+def _zstd_bounded(data: bytes, expected_size: int) -> bytes:
+    """Decode one zstd frame, reading at most ``expected_size + 1`` bytes of output."""
+    out = bytearray()
+    with _zstd_decompressor().stream_reader(data) as reader:
+        while len(out) <= expected_size:
+            chunk = reader.read(min(ZSTD_CHUNK, expected_size + 1 - len(out)))
+            if not chunk:
+                break
+            out += chunk
+    return bytes(out)

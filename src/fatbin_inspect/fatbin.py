@@ -27,7 +27,7 @@ import struct
 from typing import List, Optional, Tuple
 
 from fatbin_inspect.binio import Blob
-from fatbin_inspect.errors import CorruptError, InputError, TruncatedError
+from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded, TruncatedError
 from fatbin_inspect.model import (
     KIND_LTOIR,
     KIND_PTX,
@@ -150,8 +150,25 @@ def parse_entry(blob: Blob, off: int, end: int) -> Tuple[Entry, int]:
     ), off + header_size + payload_size
 
 
+class _Budget:
+    """Entry headers one ``walk`` may parse. Fatbin headers can nest inside earlier entries'
+    payloads and chain into the same entries, so retrying after every failed parse was quadratic
+    (a 1.6 MB file ran for minutes); successful parses never overlap and cost at most span/64."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, span: int):
+        self.left = 2 * (span // ENTRY_HEADER.size) + 1024
+
+    def take(self, off: int) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise LimitExceeded("fatbin headers chain into each other: stopped after parsing "
+                                "twice as many entry headers as the bytes can hold", off)
+
+
 def parse_fatbin(blob: Blob, off: int, limit: Optional[int] = None, section: Optional[str] = None,
-                 found_by: str = "section") -> Fatbin:
+                 found_by: str = "section", budget: Optional[_Budget] = None) -> Fatbin:
     """Parse one fatbin whose header is at ``off``; it may not extend past ``limit``."""
     limit = blob.size if limit is None else limit
     magic, version, header_size, fat_size = blob.unpack(FAT_HEADER, off, "fatbin header")
@@ -170,6 +187,8 @@ def parse_fatbin(blob: Blob, off: int, limit: Optional[int] = None, section: Opt
             if blob.read(pos, end - pos).strip(b"\0"):
                 raise CorruptError(f"{end - pos} trailing bytes after the last entry are not padding", pos)
             break
+        if budget is not None:
+            budget.take(pos)
         entry, pos = parse_entry(blob, pos, end)
         entries.append(entry)
         if len(entries) > MAX_ENTRIES:
@@ -199,8 +218,10 @@ def walk(blob: Blob, start: int, end: int, section: Optional[str], strict: bool,
     error. Otherwise (magic scan of other bytes) a hit must pass ``plausible_at`` and a failure is
     silently a false hit. Gaps of zero bytes or other data between fatbins are skipped.
     Fatbins start in ``[start, end)`` and may extend to ``limit`` (default ``end``).
+    A ``LimitExceeded`` (work budget spent) ends the walk and is returned in both modes.
     """
     limit = end if limit is None else limit
+    budget = _Budget(max(0, limit - start))
     released = start
     fatbins: List[Fatbin] = []
     errors: List[InputError] = []
@@ -213,7 +234,10 @@ def walk(blob: Blob, start: int, end: int, section: Optional[str], strict: bool,
             pos = hit + 1
             continue
         try:
-            fb = parse_fatbin(blob, hit, limit, section, found_by)
+            fb = parse_fatbin(blob, hit, limit, section, found_by, budget)
+        except LimitExceeded as exc:
+            errors.append(exc)
+            break
         except InputError as exc:
             if strict:
                 errors.append(exc)
@@ -224,4 +248,7 @@ def walk(blob: Blob, start: int, end: int, section: Optional[str], strict: bool,
         if pos - released > RELEASE_EVERY:  # keep the resident set flat on 500 MB sections
             blob.release(released, pos)
             released = pos
+    cut = blob.find(MAGIC_BYTES, pos, end) if strict and pos < end else -1
+    if cut >= 0:  # a magic too close to the end for its 16-byte header
+        errors.append(TruncatedError("fatbin header cut off by the end of its section", cut))
     return fatbins, errors

@@ -17,7 +17,7 @@ from fatbin_inspect import fatbin as fatbin_mod
 from fatbin_inspect import ptx as ptx_mod
 from fatbin_inspect.binio import Blob, open_blob
 from fatbin_inspect.containers import Layout, archives, detect
-from fatbin_inspect.decompress import decode
+from fatbin_inspect.decompress import Budget, decode
 from fatbin_inspect.demangle import demangle
 from fatbin_inspect.errors import InputError, LimitExceeded
 from fatbin_inspect.model import (
@@ -39,6 +39,7 @@ class Options:
     details: bool = False  # decode cubins for ABI/type/toolkit/device-link (implied by kernels)
     scan_hidden: bool = True  # magic scan outside the fatbin sections (FORMAT.md §1.4)
     members: str = "device"  # "device": archive members with device code; "all": every candidate
+    jobs: int = 0  # processes for decoding one large file's payloads; 0 = one per CPU, 1 = none
 
 
 def inspect_path(path: str, opts: Options = Options()) -> Iterator[FileReport]:
@@ -164,30 +165,32 @@ def _inspect_binary(path: str, fmt: str, blob: Blob, opts: Options) -> FileRepor
         errors += errs
     elif opts.scan_hidden or not covered:
         for start, end in _gaps(covered, blob.size):
-            for found in _scan_chunks(blob, start, end):
+            for found in _scan_chunks(blob, start, end, errors):
                 fatbins += [dataclasses.replace(fb, section=layout.section_at(fb.offset)) for fb in found]
     fatbins.sort(key=lambda fb: fb.offset)
+    errors += layout.errors
     error = _err(errors[0]) if errors else None
     notes = list(layout.notes)
     if len(errors) > 1:
         notes.append(f"{len(errors) - 1} more fatbin errors after the first")
     return FileReport(path=path, format=layout.format, size=blob.size,
-                      fatbins=tuple(_decode_fatbins(blob, fatbins, opts)),
+                      fatbins=tuple(_decode_fatbins(blob, fatbins, opts, path)),
                       error=error, needs=layout.needs, notes=tuple(notes))
 
 
 SCAN_CHUNK = 64 << 20
 
 
-def _scan_chunks(blob: Blob, start: int, end: int):
+def _scan_chunks(blob: Blob, start: int, end: int, errors: List[InputError]):
     """Magic-scan ``[start, end)`` a chunk at a time; a fatbin may run past its chunk (it is
     bounded by ``end``). Pages already scanned are dropped from this process's resident set
     (``MADV_DONTNEED`` on a read-only file mapping only unmaps them; the page cache keeps them), so
-    resident memory does not grow with the file size."""
+    resident memory does not grow with the file size. A scan's only errors are limits reached."""
     pos = start
     while pos < end:
         stop = min(end, pos + SCAN_CHUNK)
-        found, _ = fatbin_mod.walk(blob, pos, stop, None, strict=False, found_by="scan", limit=end)
+        found, errs = fatbin_mod.walk(blob, pos, stop, None, strict=False, found_by="scan", limit=end)
+        errors += errs
         yield found
         nxt = max([stop] + [fb.offset + 16 + fb.size for fb in found])
         blob.release(pos, nxt)
@@ -247,20 +250,24 @@ def _standalone_ptx(blob: Blob) -> Fatbin:
 
 
 # ------------------------------------------------------------------------------- payloads
-def payload(blob: Blob, entry: Entry) -> bytes:
+def payload(blob: Blob, entry: Entry, budget: Optional[Budget] = None) -> bytes:
     """The entry's image, decompressed (LTO-IR is opaque and returned as stored)."""
     raw = blob.read(entry.payload_offset, entry.stored_size, "entry payload")
+    if budget is not None and entry.compression != "none" and entry.kind in (KIND_SASS, KIND_PTX):
+        budget.spend(entry.size, entry.offset)
     if entry.kind not in (KIND_SASS, KIND_PTX):
         return raw
     return decode(entry.compression, raw, entry.size, entry.offset)
 
 
-def decode_entry(blob: Blob, entry: Entry, kernels: bool, resources: bool = True) -> Entry:
-    """Fill ``cubin``/``kernels``/``ptx_target`` from the payload; a failure is ``decode_error``."""
+def decode_entry(blob: Blob, entry: Entry, kernels: bool, resources: bool = True,
+                 budget: Optional[Budget] = None) -> Entry:
+    """Fill ``cubin``/``kernels``/``ptx_target`` from the payload; a failure is ``decode_error``.
+    ``budget`` (one per file) bounds the bytes all its compressed entries may inflate to."""
     if entry.kind not in (KIND_SASS, KIND_PTX):
         return entry
     try:
-        data = payload(blob, entry)
+        data = payload(blob, entry, budget)
         if entry.kind == KIND_SASS:
             info, ks = cubin_mod.parse_cubin(data, kernels=kernels, resources=resources)
             if info.sm != entry.sm and entry.header_size:
@@ -278,14 +285,64 @@ def decode_entry(blob: Blob, entry: Entry, kernels: bool, resources: bool = True
 
 
 def _demangled(ks: Tuple[Kernel, ...]) -> Tuple[Kernel, ...]:
-    return tuple(dataclasses.replace(k, demangled=demangle(k.name)) for k in ks)
+    # the constructor, not dataclasses.replace: ~100k kernels in one large library
+    return tuple(Kernel(k.name, demangle(k.name), k.registers, k.shared, k.constant0, k.max_threads, k.local)
+                 for k in ks)
 
 
-def _decode_fatbins(blob: Blob, fatbins, opts: Options):
+PARALLEL_MIN_BYTES = 64 << 20  # compressed payload bytes that make a second process worth its start
+
+
+def _decode_fatbins(blob: Blob, fatbins, opts: Options, path: Optional[str] = None):
     if not (opts.kernels or opts.details):
         return list(fatbins)
+    jobs = opts.jobs or os.cpu_count() or 1
+    work = sum(e.stored_size for fb in fatbins for e in fb.entries if e.compression != "none")
+    if jobs > 1 and path and work >= PARALLEL_MIN_BYTES and _is_whole_file(blob, path):
+        return _decode_parallel(path, fatbins, opts, jobs)
+    return _decode_serial(blob, fatbins, opts)
+
+
+def _decode_serial(blob: Blob, fatbins, opts: Options):
     out = []
+    budget = Budget(blob.size)
     for fb in fatbins:
-        entries = tuple(decode_entry(blob, e, kernels=opts.kernels) for e in fb.entries)
+        entries = tuple(decode_entry(blob, e, kernels=opts.kernels, budget=budget) for e in fb.entries)
         out.append(dataclasses.replace(fb, entries=entries))
     return out
+
+
+def _is_whole_file(blob: Blob, path: str) -> bool:
+    try:
+        return blob.base == 0 and os.path.isfile(path) and os.path.getsize(path) == blob.size
+    except OSError:
+        return False
+
+
+def _decode_parallel(path: str, fatbins, opts: Options, jobs: int):
+    """Decompressing and parsing thousands of cubins is CPU-bound (libtorch_cuda.so: 5 GB of
+    zstd output): split the fatbins into ``jobs`` slices of similar compressed size, each decoded
+    by a worker process that maps the same file. Order is kept."""
+    import concurrent.futures as cf
+
+    slices: List[List[Fatbin]] = [[] for _ in range(jobs * 4)]
+    weights = [0] * len(slices)
+    for fb in fatbins:  # contiguous slices, balanced by payload bytes
+        i = min(len(slices) - 1, sum(weights) * len(slices) // max(1, _total(fatbins)))
+        slices[i].append(fb)
+        weights[i] += sum(e.stored_size for e in fb.entries) or 1
+    serial_opts = dataclasses.replace(opts, jobs=1)
+    try:
+        with cf.ProcessPoolExecutor(max_workers=jobs) as pool:
+            parts = list(pool.map(_decode_slice, [path] * len(slices), slices, [serial_opts] * len(slices)))
+    except (OSError, cf.process.BrokenProcessPool):  # no fork/spawn here: decode in-process
+        return _decode_serial(open_blob(path), fatbins, serial_opts)
+    return [fb for part in parts for fb in part]
+
+
+def _total(fatbins) -> int:
+    return sum(e.stored_size for fb in fatbins for e in fb.entries) or 1
+
+
+def _decode_slice(path: str, fatbins, opts: Options):
+    return _decode_serial(open_blob(path), fatbins, opts)

@@ -14,8 +14,11 @@ from typing import Optional, Tuple
 from fatbin_inspect.errors import CorruptError
 from fatbin_inspect.model import Kernel
 
-_VERSION = re.compile(rb"^\s*\.version\s+(\d+)\.(\d+)", re.M)
-_TARGET = re.compile(rb"^\s*\.target\s+([A-Za-z0-9_]+)", re.M)
+# `[ \t]*`, not `\s*`, after `^`: `\s*` spans newlines, so every line start of a blank run would
+# rescan the whole run (64 KiB of newlines took 10 s). Numbers are capped at 6 digits: int() of a
+# 5000-digit string raises ValueError.
+_VERSION = re.compile(rb"^[ \t\r\f\v]*\.version\s+(\d{1,6})\.(\d{1,6})(?!\d)", re.M)
+_TARGET = re.compile(rb"^[ \t\r\f\v]*\.target\s+([A-Za-z0-9_]+)", re.M)
 _ENTRY = re.compile(rb"\.entry\s+([A-Za-z_$%][\w$]*)")
 _MAXNTID = re.compile(rb"\.maxntid\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
 
@@ -54,7 +57,7 @@ def kernels(text: bytes) -> Tuple[Kernel, ...]:
 
 def target_arch(target: str) -> Tuple[int, str]:
     """``sm_90a`` -> (90, "a")."""
-    m = re.fullmatch(r"(?:sm|compute)_(\d+)([af]?)", target)
+    m = re.fullmatch(r"(?:sm|compute)_(\d{1,6})([af]?)", target)
     if not m:
         raise CorruptError(f"unrecognised PTX target {target!r}")
     return int(m.group(1)), m.group(2)

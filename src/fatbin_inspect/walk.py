@@ -34,11 +34,11 @@ def iter_files(root: str, follow_links: bool = False) -> Iterator[Item]:
         for e in entries:
             try:
                 if e.is_symlink():
+                    if not os.path.exists(e.path):  # False for a loop (ELOOP) too
+                        yield e.path, "symlink loop or dangling symlink: skipped"
+                        continue
                     if not follow_links:
                         continue  # the target is scanned where it lives, or is outside the tree
-                    if not os.path.exists(e.path):
-                        yield e.path, "dangling symlink: skipped"
-                        continue
                 if e.is_dir(follow_symlinks=follow_links):
                     yield from visit(e.path)
                     continue

@@ -11,6 +11,7 @@ import click
 from fatbin_inspect.model import FileReport
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
+EXIT_NO_DEVICE = 4  # doctor/verify: no NVIDIA driver, GPU or cuda-python where one is needed
 
 
 def note_error(report: FileReport) -> None:

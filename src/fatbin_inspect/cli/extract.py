@@ -11,6 +11,7 @@ from fatbin_inspect.cli.common import EXIT_OK, note_error
 from fatbin_inspect.errors import InputError
 from fatbin_inspect.inventory import Options, inspect_pairs, payload
 from fatbin_inspect.binio import open_blob
+from fatbin_inspect.decompress import Budget
 from fatbin_inspect.walk import iter_files
 
 _SUFFIX = {"sass": ".cubin", "ptx": ".ptx", "ltoir": ".ltoir", "unknown": ".bin"}
@@ -46,6 +47,7 @@ def extract_cmd(paths, arches, kinds, out_dir):
                 continue
             for rec, b in inspect_pairs(path, blob, Options(), 0):
                 note_error(rec)
+                budget = Budget(b.size) if b is not None else None  # bounds decompression bombs
                 for fi, fb in enumerate(rec.fatbins):
                     for ei, e in enumerate(fb.entries):
                         if kinds and e.kind not in kinds:
@@ -53,7 +55,7 @@ def extract_cmd(paths, arches, kinds, out_dir):
                         if wanted and e.arch not in wanted and str(e.sm) not in wanted:
                             continue
                         try:
-                            data = payload(b, e)
+                            data = payload(b, e, budget)
                         except InputError as exc:
                             click.echo(f"fatbin-inspect: {rec.path} at offset {e.offset:#x}: {exc.message}", err=True)
                             continue

@@ -13,6 +13,9 @@ from fatbin_inspect.model import FileReport, FileError
 from fatbin_inspect.walk import iter_files
 
 
+PRETTY_MAX_ENTRIES = 2000  # larger inventories are written compact (same document, no indentation)
+
+
 def iter_reports(paths, opts: Options) -> Iterator[FileReport]:
     for root in paths:
         for path, skip in iter_files(root):
@@ -44,7 +47,8 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, fmt
         note_error(r)
         reports.append(r)
     if fmt == "json":
-        text = json_format.dumps(records.inventory_document(reports))
+        big = sum(len(fb.entries) for r in reports for fb in r.fatbins) > PRETTY_MAX_ENTRIES
+        text = json_format.dumps(records.inventory_document(reports), pretty=not big)
     elif fmt == "jsonl":
         text = "".join(json_format.dumps_line({"schema_version": records.SCHEMA_VERSION, **records.file_dict(r)})
                        for r in reports)

@@ -18,6 +18,14 @@ from fatbin_inspect.errors import DeviceError, FatbinInspectError, UsageError
 COMMANDS = {
     "list": "fatbin_inspect.cli.inventory:list_cmd",
     "extract": "fatbin_inspect.cli.extract:extract_cmd",
+    "check": "fatbin_inspect.cli.check:check_cmd",
+    "explain": "fatbin_inspect.cli.explain:explain_cmd",
+    "gpus": "fatbin_inspect.cli.gpus:gpus_cmd",
+    "scan": "fatbin_inspect.cli.scan:scan_cmd",
+    "gate": "fatbin_inspect.cli.gate:gate_cmd",
+    "diff": "fatbin_inspect.cli.diff:diff_cmd",
+    "doctor": "fatbin_inspect.cli.doctor:doctor_cmd",
+    "verify": "fatbin_inspect.cli.verify:verify_cmd",
 }
 
 
@@ -25,7 +33,9 @@ class DefaultGroup(click.Group):
     """A group whose first argument, when not a command name, is a path for ``list``."""
 
     def list_commands(self, ctx):
-        return sorted(COMMANDS)
+        import importlib.util
+
+        return sorted(n for n, t in COMMANDS.items() if importlib.util.find_spec(t.split(":")[0]))
 
     def get_command(self, ctx, name):
         target = COMMANDS.get(name)
@@ -35,8 +45,12 @@ class DefaultGroup(click.Group):
         return getattr(__import__(mod, fromlist=[attr]), attr)
 
     def parse_args(self, ctx, args):
-        if args and args[0] not in COMMANDS and args[0] not in ("--help", "-h", "--version"):
-            args = ["list"] + list(args)
+        lead = 0
+        while lead < len(args) and args[lead] == "--debug":  # group flags before a bare PATH
+            lead += 1
+        rest = args[lead:]
+        if rest and rest[0] not in COMMANDS and rest[0] not in ("--help", "-h", "--version"):
+            args = list(args[:lead]) + ["list"] + list(rest)
         return super().parse_args(ctx, args)
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from fatbin_inspect import cubin, ptx
+from fatbin_inspect.errors import InputError
 from fatbin_inspect.fatbin import MAGIC_BYTES
 
 
@@ -28,6 +29,7 @@ class Layout:
     regions: Tuple[Region, ...]
     needs: Tuple[str, ...] = ()
     notes: Tuple[str, ...] = ()
+    errors: Tuple[InputError, ...] = ()  # problems outside the fatbin sections (PE imports)
 
     def section_at(self, off: int) -> Optional[str]:
         for r in self.regions:

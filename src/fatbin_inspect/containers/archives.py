@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from fatbin_inspect.binio import Blob
-from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded
+from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded, TruncatedError
 
 SPILL_BYTES = 64 << 20
 MAX_MEMBER_BYTES = 8 << 30
@@ -59,17 +59,16 @@ def ar_members(blob: Blob) -> Iterator[Member]:
         name_raw, _d, _u, _g, _m, size_raw, fmag = blob.unpack(_AR_HDR, pos, "ar member header")
         if fmag != b"`\n":
             raise CorruptError("ar member header does not end in `\\n", pos)
-        try:
-            size = int(size_raw.decode("ascii").strip() or "0")
-        except ValueError:
-            raise CorruptError(f"ar member size {size_raw!r} is not a number", pos) from None
+        size = _ar_decimal(size_raw, "member size", pos)  # a negative size looped forever
         data = pos + _AR_HDR.size
         if data + size > blob.size:
             raise CorruptError(f"ar member of {size} bytes runs past the end of the archive", pos)
         name = name_raw.decode("latin-1").rstrip()
         start, length = data, size
         if name.startswith("#1/"):  # BSD: name follows the header
-            n = int(name[3:] or 0)
+            n = _ar_decimal(name[3:].encode("latin-1"), "BSD name length", pos)
+            if n > size:
+                raise CorruptError(f"ar BSD name of {n} bytes is longer than its member ({size})", pos)
             name = blob.read(data, min(n, size)).rstrip(b"\0").decode("latin-1")
             start, length = data + n, size - n
         elif name == "//":
@@ -78,7 +77,7 @@ def ar_members(blob: Blob) -> Iterator[Member]:
         elif name in ("/", "/SYM64/", "__.SYMDEF", "__.SYMDEF SORTED"):
             name = None
         elif name.startswith("/") and name[1:].isdigit():
-            o = int(name[1:])
+            o = _ar_decimal(name[1:].encode("latin-1"), "long-name offset", pos)
             end = longnames.find(b"\n", o)
             name = longnames[o:end if end >= 0 else None].decode("latin-1").rstrip("/")
         else:
@@ -89,17 +88,29 @@ def ar_members(blob: Blob) -> Iterator[Member]:
                 raise LimitExceeded(f"more than {MAX_MEMBERS} members", pos)
             yield Member(name, blob.view(start, max(0, length)))
         pos = data + size + (size & 1)
+    if blob.size - pos > 1 or blob.read(pos, blob.size - pos) not in (b"", b"\n"):
+        raise TruncatedError(f"ar member header cut off: {blob.size - pos} bytes after the last member", pos)
+
+
+def _ar_decimal(raw: bytes, what: str, pos: int) -> int:
+    text = raw.decode("latin-1").strip()
+    if not text.isdigit() or not text.isascii():  # rejects "-60", "1e3", "²"
+        if not text:
+            return 0
+        raise CorruptError(f"ar {what} {raw!r} is not a decimal number", pos)
+    return int(text)
 
 
 # -------------------------------------------------------------------------------------------- zip
-def _spill(reader, declared: int, what: str) -> Blob:
-    """Copy a stream into memory or an unlinked temp file, refusing more than ``declared`` bytes."""
+def _spill(reader, declared: int, what: str, over=CorruptError) -> Blob:
+    """Copy a stream into memory or an unlinked temp file; more than ``declared`` bytes raise
+    ``over`` (a lying header is corrupt; past a limit that is no header's claim, LimitExceeded)."""
     if declared > MAX_MEMBER_BYTES:
         raise LimitExceeded(f"{what} declares {declared} bytes, over the {MAX_MEMBER_BYTES}-byte limit")
     if declared <= SPILL_BYTES:
         data = reader.read(declared + 1)
         if len(data) > declared:
-            raise CorruptError(f"{what} inflates past its declared size {declared}")
+            raise over(f"{what} inflates past {declared} bytes")
         return Blob(data)
     tmp = tempfile.TemporaryFile(prefix="fatbin-inspect-")
     total = 0
@@ -110,7 +121,7 @@ def _spill(reader, declared: int, what: str) -> Blob:
         total += len(chunk)
         if total > declared:
             tmp.close()
-            raise CorruptError(f"{what} inflates past its declared size {declared}")
+            raise over(f"{what} inflates past {declared} bytes")
         tmp.write(chunk)
     tmp.flush()
     if total == 0:
@@ -124,13 +135,13 @@ def _spill(reader, declared: int, what: str) -> Blob:
 def zip_members(blob: Blob, all_members: bool = False) -> Iterator[Member]:
     try:
         zf = zipfile.ZipFile(blob.stream())
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        raise CorruptError(f"zip central directory is unreadable: {exc}") from None
+    except Exception as exc:  # zipfile raises IndexError, NotImplementedError... on hostile bytes
+        raise CorruptError(f"zip central directory is unreadable: {_why(exc)}") from None
     infos = zf.infolist()
     if len(infos) > MAX_MEMBERS:
         raise LimitExceeded(f"zip holds {len(infos)} members, over the {MAX_MEMBERS} limit")
     for info in infos:
-        if info.is_dir() or not (all_members or is_candidate(info.filename)):
+        if not info.filename or info.is_dir() or not (all_members or is_candidate(info.filename)):
             continue
         name = info.filename
         try:
@@ -151,9 +162,8 @@ def zip_members(blob: Blob, all_members: bool = False) -> Iterator[Member]:
                 yield Member(name, _spill(fh, info.file_size, "zip member"))
         except InputError as exc:
             yield Member(name, error=exc)
-        except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError,
-                ValueError) as exc:
-            yield Member(name, error=CorruptError(f"cannot inflate: {exc}"))
+        except Exception as exc:  # zlib.error, BadZipFile, NotImplementedError (method), RuntimeError...
+            yield Member(name, error=CorruptError(f"cannot inflate: {_why(exc)}"))
 
 
 # -------------------------------------------------------------------------------------------- tar
@@ -161,8 +171,8 @@ def tar_members(blob: Blob, compressed: bool) -> Iterator[Member]:
     """Stream through a tar (``r|*``): each member is read once, in order."""
     try:
         tf = tarfile.open(fileobj=blob.stream(), mode="r|*")
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise CorruptError(f"not a readable tar archive: {exc}") from None
+    except Exception as exc:  # tarfile raises TypeError, zlib.error... on hostile bytes
+        raise CorruptError(f"not a readable tar archive: {_why(exc)}") from None
     count = 0
     try:
         for ti in tf:
@@ -179,19 +189,25 @@ def tar_members(blob: Blob, compressed: bool) -> Iterator[Member]:
                 yield Member(ti.name, _spill(fh, ti.size, "tar member"))
             except InputError as exc:
                 yield Member(ti.name, error=exc)
-    except (tarfile.TarError, OSError, EOFError, zlib_error()) as exc:
-        raise CorruptError(f"tar stream breaks off: {exc}") from None
+    except InputError:
+        raise
+    except Exception as exc:
+        raise CorruptError(f"tar stream breaks off: {_why(exc)}") from None
 
 
-def zlib_error():
-    import zlib
-
-    return zlib.error
+def _why(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}" if not isinstance(exc, (OSError, zipfile.BadZipFile)) else str(exc)
 
 
 def gzip_payload(blob: Blob) -> Blob:
     """Inflate a lone ``.gz`` (not a tar) with the same bounds as archive members."""
     import gzip
 
-    with gzip.GzipFile(fileobj=blob.stream()) as gz:
-        return _spill(gz, MAX_MEMBER_BYTES, "gzip stream")
+    bound = min(MAX_MEMBER_BYTES, max(SPILL_BYTES, MAX_RATIO * blob.size))  # gzip states no size
+    try:
+        with gzip.GzipFile(fileobj=blob.stream()) as gz:
+            return _spill(gz, bound, "gzip stream", over=LimitExceeded)
+    except InputError:
+        raise
+    except Exception as exc:  # BadGzipFile, zlib.error, EOFError
+        raise CorruptError(f"gzip stream does not inflate: {_why(exc)}") from None

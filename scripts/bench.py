@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Benchmarks with the peers named in the issues, each pair measured in one run, on this machine.
+
+    python scripts/bench.py inventory [FILE...]   # issue 2: listing vs cuobjdump, --kernels vs cubloaty
+    python scripts/bench.py scan ...              # issue 4: see scripts/bench_scan.py
+
+Default files: libtorch_cuda.so (torch==2.14.1) and libcublasLt.so.13 (nvidia-cublas==13.1.1.3),
+unpacked from the wheels in .cache/corpus by scripts/fetch_corpus.sh. Every command runs as a child
+process; wall time is measured around it and peak memory is the child's own ru_maxrss (os.wait4).
+The page cache is warmed once per file first so no tool pays for the disk. Prints ratios; asserts
+nothing (targets: listing >= 20x faster than cuobjdump at < 1/10 of its peak memory; --kernels
+>= 5x faster than cubloaty with the same unique kernel names per (section, arch)).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+DEFAULT_FILES = [
+    os.path.join(ROOT, ".cache/corpus/x/torch/lib/libtorch_cuda.so"),
+    os.path.join(ROOT, ".cache/corpus/x/nvidia/cu13/lib/libcublasLt.so.13"),
+]
+
+
+def run(cmd, stdout_path=None):
+    """(seconds, peak RSS in MB, exit code) of one child process."""
+    out = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL)
+    _pid, status, ru = os.wait4(proc.pid, 0)
+    dt = time.perf_counter() - t0
+    if stdout_path:
+        out.close()
+    return dt, ru.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+
+
+def warm(path):
+    with open(path, "rb") as fh:
+        while fh.read(64 << 20):
+            pass
+
+
+def ours_cmd(*args):
+    return [sys.executable, "-m", "fatbin_inspect", *args]
+
+
+def unique_kernels_ours(doc):
+    by = defaultdict(set)
+    for f in doc["files"]:
+        for fb in f["fatbins"]:
+            for e in fb["entries"]:
+                if e["kernels"] is not None and e["kind"] in ("sass", "ptx"):
+                    by[(fb["section"], e["arch"])].update(k["name"] for k in e["kernels"])
+    return {k: len(v) for k, v in by.items()}
+
+
+def unique_kernels_cubloaty(doc):
+    return {(c["section"], c["arch"]): c["kernels"] for c in doc.get("components", []) if not c.get("opaque")}
+
+
+def bench_inventory(files):
+    from conftest import find_cuobjdump
+
+    cuobjdump = find_cuobjdump()
+    cubloaty = subprocess.run([sys.executable, "-c", "import cubloaty"], capture_output=True).returncode == 0
+    tmp = tempfile.mkdtemp(prefix="fatbin-bench-")
+    for path in files:
+        if not os.path.exists(path):
+            print(f"skip {path}: not found (scripts/fetch_corpus.sh)")
+            continue
+        print(f"\n== {os.path.relpath(path, ROOT)} ({os.path.getsize(path) / 2**20:.0f} MB)")
+        warm(path)
+        t_ours, m_ours, rc = run(ours_cmd(path, "--format", "json"), os.path.join(tmp, "list.json"))
+        nent = sum(len(fb["entries"]) for f in json.load(open(os.path.join(tmp, "list.json")))["files"]
+                   for fb in f["fatbins"])
+        print(f"list       fatbin-inspect   {t_ours:7.2f} s  {m_ours:7.0f} MB  rc={rc}  {nent} entries")
+        if cuobjdump:
+            t_c, m_c, rc_c = run([cuobjdump, "-lelf", "-lptx", path])
+            print(f"list       cuobjdump        {t_c:7.2f} s  {m_c:7.0f} MB  rc={rc_c}")
+            print(f"RATIO list: {t_c / t_ours:.1f}x faster than cuobjdump (target >= 20x), "
+                  f"peak memory {m_ours / m_c:.3f} of cuobjdump's (target < 0.1)")
+        else:
+            print("cuobjdump not found: pip install nvidia-cuda-cuobjdump==13.5.37")
+        t_k, m_k, rc = run(ours_cmd(path, "--kernels", "--format", "json"), os.path.join(tmp, "k.json"))
+        ours_k = unique_kernels_ours(json.load(open(os.path.join(tmp, "k.json"))))
+        print(f"--kernels  fatbin-inspect   {t_k:7.2f} s  {m_k:7.0f} MB  rc={rc}")
+        if cubloaty:
+            t_b, m_b, rc_b = run([sys.executable, "-m", "cubloaty", path, "--format", "json", "--top", "100000000",
+                                  "--mangled"], os.path.join(tmp, "cb.json"))
+            theirs = unique_kernels_cubloaty(json.load(open(os.path.join(tmp, "cb.json"))))
+            same = {k: v for k, v in theirs.items() if ours_k.get(k) == v}
+            diff = {k: (ours_k.get(k), v) for k, v in theirs.items() if ours_k.get(k) != v}
+            print(f"--kernels  cubloaty         {t_b:7.2f} s  {m_b:7.0f} MB  rc={rc_b}")
+            print(f"RATIO --kernels: {t_b / t_k:.1f}x faster than cubloaty (target >= 5x); unique kernel names per "
+                  f"(section, arch): {len(same)}/{len(theirs)} equal" + (f"; differ: {diff}" if diff else ""))
+        else:
+            print("cubloaty not installed: pip install cubloaty")
+
+
+def main(argv):
+    what = argv[1] if len(argv) > 1 else "inventory"
+    if what == "inventory":
+        bench_inventory(argv[2:] or DEFAULT_FILES)
+    elif what == "scan":
+        os.execv(sys.executable, [sys.executable, os.path.join(ROOT, "scripts", "bench_scan.py"), *argv[2:]])
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Benchmark ``fatbin-inspect scan`` on real wheels (issue 4). Prints ratios measured in one run.
+
+    python scripts/bench_scan.py [--corpus .cache/corpus] [--work .cache/bench_scan] [--jobs N]
+
+(a) the extracted tree scanned (no cache) vs ``cuobjdump -lelf -lptx`` on each ELF file of it,
+    run on the same number of parallel workers (target: >= 10x faster);
+(b) the wheels scanned directly (no cache) vs only inflating their candidate members once, both
+    serially and spread over the same workers (target: <= 1.5x);
+(c) a warm-cache rescan of the tree vs the cold scan (target: >= 20x);
+(d) peak resident memory of the scan, its worker processes included, sampled every 20 ms (< 500 MB).
+Every scan runs as the CLI in a subprocess (interpreter start-up included). The wheels are
+extracted into --work (gitignored), never into the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "src"))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from fatbin_inspect.containers import archives  # noqa: E402
+
+WHEELS = ("torch-2.14.1-", "nvidia_cublas-13.", "nvidia_cufft-12.", "cupy_cuda12x-", "onnxruntime_gpu-")
+
+
+def _tree_rss(pid: int) -> int:
+    """Resident bytes of ``pid`` and all its descendants (Linux /proc, no psutil needed)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/status") as fh:
+                for line in fh:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as fh:
+                    todo += [int(c) for c in fh.read().split()]
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def run_measured(cmd, env=None):
+    """(seconds, peak tree RSS bytes, returncode) of a subprocess."""
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = [0]
+
+    def sample():
+        while proc.poll() is None:
+            peak[0] = max(peak[0], _tree_rss(proc.pid))
+            time.sleep(0.02)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    _, err = proc.communicate()
+    secs = time.monotonic() - start
+    t.join()
+    if proc.returncode not in (0, 1):
+        sys.stderr.write(err.decode(errors="replace")[-2000:])
+    return secs, peak[0], proc.returncode
+
+
+def extract(wheels, work):
+    tree = os.path.join(work, "tree")
+    for w in wheels:
+        dest = os.path.join(tree, os.path.basename(w)[:-4])
+        if os.path.exists(os.path.join(dest, ".complete")):
+            continue
+        shutil.rmtree(dest, ignore_errors=True)
+        with zipfile.ZipFile(w) as zf:
+            zf.extractall(dest)
+        open(os.path.join(dest, ".complete"), "w").close()
+    return tree
+
+
+def inflate_candidates(wheel: str) -> int:
+    """The zlib floor: inflate every candidate member once, keep nothing."""
+    n = 0
+    with zipfile.ZipFile(wheel) as zf:
+        for info in zf.infolist():
+            if info.is_dir() or not archives.is_candidate(info.filename):
+                continue
+            with zf.open(info) as fh:
+                while True:
+                    chunk = fh.read(archives.CHUNK)
+                    if not chunk:
+                        break
+                    n += len(chunk)
+    return n
+
+
+def find_cuobjdump():
+    from conftest import find_cuobjdump as find
+
+    return find()
+
+
+def elf_files(tree):
+    for d, _, files in os.walk(tree):
+        for f in files:
+            p = os.path.join(d, f)
+            if os.path.islink(p) or not os.path.isfile(p):
+                continue
+            with open(p, "rb") as fh:
+                if fh.read(4) == b"\x7fELF":
+                    yield p
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", default=os.path.join(ROOT, ".cache", "corpus"))
+    ap.add_argument("--work", default=os.path.join(ROOT, ".cache", "bench_scan"))
+    ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument("--skip-cuobjdump", action="store_true")
+    args = ap.parse_args()
+    wheels = [w for pre in WHEELS for w in sorted(glob.glob(os.path.join(args.corpus, pre + "*.whl")))[:1]]
+    if len(wheels) < len(WHEELS):
+        print(f"missing wheels in {args.corpus}; need {', '.join(WHEELS)}", file=sys.stderr)
+        return 2
+    total = sum(os.path.getsize(w) for w in wheels)
+    print(f"{len(wheels)} wheels, {total / 2**20:.0f} MiB: {', '.join(os.path.basename(w) for w in wheels)}")
+    print(f"workers: {args.jobs} (cores: {os.cpu_count()})")
+    tree = extract(wheels, args.work)
+    cache = os.path.join(args.work, "cache")
+    env = dict(os.environ, FATBIN_INSPECT_CACHE_DIR=cache, FATBIN_INSPECT_JOBS=str(args.jobs),
+               FATBIN_INSPECT_PROGRESS="0")
+    scan = [sys.executable, "-m", "fatbin_inspect", "scan", "-o", os.devnull]
+    peaks = {}
+
+    # warm the page cache so every contender reads from memory, not from disk
+    for w in wheels:
+        with open(w, "rb") as fh:
+            while fh.read(64 << 20):
+                pass
+    run_measured(scan + ["--no-cache", tree], env)
+
+    # (a) extracted tree vs cuobjdump per file
+    t_tree, peaks["tree, no cache"], _ = run_measured(scan + ["--no-cache", tree], env)
+    print(f"\n(a) scan of the extracted tree (no cache): {t_tree:.2f} s")
+    exe = None if args.skip_cuobjdump else find_cuobjdump()
+    if exe:
+        files = list(elf_files(tree))
+        fails = [0]
+
+        def one(p):
+            r = subprocess.run([exe, "-lelf", "-lptx", p], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            fails[0] += r.returncode != 0
+
+        start = time.monotonic()
+        with ThreadPoolExecutor(args.jobs) as pool:
+            list(pool.map(one, files))
+        t_cuob = time.monotonic() - start
+        print(f"    cuobjdump -lelf -lptx on each of {len(files)} ELF files ({fails[0]} failed), "
+              f"{args.jobs} at a time: {t_cuob:.2f} s")
+        print(f"    ratio: scan is {t_cuob / t_tree:.1f}x faster (target >= 10x)")
+    else:
+        print("    cuobjdump not found: (a) skipped (pip install nvidia-cuda-cuobjdump==13.5.37)")
+
+    # (b) wheels directly vs the zlib floor
+    t_whl, peaks["wheels, no cache"], _ = run_measured(scan + ["--no-cache", *wheels], env)
+    start = time.monotonic()
+    inflated = sum(inflate_candidates(w) for w in wheels)
+    t_floor_serial = time.monotonic() - start
+    start = time.monotonic()
+    with ProcessPoolExecutor(args.jobs) as pool:
+        list(pool.map(inflate_candidates, sorted(wheels, key=os.path.getsize, reverse=True)))
+    t_floor_par = time.monotonic() - start
+    print(f"\n(b) scan of the {len(wheels)} wheels (no cache): {t_whl:.2f} s")
+    print(f"    inflating their candidate members once ({inflated / 2**20:.0f} MiB): "
+          f"{t_floor_serial:.2f} s serially, {t_floor_par:.2f} s on {args.jobs} workers")
+    print(f"    ratio: {t_whl / t_floor_serial:.2f}x the serial floor, {t_whl / t_floor_par:.2f}x the parallel "
+          f"floor (target <= 1.5x)")
+
+    # (c) warm vs cold
+    shutil.rmtree(cache, ignore_errors=True)
+    t_cold, peaks["tree, cold cache"], _ = run_measured(scan + [tree], env)
+    t_warm, peaks["tree, warm cache"], _ = run_measured(scan + [tree], env)
+    print(f"\n(c) tree, cold cache: {t_cold:.2f} s; warm cache: {t_warm:.2f} s; "
+          f"ratio {t_cold / t_warm:.1f}x (target >= 20x)")
+
+    # (d) memory
+    worst = max(peaks.values())
+    print("\n(d) peak RSS, workers included: " + ", ".join(f"{k} {v / 2**20:.0f} MB" for k, v in peaks.items()))
+    print(f"    max {worst / 2**20:.0f} MB (target < 500 MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

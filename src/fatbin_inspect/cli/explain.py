@@ -1,0 +1,27 @@
+"""``fatbin-inspect explain ERROR``: what a CUDA load error means and how to catch it before deploying."""
+
+from __future__ import annotations
+
+import click
+
+from fatbin_inspect.cli.common import EXIT_OK, format_option, output_option, write_output
+from fatbin_inspect.compat.explain import explain
+from fatbin_inspect.errors import UsageError
+
+
+@click.command("explain")
+@click.argument("error", nargs=-1, required=True)
+@format_option(["text", "json"], default="text")
+@output_option
+def explain_cmd(error, fmt, output):
+    """Explain ERROR: a number (209), a name (cudaErrorNoKernelImageForDevice, CUDA_ERROR_NO_BINARY_FOR_GPU)
+    or the text a program printed ("no kernel image is available for execution on the device")."""
+    from fatbin_inspect.render import explain_text, json_format
+
+    query = " ".join(error)
+    e = explain(query)
+    if e is None:
+        raise UsageError(f"explain: {query!r} matches no known CUDA error number, name or message")
+    text = json_format.dumps(explain_text.explanation_dict(e)) if fmt == "json" else explain_text.explanation_text(e)
+    write_output(text, output)
+    raise SystemExit(EXIT_OK)

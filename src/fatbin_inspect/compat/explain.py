@@ -1,0 +1,109 @@
+"""``explain``: from an error number, name or pasted log text to the condition, the rule and the fix.
+
+Matching order: a bare number (current, or the pre-CUDA-10.1 runtime number), an API name
+(``cudaErrorNoKernelImageForDevice``, ``CUDA_ERROR_NO_BINARY_FOR_GPU``), then text: API names,
+error strings and framework wordings found anywhere in what the user pasted.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+from fatbin_inspect.compat import data
+
+# What a user should look at, per rule family (ids of errors.json ``signals_rule``).
+CHECKS: Dict[str, Tuple[str, ...]] = {
+    "R-SASS": ("Which GPU runs it: nvidia-smi --query-gpu=name,compute_cap --format=csv",
+               "Which cubins and PTX the binary carries: fatbin-inspect PATH",
+               "A cubin runs only on its own major with an equal or higher minor; sm_XYa only on X.Y; "
+               "Jetson/Tegra only on its exact SM"),
+    "R-PTX-TARGET": ("Whether the binary carries PTX at all, and for which compute_XY: fatbin-inspect PATH",
+                     "PTX compiles only for its own CC or higher; compute_XYa only for X.Y"),
+    "R-PTX-ISA": ("The PTX ISA (.version) in the binary: fatbin-inspect PATH (column PTX ISA)",
+                  "The driver: nvidia-smi (the 'CUDA Version' it prints bounds the PTX ISA its JIT knows)",
+                  "Ship a cubin for the GPU, or upgrade the driver"),
+    "R-JIT-OFF": ("Whether CUDA_DISABLE_PTX_JIT / CUDA_DISABLE_JIT is set in the environment",),
+    "R-DRV": ("The runtime the program needs (libcudart.so.N in ldd / the nvidia-cuda-runtime wheel)",
+              "The driver: nvidia-smi; 11.x needs >= 450.80.02, 12.x >= 525.60.13, 13.x >= 580",),
+    "R-MVC": ("Which API was called; it is newer than the installed driver (minor-version compatibility)",),
+    "R-FWD": ("Whether a cuda-compat package is first in LD_LIBRARY_PATH, and whether the GPU is a datacenter part",),
+    "R-GPU": ("Whether the driver branch supports the GPU (new GPUs need new branches; Kepler ends at R470, "
+              "Maxwell/Pascal/Volta at R580)", "CUDA_VISIBLE_DEVICES"),
+}
+COMMANDS: Dict[str, str] = {
+    "R-SASS": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <your driver>",
+    "R-PTX-TARGET": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <your driver>",
+    "R-PTX-ISA": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <your driver version>",
+    "R-JIT-OFF": "fatbin-inspect check PATH --gpu '<your GPU>' --env CUDA_DISABLE_PTX_JIT=1",
+    "R-DRV": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <your driver version>",
+    "R-GPU": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <your driver version>",
+}
+# Framework wordings that do not contain the CUDA string itself.
+PHRASES: Tuple[Tuple[str, int], ...] = (
+    ("driver on your system is too old", 35),
+    ("is not compatible with the current pytorch installation", 209),
+    ("no kernel image is available", 209),
+    ("unsupported toolchain", 222),
+)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    number: int
+    runtime_name: Optional[str]
+    driver_name: Optional[str]
+    message: str
+    meaning: str
+    signals: str  # errors.json signals_rule text
+    rules: Tuple[str, ...]  # rule ids named there
+    phase: str
+    checks: Tuple[str, ...]
+    command: Optional[str]
+    legacy_number: Optional[int] = None
+    matched_as: str = ""
+
+
+def explain(query: str) -> Optional[Explanation]:
+    row, how = _find(query.strip())
+    if row is None:
+        return None
+    rules = tuple(dict.fromkeys(re.findall(r"R-[A-Z]+(?:-[A-Z]+)*", row.get("signals_rule", ""))))
+    checks: List[str] = []
+    command = None
+    for r in rules:
+        checks += CHECKS.get(r, ())
+        command = command or COMMANDS.get(r)
+    return Explanation(row["number"], row.get("runtime_api_name"), row.get("driver_api_name"),
+                       row.get("runtime_error_string", ""), row.get("meaning", ""), row.get("signals_rule", ""),
+                       rules, row.get("typical_phase", ""), tuple(dict.fromkeys(checks)), command,
+                       row.get("legacy_runtime_number"), how)
+
+
+def _find(q: str):
+    rows = data.errors()
+    if re.fullmatch(r"-?\d+", q):
+        n = int(q)
+        hit = data.error_by_number(n)
+        if hit:
+            return hit, f"error number {n}"
+        legacy = next((r for r in rows if r.get("legacy_runtime_number") == n), None)
+        return (legacy, f"pre-CUDA-10.1 runtime number {n}") if legacy else (None, "")
+    low = q.lower()
+    for r in rows:
+        for key in ("runtime_api_name", "driver_api_name"):
+            if r.get(key) and r[key].lower() in low:
+                return r, f"name {r[key]}"
+    best = max((r for r in rows if r.get("runtime_error_string") and r["number"] != 0
+                and r["runtime_error_string"].lower().rstrip(".") in low),
+               key=lambda r: len(r["runtime_error_string"]), default=None)
+    if best:
+        return best, f"message '{best['runtime_error_string']}'"
+    for phrase, n in PHRASES:
+        if phrase in low:
+            return data.error_by_number(n), f"phrase '{phrase}'"
+    m = re.search(r"\b(?:error|code|err)\D{0,3}(\d{1,3})\b", low)
+    if m and data.error_by_number(int(m.group(1))):
+        return data.error_by_number(int(m.group(1))), f"error number {m.group(1)} in the text"
+    return None, ""

@@ -1,0 +1,64 @@
+"""Per-file work, run in pool processes: the quick content test, then the inventory.
+
+The quick test decides from the bytes, never from the name: a file whose first bytes are no
+binary, archive, fatbin or PTX format is skipped; an ELF, PE/COFF or ``ar`` file with no fatbin
+magic anywhere is skipped too. Any fatbin starts with the magic ``50 ED 55 BA`` in the clear (only
+payloads are compressed), so a host binary without it cannot hold device code. The search runs a
+chunk at a time over the mapping and drops each chunk from the resident set, so a 500 MB library
+costs ``CHUNK`` bytes of memory, not 500 MB.
+"""
+
+from __future__ import annotations
+
+from typing import List, Tuple
+
+from fatbin_inspect.binio import Blob, open_blob
+from fatbin_inspect.containers import detect
+from fatbin_inspect.errors import InputError
+from fatbin_inspect.fatbin import MAGIC_BYTES
+from fatbin_inspect.inventory import Options, inspect_blob
+from fatbin_inspect.model import FileError, FileReport
+
+CHUNK = 32 << 20
+HEAD = 512
+HOST_BINARIES = ("elf", "pe", "coff", "ar")
+NOT_DEVICE = "unknown"
+
+
+def head_format(path: str) -> str:
+    """Format from the first bytes read with a plain read (cheaper than a mapping for text files)."""
+    with open(path, "rb") as fh:
+        return detect(fh.read(HEAD))
+
+
+def has_magic(blob: Blob) -> bool:
+    pos, overlap = 0, len(MAGIC_BYTES) - 1
+    while pos < blob.size:
+        stop = min(blob.size, pos + CHUNK)
+        hit = blob.find(MAGIC_BYTES, pos, min(blob.size, stop + overlap))
+        blob.release(pos, stop)
+        if hit >= 0:
+            return True
+        pos = stop
+    return False
+
+
+def inspect_file(path: str, opts: Options) -> Tuple[FileReport, ...]:
+    """Records worth reporting for one file on disk: those with device code or an error."""
+    try:
+        blob = open_blob(path)
+    except InputError as exc:
+        return (FileReport(path=path, format="unknown", size=0, error=FileError(exc.message, exc.offset)),)
+    fmt = detect(blob.head(HEAD))
+    if fmt == NOT_DEVICE or (fmt in HOST_BINARIES and not has_magic(blob)):
+        return ()
+    out: List[FileReport] = []
+    for rec in inspect_blob(path, blob, opts, 0):
+        if rec.fatbins or rec.error:
+            out.append(rec)
+    return tuple(out)
+
+
+def inspect_batch(batch, opts: Options):
+    """Pool entry point: ``[(path, key), ...]`` -> ``[(path, key, records), ...]``."""
+    return [(path, key, inspect_file(path, opts)) for path, key in batch]

@@ -1,0 +1,255 @@
+"""Synthesize fatbin, cubin, host ELF, ar and zip bytes for edge cases, no toolchain needed.
+
+The layouts follow FORMAT.md (§2 fatbin/entry headers, §3 cubin). Every builder returns bytes;
+tests write them to ``tmp_path`` when a file is needed.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import zipfile
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+FAT_MAGIC = 0xBA55ED50
+KIND_PTX, KIND_ELF, KIND_LTO, KIND_RELOC_PTX = 1, 2, 8, 0x40
+F_64, F_DEBUG, F_LINUX, F_MAC, F_WINDOWS = 0x1, 0x2, 0x10, 0x20, 0x40
+F_LZ4, F_ZSTD, F_LTO, F_A, F_F = 0x2000, 0x8000, 0x10000, 0x100000, 0x200000
+
+
+def align(n: int, a: int = 8) -> int:
+    return (n + a - 1) // a * a
+
+
+def entry(kind: int, arch: int, payload: bytes, *, flags: int = F_64 | F_LINUX, code=(1, 8),
+          identifier: Optional[str] = None, options: Optional[str] = None, compress: Optional[str] = None,
+          header_size: Optional[int] = None) -> bytes:
+    """One fatbin entry: 0x40-byte header (+ extension for identifier/options) + padded payload."""
+    uncompressed = 0
+    compressed = 0
+    data = payload
+    if compress == "zstd":
+        import zstandard
+
+        data = zstandard.ZstdCompressor().compress(payload)
+        flags |= F_ZSTD
+        compressed, uncompressed = len(data), len(payload)
+    elif compress == "lz4":
+        import lz4.block
+
+        data = lz4.block.compress(payload, store_size=False)
+        flags |= F_LZ4
+        compressed, uncompressed = len(data), len(payload)
+    ext = b""
+    ident_off = ident_len = opt_desc = 0
+    if identifier is not None:
+        ident_off, ident_len = 0x40, len(identifier)
+        ext += identifier.encode().ljust(align(len(identifier) + 1), b"\0")
+    if options is not None:
+        opt_desc = 0x40 + len(ext)
+        opt_str_off = opt_desc + 8
+        ext += struct.pack("<II", opt_str_off, len(options))
+        ext += options.encode().ljust(align(len(options) + 1), b"\0")
+    hs = header_size or (0x40 + len(ext))
+    ext = ext.ljust(hs - 0x40, b"\0")
+    padded = data.ljust(align(len(data)), b"\0")
+    hdr = struct.pack("<HHIQIIHHIIIQQQ", kind, 0x0101, hs, len(padded), compressed, opt_desc,
+                      code[1], code[0], arch, ident_off, ident_len, flags, 0, uncompressed)
+    return hdr + ext + padded
+
+
+def fatbin(entries: Sequence[bytes]) -> bytes:
+    body = b"".join(entries)
+    return struct.pack("<IHHQ", FAT_MAGIC, 1, 16, len(body)) + body
+
+
+def ptx_text(version=(9, 0), target="sm_80", kernels=("k",)) -> bytes:
+    lines = [f".version {version[0]}.{version[1]}", f".target {target}", ".address_size 64", ""]
+    for k in kernels:
+        lines.append(f".visible .entry {k}(\n.param .u64 p\n)\n{{\nret;\n}}")
+    return ("\n".join(lines) + "\n").encode() + b"\0"
+
+
+# ----------------------------------------------------------------------------------- ELF64
+def elf64(sections: Iterable[Tuple[str, int, bytes]], *, machine: int = 62, e_type: int = 3,
+          e_flags: int = 0, osabi: int = 0, abiversion: int = 0, extra_shdr=None) -> bytes:
+    """An ELF64 LE file with the given (name, sh_type, data) sections (+ .shstrtab), no segments.
+
+    ``extra_shdr(name) -> dict`` may override sh_link/sh_info/sh_entsize for a section.
+    """
+    sections = list(sections)
+    names = b"\0" + b"".join(n.encode() + b"\0" for n, _t, _d in sections) + b".shstrtab\0"
+    body = bytearray(b"\0" * 64)
+    offsets = []
+    for _n, t, d in sections:
+        while len(body) % 8:
+            body.append(0)
+        offsets.append(len(body))
+        if t != 8:
+            body += d
+    shstr_off = len(body)
+    body += names
+    while len(body) % 8:
+        body.append(0)
+    shoff = len(body)
+    shdrs = [b"\0" * 64]
+    name_off = 1
+    for (n, t, d), off in zip(sections, offsets):
+        over = (extra_shdr or (lambda _n: {}))(n)
+        shdrs.append(struct.pack("<IIQQQQIIQQ", name_off, t, 0x2, 0, off, len(d),
+                                 over.get("link", 0), over.get("info", 0), 8, over.get("entsize", 0)))
+        name_off += len(n) + 1
+    shdrs.append(struct.pack("<IIQQQQIIQQ", name_off, 3, 0, 0, shstr_off, len(names), 0, 0, 1, 0))
+    body += b"".join(shdrs)
+    ident = b"\x7fELF" + bytes([2, 1, 1, osabi, abiversion]) + b"\0" * 7
+    hdr = struct.pack("<16sHHIQQQIHHHHHH", ident, e_type, machine, 1, 0, 0, shoff, e_flags, 64, 56, 0, 64,
+                      len(shdrs), len(shdrs) - 1)
+    body[:64] = hdr
+    return bytes(body)
+
+
+def cubin(sm: int = 80, kernels: Sequence[str] = ("_Z1kv",), abi: int = 8, e_type: int = 2,
+          arch_specific: bool = False) -> bytes:
+    """A minimal device ELF: .symtab with STO_CUDA_ENTRY functions, e_flags by ABI version."""
+    if abi >= 8:
+        flags = 0x06000000 | (sm << 8) | (0x02 if sm >= 100 else 0x04)
+        osabi = 0x41
+    else:
+        flags = 0x500 | sm | (sm << 16) | (0x800 if arch_specific else 0)
+        osabi = 0x33
+    strtab = b"\0" + b"".join(k.encode() + b"\0" for k in kernels)
+    syms = [b"\0" * 24]
+    off = 1
+    for k in kernels:
+        syms.append(struct.pack("<IBBHQQ", off, 0x12, 0x10, 0, 0, 0))
+        off += len(k) + 1
+    secs = [(".strtab", 3, strtab), (".symtab", 2, b"".join(syms))]
+    if arch_specific and abi >= 8:
+        secs.append((".nv.compat", 0x70000086, struct.pack("<BBH", 2, 0x09, 1)))
+    return elf64(secs, machine=190, e_type=e_type, e_flags=flags, osabi=osabi, abiversion=abi,
+                 extra_shdr=lambda n: {"link": 1, "entsize": 24} if n == ".symtab" else {})
+
+
+def host_elf(fatbin_sections: Sequence[Tuple[str, bytes]]) -> bytes:
+    """An x86-64 shared object whose sections hold the given bytes (e.g. ('.nv_fatbin', fb))."""
+    return elf64([(n, 1, d) for n, d in fatbin_sections])
+
+
+# --------------------------------------------------------------------------------- archives
+def ar_archive(members: Sequence[Tuple[str, bytes]]) -> bytes:
+    out = bytearray(b"!<arch>\n")
+    longnames = b""
+    names = []
+    for n, _d in members:
+        if len(n) > 15:
+            names.append(f"/{len(longnames)}")
+            longnames += n.encode() + b"/\n"
+        else:
+            names.append(n + "/")
+    if longnames:
+        out += _ar_header("//", len(longnames)) + longnames + (b"\n" if len(longnames) % 2 else b"")
+    for name, (_n, d) in zip(names, members):
+        out += _ar_header(name, len(d)) + d + (b"\n" if len(d) % 2 else b"")
+    return bytes(out)
+
+
+def _ar_header(name: str, size: int) -> bytes:
+    return f"{name:<16}{0:<12}{0:<6}{0:<6}{644:<8}{size:<10}`\n".encode()
+
+
+def zip_archive(members: Sequence[Tuple[str, bytes]], stored: bool = False) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED) as zf:
+        for n, d in members:
+            zf.writestr(n, d)
+    return buf.getvalue()
+
+
+def sample_fatbin() -> bytes:
+    """sm_80 cubin + zstd compute_80 PTX, like ``nvcc -arch=sm_80``."""
+    return fatbin([
+        entry(KIND_ELF, 80, cubin(80, ["_Z3addPfS_i", "_Z5scalePf"]), code=(1, 8)),
+        entry(KIND_PTX, 80, ptx_text((9, 0), "sm_80", ["_Z3addPfS_i", "_Z5scalePf"]), code=(9, 0), compress="zstd"),
+    ])
+
+
+# ------------------------------------------------------------------ hostile inputs (issue 7)
+def tar_archive(members: Sequence[Tuple[str, bytes]], gz: bool = False) -> bytes:
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz" if gz else "w") as tf:
+        for n, d in members:
+            info = tarfile.TarInfo(n)
+            info.size = len(d)
+            tf.addfile(info, io.BytesIO(d))
+    return buf.getvalue()
+
+
+def raw_entry(kind: int, arch: int, stored: bytes, *, flags: int, compressed_size: int,
+              uncompressed_size: int, code=(1, 8)) -> bytes:
+    """An entry header with caller-chosen (possibly lying) sizes over ``stored`` payload bytes."""
+    padded = stored.ljust(align(len(stored)), b"\0")
+    hdr = struct.pack("<HHIQIIHHIIIQQQ", kind, 0x0101, 0x40, len(padded), compressed_size, 0,
+                      code[1], code[0], arch, 0, 0, flags, 0, uncompressed_size)
+    return hdr + padded
+
+
+def bomb_entry(method: str, size: int, declared: Optional[int] = None) -> bytes:
+    """A cubin entry whose payload inflates to ``size`` zero bytes (declared as ``declared``)."""
+    zeros = b"\0" * size
+    if method == "zstd":
+        import zstandard
+
+        data, flag = zstandard.ZstdCompressor(level=3).compress(zeros), F_ZSTD
+    else:
+        import lz4.block
+
+        data, flag = lz4.block.compress(zeros, store_size=False), F_LZ4
+    return raw_entry(KIND_ELF, 80, data, flags=F_64 | F_LINUX | flag, compressed_size=len(data),
+                     uncompressed_size=size if declared is None else declared)
+
+
+def zip_bomb_member(name: str, size: int) -> bytes:
+    """A zip whose one deflated member is ``size`` zero bytes (ratio ~1000:1)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        info = zipfile.ZipInfo(name)
+        info.compress_type = zipfile.ZIP_DEFLATED  # a bare ZipInfo would store the member
+        with zf.open(info, "w", force_zip64=True) as fh:
+            chunk = b"\0" * (1 << 20)
+            for _ in range(size >> 20):
+                fh.write(chunk)
+    return buf.getvalue()
+
+
+def nested_zip(depth: int, leaf: bytes, leaf_name: str = "k.fatbin") -> bytes:
+    """``leaf`` wrapped in ``depth`` zips (``inner.zip`` inside ``inner.zip`` ...)."""
+    data = zip_archive([(leaf_name, leaf)])
+    for _ in range(depth - 1):
+        data = zip_archive([("inner.zip", data)])
+    return data
+
+
+def arch_fatbin(sass: Sequence[str] = (), ptx: Sequence[str] = (), kernels: Sequence[str] = ("_Z1kv",),
+                ptx_version=(9, 0)) -> bytes:
+    """A fatbin with a cubin per ``sass`` arch and a PTX per ``ptx`` arch ("90", "90a", "100f")."""
+    def split(a: str):
+        variant = a[-1] if a[-1] in "af" else ""
+        return int(a.rstrip("af")), {"a": F_A, "f": F_F, "": 0}[variant]
+
+    out = []
+    for a in sass:
+        sm, vflag = split(a)
+        out.append(entry(KIND_ELF, sm, cubin(sm, kernels, arch_specific=vflag == F_A),
+                         flags=F_64 | F_LINUX | vflag))
+    for a in ptx:
+        sm, vflag = split(a)
+        out.append(entry(KIND_PTX, sm, ptx_text(ptx_version, f"sm_{a}", kernels), code=ptx_version,
+                         flags=F_64 | F_LINUX | vflag))
+    return fatbin(out)
+
+
+def arch_library(*fatbins: bytes) -> bytes:
+    """A host shared object whose ``.nv_fatbin`` holds the given fatbins back to back."""
+    return host_elf([(".nv_fatbin", b"".join(fb.ljust(align(len(fb)), b"\0") for fb in fatbins))])

@@ -1,0 +1,93 @@
+"""The `list` command: table, JSON contract (validated against the shipped schema), errors, extract."""
+
+import json
+import os
+from importlib import resources
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+import builders as B
+from conftest import fixture_path
+from fatbin_inspect.cli.main import cli
+
+
+def run(*args):
+    runner = CliRunner()
+    return runner.invoke(cli, list(args), catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def schema():
+    return json.loads(resources.files("fatbin_inspect").joinpath("schemas/inventory.schema.json").read_text())
+
+
+def test_default_command_is_list_and_table_shows_entries():
+    res = run(fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90"))
+    assert res.exit_code == 0
+    assert "compute_90" in res.output and "sm_75" in res.output and ".nv_fatbin" in res.output
+
+
+def test_json_validates_against_schema_for_every_fixture(schema):
+    res = run(fixture_path("bin"), fixture_path("compat"), "--kernels", "--format", "json")
+    doc = json.loads(res.output)
+    jsonschema.validate(doc, schema)
+    assert doc["schema_version"] == 1 and doc["tool"]["name"] == "fatbin-inspect"
+    paths = [f["path"] for f in doc["files"]]
+    assert any(p.endswith("t10_rdc_lib_sm80.a!rdc_a.o") for p in paths)
+    cubin = [f for f in doc["files"] if f["path"].endswith("t14_sm90a.cubin")][0]
+    assert cubin["format"] == "cubin" and cubin["fatbins"][0]["section"] is None
+    assert len(cubin["fatbins"]) == 1 and len(cubin["fatbins"][0]["entries"]) == 1
+
+
+def test_jsonl_one_record_per_line():
+    res = run(fixture_path("bin", "t01_exe_sm80"), fixture_path("bin", "t15_c90a.ptx"), "--format", "jsonl")
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 2 and all(json.loads(line)["schema_version"] == 1 for line in lines)
+
+
+def test_bad_input_one_line_error_scan_goes_on(tmp_path, schema):
+    bad = tmp_path / "broken.so"
+    data = B.host_elf([(".nv_fatbin", B.sample_fatbin()[:40])])
+    bad.write_bytes(data)
+    runner = CliRunner()
+    res = runner.invoke(cli, [str(bad), fixture_path("bin", "t01_exe_sm80"), "--format", "json"])
+    assert res.exit_code == 0
+    err_lines = [l for l in res.stderr.splitlines() if l]
+    assert len(err_lines) == 1 and str(bad) in err_lines[0] and "offset 0x" in err_lines[0]
+    doc = json.loads(res.stdout)
+    jsonschema.validate(doc, schema)
+    assert doc["files"][0]["error"]["offset"] is not None and doc["files"][1]["error"] is None
+    res = runner.invoke(cli, [str(bad), "--strict", "--format", "json"])
+    assert res.exit_code == 3
+
+
+def test_not_a_binary_is_unknown_without_error(tmp_path):
+    p = tmp_path / "notes.txt"
+    p.write_text("hello")
+    res = run(str(p), "--format", "json")
+    (f,) = json.loads(res.output)["files"]
+    assert f["format"] == "unknown" and f["fatbins"] == [] and f["error"] is None
+
+
+def test_extract_writes_decompressed_images(tmp_path):
+    out = tmp_path / "out"
+    res = run("extract", fixture_path("bin", "t06_exe_compress_all"), "--kind", "sass", "--arch", "sm_80",
+              "-o", str(out))
+    assert res.exit_code == 0
+    files = sorted(os.listdir(out))
+    assert len(files) == 2 and all(f.endswith(".sm_80.cubin") for f in files)
+    for f in files:
+        data = (out / f).read_bytes()
+        assert data[:4] == b"\x7fELF" and data[18] == 190  # decompressed device ELF
+    res = run("extract", fixture_path("bin", "t08_exe_mode_speed_lz4"), "--kind", "ptx", "-o", str(out / "p"))
+    (ptx,) = os.listdir(out / "p")
+    text = (out / "p" / ptx).read_bytes()
+    assert text.lstrip().startswith(b".version") or b".version 9.0" in text
+    assert b"\0" not in text
+
+
+def test_version_and_help():
+    assert run("--version").output.startswith("fatbin-inspect")
+    assert "list" in run("--help").output

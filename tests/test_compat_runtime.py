@@ -1,0 +1,74 @@
+"""Which CUDA runtime a file needs: sonames, DLL imports, wheel metadata, static cudart."""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import fixture_path
+from fatbin_inspect.compat import runtime
+from fatbin_inspect.inventory import Options, inspect_path
+from fatbin_inspect.model import CubinInfo, Entry, Fatbin, FileReport
+
+
+@pytest.mark.parametrize("needs,version", [
+    (("libcudart.so.12",), "12"), (("libcudart.so.11.0",), "11"), (("libcudart.so.10.1",), "10.1"),
+    (("cudart64_12.dll",), "12"), (("cudart64_110.dll",), "11"), (("cudart64_101.dll",), "10.1"),
+    (("libnvrtc.so.13", "libcudart.so.13"), "13"), (("libcuda.so.1",), None), ((), None),
+])
+def test_from_needs(needs, version):
+    rt = runtime.from_needs(needs)
+    assert (rt.version if rt else None) == version
+
+
+@pytest.mark.parametrize("line,version", [
+    ("Requires-Dist: cuda-toolkit[cublas,cudart,nvrtc]==13.0.3; platform_system == \"Linux\"", "13.0"),
+    ("Requires-Dist: nvidia-cuda-runtime-cu12~=12.0; extra == \"cuda\"", "12"),
+    ("Requires-Dist: nvidia-cuda-runtime-cu12==12.4.127", "12.4"),
+    ("Requires-Dist: nvidia-cudnn-cu13==9.24.0.43", "13"),
+    ("Requires-Dist: numpy>=1.0", None),
+])
+def test_from_wheel_metadata(line, version):
+    rt = runtime.from_wheel_metadata("Name: x\n" + line + "\n")
+    assert (rt.version if rt else None) == version
+
+
+def test_fixture_sonames_reach_the_verdict():
+    for name, major in (("case42_cudart12.so", 12), ("case43_cudart13.so", 13)):
+        path = fixture_path("compat", name)
+        if not os.path.exists(path):
+            pytest.skip(f"{name} not built")
+        r = next(inspect_path(path, Options(details=True)))
+        assert runtime.for_file(r).major == major
+
+
+def _report(path):
+    info = CubinInfo(8, "exec", 80, False, None, False, "ptxas 12.8.93", None)
+    e = Entry(0, "sass", 2, 80, "", "none", 1, 1, 0, (1, 8), 64, 64, "linux", False, None, None, cubin=info)
+    return FileReport(path=str(path), format="elf", size=1, fatbins=(Fatbin(0, 1, ".nv_fatbin", (e,)),))
+
+
+def test_static_cudart_marker_and_toolkit(tmp_path):
+    with_marker, without = tmp_path / "a", tmp_path / "b"
+    with_marker.write_bytes(b"\0" * 100 + runtime.STATIC_CUDART_MARKER + b"%08llx%08llx\0")
+    without.write_bytes(b"\0" * 100)
+    rt = runtime.for_file(_report(with_marker))
+    assert (rt.version, rt.confidence) == ("12.8", "medium") and "static" in rt.source
+    assert runtime.for_file(_report(without)) is None
+
+
+@pytest.mark.nvcc
+def test_static_cudart_in_a_real_nvcc_executable(tmp_path):
+    nvcc = shutil.which("nvcc")
+    if not nvcc:
+        pytest.skip("nvcc not on PATH")
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(){}\nint main(){k<<<1,1>>>();return 0;}\n")
+    exe = tmp_path / "k"
+    subprocess.run([nvcc, "-arch=sm_80", "-cudart", "static", "-o", str(exe), str(src)], check=True)
+    r = next(inspect_path(str(exe), Options(details=True)))
+    assert runtime.from_needs(r.needs) is None and runtime.has_static_cudart(str(exe))
+    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    rt = runtime.for_file(r)
+    assert rt is not None and f"release {rt.version}" in version

@@ -1,0 +1,90 @@
+"""--gpu / --driver / --env resolution, ambiguity errors, and the packaged data they rest on."""
+
+import pytest
+
+from fatbin_inspect.compat import data, targets
+from fatbin_inspect.compat.targets import resolve_driver, resolve_gpu, resolve_targets
+from fatbin_inspect.errors import DeviceError, UsageError
+
+
+@pytest.mark.parametrize("query,cc", [
+    ("NVIDIA H100 80GB HBM3", (9, 0)), ("H100", (9, 0)), ("RTX 4090", (8, 9)), ("4090", (8, 9)),
+    ("Jetson AGX Orin", (8, 7)), ("GB10", (12, 1)), ("B200", (10, 0)), ("B300", (10, 3)),
+    ("V100", (7, 0)), ("GTX 1080", (6, 1)), ("8.9", (8, 9)), ("sm_89", (8, 9)), ("sm_90a", (9, 0)),
+    ("12.1", (12, 1)), ("nvidia geforce rtx 5090", (12, 0)),
+])
+def test_gpu_names_and_numbers(query, cc):
+    assert resolve_gpu(query).cc == cc
+
+
+def test_name_matches_are_checked_against_the_data():
+    g = resolve_gpu("4090")
+    assert len(g.matched) > 1 and all("4090" in n for n in g.matched)
+    known = {x["name"]: x["compute_capability"] for x in data.gpus()}
+    assert {known[n] for n in g.matched} == {"8.9"}
+
+
+def test_tegra_flag_comes_from_the_data():
+    assert resolve_gpu("Jetson AGX Orin").tegra and resolve_gpu("sm_87").tegra
+    assert not resolve_gpu("GB10").tegra and not resolve_gpu("A100").tegra
+
+
+def test_ambiguous_name_lists_the_capabilities():
+    with pytest.raises(UsageError) as exc:
+        resolve_gpu("GT 1030")  # a Kepler and a Pascal product share the name
+    assert "3.0" in str(exc.value) and "6.1" in str(exc.value)
+
+
+def test_unknown_name_lists_closest_matches():
+    with pytest.raises(UsageError) as exc:
+        resolve_gpu("RTX 4099")
+    assert "closest" in str(exc.value) and "4090" in str(exc.value)
+
+
+@pytest.mark.parametrize("text,branch,version", [("550.54.14", 550, "550.54.14"), ("550", 550, "550"),
+                                                 ("R535", 535, "535"), ("551", 550, "551")])
+def test_driver_forms(text, branch, version):
+    d = resolve_driver(text)
+    row = next(b for b in data.branches() if int(b["branch"]) == branch)
+    assert (d.branch, d.version, d.cuda, d.max_ptx_isa) == (branch, version, row["max_cuda_version"],
+                                                            row["max_ptx_isa_jit"])
+    assert not d.assumed and (d.note is not None) == (text == "551")
+
+
+def test_no_driver_assumes_the_newest_confirmed_branch_and_says_so():
+    d = resolve_driver(None)
+    confirmed = [int(b["branch"]) for b in data.branches() if b["confidence"] != "low"]
+    assert d.assumed and d.branch == max(confirmed) and "assum" in d.note
+
+
+@pytest.mark.parametrize("bad", ["abc", "5.5", "300"])
+def test_bad_driver_is_a_usage_error(bad):
+    with pytest.raises(UsageError):
+        resolve_driver(bad)
+
+
+def test_several_gpus_and_env():
+    ts = resolve_targets(["H100", "sm_90", "GB10"], "580", {"CUDA_FORCE_PTX_JIT": "1", "CUDA_DISABLE_JIT": "1"})
+    assert [t.cc for t in ts] == [(9, 0), (9, 0), (12, 1)] or len(ts) == 3
+    assert all(t.force_ptx_jit and t.disable_ptx_jit for t in ts)
+    assert targets.jit_switches({"CUDA_FORCE_JIT": "1", "CUDA_FORCE_PTX_JIT": "0"}) == (False, False)
+
+
+def test_auto_without_a_gpu_is_a_device_error(monkeypatch):
+    monkeypatch.setattr(targets, "_nvml_gpus", lambda: None)
+    monkeypatch.setattr(targets, "_cuda_gpus", lambda: [])
+    with pytest.raises(DeviceError):
+        resolve_targets(["auto"], "580")
+
+
+def test_auto_uses_the_reported_capability(monkeypatch):
+    monkeypatch.setattr(targets, "_nvml_gpus", lambda: [("NVIDIA H200", (9, 0)), ("NVIDIA H200", (9, 0))])
+    (t,) = resolve_targets(["auto"], "570")
+    assert t.gpu.name == "NVIDIA H200" and t.cc == (9, 0)
+
+
+def test_packaged_data_keeps_sources_and_as_of():
+    for name in ("gpus", "drivers", "errors", "target_rules", "toolkits"):
+        doc = data.load(name)
+        assert doc["as_of"] and doc["sources"], name
+    assert all(g["confidence"] in ("high", "medium", "low") for g in data.gpus())

@@ -1,0 +1,98 @@
+"""``diff``: two wheels built here from the committed fixtures (the new one drops sm_75 and sm_90),
+matched member by member; kernel drops on synthesized libraries; ``--fail-on-dropped``."""
+
+import json
+import os
+
+import pytest
+
+import builders as B
+from conftest import fixture_path
+from fatbin_inspect import diff as D
+from fatbin_inspect.cli.main import main
+from fatbin_inspect.inventory import Options, inspect_path
+
+OLD_LIB = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")  # sm_75, sm_80, sm_90 + compute_90
+NEW_LIB = fixture_path("bin", "t01_exe_sm80")  # sm_80 + compute_80
+EXTRA = fixture_path("bin", "t12_lib_sm86_c89.so")
+
+needs_fixtures = pytest.mark.skipif(not all(map(os.path.exists, (OLD_LIB, NEW_LIB, EXTRA))),
+                                    reason="fixtures/bin not built (scripts/build_fixtures.sh)")
+
+
+def read(path):
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+@pytest.fixture
+def wheels(tmp_path):
+    old = tmp_path / "demo-1.0-py3-none-any.whl"
+    new = tmp_path / "demo-2.0-py3-none-any.whl"
+    old.write_bytes(B.zip_archive([("demo/lib.so", read(OLD_LIB)), ("demo/extra.so", read(EXTRA)),
+                                   ("demo/__init__.py", b"")]))
+    new.write_bytes(B.zip_archive([("demo/lib.so", read(NEW_LIB)), ("demo/__init__.py", b"")]))
+    return str(old), str(new)
+
+
+def run(old, new, kernels=True):
+    opts = Options(kernels=kernels, details=kernels)
+    return D.diff(inspect_path(old, opts), old, inspect_path(new, opts), new)
+
+
+@needs_fixtures
+def test_wheels_matched_by_member_path(wheels):
+    old, new = wheels
+    d = run(old, new)
+    by_key = {f.key: f for f in d.files}
+    assert set(by_key) == {"demo/lib.so", "demo/extra.so"}
+    lib = by_key["demo/lib.so"]
+    assert lib.status == "changed"
+    assert lib.archs_dropped == ("sm_75", "sm_90", "compute_90") and lib.archs_added == ("compute_80",)
+    assert lib.kernels_dropped == () and lib.kernels_added == ()  # same sources, fewer archs
+    assert by_key["demo/extra.so"].status == "dropped"
+    (dist,) = d.distributions
+    assert (dist.name, dist.old_version, dist.new_version) == ("demo", "1.0", "2.0")
+    assert dist.archs_dropped == ("sm_75", "sm_86", "sm_90", "compute_89", "compute_90")
+    rep = D.findings(d)
+    assert sorted((f.rule_id, f.arch) for f in rep.findings) == [
+        ("FBI010", "compute_90"), ("FBI010", "sm_75"), ("FBI010", "sm_90"), ("FBI012", None)]
+
+
+def test_kernel_drops_and_directories(tmp_path):
+    for side, kernels in (("old", ("_Z1av", "_Z1bv", "_Z1cv")), ("new", ("_Z1av", "_Z1dv"))):
+        (tmp_path / side / "lib").mkdir(parents=True)
+        (tmp_path / side / "lib" / "k.so").write_bytes(B.arch_library(B.arch_fatbin(["80"], kernels=kernels)))
+    old, new = str(tmp_path / "old"), str(tmp_path / "new")
+    from fatbin_inspect.cli.inventory import iter_reports
+
+    opts = Options(kernels=True, details=True)
+    d = D.diff(iter_reports([old], opts), old, iter_reports([new], opts), new)
+    (f,) = d.files
+    assert f.key == "lib/k.so" and f.kernels_dropped == ("_Z1bv", "_Z1cv") and f.kernels_added == ("_Z1dv",)
+    assert [x.rule_id for x in D.findings(d).findings] == ["FBI011"]
+    d = D.diff(iter_reports([old], Options()), old, iter_reports([new], Options()), new)
+    assert d.files[0].status == "same"  # without --kernels only archs are compared
+
+
+def test_match_key_strips_the_version_of_nested_wheels():
+    assert D.match_key("a/x-1.0.tar!x-1.0-py3-none-any.whl!x/l.so", "a/x-1.0.tar") == "x.whl!x/l.so"
+    assert D.match_key("root/sub/l.so", "root") == "sub/l.so"
+    assert D.match_key("one.so", "one.so") == "."
+
+
+@needs_fixtures
+def test_cli_fail_on_dropped(wheels, capsys):
+    old, new = wheels
+    for args, code in (([], 0), (["--fail-on-dropped"], 1)):
+        with pytest.raises(SystemExit) as exc:
+            main(["diff", old, new, "--format", "json"] + args)
+        assert exc.value.code == code
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["command"] == "diff" and doc["summary"]["failed"] == (code == 1)
+        assert {f["key"]: f["status"] for f in doc["diff"]["files"]} == {"demo/lib.so": "changed",
+                                                                       "demo/extra.so": "dropped"}
+    with pytest.raises(SystemExit) as exc:
+        main(["diff", new, new, "--fail-on-dropped", "--format", "junit"])
+    assert exc.value.code == 0
+    assert "<testcase" in capsys.readouterr().out

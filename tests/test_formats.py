@@ -1,0 +1,150 @@
+"""Every findings format: validated (SARIF against the official 2.1.0 schema, JSON against the
+package's schema, JUnit as XML) and compared with golden files in tests/golden.
+
+tests/data/sarif-2.1.0.schema.json is the OASIS SARIF TC's sarif-schema-2.1.0.json (draft-07
+edition of github.com/oasis-tcs/sarif-spec Schemata/, as bundled by the npm package
+@datadog/datadog-ci-plugin-sarif 5.25.0). Regenerate the golden files with
+FATBIN_INSPECT_UPDATE_GOLDEN=1 after an intended change, and review the diff.
+"""
+
+import json
+import os
+import xml.etree.ElementTree as ET
+from importlib import resources
+
+import jsonschema
+import pytest
+
+import builders as B
+from fatbin_inspect import __version__
+from fatbin_inspect import policy as P
+from fatbin_inspect.findings import RULES, fails
+from fatbin_inspect.gate import gate
+from fatbin_inspect.inventory import Options, inspect_path
+from fatbin_inspect.render.findings_json import render_json, render_jsonl
+from fatbin_inspect.render.gate_table import render_gate_table
+from fatbin_inspect.render.github import render_github
+from fatbin_inspect.render.junit import render_junit
+from fatbin_inspect.render.markdown import render_markdown
+from fatbin_inspect.render.sarif import render_sarif
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GOLDEN = os.path.join(HERE, "golden")
+
+
+@pytest.fixture
+def report(tmp_path, monkeypatch):
+    """A gate run over synthesized artifacts with relative paths: a clean library, a JIT-only one,
+    an arch-specific one, a wheel member without sm_120, and an unreadable file."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "120")
+    os.makedirs("dist")
+    files = {
+        "dist/good.so": B.arch_library(B.arch_fatbin(["80", "90", "120"], ["120"])),
+        "dist/jit.so": B.arch_library(B.arch_fatbin(["80"], ["80"])),
+        "dist/hopper.so": B.arch_library(B.arch_fatbin(["80", "90a", "120"], ["120"])),
+        "dist/pkg-1.0-py3-none-any.whl": B.zip_archive([("pkg/ext.so", B.arch_library(B.arch_fatbin(["80", "90"])))]),
+        "dist/bad.so": B.host_elf([(".nv_fatbin", B.sample_fatbin()[:40])]),
+    }
+    for name, data in files.items():
+        with open(name, "wb") as fh:
+            fh.write(data)
+    reports = [r for name in sorted(files) for r in inspect_path(name, Options(details=True))]
+    pol = P.Policy(require=("sm_80", "sm_90", "sm_120"), require_ptx=True)
+    return gate(reports, pol)
+
+
+def normalized(text: str) -> str:
+    return text.replace(__version__, "VERSION")
+
+
+def check_golden(name: str, text: str) -> None:
+    path = os.path.join(GOLDEN, name)
+    text = normalized(text)
+    if os.environ.get("FATBIN_INSPECT_UPDATE_GOLDEN"):
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    with open(path, encoding="utf-8") as fh:
+        assert text == fh.read(), f"{name} differs from the golden file (FATBIN_INSPECT_UPDATE_GOLDEN=1 to rewrite)"
+
+
+def test_report_has_every_kind_of_finding(report):
+    got = {(f.path, f.rule_id) for f in report.findings}
+    assert got == {("dist/bad.so", "FBI008"), ("dist/jit.so", "FBI002"), ("dist/jit.so", "FBI006"),
+                   ("dist/hopper.so", "FBI005"), ("dist/pkg-1.0-py3-none-any.whl!pkg/ext.so", "FBI001"),
+                   ("dist/pkg-1.0-py3-none-any.whl!pkg/ext.so", "FBI006")}
+    ext = next(f for f in report.findings if f.rule_id == "FBI001")
+    assert ext.distribution == "pkg 1.0" and ext.target == "sm_120"
+
+
+def test_sarif_is_valid_2_1_0(report):
+    with open(os.path.join(HERE, "data", "sarif-2.1.0.schema.json"), encoding="utf-8") as fh:
+        schema = json.load(fh)
+    doc = json.loads(render_sarif(report))
+    jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker()).validate(doc)
+    run = doc["runs"][0]
+    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == [r.id for r in RULES]
+    for res in run["results"]:
+        assert run["tool"]["driver"]["rules"][res["ruleIndex"]]["id"] == res["ruleId"]
+        assert res["locations"][0]["physicalLocation"]["region"] == {"startLine": 1}
+        assert len(res["partialFingerprints"]["fatbinInspect/v1"]) == 32
+    member = next(r for r in run["results"] if r["ruleId"] == "FBI001")
+    assert member["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "dist/pkg-1.0-py3-none-any.whl"
+    assert member["locations"][0]["logicalLocations"][0]["name"] == "pkg/ext.so"
+    fps = [r["partialFingerprints"]["fatbinInspect/v1"] for r in run["results"]]
+    assert len(set(fps)) == len(fps)
+    check_golden("gate.sarif", render_sarif(report))
+
+
+def test_json_and_jsonl_match_the_package_schema(report):
+    schema = json.loads(resources.files("fatbin_inspect").joinpath("schemas", "gate.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    doc = json.loads(render_json(report))
+    validator.validate(doc)
+    assert doc["schema_version"] == 1 and doc["summary"]["failed"] is True
+    assert doc["summary"]["counts"]["error"] == sum(f.severity == "error" for f in report.findings)
+    lines = [json.loads(line) for line in render_jsonl(report).splitlines()]
+    for line in lines:
+        validator.validate(line)
+    assert [x["type"] for x in lines] == ["finding"] * len(report.findings) + ["summary"]
+    with pytest.raises(jsonschema.ValidationError):
+        validator.validate({**doc, "schema_version": 2})
+    check_golden("gate.json", render_json(report))
+    check_golden("gate.jsonl", render_jsonl(report))
+
+
+def test_junit_one_case_per_artifact_and_target(report):
+    root = ET.fromstring(render_junit(report, "error"))
+    cases = root.findall(".//testcase")
+    assert len(cases) == len(report.checks) == 4 * 4 + 1  # (file-wide + 3 archs) x 4, bad.so file-wide only
+    assert {(c.get("classname"), c.get("name")) for c in cases} == \
+        {(c.path, c.target or "policy") for c in report.checks}
+    failed = {(c.get("classname"), c.get("name")) for c in cases if c.find("failure") is not None}
+    assert failed == {("dist/bad.so", "policy"), ("dist/jit.so", "sm_90"), ("dist/jit.so", "sm_120"),
+                      ("dist/pkg-1.0-py3-none-any.whl!pkg/ext.so", "sm_120")}
+    assert int(root.get("failures")) == len(failed)
+    # under --fail-on warning the arch-specific (hopper sm_90) and missing-PTX (jit, ext) warnings fail too
+    assert len(ET.fromstring(render_junit(report, "warning")).findall(".//failure")) == len(failed) + 3
+    check_golden("gate.junit.xml", render_junit(report, "error"))
+
+
+def test_github_annotations_are_capped(report):
+    text, summary = render_github(report, "error", cap=2)
+    lines = text.splitlines()
+    assert sum(line.startswith("::error ") for line in lines) == 2
+    assert lines[-1].startswith("::notice ") and "more findings" in lines[-1]
+    assert "title=FBI" in lines[0] and ",line=1," in lines[0]
+    assert summary.startswith("## fatbin-inspect gate: failed")
+    full, _ = render_github(report, "error")
+    check_golden("gate.github.txt", full)
+
+
+def test_markdown_and_table(report):
+    md = render_markdown(report, "error")
+    assert md.count("| ❌ error |") == sum(f.severity == "error" for f in report.findings)
+    check_golden("gate.md", md)
+    table = render_gate_table(report, "error", color=False)
+    assert table.rstrip().splitlines()[-1].startswith("FAIL")
+    assert "\x1b[" not in table
+    check_golden("gate.table.txt", table)
+    assert not fails([f for f in report.findings if f.severity == "warning"], "error")

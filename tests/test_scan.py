@@ -1,0 +1,237 @@
+"""scan: attribution, the coverage matrix, the cache, the pool, the progress switch, the CLI."""
+
+import io
+import json
+import os
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from builders import elf64, tar_archive, zip_archive
+from conftest import fixture_path
+
+from fatbin_inspect import coverage
+from fatbin_inspect.cli.main import cli
+from fatbin_inspect.inventory import inspect_path
+from fatbin_inspect.progress import Progress
+from fatbin_inspect.scan import ScanOptions, scan
+from fatbin_inspect.scan.environment import interpreter_site_packages, resolve_roots
+
+SM80 = fixture_path("bin", "t01_exe_sm80")
+MULTI = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")
+PTX80 = fixture_path("bin", "t03_exe_ptx_only_c80")
+
+
+def _read(p):
+    with open(p, "rb") as fh:
+        return fh.read()
+
+
+def _dist(site, name, version, files):
+    """Install ``files`` ({relative path: bytes}) as distribution ``name`` with a RECORD."""
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\nBody: x\n")
+    lines = []
+    for rel, data in files.items():
+        p = site / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+        lines.append(f"{rel},sha256=x,{len(data)}")
+    lines.append(f"{info.name}/RECORD,,")
+    (info / "RECORD").write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def site(tmp_path):
+    s = tmp_path / "env" / "lib" / "python3.11" / "site-packages"
+    _dist(s, "alpha-gpu", "1.2.3", {"alpha/lib/libalpha.so": _read(MULTI), "alpha/__init__.py": b"x = 1\n" * 20})
+    # two distributions sharing the `nvidia` namespace folder
+    _dist(s, "nvidia-one", "13.0", {"nvidia/one/lib/libone.so": _read(SM80)})
+    _dist(s, "nvidia-two", "12.0", {"nvidia/two/lib/libtwo.so": _read(PTX80)})
+    stray = s / "stray" / "libstray.so"
+    stray.parent.mkdir()
+    stray.write_bytes(_read(SM80))
+    # an ELF without the fatbin magic whose body would not even parse: the quick test skips it
+    (s / "stray" / "libplain.so").write_bytes(b"\x7fELF\x02\x01\x01" + b"\xff" * 200)
+    (s / "stray" / "README.txt").write_bytes(b"not a binary\n" * 50)
+    return s
+
+
+def _opts(tmp_path, **kw):
+    kw.setdefault("jobs", 1)
+    kw.setdefault("cache_dir", str(tmp_path / "cache"))
+    return ScanOptions(**kw)
+
+
+def _by_name(res):
+    return {os.path.relpath(r.path, r.path.split("site-packages")[0]): r for r in res.reports}
+
+
+def test_attribution_by_record_and_folder(site, tmp_path):
+    res = scan([str(site)], _opts(tmp_path))
+    dists = {os.path.basename(r.path): r.distribution for r in res.reports}
+    assert dists == {"libalpha.so": "alpha-gpu 1.2.3", "libone.so": "nvidia-one 13.0",
+                     "libtwo.so": "nvidia-two 12.0", "libstray.so": None}
+    assert not any(r.error for r in res.reports)  # libplain.so never reached the parser
+    assert res.stats.files == 13 and res.stats.inspected == 5  # 4 CUDA binaries + libplain.so
+    cov = coverage.build(res.reports)
+    names = [(row.name, row.kind) for row in cov.rows]
+    assert names == [("alpha-gpu 1.2.3", "distribution"), ("nvidia-one 13.0", "distribution"),
+                     ("nvidia-two 12.0", "distribution"), (str(site / "stray"), "folder")]
+
+
+def test_scan_from_prefix_and_below_site_packages_agree(site, tmp_path):
+    whole = scan([str(site.parents[2])], _opts(tmp_path))
+    below = scan([str(site / "nvidia")], _opts(tmp_path))
+    assert {r.path: r.distribution for r in below.reports} == \
+        {r.path: r.distribution for r in whole.reports if "/nvidia/" in r.path}
+
+
+def test_matrix_cells_follow_the_entries(site, tmp_path):
+    res = scan([str(site)], _opts(tmp_path))
+    cov = coverage.build(res.reports)
+    rows = {r.name: r for r in cov.rows}
+    expected_cols = sorted({e.sm for r in res.reports for e in r.entries if e.kind in ("sass", "ptx")})
+    assert list(cov.columns) == expected_cols
+    for rec in inspect_path(MULTI):
+        alpha = rows["alpha-gpu 1.2.3"]
+        for e in rec.entries:
+            assert e.arch in alpha.cells[e.sm].arches
+        sass = {e.sm for e in rec.entries if e.kind == "sass"}
+        ptx_only = {e.sm for e in rec.entries if e.kind == "ptx"} - sass
+        assert {sm for sm, c in alpha.cells.items() if c.state == "sass"} == sass
+        assert {sm for sm, c in alpha.cells.items() if c.state == "ptx"} == ptx_only
+    two = rows["nvidia-two 12.0"]
+    assert {c.state for c in two.cells.values()} == {"ptx"}  # a PTX-only build
+    assert coverage.describe(two, 120).startswith("no sm_120 SASS, compute_")
+    assert rows["alpha-gpu 1.2.3"].children[0].name.endswith("libalpha.so")
+
+
+def test_wheel_and_tarball_built_here(tmp_path):
+    whl = tmp_path / "beta_cuda-0.9-py3-none-manylinux_2_28_x86_64.whl"
+    whl.write_bytes(zip_archive([("beta/lib/libbeta.so", _read(SM80)), ("beta/__init__.py", b"")]))
+    tgz = tmp_path / "layer.tar.gz"
+    tgz.write_bytes(tar_archive([("usr/lib/libloose.so", _read(PTX80)),
+                                 ("wheels/" + whl.name, _read(str(whl)))], gz=True))
+    res = scan([str(whl), str(tgz)], _opts(tmp_path))
+    got = {r.path.split(str(tmp_path) + os.sep)[1]: r.distribution for r in res.reports}
+    assert got == {f"{whl.name}!beta/lib/libbeta.so": "beta-cuda 0.9",
+                   "layer.tar.gz!usr/lib/libloose.so": None,
+                   f"layer.tar.gz!wheels/{whl.name}!beta/lib/libbeta.so": "beta-cuda 0.9"}
+    rows = {r.name: r for r in coverage.build(res.reports).rows}
+    assert rows["beta-cuda 0.9"].files == 2
+    assert rows[f"{tgz}!usr/lib"].kind == "folder"
+
+
+def test_cache_hits_and_invalidation(site, tmp_path):
+    cold = scan([str(site)], _opts(tmp_path))
+    warm = scan([str(site)], _opts(tmp_path))
+    assert cold.stats.cache_hits == 0 and warm.stats.cache_hits == warm.stats.inspected == 5
+    assert warm.reports == cold.reports
+    assert [r.distribution for r in warm.reports] == [r.distribution for r in cold.reports]
+    lib = site / "nvidia" / "one" / "lib" / "libone.so"
+    lib.write_bytes(_read(MULTI))  # new content, new size
+    os.utime(site / "alpha" / "lib" / "libalpha.so")  # same content, new mtime
+    third = scan([str(site)], _opts(tmp_path))
+    assert third.stats.cache_hits == 3
+    one = next(r for r in third.reports if r.path == str(lib))
+    assert {e.arch for e in one.entries} == {e.arch for rec in inspect_path(MULTI) for e in rec.entries}
+    no_cache = scan([str(site)], _opts(tmp_path, cache_dir=None))
+    assert no_cache.stats.cache_hits == 0 and no_cache.reports == third.reports
+
+
+def test_cache_is_safe_to_delete_or_corrupt(site, tmp_path):
+    first = scan([str(site)], _opts(tmp_path))
+    db = first.stats.cache
+    assert db and os.path.exists(db)
+    with open(db, "r+b") as fh:
+        fh.write(b"garbage" * 100)
+    again = scan([str(site)], _opts(tmp_path))
+    assert again.reports == first.reports
+    shutil.rmtree(tmp_path / "cache")
+    assert scan([str(site)], _opts(tmp_path)).reports == first.reports
+
+
+def test_env_override_of_cache_dir(site, tmp_path, monkeypatch):
+    monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(tmp_path / "envcache"))
+    res = scan([str(site)], ScanOptions(jobs=1))
+    assert res.stats.cache.startswith(str(tmp_path / "envcache"))
+
+
+def test_pool_gives_the_same_records(site, tmp_path):
+    one = scan([str(site)], _opts(tmp_path, jobs=1, cache_dir=None))
+    two = scan([str(site)], _opts(tmp_path, jobs=2, cache_dir=None))
+    assert one.reports == two.reports and len(two.reports) == 4
+
+
+def test_progress_switch(monkeypatch):
+    monkeypatch.delenv("FATBIN_INSPECT_PROGRESS", raising=False)
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    quiet, tty = io.StringIO(), Tty()
+    for stream in (quiet, tty):
+        p = Progress(stream, delay=0)
+        p(1, 10, 4096)
+        p.close()
+    assert quiet.getvalue() == "" and tty.getvalue() != ""
+    late = Tty()
+    p = Progress(late, delay=3600)  # a scan shorter than the delay draws nothing
+    p(1, 10, 4096)
+    p.close()
+    assert late.getvalue() == ""
+    monkeypatch.setenv("FATBIN_INSPECT_PROGRESS", "0")
+    assert Progress(Tty()).enabled is False
+
+
+def test_default_roots_are_the_interpreter_site_packages():
+    roots = resolve_roots(())
+    assert [r.path for r in roots] == list(interpreter_site_packages())
+    assert roots and all(os.path.isdir(r.path) for r in roots)
+
+
+def test_conda_meta_attribution(tmp_path):
+    prefix = tmp_path / "conda"
+    (prefix / "conda-meta").mkdir(parents=True)
+    (prefix / "lib").mkdir()
+    (prefix / "lib" / "libcuthing.so").write_bytes(_read(SM80))
+    (prefix / "conda-meta" / "cuthing-12.1-h0.json").write_text(
+        json.dumps({"name": "cuthing", "version": "12.1", "files": ["lib/libcuthing.so"]}))
+    res = scan([str(prefix)], _opts(tmp_path))
+    assert resolve_roots([str(prefix)])[0].kind == "conda"
+    assert [r.distribution for r in res.reports] == ["cuthing 12.1"]
+
+
+def test_cli_table_and_json(site, tmp_path, monkeypatch):
+    jsonschema = pytest.importorskip("jsonschema")
+    monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.setenv("NO_COLOR", "1")
+    runner = CliRunner()
+    res = runner.invoke(cli, ["scan", str(site), "--files", "-j", "1"])
+    assert res.exit_code == 0, res.output
+    assert "alpha-gpu 1.2.3" in res.output and "libalpha.so" in res.output and "\x1b[" not in res.output
+    res = runner.invoke(cli, ["scan", str(site), "--format", "json", "-j", "1"])
+    assert res.exit_code == 0
+    doc = json.loads(res.output)
+    with open(os.path.join(os.path.dirname(coverage.__file__), "schemas", "scan.schema.json")) as fh:
+        jsonschema.validate(doc, json.load(fh))
+    assert {f["distribution"] for f in doc["files"]} == {"alpha-gpu 1.2.3", "nvidia-one 13.0", "nvidia-two 12.0", None}
+    assert [r["name"] for r in doc["coverage"]["rows"]][:3] == ["alpha-gpu 1.2.3", "nvidia-one 13.0", "nvidia-two 12.0"]
+
+
+def test_cli_gpu_verdicts(site, tmp_path, monkeypatch):
+    pytest.importorskip("fatbin_inspect.compat.engine")
+    monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(tmp_path / "c"))
+    res = CliRunner().invoke(cli, ["scan", str(site), "--gpu", "sm_86", "--format", "json", "-j", "1"])
+    doc = json.loads(res.output)
+    rows = {r["name"]: r for r in doc["coverage"]["rows"]}
+    # sm_80 SASS runs natively on 8.6; a compute_80-only build must be JIT-compiled
+    assert rows["nvidia-one 13.0"]["verdicts"][0]["verdict"] == "native"
+    assert rows["nvidia-two 12.0"]["verdicts"][0]["verdict"] == "jit"
+    assert doc["targets"][0]["cc"] == "8.6"
+    res = CliRunner().invoke(cli, ["scan", str(site), "--gpu", "sm_86", "-j", "1"])
+    assert "nvidia-two 12.0: jit" in res.output and "no sm_86 SASS, compute_80 PTX only" in res.output
