@@ -30,16 +30,31 @@ DEFAULT_FILES = [
 ]
 
 
+GNU_TIME = "/usr/bin/time" if os.path.exists("/usr/bin/time") else None
+
+
 def run(cmd, stdout_path=None):
-    """(seconds, peak RSS in MB, exit code) of one child process."""
+    """(seconds, peak RSS in MB, exit code) of one child process.
+
+    Peak memory comes from GNU time's wait4 on a child it forks itself: a child forked straight
+    from this (large) Python process would report this process's high-water mark as its own."""
     out = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
+    fd, rss_file = tempfile.mkstemp(prefix="fatbin-bench-rss-")
+    os.close(fd)
+    wrapped = [GNU_TIME, "-f", "%M", "-o", rss_file, *cmd] if GNU_TIME else cmd
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(wrapped, stdout=out, stderr=subprocess.DEVNULL)
     _pid, status, ru = os.wait4(proc.pid, 0)
     dt = time.perf_counter() - t0
     if stdout_path:
         out.close()
-    return dt, ru.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+    peak_kb = ru.ru_maxrss
+    if GNU_TIME:
+        with open(rss_file) as fh:
+            lines = [l for l in fh.read().split() if l.isdigit()]
+        peak_kb = int(lines[-1]) if lines else peak_kb
+    os.unlink(rss_file)
+    return dt, peak_kb / 1024, os.waitstatus_to_exitcode(status)
 
 
 def warm(path):

@@ -33,8 +33,8 @@ _EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
 _SHDR = struct.Struct("<IIQQQQIIQQ")
 _SYM = struct.Struct("<IBBHQQ")
 _NOTE = struct.Struct("<III")
-_REC = struct.Struct("<BBH")
 _II = struct.Struct("<II")
+_III = struct.Struct("<III")
 
 SHT_SYMTAB = 2
 SHT_NOTE = 7
@@ -155,9 +155,10 @@ def _tkinfo(desc: bytes) -> Tuple[Optional[str], Optional[str]]:
     return toolkit, (cmdline.strip() or None)
 
 
-def parse_cubin(data: bytes, kernels: bool = False, resources: bool = False
+def parse_cubin(data: bytes, kernels: bool = False, resources: bool = False, demangle=None
                 ) -> Tuple[CubinInfo, Optional[Tuple[Kernel, ...]]]:
-    """Decode a cubin's identity and, on request, its kernels and their resource usage."""
+    """Decode a cubin's identity and, on request, its kernels and their resource usage.
+    ``demangle(name) -> str | None`` fills ``Kernel.demangled``."""
     elf = _Elf(data)
     flags = elf.e_flags
     if elf.abi >= 8 or elf.osabi == OSABI_CUDA_V2:
@@ -199,8 +200,8 @@ def parse_cubin(data: bytes, kernels: bool = False, resources: bool = False
     if not kernels:
         return info, None
     if not resources:
-        return info, tuple(Kernel(name=n) for _i, n in syms)
-    return info, _with_resources(elf, syms)
+        return info, tuple(Kernel(n, demangle(n) if demangle else None) for _i, n in syms)
+    return info, _with_resources(elf, syms, demangle)
 
 
 def kernel_count(data: bytes) -> int:
@@ -226,35 +227,42 @@ def _kernel_symbols(elf: _Elf) -> List[Tuple[int, str]]:
     return out
 
 
-def _with_resources(elf: _Elf, syms: List[Tuple[int, str]]) -> Tuple[Kernel, ...]:
+def _with_resources(elf: _Elf, syms: List[Tuple[int, str]], demangle=None) -> Tuple[Kernel, ...]:
     regs: Dict[int, int] = {}
     frame: Dict[int, int] = {}
     glob = elf.section(".nv.info")
-    if glob:  # hot: hundreds of records per cubin, thousands of cubins; walked inline
-        pos, n, unpack = 0, len(glob), _REC.unpack_from
+    if glob:  # hot: hundreds of records per cubin, thousands of cubins; walked by index
+        pos, n, unpack = 0, len(glob), _II.unpack_from
         while pos + 4 <= n:
-            fmt, attr, v = unpack(glob, pos)
-            pos += 4
-            if fmt != 4:
+            if glob[pos] != 4:
+                pos += 4
                 continue
-            if v >= 8 and pos + 8 <= n and attr in (NVI_REGCOUNT, NVI_FRAME_SIZE):
-                sym, amount = _II.unpack_from(glob, pos)
+            attr, v = glob[pos + 1], glob[pos + 2] | glob[pos + 3] << 8
+            if (attr == NVI_REGCOUNT or attr == NVI_FRAME_SIZE) and v >= 8 and pos + 12 <= n:
+                sym, amount = unpack(glob, pos + 4)
                 (regs if attr == NVI_REGCOUNT else frame)[sym] = amount
-            pos += v
+            pos += 4 + v
     kernels = []
     for idx, name in syms:
         max_threads = None
         info = elf.section(f".nv.info.{name}")
         if info:
-            for attr, fmt, val in _nv_records(info):
-                if attr == NVI_MAX_THREADS and fmt == 4 and len(val) >= 12:
-                    max_threads = struct.unpack_from("<III", val, 0)
-        kernels.append(Kernel(
-            name=name,
-            registers=regs.get(idx),
-            shared=elf.size_of(f".nv.shared.{name}") or 0,
-            constant0=elf.size_of(f".nv.constant0.{name}"),
-            max_threads=max_threads,
-            local=frame.get(idx),
-        ))
+            val = _sval(info, NVI_MAX_THREADS)
+            if val is not None and len(val) >= 12:
+                max_threads = _III.unpack_from(val, 0)
+        kernels.append(Kernel(name, demangle(name) if demangle else None, regs.get(idx),
+                              elf.size_of(f".nv.shared.{name}") or 0, elf.size_of(f".nv.constant0.{name}"),
+                              max_threads, frame.get(idx)))
     return tuple(kernels)
+
+
+def _sval(data: bytes, attribute: int) -> Optional[bytes]:
+    """Data of the first SVAL (format 4) record with ``attribute``: a bare index walk, since this
+    runs for every kernel (150k in libtorch_cuda.so) and a generator of tuples costs 3x more."""
+    pos, n = 0, len(data)
+    while pos + 4 <= n:
+        size = data[pos + 2] | data[pos + 3] << 8 if data[pos] == 4 else 0
+        if data[pos + 1] == attribute and data[pos] == 4:
+            return data[pos + 4:pos + 4 + size]
+        pos += 4 + size
+    return None

@@ -40,6 +40,8 @@ class Options:
     scan_hidden: bool = True  # magic scan outside the fatbin sections (FORMAT.md §1.4)
     members: str = "device"  # "device": archive members with device code; "all": every candidate
     jobs: int = 0  # processes for decoding one large file's payloads; 0 = one per CPU, 1 = none
+    resources: bool = True  # with kernels: registers, shared, constant0, max threads per kernel
+    probe_small: bool = False  # decode only small cubins (<= PROBE_MAX): tells device-link output
 
 
 def inspect_path(path: str, opts: Options = Options()) -> Iterator[FileReport]:
@@ -151,22 +153,24 @@ def _inspect_binary(path: str, fmt: str, blob: Blob, opts: Options) -> FileRepor
     layout = _layout(fmt, blob)
     fatbins: List[Fatbin] = []
     errors: List[InputError] = []
-    covered: List[Tuple[int, int]] = []
+    sections_walked = False
     for region in layout.regions:
         if region.fatbin_section:
             found, errs = fatbin_mod.walk(blob, region.start, region.end, region.name, strict=True)
             blob.release(region.start, region.end)
             fatbins += found
             errors += errs
-            covered.append((region.start, region.end))
+            sections_walked = True
     if fmt == "fatbin":
         found, errs = fatbin_mod.walk(blob, 0, blob.size, None, strict=True)
         fatbins += found
         errors += errs
-    elif opts.scan_hidden or not covered:
-        for start, end in _gaps(covered, blob.size):
-            for found in _scan_chunks(blob, start, end, errors):
-                fatbins += [dataclasses.replace(fb, section=layout.section_at(fb.offset)) for fb in found]
+    elif opts.scan_hidden or not sections_walked:
+        scannable = [(r.start, r.end, r.name) for r in layout.regions if r.scan and not r.fatbin_section]
+        outside = [(a, b, None) for a, b in _gaps([(r.start, r.end) for r in layout.regions], blob.size)]
+        for start, end, name in sorted(scannable + outside):
+            for found in _scan_chunks(blob, start, end, name, errors):
+                fatbins += found
     fatbins.sort(key=lambda fb: fb.offset)
     errors += layout.errors
     error = _err(errors[0]) if errors else None
@@ -181,7 +185,7 @@ def _inspect_binary(path: str, fmt: str, blob: Blob, opts: Options) -> FileRepor
 SCAN_CHUNK = 64 << 20
 
 
-def _scan_chunks(blob: Blob, start: int, end: int, errors: List[InputError]):
+def _scan_chunks(blob: Blob, start: int, end: int, section: Optional[str], errors: List[InputError]):
     """Magic-scan ``[start, end)`` a chunk at a time; a fatbin may run past its chunk (it is
     bounded by ``end``). Pages already scanned are dropped from this process's resident set
     (``MADV_DONTNEED`` on a read-only file mapping only unmaps them; the page cache keeps them), so
@@ -189,7 +193,7 @@ def _scan_chunks(blob: Blob, start: int, end: int, errors: List[InputError]):
     pos = start
     while pos < end:
         stop = min(end, pos + SCAN_CHUNK)
-        found, errs = fatbin_mod.walk(blob, pos, stop, None, strict=False, found_by="scan", limit=end)
+        found, errs = fatbin_mod.walk(blob, pos, stop, section, strict=False, found_by="scan", limit=end)
         errors += errs
         yield found
         nxt = max([stop] + [fb.offset + 16 + fb.size for fb in found])
@@ -213,9 +217,10 @@ def _layout(fmt: str, blob: Blob) -> Layout:
     return Layout(fmt, ())
 
 
-def _gaps(covered: List[Tuple[int, int]], size: int) -> Iterator[Tuple[int, int]]:
+def _gaps(regions: List[Tuple[int, int]], size: int) -> Iterator[Tuple[int, int]]:
+    """The byte ranges of a file that no section covers (headers, tables; everything when stripped)."""
     pos = 0
-    for start, end in sorted(covered):
+    for start, end in sorted(regions):
         if start > pos:
             yield pos, start
         pos = max(pos, end)
@@ -269,11 +274,10 @@ def decode_entry(blob: Blob, entry: Entry, kernels: bool, resources: bool = True
     try:
         data = payload(blob, entry, budget)
         if entry.kind == KIND_SASS:
-            info, ks = cubin_mod.parse_cubin(data, kernels=kernels, resources=resources)
+            info, ks = cubin_mod.parse_cubin(data, kernels=kernels, resources=resources, demangle=demangle)
             if info.sm != entry.sm and entry.header_size:
                 raise InputError(f"cubin e_flags say sm_{info.sm}, fatbin header says sm_{entry.sm}",
                                  entry.offset)
-            ks = _demangled(ks) if ks is not None else None
             return dataclasses.replace(entry, cubin=info, kernels=ks)
         hdr = ptx_mod.parse_header(data)
         ks = _demangled(ptx_mod.kernels(data)) if kernels else None
@@ -293,8 +297,16 @@ def _demangled(ks: Tuple[Kernel, ...]) -> Tuple[Kernel, ...]:
 PARALLEL_MIN_BYTES = 64 << 20  # compressed payload bytes that make a second process worth its start
 
 
+PROBE_MAX = 64 << 10  # nvcc's device-link cubins are ~1.5 KB and hold no kernels
+
+
 def _decode_fatbins(blob: Blob, fatbins, opts: Options, path: Optional[str] = None):
     if not (opts.kernels or opts.details):
+        if opts.probe_small:
+            budget = Budget(blob.size)
+            return [dataclasses.replace(fb, entries=tuple(
+                decode_entry(blob, e, kernels=False, budget=budget) if e.kind == KIND_SASS and e.size <= PROBE_MAX
+                else e for e in fb.entries)) for fb in fatbins]
         return list(fatbins)
     jobs = opts.jobs or os.cpu_count() or 1
     work = sum(e.stored_size for fb in fatbins for e in fb.entries if e.compression != "none")
@@ -307,7 +319,8 @@ def _decode_serial(blob: Blob, fatbins, opts: Options):
     out = []
     budget = Budget(blob.size)
     for fb in fatbins:
-        entries = tuple(decode_entry(blob, e, kernels=opts.kernels, budget=budget) for e in fb.entries)
+        entries = tuple(decode_entry(blob, e, kernels=opts.kernels, resources=opts.resources, budget=budget)
+                        for e in fb.entries)
         out.append(dataclasses.replace(fb, entries=entries))
     return out
 
@@ -326,22 +339,23 @@ def _decode_parallel(path: str, fatbins, opts: Options, jobs: int):
     import concurrent.futures as cf
 
     slices: List[List[Fatbin]] = [[] for _ in range(jobs * 4)]
-    weights = [0] * len(slices)
+    total = sum(e.stored_size for fb in fatbins for e in fb.entries) or 1
+    done = 0
     for fb in fatbins:  # contiguous slices, balanced by payload bytes
-        i = min(len(slices) - 1, sum(weights) * len(slices) // max(1, _total(fatbins)))
-        slices[i].append(fb)
-        weights[i] += sum(e.stored_size for e in fb.entries) or 1
+        slices[min(len(slices) - 1, done * len(slices) // total)].append(fb)
+        done += sum(e.stored_size for e in fb.entries)
     serial_opts = dataclasses.replace(opts, jobs=1)
+    # this process decodes the first 1/jobs itself instead of waiting: one CPU's share of results
+    # never has to be pickled back (unpickling 150k kernels costs ~1 s)
+    own = len(slices) // jobs
     try:
-        with cf.ProcessPoolExecutor(max_workers=jobs) as pool:
-            parts = list(pool.map(_decode_slice, [path] * len(slices), slices, [serial_opts] * len(slices)))
+        with cf.ProcessPoolExecutor(max_workers=jobs - 1) as pool:
+            futures = [pool.submit(_decode_slice, path, sl, serial_opts) for sl in slices[own:]]
+            mine = _decode_slice(path, [fb for sl in slices[:own] for fb in sl], serial_opts)
+            parts = [mine] + [f.result() for f in futures]
     except (OSError, cf.process.BrokenProcessPool):  # no fork/spawn here: decode in-process
         return _decode_serial(open_blob(path), fatbins, serial_opts)
     return [fb for part in parts for fb in part]
-
-
-def _total(fatbins) -> int:
-    return sum(e.stored_size for fb in fatbins for e in fb.entries) or 1
 
 
 def _decode_slice(path: str, fatbins, opts: Options):

@@ -58,7 +58,7 @@ def check_cmd(paths, gpus, driver, env_pairs, inherit_env, fail_on, per_fatbin, 
     verdicts, errors = [], []
     for root in paths:
         wheel = wheel_runtime(root) if os.path.isfile(root) else None
-        for report in iter_reports([root], Options(kernels=True, details=True)):
+        for report in iter_reports([root], Options(kernels=True, details=True, resources=False)):
             if report.error is not None and not report.fatbins:
                 note_error(report)
                 errors.append({"path": report.path, "message": report.error.message, "offset": report.error.offset})

@@ -52,7 +52,10 @@ def scan_cmd(paths, gpus, driver, show_files, kernels, jobs, no_cache, strict, f
         from fatbin_inspect.compat.targets import resolve_targets
 
         targets = resolve_targets(gpus, driver)
-    opts = ScanOptions(inventory=Options(kernels=kernels, details=kernels), jobs=jobs,
+    # files are already spread over processes: no second level of processes inside one file;
+    # with targets, small cubins are decoded so device-link output is not judged as code
+    inv = Options(kernels=kernels, details=kernels, jobs=1, probe_small=bool(targets))
+    opts = ScanOptions(inventory=inv, jobs=jobs,
                        cache_dir=None if no_cache else "default")
     start = time.monotonic()
     progress = Progress()

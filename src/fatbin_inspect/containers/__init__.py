@@ -21,6 +21,7 @@ class Region:
     start: int
     end: int
     fatbin_section: bool = False
+    scan: bool = True  # False for code and linker tables: fatbins are data, never found there
 
 
 @dataclass(frozen=True)

@@ -84,8 +84,21 @@ def layout(blob: Blob) -> Layout:
         start, end = sh[4], sh[4] + sh[5]
         if end > blob.size:
             raise CorruptError(f"section {name} [{start:#x}+{sh[5]:#x}] runs past the end of the file", start)
-        regions.append(Region(name, start, end, name in FATBIN_SECTIONS))
+        regions.append(Region(name, start, end, name in FATBIN_SECTIONS, _worth_scanning(name, sh)))
     return Layout("elf", tuple(regions), cuda_needs(_needed(blob, names, headers, dyn)))
+
+
+SHF_EXECINSTR = 0x4
+# symbol, string, relocation, hash, dynamic, note and version tables
+_TABLE_TYPES = {2, 3, 4, 5, 6, 7, 9, 11, 0x6FFFFFF6, 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF}
+
+
+def _worth_scanning(name: str, sh: Tuple) -> bool:
+    """Only data sections can hide a fatbin; skipping code also removes the false magic hits
+    (``movabs`` immediates in code that checks the magic, FORMAT.md §1.4)."""
+    if sh[2] & SHF_EXECINSTR or sh[1] in _TABLE_TYPES:
+        return False
+    return not name.startswith((".debug", ".eh_frame", ".gcc_except_table", ".comment"))
 
 
 def _needed(blob: Blob, names: List[str], headers: List[Tuple], dyn: struct.Struct) -> List[str]:

@@ -19,6 +19,7 @@ from fatbin_inspect.errors import CorruptError, InputError
 _COFF = struct.Struct("<HHIIIHH")
 _SECTION = struct.Struct("<8sIIIIIIHHI")
 FATBIN_SECTIONS = (".nv_fatb", "__nv_rel", ".nv_fatbin", "__nv_relfatbin")
+IMAGE_SCN_CNT_CODE, IMAGE_SCN_MEM_EXECUTE = 0x20, 0x20000000
 MAX_SECTIONS = 96 * 1024  # the PE limit is 96, COFF objects allow up to 65279 (bigobj: more)
 
 
@@ -34,7 +35,7 @@ def _sections(blob: Blob, coff_off: int, string_table: bool):
     strtab_off = symptr + nsyms * 18
     regions = []
     for i in range(nsec):
-        (raw_name, vsize, _va, raw_size, raw_ptr, *_rest) = blob.unpack(
+        (raw_name, vsize, _va, raw_size, raw_ptr, *_rest, characteristics) = blob.unpack(
             _SECTION, table + i * _SECTION.size, "section header")
         name = raw_name.rstrip(b"\0").decode("latin-1")
         if string_table and name.startswith("/") and name[1:].isascii() and name[1:].isdigit():
@@ -46,7 +47,8 @@ def _sections(blob: Blob, coff_off: int, string_table: bool):
             continue
         if raw_ptr + size > blob.size:
             raise CorruptError(f"section {name} [{raw_ptr:#x}+{size:#x}] runs past the end of the file", raw_ptr)
-        regions.append(Region(name, raw_ptr, raw_ptr + size, name in FATBIN_SECTIONS))
+        code = bool(characteristics & (IMAGE_SCN_CNT_CODE | IMAGE_SCN_MEM_EXECUTE))
+        regions.append(Region(name, raw_ptr, raw_ptr + size, name in FATBIN_SECTIONS, not code))
     return machine, tuple(regions)
 
 

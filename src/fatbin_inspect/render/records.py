@@ -19,10 +19,14 @@ def tool() -> Dict[str, str]:
 
 def kernel_dict(k: Kernel) -> Dict[str, Any]:
     d: Dict[str, Any] = {"name": k.name, "demangled": k.demangled}
-    for key in ("registers", "shared", "constant0", "local"):
-        val = getattr(k, key)
-        if val is not None:
-            d[key] = val
+    if k.registers is not None:
+        d["registers"] = k.registers
+    if k.shared is not None:
+        d["shared"] = k.shared
+    if k.constant0 is not None:
+        d["constant0"] = k.constant0
+    if k.local is not None:
+        d["local"] = k.local
     if k.max_threads is not None:
         d["max_threads"] = list(k.max_threads)
     return d

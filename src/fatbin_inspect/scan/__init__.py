@@ -64,7 +64,7 @@ def _jobs(n: int) -> int:
 
 
 def _options_fingerprint(o: Options) -> str:
-    return f"k{int(o.kernels)}d{int(o.details)}h{int(o.scan_hidden)}m{o.members}"
+    return f"k{int(o.kernels)}d{int(o.details)}r{int(o.resources)}p{int(o.probe_small)}h{int(o.scan_hidden)}m{o.members}"
 
 
 class _Scanner:
