@@ -43,7 +43,9 @@ def run(cmd, stdout_path=None):
     os.close(fd)
     wrapped = [GNU_TIME, "-f", "%M", "-o", rss_file, *cmd] if GNU_TIME else cmd
     t0 = time.perf_counter()
-    proc = subprocess.Popen(wrapped, stdout=out, stderr=subprocess.DEVNULL)
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed by pip: byte code compiled once, reused
+    proc = subprocess.Popen(wrapped, stdout=out, stderr=subprocess.DEVNULL, env=env)
     _pid, status, ru = os.wait4(proc.pid, 0)
     dt = time.perf_counter() - t0
     if stdout_path:

@@ -82,6 +82,12 @@ RULES: Tuple[Rule, ...] = (
          "A file with device code is missing from the new release",
          "The old release shipped this file with device code; the new one does not have it at the "
          "same path inside the container."),
+    Rule("FBI013", "gpu-unsupported-by-driver", "error",
+         "The driver branch does not support the target GPU",
+         "The driver branch predates the GPU (its compute capability needs a newer branch) or no longer "
+         "supports its architecture (legacy GPUs stay on their last branch): the GPU is not enumerated "
+         "and CUDA initialisation fails with cudaErrorNoDevice (100). Install a driver branch that "
+         "supports the GPU, or check against the branch the deployment really runs."),
 )
 
 RULE_BY_ID: Dict[str, Rule] = {r.id: r for r in RULES}

@@ -6,6 +6,7 @@ one fatbin per translation unit, and one TU built without ``sm_120`` breaks its 
 5090 although the file as a whole "has sm_120". Fatbins the engine ignores (device-link output,
 ``__nv_relfatbin`` copies next to a linked ``.nv_fatbin``) do not count. ``--gpu`` targets are
 judged the same way; FBI005 (arch-specific only) applies to required archs, not to named GPUs.
+``check_findings`` turns ``check``'s file verdicts into the same findings, one per file and target.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from fatbin_inspect.compat import data, engine, rules
 from fatbin_inspect.compat.runtime import from_needs
@@ -23,6 +24,10 @@ from fatbin_inspect.model import KIND_PTX, KIND_SASS, Fatbin, FileReport
 from fatbin_inspect.policy import Policy, distribution_of, split_arch
 
 OK, ARCH_SPECIFIC, JIT, PTX_TOO_NEW, NONE = "ok", "arch-specific", "jit", "ptx-too-new", "none"
+RUNTIME_TOO_NEW, NO_DEVICE = "runtime-too-new", "no-device"  # file-wide failures (R-DRV, R-GPU)
+FAILURE_STATE = {rules.UNSUPPORTED_PTX: PTX_TOO_NEW, rules.INSUFFICIENT_DRIVER: RUNTIME_TOO_NEW,
+                 rules.NO_DEVICE: NO_DEVICE}
+STATE_RULE = {NONE: "FBI001", JIT: "FBI002", PTX_TOO_NEW: "FBI003", RUNTIME_TOO_NEW: "FBI004", NO_DEVICE: "FBI013"}
 FILE_WIDE = None  # Check.target of the per-file rules (unreadable, forward PTX, surplus/forbidden)
 
 
@@ -65,19 +70,23 @@ def counted_fatbins(report: FileReport) -> List[Fatbin]:
             and engine._ignored(fb, has_nv) is None]
 
 
-def coverage(fbv, fatbin: Fatbin, req: Requirement) -> str:
-    """How one judged fatbin serves a requirement: ok | arch-specific | jit | ptx-too-new | none."""
-    if fbv.verdict == "native":
-        if req.arch is None or split_arch(req.arch)[2] == "a":
-            return OK
-        native = {ev.offset for ev in fbv.entries if ev.verdict == "native"}
-        specific = [rules.arch_specific(e) for e in fatbin.entries if e.offset in native]
-        return ARCH_SPECIFIC if specific and all(specific) else OK
-    if fbv.verdict == "jit":
+def state(d: engine.Decision) -> str:
+    """What a fatbin's or a file's verdict means: ok | jit | ptx-too-new | runtime-too-new | no-device | none."""
+    if d.verdict in ("native", "no-device-code"):
+        return OK
+    if d.verdict == "jit":
         return JIT
-    if fbv.error is not None and fbv.error.code == rules.UNSUPPORTED_PTX:
-        return PTX_TOO_NEW
-    return NONE
+    return FAILURE_STATE.get(d.error.code if d.error is not None else None, NONE)
+
+
+def coverage(fbv, fatbin: Fatbin, req: Requirement) -> str:
+    """How one judged fatbin serves a requirement: ``state`` or arch-specific (only sm_XYa code)."""
+    s = state(fbv)
+    if s != OK or req.arch is None or split_arch(req.arch)[2] == "a":
+        return s
+    native = {ev.offset for ev in fbv.entries if ev.verdict == "native"}
+    specific = [rules.arch_specific(e) for e in fatbin.entries if e.offset in native]
+    return ARCH_SPECIFIC if specific and all(specific) else OK
 
 
 # ------------------------------------------------------------------------------------- rules
@@ -205,6 +214,30 @@ def gate(reports: Iterable[FileReport], policy: Policy, flags=None,
         findings += emit.out
     return FindingsReport("gate", tuple(sorted(findings, key=sort_key)), tuple(checks),
                           tuple(dict.fromkeys(labels)), tuple(inputs))
+
+
+# ------------------------------------------------------------------------------- check
+def verdict_finding(v: engine.FileVerdict) -> Optional[Finding]:
+    """``check``'s verdict for one file and target as a finding; None when it loads natively.
+    JIT-only is a warning (it fails under ``--fail-on warning``), every failure an error."""
+    s = state(v)
+    if s == OK:
+        return None
+    label = v.target.label
+    why = f"{v.error.name} ({v.error.code}): {v.reason}" if v.error is not None else f"only PTX (JIT): {v.reason}"
+    return Finding(STATE_RULE[s], "warning" if s == JIT else "error", f"{label}: {why}", v.path, label,
+                   f"sm_{v.target.gpu.sm}")
+
+
+def check_findings(inputs: Sequence[str], targets: Sequence[Target], verdicts: Sequence[engine.FileVerdict],
+                   unreadable: Sequence[FileReport]) -> FindingsReport:
+    """``check`` as findings: one check per file with device code and target, FBI008 per unreadable input."""
+    findings = [f for f in map(verdict_finding, verdicts) if f is not None]
+    findings += [Finding("FBI008", "error", r.error.message, r.path, offset=r.error.offset) for r in unreadable]
+    checks = [Check(r.path) for r in unreadable]
+    checks += [Check(v.path, v.target.label) for v in verdicts if v.verdict != "no-device-code"]
+    return FindingsReport("check", tuple(sorted(findings, key=sort_key)), tuple(checks),
+                          tuple(t.label for t in targets), tuple(inputs))
 
 
 # ------------------------------------------------------------------------ --match torch

@@ -2,6 +2,8 @@
 
 Exit 0 when everything loads natively (or has no device code), 1 when something fails, or when
 something needs JIT and ``--fail-on warning``; 2 for usage errors and unreadable inputs.
+``table`` and ``json`` (check.schema.json) show the verdicts; the other formats show them as the
+findings of ``gate`` (FBI001-FBI004, FBI013, FBI008 for unreadable inputs; JIT-only is a warning).
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ import zipfile
 
 import click
 
-from fatbin_inspect.cli.common import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, color_for, format_option, note_error,
-                                       output_option, write_output)
+from fatbin_inspect.cli.common import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, color_for, note_error, output_option,
+                                       write_output)
+from fatbin_inspect.cli.gate import findings_format_option, write_findings
 from fatbin_inspect.cli.inventory import iter_reports
 from fatbin_inspect.compat import runtime
 from fatbin_inspect.compat.engine import evaluate
@@ -50,18 +53,18 @@ def wheel_runtime(path: str):
               help="Exit 1 on failures only, or also when something needs PTX JIT.")
 @click.option("--per-fatbin", is_flag=True, help="JSON: add every fatbin's verdict and every entry's.")
 @click.option("--kernels", "all_kernels", is_flag=True, help="Table: list every kernel without an image.")
-@format_option(["table", "json"])
+@findings_format_option
 @output_option
 def check_cmd(paths, gpus, driver, env_pairs, inherit_env, fail_on, per_fatbin, all_kernels, fmt, output):
     """Predict whether the CUDA code in PATHS loads on each --gpu with --driver (native / jit / fail)."""
     targets = resolve_targets(list(gpus), driver, parse_env(env_pairs, inherit_env))
-    verdicts, errors = [], []
+    verdicts, unreadable = [], []
     for root in paths:
         wheel = wheel_runtime(root) if os.path.isfile(root) else None
         for report in iter_reports([root], Options(kernels=True, details=True, resources=False)):
             if report.error is not None and not report.fatbins:
                 note_error(report)
-                errors.append({"path": report.path, "message": report.error.message, "offset": report.error.offset})
+                unreadable.append(report)
                 continue
             if report.format in ARCHIVE_FORMATS and not report.fatbins:
                 continue  # the archive's members carry the verdicts
@@ -71,13 +74,17 @@ def check_cmd(paths, gpus, driver, env_pairs, inherit_env, fail_on, per_fatbin, 
         from fatbin_inspect.render import json_format
         from fatbin_inspect.render.check_records import check_document
 
-        text = json_format.dumps(check_document(targets, verdicts, per_fatbin, errors))
-    else:
+        errors = [{"path": r.path, "message": r.error.message, "offset": r.error.offset} for r in unreadable]
+        write_output(json_format.dumps(check_document(targets, verdicts, per_fatbin, errors)), output)
+    elif fmt == "table":
         from fatbin_inspect.render.check_table import render_check
 
-        text = render_check(targets, verdicts, color=color_for(output), kernels=all_kernels)
-    write_output(text, output)
-    if errors:
+        write_output(render_check(targets, verdicts, color=color_for(output), kernels=all_kernels), output)
+    else:
+        from fatbin_inspect.gate import check_findings
+
+        write_findings(check_findings(paths, targets, verdicts, unreadable), fmt, fail_on, output)
+    if unreadable:
         raise SystemExit(EXIT_USAGE)
     bad = {"fail"} | ({"jit"} if fail_on == "warning" else set())
     raise SystemExit(EXIT_FINDINGS if any(v.verdict in bad for v in verdicts) else EXIT_OK)

@@ -40,8 +40,15 @@ def fail_options(f):
 
 
 def emit_findings(report: FindingsReport, fmt: str, fail_on: str, output: Optional[str], exit_zero: bool) -> None:
-    """Render ``report`` in ``fmt`` to ``output`` (stdout), append the job summary for ``github``,
-    and exit 0/1 by the fail level. Shared by every command that reports findings."""
+    """``write_findings``, then exit 0/1 by the fail level. Shared by every command that reports findings."""
+    write_findings(report, fmt, fail_on, output)
+    if fails(report.findings, fail_on) and not exit_zero:
+        raise SystemExit(EXIT_FINDINGS)
+    raise SystemExit(EXIT_OK)
+
+
+def write_findings(report: FindingsReport, fmt: str, fail_on: str, output: Optional[str]) -> None:
+    """Render ``report`` in ``fmt`` to ``output`` (stdout) and append the job summary for ``github``."""
     from fatbin_inspect.cli.common import color_for, write_output
 
     summary = None
@@ -72,9 +79,6 @@ def emit_findings(report: FindingsReport, fmt: str, fail_on: str, output: Option
     if summary is not None and step_summary:
         with open(step_summary, "a", encoding="utf-8") as fh:
             fh.write(summary + "\n")
-    if fails(report.findings, fail_on) and not exit_zero:
-        raise SystemExit(EXIT_FINDINGS)
-    raise SystemExit(EXIT_OK)
 
 
 def torch_reference(match: str, reports) -> FileReport:

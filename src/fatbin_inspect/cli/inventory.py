@@ -34,21 +34,38 @@ def iter_reports(paths, opts: Options) -> Iterator[FileReport]:
               help="Table: list every entry, or a per-arch summary per file (auto: entries for small files).")
 @click.option("--all-members", is_flag=True, help="Report every candidate archive member, even without device code.")
 @click.option("--strict", is_flag=True, help="Exit 3 when any input could not be read.")
+@click.option("--gpu", "gpus", multiple=True, help="Also give a verdict for this GPU (name, 8.9, sm_89, auto); "
+              "repeatable. `check` explains more.")
+@click.option("--driver", default=None, help="Driver for --gpu (550.54.14, 550, auto; default: newest known).")
 @format_option(["table", "json", "jsonl"])
 @output_option
-def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, fmt, output):
-    """List every CUDA fat binary and entry in PATHS (files, archives, wheels, directories)."""
+def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpus, driver, fmt, output):
+    """List every CUDA fat binary and entry in PATHS (files, archives, wheels, directories).
+
+    With --gpu, add the verdict per file and target: native, jit or fail (CUDA error, rule)."""
     from fatbin_inspect.render import json_format, records
 
+    targets = ()
+    if gpus:
+        from fatbin_inspect.compat.targets import resolve_targets
+
+        targets = resolve_targets(list(gpus), driver)
     opts = Options(kernels=kernels, details=details or kernels, scan_hidden=not no_scan,
-                   members="all" if all_members else "device")
+                   members="all" if all_members else "device", probe_small=bool(targets))
     reports = []
     for r in iter_reports(paths, opts):
         note_error(r)
         reports.append(r)
+    verdicts = _verdicts(paths, reports, targets) if targets else []
     if fmt == "json":
         big = sum(len(fb.entries) for r in reports for fb in r.fatbins) > PRETTY_MAX_ENTRIES
-        text = json_format.dumps(records.inventory_document(reports), pretty=not big)
+        doc = records.inventory_document(reports)
+        if targets:
+            from fatbin_inspect.render.check_records import check_document
+
+            check = check_document(targets, verdicts, False, [])
+            doc.update(targets=check["targets"], results=check["results"])
+        text = json_format.dumps(doc, pretty=not big)
     elif fmt == "jsonl":
         text = "".join(json_format.dumps_line({"schema_version": records.SCHEMA_VERSION, **records.file_dict(r)})
                        for r in reports)
@@ -56,7 +73,29 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, fmt
         from fatbin_inspect.render.table import render_inventory
 
         text = render_inventory(reports, color=color_for(output), entries=entries, kernels=kernels)
+        if targets:
+            from fatbin_inspect.render.check_table import render_check
+
+            text += render_check(targets, verdicts, color=color_for(output))
     write_output(text, output)
     if strict and any(r.error for r in reports):
         raise SystemExit(EXIT_STRICT)
     raise SystemExit(EXIT_OK)
+
+
+def _verdicts(paths, reports, targets):
+    """Engine verdicts per (file, target), as ``check`` gives them (archives: per member)."""
+    import os
+    import zipfile
+
+    from fatbin_inspect.compat import runtime
+    from fatbin_inspect.compat.engine import evaluate
+
+    wheels = {p: runtime.from_wheel(p) for p in paths if os.path.isfile(p) and zipfile.is_zipfile(p)}
+    out = []
+    for r in reports:
+        if (r.error is not None and not r.fatbins) or (r.format in ("zip", "ar", "tar") and not r.fatbins):
+            continue
+        rt = runtime.for_file(r, wheels.get(r.path.split("!", 1)[0]))
+        out += [evaluate(r, t, rt) for t in targets]
+    return out
