@@ -4,16 +4,20 @@ A column is a base SM number (``sm_90`` and ``sm_90a`` share column 90: the suff
 cell's ``arches``). A cell is ``sass`` (a cubin for that SM exists), ``ptx`` (only PTX for that SM:
 the driver must JIT it), or ``none``. LTO-IR never runs as is and fills no cell. Rows keep their
 files as child rows, so a renderer can expand them. Pure data: no I/O, no rendering.
+
+``build`` takes full ``FileReport`` records or ``FileSummary`` records (what a file contributes to
+the matrix, nothing more): a warm scan loads summaries from the cache instead of unpickling every
+entry of a 24,000-fatbin library.
 """
 
 from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from fatbin_inspect.model import KIND_PTX, KIND_SASS, FileReport
+from fatbin_inspect.model import KIND_PTX, KIND_SASS, FileError, FileReport
 
 SASS, PTX, NONE = "sass", "ptx", "none"
 VERDICT_ORDER = {"fail": 3, "jit": 2, "native": 1, "no-device-code": 0}
@@ -63,6 +67,28 @@ class Coverage:
     targets: Tuple[str, ...] = ()  # labels of the targets the verdicts refer to
 
 
+@dataclass(frozen=True)
+class FileSummary:
+    """What one file contributes to the matrix: ``arches`` holds the distinct ``(kind, sm, arch)``
+    of its SASS and PTX entries (sorted), e.g. ``("sass", 90, "sm_90a")``."""
+
+    path: str
+    format: str
+    size: int
+    arches: Tuple[Tuple[str, int, str], ...] = ()
+    error: Optional[FileError] = None
+    distribution: Optional[str] = field(default=None, compare=False)
+
+
+def summarize(report: FileReport) -> FileSummary:
+    """The ``FileSummary`` of a full record (its ``distribution`` carried over)."""
+    if isinstance(report, FileSummary):
+        return report
+    seen = {(e.kind, e.sm, e.arch) for fb in report.fatbins for e in fb.entries if e.kind in (KIND_SASS, KIND_PTX)}
+    return FileSummary(report.path, report.format, report.size, tuple(sorted(seen)), report.error,
+                       report.distribution)
+
+
 def folder_of(path: str) -> str:
     """The folder a file is reported under: its directory, inside an archive too (``A.tar!usr/lib``)."""
     head, sep, member = path.rpartition("!")
@@ -72,11 +98,10 @@ def folder_of(path: str) -> str:
     return os.path.dirname(path) or "."
 
 
-def _arches(report: FileReport) -> Dict[int, set]:
+def _arches(report) -> Dict[int, set]:
     out: Dict[int, set] = {}
-    for e in report.entries:
-        if e.kind in (KIND_SASS, KIND_PTX):
-            out.setdefault(e.sm, set()).add((e.kind, e.arch))
+    for kind, sm, arch in summarize(report).arches:
+        out.setdefault(sm, set()).add((kind, arch))
     return out
 
 
@@ -93,7 +118,7 @@ def _worst(verdicts: Sequence[Verdict]) -> Verdict:
     return max(verdicts, key=lambda v: VERDICT_ORDER.get(v.verdict, 0))
 
 
-def build(reports: Iterable[FileReport], verdicts: Optional[Dict[str, Sequence[Verdict]]] = None,
+def build(reports: Iterable[Union[FileReport, FileSummary]], verdicts: Optional[Dict[str, Sequence[Verdict]]] = None,
           targets: Sequence[str] = ()) -> Coverage:
     """``verdicts`` maps a report path to its per-target verdicts (same order as ``targets``)."""
     groups: "OrderedDict[Tuple[int, str], List[FileReport]]" = OrderedDict()

@@ -104,7 +104,10 @@ class _Emitter:
 
 
 def _of(n: int, total: int) -> str:
-    return "all" if n == total else f"{n} of {total}"
+    """'all 40 fatbins', 'its only fatbin', '3 of 40 fatbins'."""
+    if n == total:
+        return f"all {total} fatbins" if total > 1 else "its only fatbin"
+    return f"{n} of {total} fatbins"
 
 
 def check_requirement(emit: _Emitter, fatbins: List[Fatbin], req: Requirement) -> None:
@@ -123,9 +126,9 @@ def check_requirement(emit: _Emitter, fatbins: List[Fatbin], req: Requirement) -
 
     if states.get(NONE):
         if req.none_rule == "FBI009":
-            emit("FBI009", "warning", f"{label}: no code in {n(NONE)} fatbins, torch has {arch}", label, arch)
+            emit("FBI009", "warning", f"{label}: no code in {n(NONE)}, torch has {arch}", label, arch)
         else:
-            emit("FBI001", "error", f"{label}: no loadable SASS or PTX in {n(NONE)} fatbins", label, arch)
+            emit("FBI001", "error", f"{label}: no loadable SASS or PTX in {n(NONE)}", label, arch)
     if states.get(PTX_TOO_NEW):
         drv = req.target.driver
         isas = sorted({e.ptx_isa for fb in fatbins for e in fb.entries if e.kind == KIND_PTX},
@@ -134,11 +137,11 @@ def check_requirement(emit: _Emitter, fatbins: List[Fatbin], req: Requirement) -
              f"(PTX ISA {isas[-1]}; R{drv.branch} compiles up to {drv.max_ptx_isa})", label, arch)
     if states.get(JIT):
         sev = "note" if emit.policy.ptx_counts else "error"
-        emit("FBI002", sev, f"{label}: only PTX (JIT) in {n(JIT)} fatbins", label, arch)
+        emit("FBI002", sev, f"{label}: only PTX (JIT) in {n(JIT)}", label, arch)
     if states.get(ARCH_SPECIFIC):
         cc = req.target.cc
         emit("FBI005", "warning", f"{label}: only {arch}a code (runs on CC {cc[0]}.{cc[1]} only) in "
-             f"{n(ARCH_SPECIFIC)} fatbins", label, arch)
+             f"{n(ARCH_SPECIFIC)}", label, arch)
 
 
 def check_runtime(emit: _Emitter, report: FileReport, target: Target) -> None:
@@ -156,7 +159,7 @@ def check_file_wide(emit: _Emitter, fatbins: List[Fatbin], policy: Policy) -> No
                       if not any(e.kind == KIND_PTX and e.sm == newest and not e.variant for e in fb.entries))
         if lacking:
             emit("FBI006", "warning", f"no compute_{newest} PTX for forward compatibility in "
-                 f"{_of(lacking, len(fatbins))} fatbins", FILE_WIDE, f"compute_{newest}")
+                 f"{_of(lacking, len(fatbins))}", FILE_WIDE, f"compute_{newest}")
     present = sorted({e.arch for fb in fatbins for e in fb.entries if e.kind in (KIND_SASS, KIND_PTX)},
                      key=lambda a: (a.startswith("compute"), split_arch(a)[1], a))
     for arch in present:

@@ -55,8 +55,10 @@ def scan_cmd(paths, gpus, driver, show_files, kernels, jobs, no_cache, strict, f
     # files are already spread over processes: no second level of processes inside one file;
     # with targets, small cubins are decoded so device-link output is not judged as code
     inv = Options(kernels=kernels, details=kernels, jobs=1, probe_small=bool(targets))
-    opts = ScanOptions(inventory=inv, jobs=jobs,
-                       cache_dir=None if no_cache else "default")
+    # the table needs per-file summaries only (a warm scan then loads no full record); JSON and
+    # the engine's verdicts need the full records
+    opts = ScanOptions(inventory=inv, jobs=jobs, cache_dir=None if no_cache else "default",
+                       summary=fmt == "table" and not targets)
     start = time.monotonic()
     progress = Progress()
     try:

@@ -1,27 +1,29 @@
 """Scan environments, folders, wheels and image tarballs for device code, per distribution.
 
-Pipeline: roots (``environment``) -> walk (``walk.iter_files``) -> stat + quick head test in this
-process -> cache lookup (``cache``) -> misses in batches to a process pool (``worker``: magic test,
-then the inventory) -> attribution (``distributions``). Only files that hold device code, or could
-not be read, come back as records; at most ``jobs * 2`` batches are in flight, so memory does not
-grow with the size of the tree, only with the records found.
+Pipeline: roots (``environment``) -> walk with the stat of each entry (``environment.iter_stat``)
+-> cache lookup (``cache``) -> quick head test in this process -> misses in batches to a process
+pool (``worker``: magic test, then the inventory) -> attribution (``distributions``). Only files
+that hold device code, or could not be read, come back as records; at most ``jobs * 2`` batches are
+in flight, so memory does not grow with the size of the tree, only with the records found.
+
+With ``ScanOptions.summary`` the records are ``coverage.FileSummary`` (all the matrix needs); a warm
+scan then reads neither a file nor a full record, and imports none of the parsers.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Callable, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Iterable, List, Optional, Tuple
 
-from fatbin_inspect.inventory import Options
 from fatbin_inspect.model import FileError, FileReport
-from fatbin_inspect.scan import worker
-from fatbin_inspect.scan.cache import MISS, ScanCache, default_dir, stat_key
+from fatbin_inspect.scan.cache import MISS, ScanCache, default_dir
 from fatbin_inspect.scan.distributions import Attributor, innermost_wheel, wheel_distribution
-from fatbin_inspect.scan.environment import Root, resolve_roots
-from fatbin_inspect.walk import iter_files
+from fatbin_inspect.scan.environment import Root, iter_stat, resolve_roots
+
+if TYPE_CHECKING:  # the parsers are imported only when a file has to be read
+    from fatbin_inspect.inventory import Options
 
 MIN_SIZE = 64  # smaller than a fatbin header + one entry header, or than a PTX header
 BATCH_FILES = 64
@@ -32,9 +34,10 @@ ProgressFn = Callable[[int, int, int], None]  # (files done, files seen, bytes d
 
 @dataclass(frozen=True)
 class ScanOptions:
-    inventory: Options = Options()
+    inventory: Optional["Options"] = None  # None: ``inventory.Options()``
     jobs: int = 0  # worker processes; 0 = every available core, 1 = no pool
     cache_dir: Optional[str] = "default"  # None: no cache; "default": user cache dir / env override
+    summary: bool = False  # records are ``coverage.FileSummary`` (enough for the matrix), not FileReport
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,7 @@ class ScanStats:
 class ScanResult:
     roots: Tuple[Root, ...]
     reports: Tuple[FileReport, ...]  # sorted by path; ``distribution`` set where metadata claims the file
+    # (``coverage.FileSummary`` records with ``ScanOptions.summary``)
     stats: ScanStats
 
 
@@ -63,16 +67,21 @@ def _jobs(n: int) -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _options_fingerprint(o: Options) -> str:
+def _options_fingerprint(o: "Options") -> str:
     return f"k{int(o.kernels)}d{int(o.details)}r{int(o.resources)}p{int(o.probe_small)}h{int(o.scan_hidden)}m{o.members}"
 
 
 class _Scanner:
     def __init__(self, opts: ScanOptions, progress: Optional[ProgressFn]):
+        if opts.inventory is None:
+            from fatbin_inspect.inventory import Options
+
+            opts = dataclasses.replace(opts, inventory=Options())
         self.opts = opts
         self.progress = progress
         cache_dir = default_dir() if opts.cache_dir == "default" else opts.cache_dir
         self.cache = ScanCache(cache_dir, _options_fingerprint(opts.inventory))
+        self.full = not opts.summary
         self.attributor = Attributor()
         self.reports: List[FileReport] = []
         self.stats = dict(files=0, bytes=0, inspected=0, cache_hits=0, skipped=0)
@@ -83,6 +92,7 @@ class _Scanner:
         self.inflight = set()
         self.batch: List[Tuple[str, tuple]] = []
         self.batch_bytes = 0
+        self.apaths = {}  # path in a batch -> its absolute path (the cache key)
 
     # ------------------------------------------------------------------ results
     def _tick(self, n: int, nbytes: int) -> None:
@@ -103,7 +113,11 @@ class _Scanner:
 
     def _finish(self, results) -> None:
         for path, key, records in results:
-            self.cache.put(os.path.abspath(path), key, records)
+            self.cache.put(self.apaths.pop(path, None) or os.path.abspath(path), key, records, path)
+            if not self.full:
+                from fatbin_inspect.coverage import summarize
+
+                records = tuple(summarize(r) for r in records)
             self._accept(path, records)
             self._tick(1, key[0])
 
@@ -111,59 +125,69 @@ class _Scanner:
     def _flush(self) -> None:
         if not self.batch:
             return
+        from fatbin_inspect.scan import worker
+
         batch, self.batch, self.batch_bytes = self.batch, [], 0
         if self.jobs == 1:
             self._finish(worker.inspect_batch(batch, self.opts.inventory))
             return
         if self.pool is None:
             import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
 
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
             self.pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context(method))
         while len(self.inflight) >= self.jobs * 2:
-            self._drain(FIRST_COMPLETED)
+            self._drain()
         self.inflight.add(self.pool.submit(worker.inspect_batch, batch, self.opts.inventory))
 
-    def _drain(self, how) -> None:
-        done, self.inflight = wait(self.inflight, return_when=how)
+    def _drain(self) -> None:
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        done, self.inflight = wait(self.inflight, return_when=FIRST_COMPLETED)
         for fut in done:
             self._finish(fut.result())
 
-    def _file(self, path: str) -> None:
-        try:
-            st = os.stat(path)
-        except OSError as exc:
-            self.reports.append(FileReport(path=path, format="unknown", size=0,
-                                           error=FileError(f"unreadable: {exc.strerror}")))
-            return
+    def _file(self, path: str, apath: str, st: Optional[os.stat_result]) -> None:
+        """One regular file: ``apath`` its absolute path, ``st`` its stat when the walk had it."""
+        if st is None:
+            try:
+                st = os.stat(path)
+            except OSError as exc:
+                self.reports.append(FileReport(path=path, format="unknown", size=0,
+                                               error=FileError(f"unreadable: {exc.strerror}")))
+                return
+        size = st.st_size
         self.stats["files"] += 1
-        self.stats["bytes"] += st.st_size
-        if st.st_size < MIN_SIZE:
-            self._tick(1, st.st_size)
+        self.stats["bytes"] += size
+        if size < MIN_SIZE:
+            self._tick(1, size)
             return
-        key = stat_key(st)
-        apath = os.path.abspath(path)
-        cached = self.cache.get(apath, key)
+        key = (size, st.st_mtime_ns, st.st_ino)
+        cached = self.cache.get(apath, key, path, self.full)
         if cached is not MISS:
             if cached is not None:
                 self.stats["cache_hits"] += 1
                 self.stats["inspected"] += 1
                 self._accept(path, cached)
-            self._tick(1, st.st_size)
+            self._tick(1, size)
             return
+        from fatbin_inspect.scan import worker
+
         try:
             fmt = worker.head_format(path)
         except OSError as exc:
-            self.reports.append(FileReport(path=path, format="unknown", size=st.st_size,
+            self.reports.append(FileReport(path=path, format="unknown", size=size,
                                            error=FileError(f"cannot open: {exc.strerror}")))
             return
         if fmt == worker.NOT_DEVICE:
             self.cache.put(apath, key, None)  # remembered too: a warm scan reads no file at all
-            self._tick(1, st.st_size)
+            self._tick(1, size)
             return
         self.stats["inspected"] += 1
         self.batch.append((path, key))
-        self.batch_bytes += st.st_size
+        self.apaths[path] = apath
+        self.batch_bytes += size
         if len(self.batch) >= BATCH_FILES or self.batch_bytes >= BATCH_BYTES:
             self._flush()
 
@@ -171,16 +195,16 @@ class _Scanner:
         try:
             for root in roots:
                 self.cache.preload(os.path.abspath(root.path))
-                for path, skip in iter_files(root.path):
+                for path, apath, st, skip in iter_stat(root.path):
                     if skip is None:
-                        self._file(path)
+                        self._file(path, apath, st)
                     elif skip.startswith("unreadable"):
                         self.reports.append(FileReport(path=path, format="unknown", size=0, error=FileError(skip)))
                     else:
                         self.stats["skipped"] += 1
             self._flush()
             while self.inflight:
-                self._drain(FIRST_COMPLETED)
+                self._drain()
         finally:
             if self.pool is not None:
                 for fut in self.inflight:
