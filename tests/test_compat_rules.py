@@ -203,3 +203,11 @@ def test_evaluate_fatbin_keeps_offsets_and_per_entry_verdicts():
     assert v.offset == 4096 and v.chosen.offset == 4112
     assert [(e.arch, e.verdict) for e in v.entries] == [("sm_80", "native"), ("compute_90", "fail")]
     assert gpu_for_cc((8, 7)).tegra
+
+
+def test_stray_accelerator_bit_below_sm90_is_not_arch_specific():
+    # CUDA 12.4 cuBLAS: v7 e_flags 0x800 on sm_50/60/61 cubins whose fatbin header says plain sm_XY
+    e = E("sm_50")
+    stray = Entry(**{**e.__dict__, "cubin": CubinInfo(7, "exec", 50, True, 50, False, None, None)})
+    o = rules.sass(stray, T("5.2"))
+    assert o.ok and o.rule == "R-SASS-1"

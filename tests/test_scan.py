@@ -235,3 +235,86 @@ def test_cli_gpu_verdicts(site, tmp_path, monkeypatch):
     assert doc["targets"][0]["cc"] == "8.6"
     res = CliRunner().invoke(cli, ["scan", str(site), "--gpu", "sm_86", "-j", "1"])
     assert "nvidia-two 12.0: jit" in res.output and "no sm_86 SASS, compute_80 PTX only" in res.output
+
+
+def test_summary_records_match_full_records_cold_warm_and_uncached(site, tmp_path):
+    full = scan([str(site)], _opts(tmp_path, cache_dir=None))
+    expected = [coverage.summarize(r) for r in full.reports]
+    cold = scan([str(site)], _opts(tmp_path, summary=True))
+    warm = scan([str(site)], _opts(tmp_path, summary=True))
+    uncached = scan([str(site)], _opts(tmp_path, summary=True, cache_dir=None))
+    assert warm.stats.cache_hits == warm.stats.inspected == 5
+    for res in (cold, warm, uncached):
+        assert list(res.reports) == expected
+        assert [r.distribution for r in res.reports] == [r.distribution for r in full.reports]
+        assert coverage.build(res.reports) == coverage.build(full.reports)
+    # the full records come back from the same rows
+    again = scan([str(site)], _opts(tmp_path))
+    assert again.stats.cache_hits == 5 and again.reports == full.reports
+    # a changed file is a miss for summaries too
+    (site / "nvidia" / "one" / "lib" / "libone.so").write_bytes(_read(MULTI))
+    third = scan([str(site)], _opts(tmp_path, summary=True))
+    assert third.stats.cache_hits == 4
+    one = next(r for r in third.reports if r.path.endswith("libone.so"))
+    assert {a for _, _, a in one.arches} == {e.arch for rec in inspect_path(MULTI) for e in rec.entries
+                                             if e.kind in ("sass", "ptx")}
+
+
+def test_cached_records_follow_the_path_as_given(site, tmp_path, monkeypatch):
+    monkeypatch.chdir(site.parent)
+    rel = scan(["site-packages"], _opts(tmp_path))
+    assert rel.reports and all(r.path.startswith("site-packages" + os.sep) for r in rel.reports)
+    for summary in (False, True):
+        ab = scan([str(site)], _opts(tmp_path, summary=summary))
+        assert ab.stats.cache_hits == 5
+        assert [r.path for r in ab.reports] == [str(site.parent / r.path) for r in rel.reports]
+        back = scan(["site-packages"], _opts(tmp_path, summary=summary))
+        assert [r.path for r in back.reports] == [r.path for r in rel.reports]
+
+
+def test_options_given_as_a_dict_share_the_cache_with_options():
+    from fatbin_inspect.inventory import Options
+    from fatbin_inspect.scan import FINGERPRINT_DEFAULTS, _options_fingerprint
+
+    assert FINGERPRINT_DEFAULTS == {k: getattr(Options(), k) for k in FINGERPRINT_DEFAULTS}
+    assert _options_fingerprint(None) == _options_fingerprint({}) == _options_fingerprint(Options())
+    assert _options_fingerprint({"kernels": True, "jobs": 1}) == _options_fingerprint(Options(kernels=True))
+    assert _options_fingerprint({"probe_small": True}) != _options_fingerprint({})
+
+
+def test_stat_walk_agrees_with_the_plain_walk(site, tmp_path):
+    from fatbin_inspect.scan.environment import iter_stat
+    from fatbin_inspect.walk import iter_files
+
+    os.symlink(site / "alpha", site / "stray" / "alpha_link")  # followed by neither
+    os.symlink(tmp_path / "nowhere", site / "stray" / "dangling")
+    for root in (str(site), str(site) + os.sep, str(site / "alpha" / "lib" / "libalpha.so")):
+        walked = list(iter_stat(root))
+        assert [(p, skip) for p, _, _, skip in walked] == list(iter_files(root))
+        for p, ap, st, skip in walked:
+            assert ap == os.path.abspath(p)
+            if st is not None:
+                assert (st.st_size, st.st_mtime_ns, st.st_ino) == \
+                    (os.stat(p).st_size, os.stat(p).st_mtime_ns, os.stat(p).st_ino)
+
+
+def test_record_lookup_handles_quoted_and_outside_paths(tmp_path):
+    from fatbin_inspect.scan.distributions import Attributor
+
+    site = tmp_path / "lib" / "python3.11" / "site-packages"
+    info = site / "gamma-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Name: gamma\nVersion: 1.0\n\n")
+    for rel in ("gamma/a,b.so", "gamma/plain.so", "gamma/x.py"):
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_bytes(b"x")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "tool").write_bytes(b"x")
+    (info / "RECORD").write_text('"gamma/a,b.so",sha256=x,1\r\ngamma/plain.so,sha256=x,1\r\n'
+                                 "gamma/x.py,,\r\n../../../bin/tool,,\r\n")
+    owners = Attributor()
+    assert owners.distribution(str(site / "gamma" / "a,b.so")) == "gamma 1.0"
+    assert owners.distribution(str(site / "gamma" / "plain.so")) == "gamma 1.0"
+    assert owners.distribution(str(tmp_path / "bin" / "tool")) == "gamma 1.0"
+    assert owners.distribution(str(site / "gamma" / "x.py")) is None  # sources are never indexed
+    assert owners.distribution(str(site / "gamma" / "plain")) is None  # a prefix of a listed path

@@ -233,7 +233,7 @@ def _standalone_cubin(blob: Blob) -> Fatbin:
     data = blob.read(0, blob.size)
     info, _ = cubin_mod.parse_cubin(data)
     entry = Entry(
-        offset=0, kind=KIND_SASS, kind_code=2, sm=info.sm, variant="a" if info.arch_specific else "",
+        offset=0, kind=KIND_SASS, kind_code=2, sm=info.sm, variant="a" if info.arch_specific and info.sm >= 90 else "",
         compression="none", stored_size=blob.size, size=blob.size, flags=0,
         code_version=(1, info.elf_abi), header_size=0, payload_offset=0, host=None, debug=False,
         identifier=None, options=None, cubin=info,
@@ -339,11 +339,11 @@ def _decode_parallel(path: str, fatbins, opts: Options, jobs: int):
     import concurrent.futures as cf
 
     slices: List[List[Fatbin]] = [[] for _ in range(jobs * 4)]
-    total = sum(e.stored_size for fb in fatbins for e in fb.entries) or 1
+    total = sum(e.size for fb in fatbins for e in fb.entries) or 1
     done = 0
-    for fb in fatbins:  # contiguous slices, balanced by payload bytes
+    for fb in fatbins:  # contiguous slices, balanced by decoded bytes (what the work scales with)
         slices[min(len(slices) - 1, done * len(slices) // total)].append(fb)
-        done += sum(e.stored_size for e in fb.entries)
+        done += sum(e.size for e in fb.entries)
     serial_opts = dataclasses.replace(opts, jobs=1)
     # this process decodes the first 1/jobs itself instead of waiting: one CPU's share of results
     # never has to be pickled back (unpickling 150k kernels costs ~1 s)
@@ -359,4 +359,11 @@ def _decode_parallel(path: str, fatbins, opts: Options, jobs: int):
 
 
 def _decode_slice(path: str, fatbins, opts: Options):
-    return _decode_serial(open_blob(path), fatbins, opts)
+    import gc
+
+    old = gc.get_threshold()
+    gc.set_threshold(100_000, 50, 100)  # many small acyclic records: see cli.main
+    try:
+        return _decode_serial(open_blob(path), fatbins, opts)
+    finally:
+        gc.set_threshold(*old)

@@ -43,7 +43,6 @@ def scan_cmd(paths, gpus, driver, show_files, kernels, jobs, no_cache, strict, f
     at will. Exit 1 when a --gpu target fails to run something.
     """
     from fatbin_inspect import coverage
-    from fatbin_inspect.inventory import Options
     from fatbin_inspect.progress import Progress
     from fatbin_inspect.scan import ScanOptions, scan
 
@@ -54,7 +53,8 @@ def scan_cmd(paths, gpus, driver, show_files, kernels, jobs, no_cache, strict, f
         targets = resolve_targets(gpus, driver)
     # files are already spread over processes: no second level of processes inside one file;
     # with targets, small cubins are decoded so device-link output is not judged as code
-    inv = Options(kernels=kernels, details=kernels, jobs=1, probe_small=bool(targets))
+    # (inventory.Options fields as a dict: the parsers are imported only if a file must be read)
+    inv = dict(kernels=kernels, details=kernels, jobs=1, probe_small=bool(targets))
     # the table needs per-file summaries only (a warm scan then loads no full record); JSON and
     # the engine's verdicts need the full records
     opts = ScanOptions(inventory=inv, jobs=jobs, cache_dir=None if no_cache else "default",

@@ -38,8 +38,10 @@ def fmt_cc(cc: CC) -> str:
 
 
 def arch_specific(entry: Entry) -> bool:
-    """``a`` from the fatbin header, or from the cubin itself (CUDA 13 keeps it in ``.nv.compat``)."""
-    return entry.variant == "a" or (entry.cubin is not None and entry.cubin.arch_specific)
+    """``a`` from the fatbin header, or from the cubin itself (CUDA 13 keeps it in ``.nv.compat``)
+    — but only from sm_90 on: ``a`` targets start there, and some CUDA 12.4 sm_50/60/61 cubins
+    carry a stray EF_CUDA_ACCELERATORS bit under a plain sm_XY header (they load as plain code)."""
+    return entry.variant == "a" or (entry.cubin is not None and entry.cubin.arch_specific and entry.sm >= 90)
 
 
 def _family_ok(entry: Entry, cc: CC) -> bool:

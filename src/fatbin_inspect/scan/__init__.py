@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Mapping, Optional, Tuple, Union
 
 from fatbin_inspect.model import FileError, FileReport
 from fatbin_inspect.scan.cache import MISS, ScanCache, default_dir
@@ -32,9 +32,17 @@ BATCH_BYTES = 64 << 20
 ProgressFn = Callable[[int, int, int], None]  # (files done, files seen, bytes done)
 
 
+# the ``inventory.Options`` fields the records depend on (the cache fingerprint), with their
+# defaults (a test holds them equal to Options'), so options given as a dict need no parser import
+FINGERPRINT_DEFAULTS = dict(kernels=False, details=False, resources=True, probe_small=False, scan_hidden=True,
+                            members="device")
+
+
 @dataclass(frozen=True)
 class ScanOptions:
-    inventory: Optional["Options"] = None  # None: ``inventory.Options()``
+    # an ``inventory.Options``, or a dict of its fields (built where a file is read: a warm scan
+    # then imports no parser); None: the defaults
+    inventory: Union["Options", Mapping[str, Any], None] = None
     jobs: int = 0  # worker processes; 0 = every available core, 1 = no pool
     cache_dir: Optional[str] = "default"  # None: no cache; "default": user cache dir / env override
     summary: bool = False  # records are ``coverage.FileSummary`` (enough for the matrix), not FileReport
@@ -67,16 +75,15 @@ def _jobs(n: int) -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _options_fingerprint(o: "Options") -> str:
-    return f"k{int(o.kernels)}d{int(o.details)}r{int(o.resources)}p{int(o.probe_small)}h{int(o.scan_hidden)}m{o.members}"
+def _options_fingerprint(o: Union["Options", Mapping[str, Any], None]) -> str:
+    o = o if o is not None else {}
+    v = {k: o.get(k, d) if isinstance(o, Mapping) else getattr(o, k) for k, d in FINGERPRINT_DEFAULTS.items()}
+    return (f"k{int(v['kernels'])}d{int(v['details'])}r{int(v['resources'])}p{int(v['probe_small'])}"
+            f"h{int(v['scan_hidden'])}m{v['members']}")
 
 
 class _Scanner:
     def __init__(self, opts: ScanOptions, progress: Optional[ProgressFn]):
-        if opts.inventory is None:
-            from fatbin_inspect.inventory import Options
-
-            opts = dataclasses.replace(opts, inventory=Options())
         self.opts = opts
         self.progress = progress
         cache_dir = default_dir() if opts.cache_dir == "default" else opts.cache_dir
@@ -191,17 +198,40 @@ class _Scanner:
         if len(self.batch) >= BATCH_FILES or self.batch_bytes >= BATCH_BYTES:
             self._flush()
 
+    def _quiet(self, n: int, nbytes: int) -> None:
+        """``n`` files with nothing to report (too small, or cached as no binary)."""
+        self.stats["files"] += n
+        self.stats["bytes"] += nbytes
+        self._tick(n, nbytes)
+
+    def _root(self, root: Root) -> None:
+        known = self.cache.preload(os.path.abspath(root.path))
+        n = nbytes = 0  # files settled by their stat alone, not yet counted: the warm path of a
+        for path, apath, st, skip in iter_stat(root.path):  # tree is this loop and nothing else
+            if st is not None:
+                size = st.st_size
+                if size >= MIN_SIZE:
+                    k = known.get(apath)
+                    if k is None or k[3] is not None or k[0] != size or k[1] != st.st_mtime_ns or k[2] != st.st_ino:
+                        self._file(path, apath, st)
+                        continue
+                n += 1
+                nbytes += size
+                if n >= 256:
+                    self._quiet(n, nbytes)
+                    n = nbytes = 0
+            elif skip is None:
+                self._file(path, apath, None)
+            elif skip.startswith("unreadable"):
+                self.reports.append(FileReport(path=path, format="unknown", size=0, error=FileError(skip)))
+            else:
+                self.stats["skipped"] += 1
+        self._quiet(n, nbytes)
+
     def run(self, roots: Tuple[Root, ...]) -> ScanResult:
         try:
             for root in roots:
-                self.cache.preload(os.path.abspath(root.path))
-                for path, apath, st, skip in iter_stat(root.path):
-                    if skip is None:
-                        self._file(path, apath, st)
-                    elif skip.startswith("unreadable"):
-                        self.reports.append(FileReport(path=path, format="unknown", size=0, error=FileError(skip)))
-                    else:
-                        self.stats["skipped"] += 1
+                self._root(root)
             self._flush()
             while self.inflight:
                 self._drain()

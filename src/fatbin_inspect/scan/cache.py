@@ -99,19 +99,23 @@ class ScanCache:
     def enabled(self) -> bool:
         return self._db is not None
 
-    def preload(self, prefix: str) -> None:
+    def preload(self, prefix: str) -> Dict[str, tuple]:
         """Read the keys and summaries (not the records) of every row under ``prefix`` written with
-        these options, in one query: a warm scan of 15,000 files costs one query, not 15,000."""
+        these options, in one query: a warm scan of 15,000 files costs one query, not 15,000.
+        Returns them, ``{path: (size, mtime, ino, summary)}`` (summary None: not a binary), for a
+        caller that checks the keys itself."""
         if self._db is None:
-            return
+            return {}
         try:
             rows = self._db.execute("SELECT path, size, mtime, ino, summary FROM files "
                                     "WHERE path >= ? AND path < ? AND options = ?",
                                     (prefix, prefix + "\U0010ffff", self.options)).fetchall()
         except sqlite3.Error:
-            return
-        self._meta.update({r[0]: r[1:] for r in rows})
+            return {}
+        found = {r[0]: r[1:] for r in rows}
+        self._meta.update(found)
         self._preloaded.append(prefix)
+        return found
 
     def _row(self, path: str, key: Key):
         """The summary blob of a valid row (None: not a binary), or ``MISS``."""

@@ -4,17 +4,16 @@ A RECORD lists paths relative to the directory that holds the ``.dist-info`` fol
 starting ``../`` reach the prefix's ``bin/`` or ``lib/``). A conda prefix lists, in
 ``conda-meta/<name>-<version>-<build>.json``, every file of a package relative to the prefix. A
 wheel's file name carries its distribution (``onnxruntime_gpu-1.23.2-cp311-...whl``, PEP 427
-escapes ``-`` as ``_``). Indexes are built lazily, only for the ancestors of files that turned out
-to hold device code, so the metadata of a 300-package environment is read only where it matters.
+escapes ``-`` as ``_``). Metadata is read lazily, only in the ancestors of files that turned out
+to hold device code, so the metadata of a 300-package environment is read only where it matters;
+a RECORD (torch's runs to 12,000 lines) is not parsed line by line: a file is looked up in its text.
 """
 
 from __future__ import annotations
 
-import csv
-import json
 import os
 import re
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 _WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-[^-]+)?-[^-]+-[^-]+-[^-]+\.whl$", re.I)
 _INFO_DIR = re.compile(r"^(?P<name>.+?)-(?P<version>[^-]+)\.(dist-info|egg-info)$")
@@ -60,22 +59,60 @@ def _metadata_label(info_dir: str) -> Optional[str]:
     return f"{m.group('name').replace('_', '-')} {m.group('version')}" if m else None
 
 
-def _record_paths(info_dir: str) -> Iterator[str]:
-    """Absolute paths a RECORD lists. Lines are ``path,hash,size``; only a path holding a comma is
-    CSV-quoted, so the csv module is used for those lines alone (RECORDs run to 20,000 lines)."""
-    base = os.path.dirname(info_dir) + os.sep
+def _unquote(line: str) -> str:
+    """The CSV-quoted first field of a RECORD line."""
+    import csv
+
     try:
-        with open(os.path.join(info_dir, "RECORD"), encoding="utf-8", errors="replace", newline="") as fh:
-            for line in fh:
-                rel = next(csv.reader([line]))[0] if line.startswith('"') else line.rsplit(",", 2)[0]
-                if not rel or rel.endswith(_TEXT_SUFFIXES):
-                    continue
-                yield os.path.normpath(os.path.join(base, rel)) if ".." in rel or rel.startswith("/") else base + rel
-    except (OSError, csv.Error, StopIteration):
-        return
+        return next(csv.reader([line]))[0]
+    except csv.Error as exc:
+        raise ValueError(str(exc)) from None
+
+
+# RECORD lines that cannot be looked up as ``\n<path relative to the folder>,``: quoted, or
+# reaching outside the folder (``../../bin/x``, absolute paths); rare, so parsed one by one
+_SPECIAL_LINE = re.compile(rb'^(?:"|/|[^\n,]*\.\./).*$', re.M)
+
+
+class _Record:
+    """One RECORD, kept as bytes: ``claims(path)`` is a substring search, not a 12,000-line parse."""
+
+    def __init__(self, info_dir: str):
+        self.base = os.path.dirname(info_dir) + os.sep
+        try:
+            with open(os.path.join(info_dir, "RECORD"), "rb") as fh:
+                self.data = b"\n" + fh.read()
+        except OSError:
+            self.data = b"\n"
+        self.special: Set[str] = set()
+        if b'"' in self.data or b"\n/" in self.data or b"../" in self.data:
+            for m in _SPECIAL_LINE.finditer(self.data):
+                self.special.update(_line_paths(m.group(0).decode("utf-8", "replace").rstrip("\r"), self.base))
+
+    def claims(self, path: str) -> bool:
+        if path.endswith(_TEXT_SUFFIXES):
+            return False
+        if path in self.special:
+            return True
+        if not path.startswith(self.base):
+            return False
+        rel = path[len(self.base):].encode("utf-8", "surrogateescape")
+        return b"\n" + rel + b"," in self.data
+
+
+def _line_paths(line: str, base: str) -> List[str]:
+    try:
+        rel = _unquote(line) if line.startswith('"') else line.rsplit(",", 2)[0]
+    except ValueError:
+        return []
+    if not rel or rel.endswith(_TEXT_SUFFIXES):
+        return []
+    return [os.path.normpath(os.path.join(base, rel))]
 
 
 def _conda_paths(meta_file: str, prefix: str) -> Tuple[Optional[str], List[str]]:
+    import json
+
     try:
         with open(meta_file, encoding="utf-8") as fh:
             meta = json.load(fh)
@@ -88,35 +125,50 @@ def _conda_paths(meta_file: str, prefix: str) -> Tuple[Optional[str], List[str]]
     return f"{meta['name']} {meta.get('version', '?')}", files
 
 
+def _site_dirs(prefix: str) -> List[str]:
+    """``lib/pythonX.Y/site-packages`` (or ``dist-packages``) and ``Lib/site-packages`` of a prefix."""
+    out = []
+    try:
+        pythons = sorted(n for n in os.listdir(os.path.join(prefix, "lib")) if n.startswith("python"))
+    except OSError:
+        pythons = []
+    for py in pythons:
+        out += [os.path.join(prefix, "lib", py, n) for n in ("site-packages", "dist-packages")]
+    out.append(os.path.join(prefix, "Lib", "site-packages"))
+    return [d for d in out if os.path.isdir(d)]
+
+
 class Attributor:
-    """Maps real file paths to ``name version`` labels; ``None`` for files no metadata claims."""
+    """Maps real file paths to ``name version`` labels; ``None`` for files no metadata claims.
+
+    A file belongs to the first claim found from its own folder outwards (within one folder, in
+    the sorted order of the ``.dist-info``, ``.egg-info`` and ``conda-meta`` entries, then those of
+    the folder's ``lib/python*/site-packages`` when it is a prefix), whatever order files come in."""
 
     def __init__(self) -> None:
-        self._owner: Dict[str, int] = {}
-        self._labels: List[str] = []
-        self._indexed: set = set()
+        self._dirs: Dict[str, list] = {}  # folder -> [(label, _Record | set of paths), ...]
 
-    def _add(self, label: str, paths) -> None:
-        idx = len(self._labels)
-        self._labels.append(label)
-        for p in paths:
-            self._owner.setdefault(p, idx)
+    def _claims(self, d: str) -> list:
+        """The claims made in folder ``d``, then those of the site-packages of a prefix ``d``
+        (RECORD lines ``../../../bin/x`` reach the prefix's ``bin/`` and ``lib/``)."""
+        found = self._dirs.get(d)
+        if found is None:
+            found = self._dirs[d] = self._read_dir(d) + [c for sp in _site_dirs(d) for c in self._read_dir(sp)]
+        return found
 
-    def _index_dir(self, d: str) -> None:
-        if d in self._indexed:
-            return
-        self._indexed.add(d)
+    def _read_dir(self, d: str) -> list:
+        found = []
         try:
             with os.scandir(d) as it:
                 names = sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
         except OSError:
-            return
+            return found
         for name in names:
             if name.endswith((".dist-info", ".egg-info")):
                 info = os.path.join(d, name)
                 label = _metadata_label(info)
                 if label:
-                    self._add(label, _record_paths(info))
+                    found.append((label, _Record(info)))
             elif name == "conda-meta":
                 meta_dir = os.path.join(d, name)
                 try:
@@ -126,20 +178,23 @@ class Attributor:
                 for f in metas:
                     label, files = _conda_paths(os.path.join(meta_dir, f), d)
                     if label:
-                        self._add(label, files)
+                        found.append((label, set(files)))
+        return found
 
     def distribution(self, path: str) -> Optional[str]:
-        """The owner of ``path`` (a file on disk). Every ancestor folder is indexed, so a file is
+        """The owner of ``path`` (a file on disk). Every ancestor folder is looked at, so a file is
         attributed even when the scan started below its site-packages."""
         real = os.path.realpath(path)
-        d = os.path.dirname(real)
-        while True:
-            self._index_dir(d)
-            parent = os.path.dirname(d)
-            if parent == d:
-                break
-            d = parent
-        idx = self._owner.get(real)
-        if idx is None and real != os.path.abspath(path):
-            idx = self._owner.get(os.path.normpath(os.path.abspath(path)))
-        return None if idx is None else self._labels[idx]
+        alt = os.path.normpath(os.path.abspath(path))
+        names = (real,) if alt == real else (real, alt)
+        for name in names:
+            d = os.path.dirname(name)
+            while True:
+                for label, claim in self._claims(d):
+                    if (name in claim) if isinstance(claim, set) else claim.claims(name):
+                        return label
+                parent = os.path.dirname(d)
+                if parent == d:
+                    break
+                d = parent
+        return None

@@ -11,9 +11,9 @@ files costs one system call per file and no path arithmetic.
 
 from __future__ import annotations
 
+import operator
 import os
 import stat
-import sysconfig
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional, Tuple
 
@@ -28,6 +28,8 @@ class Root:
 
 def interpreter_site_packages() -> Tuple[str, ...]:
     """purelib and platlib of the running interpreter, once each (they are often one folder)."""
+    import sysconfig
+
     out, seen = [], set()
     for name in ("purelib", "platlib"):
         p = sysconfig.get_paths().get(name)
@@ -73,49 +75,81 @@ def resolve_roots(paths: Iterable[str]) -> Tuple[Root, ...]:
 StatItem = Tuple[str, str, Optional[os.stat_result], Optional[str]]
 
 
+_SCANDIR_FD = os.scandir in os.supports_fd  # stat by name relative to an open folder (fstatat)
+
+
+def _entries(d: str) -> list:
+    """``[(name, lstat or None, note)]`` of a folder, sorted by name; ``note``: "symlink", or why
+    the entry could not be stat'ed. Each stat is taken relative to the open folder where the
+    platform allows, so the kernel resolves one name per file, not the whole path."""
+    out = []
+    fd = os.open(d, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)) if _SCANDIR_FD else None
+    try:
+        with os.scandir(d if fd is None else fd) as it:
+            for e in sorted(it, key=operator.attrgetter("name")):
+                try:
+                    if e.is_symlink():
+                        out.append((e.name, None, "symlink"))
+                    else:
+                        out.append((e.name, e.stat(follow_symlinks=False), None))
+                except OSError as exc:
+                    out.append((e.name, None, f"unreadable: {exc.strerror}"))
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return out
+
+
 def iter_stat(root: str) -> Iterator[StatItem]:
-    """Every regular file under ``root`` (sorted by name per folder), symlinks not followed."""
+    """Every regular file under ``root`` (sorted by name per folder, depth first), symlinks not
+    followed; one loop over a stack of folders, not a generator per folder level."""
     if not os.path.isdir(root):
         yield root, os.path.abspath(root), None, None
         return
     seen = set()
-    S_ISREG, S_ISDIR = stat.S_ISREG, stat.S_ISDIR
+    S_ISREG, S_ISDIR, sep, exists = stat.S_ISREG, stat.S_ISDIR, os.sep, os.path.exists
 
-    def visit(d: str, ad: str, st) -> Iterator[StatItem]:
-        if st is None:
-            try:
-                st = os.stat(d)
-            except OSError as exc:
-                yield d, ad, None, f"unreadable directory: {exc.strerror}"
-                return
+    def listing(d: str, ad: str, st):
+        """(entries iterator, shown prefix, absolute prefix), or why the folder is skipped."""
         key = (st.st_dev, st.st_ino)
         if key in seen:
-            yield d, ad, None, "directory already visited (symlink loop): skipped"
-            return
+            return "directory already visited (symlink loop): skipped"
         seen.add(key)
         try:
-            with os.scandir(d) as it:
-                entries = sorted(it, key=lambda e: e.name)
+            entries = _entries(d)
         except OSError as exc:
-            yield d, ad, None, f"unreadable directory: {exc.strerror}"
-            return
-        prefix = ad if ad.endswith(os.sep) else ad + os.sep
-        for e in entries:
-            try:
-                if e.is_symlink():
-                    if not os.path.exists(e.path):  # False for a loop (ELOOP) too
-                        yield e.path, prefix + e.name, None, "symlink loop or dangling symlink: skipped"
-                    continue  # the target is scanned where it lives, or is outside the tree
-                est = e.stat(follow_symlinks=False)
-            except OSError as exc:
-                yield e.path, prefix + e.name, None, f"unreadable: {exc.strerror}"
-                continue
+            return f"unreadable directory: {exc.strerror}"
+        return iter(entries), d if d.endswith(sep) else d + sep, ad if ad.endswith(sep) else ad + sep
+
+    aroot = os.path.abspath(root)
+    try:
+        top = listing(root, aroot, os.stat(root))
+    except OSError as exc:
+        top = f"unreadable directory: {exc.strerror}"
+    if isinstance(top, str):
+        yield root, aroot, None, top
+        return
+    stack = [top]
+    while stack:
+        entries, shown, prefix = stack[-1]
+        for name, est, note in entries:
+            if note is not None:
+                if note != "symlink":
+                    yield shown + name, prefix + name, None, note
+                elif not exists(shown + name):  # False for a loop (ELOOP) too
+                    yield shown + name, prefix + name, None, "symlink loop or dangling symlink: skipped"
+                continue  # a symlink's target is scanned where it lives, or is outside the tree
             mode = est.st_mode
             if S_ISREG(mode):
-                yield e.path, prefix + e.name, est, None
+                yield shown + name, prefix + name, est, None
             elif S_ISDIR(mode):
-                yield from visit(e.path, prefix + e.name, est)
+                sub = listing(shown + name, prefix + name, est)
+                if isinstance(sub, str):
+                    yield shown + name, prefix + name, None, sub
+                    continue
+                stack.append(sub)
+                break
             else:
-                yield e.path, prefix + e.name, None, "not a regular file (FIFO, device or socket): skipped"
-
-    yield from visit(root, os.path.abspath(root), None)
+                yield shown + name, prefix + name, None, "not a regular file (FIFO, device or socket): skipped"
+        else:
+            stack.pop()

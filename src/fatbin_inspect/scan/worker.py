@@ -59,6 +59,9 @@ def inspect_file(path: str, opts: Options) -> Tuple[FileReport, ...]:
     return tuple(out)
 
 
-def inspect_batch(batch, opts: Options):
-    """Pool entry point: ``[(path, key), ...]`` -> ``[(path, key, records), ...]``."""
+def inspect_batch(batch, opts):
+    """Pool entry point: ``[(path, key), ...]`` -> ``[(path, key, records), ...]``; ``opts``: an
+    ``Options``, a dict of its fields, or None (the defaults)."""
+    if not isinstance(opts, Options):
+        opts = Options(**(opts or {}))
     return [(path, key, inspect_file(path, opts)) for path, key in batch]
