@@ -318,3 +318,25 @@ def test_record_lookup_handles_quoted_and_outside_paths(tmp_path):
     assert owners.distribution(str(tmp_path / "bin" / "tool")) == "gamma 1.0"
     assert owners.distribution(str(site / "gamma" / "x.py")) is None  # sources are never indexed
     assert owners.distribution(str(site / "gamma" / "plain")) is None  # a prefix of a listed path
+
+
+def test_cli_output_is_the_same_cold_warm_and_uncached(site, tmp_path, monkeypatch):
+    monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.setenv("NO_COLOR", "1")
+    runner = CliRunner()
+
+    def table(*extra):
+        res = runner.invoke(cli, ["scan", str(site), "--files", "-j", "1", *extra])
+        assert res.exit_code == 0, res.output
+        return res.output.split("\n", 1)[1]  # the summary line holds the time and the cache hits
+
+    def doc(*extra):
+        res = runner.invoke(cli, ["scan", str(site), "--format", "json", "-j", "1", *extra])
+        assert res.exit_code == 0, res.output
+        d = json.loads(res.output)
+        d.pop("stats")
+        return d
+
+    cold, warm, uncached = table(), table(), table("--no-cache")
+    assert cold == warm == uncached and "libalpha.so" in warm
+    assert doc() == doc() == doc("--no-cache")

@@ -69,7 +69,7 @@ class ScanCache:
         self.options = f"{__version__}|{options}"
         self.path = None
         self._db = None
-        self._pending = 0
+        self._pending: List[tuple] = []  # rows not yet written
         self._meta: Dict[str, tuple] = {}  # path -> (size, mtime, ino, summary blob), from ``preload``
         self._preloaded: List[str] = []  # prefixes whose rows are all in ``_meta``
         if directory is None:
@@ -167,19 +167,27 @@ class ScanCache:
                     records = tuple(dataclasses.replace(r, path=path + r.path[len(shown):]) for r in records)
                 blob = pickle.dumps(records, protocol=4)
                 summary = pickle.dumps(tuple(_summary_row(r, path) for r in records), protocol=4)
-            self._db.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?)",
-                             (path, *key, self.options, summary, blob))
-            self._pending += 1
-            if self._pending >= COMMIT_EVERY:
-                self._db.commit()
-                self._pending = 0
+        except (pickle.PicklingError,) + _LOAD_ERRORS:  # a record that does not pickle is not cached
+            return
+        self._pending.append((path, *key, self.options, summary, blob))
+        if len(self._pending) >= COMMIT_EVERY:
+            self._write()
+
+    def _write(self) -> None:
+        """Rows are written in batches (one statement, one commit per ``COMMIT_EVERY`` files)."""
+        rows, self._pending = self._pending, []
+        if self._db is None or not rows:
+            return
+        try:
+            self._db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?)", rows)
+            self._db.commit()
         except sqlite3.Error:
             self._db = None
 
     def close(self) -> None:
+        self._write()
         if self._db is not None:
             try:
-                self._db.commit()
                 self._db.close()
             except sqlite3.Error:
                 pass

@@ -10,6 +10,7 @@ costs ``CHUNK`` bytes of memory, not 500 MB.
 
 from __future__ import annotations
 
+import os
 from typing import List, Tuple
 
 from fatbin_inspect.binio import Blob, open_blob
@@ -26,9 +27,13 @@ NOT_DEVICE = "unknown"
 
 
 def head_format(path: str) -> str:
-    """Format from the first bytes read with a plain read (cheaper than a mapping for text files)."""
-    with open(path, "rb") as fh:
-        return detect(fh.read(HEAD))
+    """Format from the first bytes read with a plain read (cheaper than a mapping for text files;
+    a bare descriptor, not a file object: no fstat, no isatty, no 8 KiB buffer per file)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        return detect(os.read(fd, HEAD))
+    finally:
+        os.close(fd)
 
 
 def has_magic(blob: Blob) -> bool:
