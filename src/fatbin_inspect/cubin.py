@@ -243,15 +243,19 @@ def _with_resources(elf: _Elf, syms: List[Tuple[int, str]], demangle=None) -> Tu
                 (regs if attr == NVI_REGCOUNT else frame)[sym] = amount
             pos += 4 + v
     kernels = []
+    by_name, sections, section = elf.by_name, elf.sections, elf._bytes  # hot loop: locals
     for idx, name in syms:
         max_threads = None
-        info = elf.section(f".nv.info.{name}")
-        if info:
-            val = _sval(info, NVI_MAX_THREADS)
+        i = by_name.get(".nv.info." + name)
+        if i is not None:
+            val = _sval(section(i), NVI_MAX_THREADS)
             if val is not None and len(val) >= 12:
                 max_threads = _III.unpack_from(val, 0)
-        kernels.append(Kernel(name, demangle(name) if demangle else None, regs.get(idx),
-                              elf.size_of(f".nv.shared.{name}") or 0, elf.size_of(f".nv.constant0.{name}"),
+        i = by_name.get(".nv.shared." + name)
+        shared = sections[i][5] if i is not None else 0
+        i = by_name.get(".nv.constant0." + name)
+        const0 = sections[i][5] if i is not None else None
+        kernels.append(Kernel(name, demangle(name) if demangle else None, regs.get(idx), shared, const0,
                               max_threads, frame.get(idx)))
     return tuple(kernels)
 
@@ -259,6 +263,8 @@ def _with_resources(elf: _Elf, syms: List[Tuple[int, str]], demangle=None) -> Tu
 def _sval(data: bytes, attribute: int) -> Optional[bytes]:
     """Data of the first SVAL (format 4) record with ``attribute``: a bare index walk, since this
     runs for every kernel (150k in libtorch_cuda.so) and a generator of tuples costs 3x more."""
+    if data.find(bytes((4, attribute))) < 0:  # no such record can exist: skip the walk
+        return None
     pos, n = 0, len(data)
     while pos + 4 <= n:
         size = data[pos + 2] | data[pos + 3] << 8 if data[pos] == 4 else 0
