@@ -3,13 +3,15 @@
 Members are handed on as ``Blob``s without touching the filesystem next to the inputs:
 ``ar`` members, stored zip members and plain-tar members are windows into the parent mapping
 (no copy); deflated or gzip'd members are inflated into memory, or, above ``SPILL_BYTES``,
-into an anonymous temporary file that is mapped and unlinked at once, so memory stays bounded
-for a 500 MB ``libtorch_cuda.so`` inside a wheel.
+into an anonymous file (a ``memfd``, or an unlinked temp file when memory is short) that is
+mapped and scanned a window at a time, so resident memory stays bounded for a 500 MB
+``libtorch_cuda.so`` inside a wheel.
 """
 
 from __future__ import annotations
 
 import mmap
+import os
 import re
 import struct
 import tarfile
@@ -112,7 +114,7 @@ def _spill(reader, declared: int, what: str, over=CorruptError) -> Blob:
         if len(data) > declared:
             raise over(f"{what} inflates past {declared} bytes")
         return Blob(data)
-    tmp = tempfile.TemporaryFile(prefix="fatbin-inspect-")
+    tmp = _scratch_file(declared)
     total = 0
     while True:
         chunk = reader.read(CHUNK)
@@ -130,6 +132,30 @@ def _spill(reader, declared: int, what: str, over=CorruptError) -> Blob:
     mm = mmap.mmap(tmp.fileno(), 0, access=mmap.ACCESS_READ)
     tmp.close()  # the mapping keeps the (already unlinked) file alive
     return Blob(mm, 0, total, owner=mm)
+
+
+def _scratch_file(size: int):
+    """Where a large inflated member goes: an anonymous in-memory file (``memfd``) when the
+    machine has room for it several times over, else an unlinked file in the temp dir. Writing
+    500 MB to a memfd costs a third of the system time of a disk file, and neither counts in this
+    process's resident memory (the scan maps and drops its pages as it goes)."""
+    if hasattr(os, "memfd_create") and size * 4 < _mem_available():
+        try:
+            return os.fdopen(os.memfd_create("fatbin-inspect-member", os.MFD_CLOEXEC), "w+b")
+        except OSError:
+            pass
+    return tempfile.TemporaryFile(prefix="fatbin-inspect-")
+
+
+def _mem_available() -> int:
+    try:
+        with open("/proc/meminfo", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def zip_members(blob: Blob, all_members: bool = False) -> Iterator[Member]:
