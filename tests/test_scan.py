@@ -166,6 +166,67 @@ def test_pool_gives_the_same_records(site, tmp_path):
     assert one.reports == two.reports and len(two.reports) == 4
 
 
+def _big_wheel(tmp_path):
+    """A wheel of many members: device code, host-only and text members, a nested wheel, and one
+    member whose deflate stream is broken (a per-member error record)."""
+    inner = zip_archive([("gamma/libinner.so", _read(MULTI))])
+    members = [("gamma/__init__.py", b"")]
+    for i in range(6):
+        members += [(f"gamma/lib/lib{i}a.so", _read(SM80)), (f"gamma/lib/lib{i}b.so", _read(MULTI)),
+                    (f"gamma/data/{i}.txt", b"x" * 100), (f"gamma/lib/lib{i}c.so", _read(PTX80))]
+    members += [("gamma/vendor/inner-1.0-py3-none-any.whl", inner), ("gamma/lib/libbroken.so", _read(SM80))]
+    data = bytearray(zip_archive(members))
+    pos = data.rfind(b"gamma/lib/libbroken.so", 0, data.find(b"PK\x01\x02")) + len("gamma/lib/libbroken.so")
+    data[pos + 200:pos + 260] = b"\xff" * 60  # inside its compressed bytes
+    whl = tmp_path / "gamma_gpu-2.0-py3-none-manylinux_2_28_x86_64.whl"
+    whl.write_bytes(bytes(data))
+    return whl
+
+
+def test_split_wheel_gives_the_same_records_in_order_and_one_cache_entry(tmp_path, monkeypatch):
+    from fatbin_inspect import scan as scan_mod
+    from fatbin_inspect.scan import worker
+
+    whl = _big_wheel(tmp_path)
+    spans = worker.zip_spans(str(whl), False, 4, 1)
+    assert spans and len(spans) >= 4 and spans[0][0] == 0
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))  # contiguous, all members covered
+    whole = scan([str(whl)], _opts(tmp_path, cache_dir=None))  # jobs=1: never split
+    assert any(r.error for r in whole.reports) and len(whole.reports) == 20
+    assert any("inner-1.0" in r.path and r.distribution == "inner 1.0" for r in whole.reports)
+    split = []
+    real = scan_mod._Scanner._split_zip
+    monkeypatch.setattr(scan_mod._Scanner, "_split_zip", lambda self, p, k, s: (split.append(len(s)), real(self, p, k, s)))
+    monkeypatch.setattr(scan_mod, "SPLIT_BYTES", 1)
+    monkeypatch.setattr(scan_mod, "SPAN_BYTES", 1)
+    cold = scan([str(whl)], _opts(tmp_path, jobs=2))
+    assert split and split[0] >= 4
+    assert cold.reports == whole.reports
+    # the records in member order, as the whole-file inventory gives them (before the sort by path)
+    cached = scan_mod.ScanCache(str(tmp_path / "cache"), scan_mod._options_fingerprint(None))
+    from fatbin_inspect.scan.cache import stat_key
+
+    key = stat_key(os.stat(whl))
+
+    expect = [r for r in inspect_path(str(whl)) if r.fatbins or r.error]
+    assert [r.path for r in cached.get(os.path.abspath(whl), key, str(whl))] == [r.path for r in expect]
+    cached.close()
+    warm = scan([str(whl)], _opts(tmp_path, jobs=2))
+    assert warm.stats.cache_hits == 1 and warm.reports == whole.reports and len(split) == 1
+
+
+def test_split_spans_join_like_the_whole_walk():
+    from fatbin_inspect.model import FileError, FileReport
+    from fatbin_inspect.scan import _join_spans
+
+    def rec(p, err=None):
+        return FileReport(path=p, format="elf", size=1, error=FileError(err) if err else None)
+
+    parts = [(rec("w!a"),), (), (rec("w", "zip breaks off"), rec("w!b")), (rec("w!c"),)]
+    assert _join_spans("w", parts) == (rec("w", "zip breaks off"), rec("w!a"), rec("w!b"))
+    assert _join_spans("w", [(rec("w!a"),), (rec("w!c"),)]) == (rec("w!a"), rec("w!c"))
+
+
 def test_progress_switch(monkeypatch):
     monkeypatch.delenv("FATBIN_INSPECT_PROGRESS", raising=False)
 

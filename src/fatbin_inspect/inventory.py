@@ -70,9 +70,23 @@ def _err(exc: Exception) -> FileError:
 
 def inspect_blob(path: str, blob: Blob, opts: Options, depth: int) -> Iterator[FileReport]:
     """Records for one blob; an archive's own record comes first, then its members'."""
+    yield from _container_first(path, inspect_pairs(path, blob, opts, depth))
+
+
+def inspect_zip_span(path: str, blob: Blob, opts: Options, span: Tuple[int, int], zf=None) -> Iterator[FileReport]:
+    """``inspect_blob`` of a zip, for the members whose central-directory index is in
+    ``[start, stop)`` only (``zf``: its directory from ``archives.open_zip``, or None): a large
+    wheel's members can be inspected as several work units. The zip's own record comes first as
+    in ``inspect_blob``; concatenated in span order up to the first span whose own record holds an
+    error (the iteration stopped there), the spans' member records are exactly ``inspect_blob``'s."""
+    members = archives.zip_members(blob, all_members=opts.members == "all", span=span, zf=zf)
+    yield from _container_first(path, _inspect_archive(path, "zip", blob, opts, 0, members))
+
+
+def _container_first(path: str, pairs) -> Iterator[FileReport]:
     container = None
     members: List[FileReport] = []
-    for rec, _blob in inspect_pairs(path, blob, opts, depth):
+    for rec, _blob in pairs:
         if rec.path == path:
             container = rec
         else:
@@ -97,7 +111,8 @@ def inspect_pairs(path: str, blob: Blob, opts: Options, depth: int) -> Iterator[
         yield FileReport(path=path, format=fmt, size=blob.size, error=_err(exc)), blob
 
 
-def _inspect_archive(path: str, fmt: str, blob: Blob, opts: Options, depth: int):
+def _inspect_archive(path: str, fmt: str, blob: Blob, opts: Options, depth: int,
+                     members: Optional[Iterator[archives.Member]] = None):
     notes: List[str] = []
     error: Optional[FileError] = None
     if depth >= MAX_DEPTH:
@@ -105,7 +120,9 @@ def _inspect_archive(path: str, fmt: str, blob: Blob, opts: Options, depth: int)
                          error=_err(LimitExceeded(f"archive nested deeper than {MAX_DEPTH} levels"))), blob
         return
     try:
-        if fmt == "ar":
+        if members is not None:
+            it = members
+        elif fmt == "ar":
             it = archives.ar_members(blob)
         elif fmt == "zip":
             it = archives.zip_members(blob, all_members=opts.members == "all")

@@ -18,7 +18,7 @@ import tarfile
 import tempfile
 import zipfile
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Tuple
 
 from fatbin_inspect.binio import Blob
 from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded, TruncatedError
@@ -158,16 +158,33 @@ def _mem_available() -> int:
     return 0
 
 
-def zip_members(blob: Blob, all_members: bool = False) -> Iterator[Member]:
+def open_zip(source) -> zipfile.ZipFile:
+    """A zip's central directory (``source``: a path or a seekable file object), within limits."""
     try:
-        zf = zipfile.ZipFile(blob.stream())
+        zf = zipfile.ZipFile(source)
     except Exception as exc:  # zipfile raises IndexError, NotImplementedError... on hostile bytes
         raise CorruptError(f"zip central directory is unreadable: {_why(exc)}") from None
+    n = len(zf.infolist())
+    if n > MAX_MEMBERS:
+        zf.close()
+        raise LimitExceeded(f"zip holds {n} members, over the {MAX_MEMBERS} limit")
+    return zf
+
+
+def zip_wanted(info: zipfile.ZipInfo, all_members: bool = False) -> bool:
+    """Whether ``zip_members`` inflates this member (a file, and a candidate unless ``all_members``)."""
+    return bool(info.filename) and not info.is_dir() and (all_members or is_candidate(info.filename))
+
+
+def zip_members(blob: Blob, all_members: bool = False, span: Optional[Tuple[int, int]] = None,
+                zf: Optional[zipfile.ZipFile] = None) -> Iterator[Member]:
+    """The wanted members of a zip, in central-directory order; ``span``: only those whose index
+    in it is in ``[start, stop)``; ``zf``: the blob's directory, already read by ``open_zip``."""
+    if zf is None:
+        zf = open_zip(blob.stream())
     infos = zf.infolist()
-    if len(infos) > MAX_MEMBERS:
-        raise LimitExceeded(f"zip holds {len(infos)} members, over the {MAX_MEMBERS} limit")
-    for info in infos:
-        if not info.filename or info.is_dir() or not (all_members or is_candidate(info.filename)):
+    for info in infos if span is None else infos[span[0]:span[1]]:
+        if not zip_wanted(info, all_members):
             continue
         name = info.filename
         try:

@@ -28,6 +28,11 @@ if TYPE_CHECKING:  # the parsers are imported only when a file has to be read
 MIN_SIZE = 64  # smaller than a fatbin header + one entry header, or than a PTX header
 BATCH_FILES = 64
 BATCH_BYTES = 64 << 20
+# a zip this large (a wheel) is split into about ``jobs * 2`` units of its members, each of at
+# least SPAN_BYTES inflated, so that one 500 MB wheel does not keep one worker busy while the
+# others idle; the records are put together again in member order (same records, one cache entry)
+SPLIT_BYTES = 64 << 20
+SPAN_BYTES = 32 << 20
 
 ProgressFn = Callable[[int, int, int], None]  # (files done, files seen, bytes done)
 
@@ -95,11 +100,17 @@ class _Scanner:
         self.done = 0
         self.bytes_done = 0
         self.jobs = _jobs(opts.jobs)
+        o = opts.inventory
+        members = (o.get("members", "device") if isinstance(o, Mapping) else o.members) if o is not None else "device"
+        self.all_members = members == "all"
         self.pool = None
         self.inflight = set()
         self.batch: List[Tuple[str, tuple]] = []
         self.batch_bytes = 0
         self.apaths = {}  # path in a batch -> its absolute path (the cache key)
+        self.spans = {}  # future of one span of a split zip -> (path, index of the span)
+        self.split = {}  # token -> [path, key, records of each span (None until done), spans left]
+        self.tokens = 0
 
     # ------------------------------------------------------------------ results
     def _tick(self, n: int, nbytes: int) -> None:
@@ -138,6 +149,9 @@ class _Scanner:
         if self.jobs == 1:
             self._finish(worker.inspect_batch(batch, self.opts.inventory))
             return
+        self._submit(worker.inspect_batch, batch, self.opts.inventory)
+
+    def _submit(self, fn, *args):
         if self.pool is None:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
@@ -146,14 +160,40 @@ class _Scanner:
             self.pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context(method))
         while len(self.inflight) >= self.jobs * 2:
             self._drain()
-        self.inflight.add(self.pool.submit(worker.inspect_batch, batch, self.opts.inventory))
+        fut = self.pool.submit(fn, *args)
+        self.inflight.add(fut)
+        return fut
 
     def _drain(self) -> None:
         from concurrent.futures import FIRST_COMPLETED, wait
 
         done, self.inflight = wait(self.inflight, return_when=FIRST_COMPLETED)
         for fut in done:
-            self._finish(fut.result())
+            span = self.spans.pop(fut, None)
+            if span is None:
+                self._finish(fut.result())
+            else:
+                self._span_done(*span, fut.result())
+
+    def _split_zip(self, path: str, key: tuple, spans) -> None:
+        """Hand a large zip's spans to the pool, the largest first."""
+        from fatbin_inspect.scan import worker
+
+        self.tokens += 1  # a token, not the path: the same path may be in flight twice
+        token = self.tokens
+        self.split[token] = [path, key, [None] * len(spans), len(spans)]
+        for i in sorted(range(len(spans)), key=lambda i: -spans[i][2]):
+            fut = self._submit(worker.inspect_span, path, key, spans[i][:2], self.opts.inventory)
+            self.spans[fut] = (token, i)
+
+    def _span_done(self, token: int, i: int, records) -> None:
+        state = self.split[token]
+        state[2][i] = records
+        state[3] -= 1
+        if state[3] == 0:
+            del self.split[token]
+            path = state[0]
+            self._finish([(path, state[1], _join_spans(path, state[2]))])
 
     def _file(self, path: str, apath: str, st: Optional[os.stat_result]) -> None:
         """One regular file: ``apath`` its absolute path, ``st`` its stat when the walk had it."""
@@ -192,8 +232,13 @@ class _Scanner:
             self._tick(1, size)
             return
         self.stats["inspected"] += 1
-        self.batch.append((path, key))
         self.apaths[path] = apath
+        if fmt == "zip" and self.jobs > 1 and size >= SPLIT_BYTES:
+            spans = worker.zip_spans(path, self.all_members, self.jobs * 2, SPAN_BYTES)
+            if spans:
+                self._split_zip(path, key, spans)
+                return
+        self.batch.append((path, key))
         self.batch_bytes += size
         if len(self.batch) >= BATCH_FILES or self.batch_bytes >= BATCH_BYTES:
             self._flush()
@@ -230,7 +275,7 @@ class _Scanner:
 
     def run(self, roots: Tuple[Root, ...]) -> ScanResult:
         try:
-            for root in roots:
+            for root in _largest_files_first(roots):
                 self._root(root)
             self._flush()
             while self.inflight:
@@ -244,6 +289,31 @@ class _Scanner:
         self.reports.sort(key=lambda r: r.path)
         stats = ScanStats(cache=self.cache.path if self.cache.path else None, **self.stats)
         return ScanResult(roots, tuple(self.reports), stats)
+
+
+def _join_spans(path: str, parts) -> tuple:
+    """The records of a split zip as one whole-file unit gives them: its own record first (kept
+    only with an error, which ended the walk through its members there), then the members'."""
+    members = []
+    for records in parts:
+        members += [r for r in records if r.path != path]
+        own = [r for r in records if r.path == path]
+        if own:
+            return tuple(own[:1] + members)
+    return tuple(members)
+
+
+def _largest_files_first(roots: Tuple[Root, ...]) -> List[Root]:
+    """Roots that are files (wheels, archives) by size, largest first, so that the pool ends on
+    small units; then the folders, in the order given. Only the order of the work changes."""
+    def size(root: Root) -> int:
+        try:
+            return os.path.getsize(root.path)
+        except OSError:
+            return 0
+
+    files = [r for r in roots if not os.path.isdir(r.path)]
+    return sorted(files, key=size, reverse=True) + [r for r in roots if os.path.isdir(r.path)]
 
 
 def scan(paths: Iterable[str] = (), opts: ScanOptions = ScanOptions(),

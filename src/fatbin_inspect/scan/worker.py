@@ -11,13 +11,13 @@ costs ``CHUNK`` bytes of memory, not 500 MB.
 from __future__ import annotations
 
 import os
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 from fatbin_inspect.binio import Blob, open_blob
-from fatbin_inspect.containers import detect
+from fatbin_inspect.containers import archives, detect
 from fatbin_inspect.errors import InputError
 from fatbin_inspect.fatbin import MAGIC_BYTES
-from fatbin_inspect.inventory import Options, inspect_blob
+from fatbin_inspect.inventory import Options, inspect_blob, inspect_zip_span
 from fatbin_inspect.model import FileError, FileReport
 
 CHUNK = 32 << 20
@@ -62,6 +62,55 @@ def inspect_file(path: str, opts: Options) -> Tuple[FileReport, ...]:
         if rec.fatbins or rec.error:
             out.append(rec)
     return tuple(out)
+
+
+def zip_spans(path: str, all_members: bool, parts: int, min_bytes: int) -> Optional[List[Tuple[int, int, int]]]:
+    """Split a zip on disk (a large wheel) into about ``parts`` work units for ``inspect_span``:
+    contiguous ``(start, stop, inflated bytes)`` ranges of central-directory indices covering it all, cut between
+    wanted members so that each holds about ``1/parts`` of their inflated bytes and at least
+    ``min_bytes``; a member larger than that is a unit of its own. None: not worth splitting, or
+    the directory is unreadable (the whole-file path then reports that as it always has)."""
+    try:
+        with archives.open_zip(path) as zf:
+            infos = zf.infolist()
+    except (InputError, OSError):
+        return None
+    wanted = [(i, info.file_size) for i, info in enumerate(infos) if archives.zip_wanted(info, all_members)]
+    total = sum(size for _, size in wanted)
+    target = max(min_bytes, total // max(1, parts))
+    spans, start, acc = [], 0, 0
+    for i, size in wanted:
+        if acc >= min_bytes and acc + size > target:
+            spans.append((start, i, acc))
+            start, acc = i, 0
+        acc += size
+    spans.append((start, len(infos), acc))
+    return spans if len(spans) > 1 else None
+
+
+_ZIP = None  # ((path, key), blob, directory or None): the zip this process has inspect_span units of
+
+
+def inspect_span(path: str, key, span: Tuple[int, int], opts) -> Tuple[FileReport, ...]:
+    """Pool entry point: the records of one span of a zip (see ``inventory.inspect_zip_span``)
+    worth reporting, as ``inspect_file`` keeps them. The mapping and directory of the zip are kept
+    for the next span of the same zip (read once per process, not once per span)."""
+    global _ZIP
+    if not isinstance(opts, Options):
+        opts = Options(**(opts or {}))
+    if _ZIP is None or _ZIP[0] != (path, key):
+        _ZIP = None
+        try:
+            blob = open_blob(path)
+        except InputError as exc:
+            return (FileReport(path=path, format="unknown", size=0, error=FileError(exc.message, exc.offset)),)
+        try:
+            zf = archives.open_zip(blob.stream())
+        except InputError:
+            zf = None  # inspect_zip_span reports it, as the whole file would
+        _ZIP = ((path, key), blob, zf)
+    _, blob, zf = _ZIP
+    return tuple(rec for rec in inspect_zip_span(path, blob, opts, span, zf) if rec.fatbins or rec.error)
 
 
 def inspect_batch(batch, opts):
