@@ -7,7 +7,8 @@
 Default files: libtorch_cuda.so (torch==2.14.1) and libcublasLt.so.13 (nvidia-cublas==13.1.1.3),
 unpacked from the wheels in .cache/corpus by scripts/fetch_corpus.sh. Every command runs as a child
 process; wall time is measured around it and peak memory is the child's own ru_maxrss (os.wait4).
-The page cache is warmed once per file first so no tool pays for the disk. Prints ratios; asserts
+The page cache is warmed before every command so no tool pays for the disk (cuobjdump's
+5.6 GB peak evicts the file otherwise). Prints ratios; asserts
 nothing (targets: listing >= 20x faster than cuobjdump at < 1/10 of its peak memory; --kernels
 >= 5x faster than cubloaty with the same unique kernel names per (section, arch)).
 """
@@ -33,11 +34,13 @@ DEFAULT_FILES = [
 GNU_TIME = "/usr/bin/time" if os.path.exists("/usr/bin/time") else None
 
 
-def run(cmd, stdout_path=None):
+def run(cmd, stdout_path=None, warm_path=None):
     """(seconds, peak RSS in MB, exit code) of one child process.
 
     Peak memory comes from GNU time's wait4 on a child it forks itself: a child forked straight
     from this (large) Python process would report this process's high-water mark as its own."""
+    if warm_path:  # cuobjdump's 5.6 GB can evict the file from the page cache: re-warm every time
+        warm(warm_path)
     out = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
     fd, rss_file = tempfile.mkstemp(prefix="fatbin-bench-rss-")
     os.close(fd)
@@ -95,23 +98,23 @@ def bench_inventory(files):
             continue
         print(f"\n== {os.path.relpath(path, ROOT)} ({os.path.getsize(path) / 2**20:.0f} MB)")
         warm(path)
-        t_ours, m_ours, rc = run(ours_cmd(path, "--format", "json"), os.path.join(tmp, "list.json"))
+        t_ours, m_ours, rc = run(ours_cmd(path, "--format", "json"), os.path.join(tmp, "list.json"), path)
         nent = sum(len(fb["entries"]) for f in json.load(open(os.path.join(tmp, "list.json")))["files"]
                    for fb in f["fatbins"])
         print(f"list       fatbin-inspect   {t_ours:7.2f} s  {m_ours:7.0f} MB  rc={rc}  {nent} entries")
         if cuobjdump:
-            t_c, m_c, rc_c = run([cuobjdump, "-lelf", "-lptx", path])
+            t_c, m_c, rc_c = run([cuobjdump, "-lelf", "-lptx", path], None, path)
             print(f"list       cuobjdump        {t_c:7.2f} s  {m_c:7.0f} MB  rc={rc_c}")
             print(f"RATIO list: {t_c / t_ours:.1f}x faster than cuobjdump (target >= 20x), "
                   f"peak memory {m_ours / m_c:.3f} of cuobjdump's (target < 0.1)")
         else:
             print("cuobjdump not found: pip install nvidia-cuda-cuobjdump==13.5.37")
-        t_k, m_k, rc = run(ours_cmd(path, "--kernels", "--format", "json"), os.path.join(tmp, "k.json"))
+        t_k, m_k, rc = run(ours_cmd(path, "--kernels", "--format", "json"), os.path.join(tmp, "k.json"), path)
         ours_k = unique_kernels_ours(json.load(open(os.path.join(tmp, "k.json"))))
         print(f"--kernels  fatbin-inspect   {t_k:7.2f} s  {m_k:7.0f} MB  rc={rc}")
         if cubloaty:
             t_b, m_b, rc_b = run([sys.executable, "-m", "cubloaty", path, "--format", "json", "--top", "100000000",
-                                  "--mangled"], os.path.join(tmp, "cb.json"))
+                                  "--mangled"], os.path.join(tmp, "cb.json"), path)
             theirs = unique_kernels_cubloaty(json.load(open(os.path.join(tmp, "cb.json"))))
             same = {k: v for k, v in theirs.items() if ours_k.get(k) == v}
             diff = {k: (ours_k.get(k), v) for k, v in theirs.items() if ours_k.get(k) != v}

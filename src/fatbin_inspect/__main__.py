@@ -1,4 +1,4 @@
-from fatbin_inspect.cli.main import main
+from fatbin_inspect.cli.main import console_main
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    console_main()

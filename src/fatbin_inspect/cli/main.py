@@ -107,3 +107,24 @@ def main(argv=None) -> None:
             click.echo("fatbin-inspect: rerun with --debug for the full traceback", err=True)
         sys.exit(2)
     sys.exit(0)
+
+
+def console_main() -> None:
+    """The installed command. Once the report is written and flushed, leave without the
+    interpreter's teardown, which would free hundreds of thousands of records one by one
+    (~0.3 s after ``libtorch_cuda.so --kernels``). Library callers and tests use ``main``."""
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        if isinstance(exc.code, str):
+            sys.stderr.write(exc.code + "\n")
+            code = 1
+        else:
+            code = exc.code or 0
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+    os._exit(code)
