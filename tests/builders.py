@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import struct
 import zipfile
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Iterable, Optional, Sequence, Tuple
 
 FAT_MAGIC = 0xBA55ED50
 KIND_PTX, KIND_ELF, KIND_LTO, KIND_RELOC_PTX = 1, 2, 8, 0x40

@@ -2,7 +2,6 @@
 conditions and warnings diagnose draws from it. No GPU, driver or torch is needed."""
 
 import os
-import stat
 
 import pytest
 

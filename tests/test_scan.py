@@ -8,7 +8,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from builders import elf64, tar_archive, zip_archive
+from builders import tar_archive, zip_archive
 from conftest import fixture_path
 
 from fatbin_inspect import coverage

@@ -102,10 +102,6 @@ class _Elf:
         idx = self.by_name.get(name)
         return None if idx is None else self._bytes(idx)
 
-    def size_of(self, name: str) -> Optional[int]:
-        idx = self.by_name.get(name)
-        return None if idx is None else self.sections[idx][5]
-
 
 def _nv_records(data: bytes):
     """Yield (attribute, format, value_or_bytes) from a ``.nv.info``/``.nv.compat`` section."""
@@ -202,10 +198,6 @@ def parse_cubin(data: bytes, kernels: bool = False, resources: bool = False, dem
     if not resources:
         return info, tuple(Kernel(n, demangle(n) if demangle else None) for _i, n in syms)
     return info, _with_resources(elf, syms, demangle)
-
-
-def kernel_count(data: bytes) -> int:
-    return len(_kernel_symbols(_Elf(data)))
 
 
 def _kernel_symbols(elf: _Elf) -> List[Tuple[int, str]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Optional
 
@@ -47,6 +46,3 @@ def format_option(choices, default="table"):
 output_option = click.option("--output", "-o", "output", default=None, envvar="FATBIN_INSPECT_OUTPUT",
                              help="Write the report to FILE instead of stdout (env FATBIN_INSPECT_OUTPUT).")
 
-
-def debug_enabled() -> bool:
-    return bool(os.environ.get("FATBIN_INSPECT_DEBUG"))

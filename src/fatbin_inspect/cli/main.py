@@ -78,7 +78,7 @@ def main(argv=None) -> None:
     gc.set_threshold(100_000, 50, 100)
     try:
         cli.main(args=argv, prog_name="fatbin-inspect", standalone_mode=False)
-    except SystemExit as exc:
+    except SystemExit:
         raise
     except click.exceptions.Abort:
         click.echo("fatbin-inspect: aborted", err=True)

@@ -8,7 +8,7 @@ containers (ar, zip, tar) yield members instead. ``detect`` decides by content, 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Tuple
 
 from fatbin_inspect import cubin, ptx
 from fatbin_inspect.errors import InputError
@@ -31,12 +31,6 @@ class Layout:
     needs: Tuple[str, ...] = ()
     notes: Tuple[str, ...] = ()
     errors: Tuple[InputError, ...] = ()  # problems outside the fatbin sections (PE imports)
-
-    def section_at(self, off: int) -> Optional[str]:
-        for r in self.regions:
-            if r.start <= off < r.end:
-                return r.name
-        return None
 
 
 def detect(head: bytes) -> str:
