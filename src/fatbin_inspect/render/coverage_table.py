@@ -7,6 +7,7 @@ arch/family-specific shows the suffix (``SASS a``), since such code runs on that
 from __future__ import annotations
 
 import os
+import shutil
 from typing import List, Optional, Sequence
 
 from rich.table import Table
@@ -62,11 +63,13 @@ def render_coverage(cov: Coverage, summary: str, color: bool = False, files: boo
         tab = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
         width = min(60, max(len(r.name) for r in cov.rows))
         tab.add_column("distribution / folder", min_width=width, overflow="fold")
-        tab.add_column("files", justify="right")
-        for sm in cov.columns:
-            tab.add_column(f"sm_{sm}", justify="center")
-        for i, label in enumerate(cov.targets):
-            tab.add_column(headers[i] if i < len(headers) else label, no_wrap=True)
+        tab.add_column("files", justify="right", no_wrap=True)
+        for sm in cov.columns:  # cells never wrap: a wide matrix widens the output instead
+            tab.add_column(f"sm_{sm}", justify="center", no_wrap=True, min_width=max(6, len(f"sm_{sm}")))
+        titles = [headers[i] if i < len(headers) else label for i, label in enumerate(cov.targets)]
+        for title in titles:
+            tab.add_column(title, no_wrap=True)
+        needed = width + 8 + 8 * len(cov.columns) + sum(max(len(t), 12) + 2 for t in titles)
         for row in cov.rows:
             _add_row(tab, cov, row, row.name, "bold" if row.kind == "distribution" else "")
             if files:
@@ -88,7 +91,7 @@ def render_coverage(cov: Coverage, summary: str, color: bool = False, files: boo
         out.append(Text(f"\n{label}: " + ("everything runs natively" if not lines else
                                            f"{len(lines)} of {len(cov.rows)} need attention"), style="bold"))
         out.extend(lines)
-    return render(out, color)
+    return render(out, color, width=max(needed, shutil.get_terminal_size((120, 24)).columns) if cov.rows else None)
 
 
 def summary_line(n_files: int, n_rows: int, files_seen: int, nbytes: int, seconds: float, hits: int,
