@@ -126,3 +126,14 @@ def test_pe_host_flag_and_imports():
     (r,) = inspect_path(fixture_path("bin", "pe_nv_fatb_2fatbins.dll"))
     assert r.format == "pe"
     assert all(fb.offset % 16 == 0 for fb in r.fatbins)
+
+
+def test_cut_download_still_lists_the_fatbins_that_exist(tmp_path):
+    # the section table sits at the end of an ELF: a truncated file loses it, not its fatbins
+    data = open(fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90"), "rb").read()
+    cut = tmp_path / "cut.so"
+    cut.write_bytes(data[: len(data) - 200])
+    (r,) = inspect_path(str(cut))
+    assert r.error is not None and r.error.offset is not None
+    assert legend(r) == EXPECTED["t02_exe_sm75_sm80_sm90_c90"][1]
+    assert {fb.found_by for fb in r.fatbins} == {"scan"}

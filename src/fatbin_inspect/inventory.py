@@ -167,9 +167,13 @@ def _inspect_binary(path: str, fmt: str, blob: Blob, opts: Options) -> FileRepor
         fatbins = (_standalone_ptx(blob),)
         return FileReport(path=path, format="ptx", size=blob.size,
                           fatbins=tuple(_decode_fatbins(blob, fatbins, opts)))
-    layout = _layout(fmt, blob)
     fatbins: List[Fatbin] = []
     errors: List[InputError] = []
+    try:
+        layout = _layout(fmt, blob)
+    except InputError as exc:  # a cut download or broken section table: the bytes that exist
+        errors.append(exc)      # are still magic-scanned, and the record keeps the error
+        layout = Layout(fmt, (), notes=("section table unusable: fatbins found by magic scan only",))
     sections_walked = False
     for region in layout.regions:
         if region.fatbin_section:

@@ -62,10 +62,11 @@ def check_cmd(paths, gpus, driver, env_pairs, inherit_env, fail_on, per_fatbin, 
     for root in paths:
         wheel = wheel_runtime(root) if os.path.isfile(root) else None
         for report in iter_reports([root], Options(kernels=True, details=True, resources=False)):
-            if report.error is not None and not report.fatbins:
+            if report.error is not None:  # a damaged file is never called fine: exit 2 and FBI008
                 note_error(report)
                 unreadable.append(report)
-                continue
+                if not report.fatbins:
+                    continue
             if report.format in ARCHIVE_FORMATS and not report.fatbins:
                 continue  # the archive's members carry the verdicts
             rt = runtime.for_file(report, wheel)
