@@ -46,3 +46,27 @@ def our_entries(report) -> Counter:
             elif e.kind == "ptx":
                 out[("ptx", f"sm_{e.sm}{e.variant}")] += 1
     return out
+
+
+_FUNC = re.compile(r"^\s*Function (\S+):\s*$")
+_RES = re.compile(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+) CONSTANT\[0\]:(\d+)")
+
+
+def cuobjdump_resources(exe: str, path: str) -> Optional[Counter]:
+    """Counter of (kernel, REG, SHARED, LOCAL, CONSTANT[0]) from ``cuobjdump -res-usage``
+    (SASS of ``.nv_fatbin`` only; device functions with no kernel symbol are listed too)."""
+    proc = subprocess.run([exe, "-res-usage", path], capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        return None
+    out, name = Counter(), None
+    for line in proc.stdout.splitlines():
+        m = _FUNC.match(line)
+        if m:
+            name = m.group(1)
+            continue
+        r = _RES.search(line)
+        if r and name:
+            reg, _stack, shared, local, const0 = map(int, r.groups())
+            out[(name, reg, shared, local, const0)] += 1
+            name = None
+    return out
