@@ -91,3 +91,12 @@ def test_extract_writes_decompressed_images(tmp_path):
 def test_version_and_help():
     assert run("--version").output.startswith("fatbin-inspect")
     assert "list" in run("--help").output
+
+
+def test_every_option_has_an_environment_default(monkeypatch):
+    monkeypatch.setenv("FATBIN_INSPECT_LIST_ENTRIES", "summary")
+    res = run(fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90"))
+    assert any(line.split()[:3] == ["kind", "arch", "entries"] for line in res.output.splitlines() if line.strip())
+    assert ".nv_fatbin@" not in res.output
+    monkeypatch.setenv("FATBIN_INSPECT_FORMAT", "json")
+    assert json.loads(run(fixture_path("bin", "t01_exe_sm80")).output)["schema_version"] == 1

@@ -55,7 +55,10 @@ class DefaultGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-@click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
+# every option of every command also reads FATBIN_INSPECT_<COMMAND>_<OPTION> (e.g.
+# FATBIN_INSPECT_LIST_KERNELS=1); the shared ones read FATBIN_INSPECT_<OPTION> (FORMAT, OUTPUT, ...)
+@click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"],
+                                                 "auto_envvar_prefix": "FATBIN_INSPECT"})
 @click.version_option(__version__, prog_name="fatbin-inspect")
 @click.option("--debug", is_flag=True, envvar="FATBIN_INSPECT_DEBUG",
               help="On an internal error, print the full traceback.")
