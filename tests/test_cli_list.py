@@ -100,3 +100,18 @@ def test_every_option_has_an_environment_default(monkeypatch):
     assert ".nv_fatbin@" not in res.output
     monkeypatch.setenv("FATBIN_INSPECT_FORMAT", "json")
     assert json.loads(run(fixture_path("bin", "t01_exe_sm80")).output)["schema_version"] == 1
+
+
+def test_kernels_json_encoded_in_workers_is_the_same_document(monkeypatch, schema):
+    # large files take the path where worker processes decode *and* encode their fatbins
+    from fatbin_inspect import inventory
+    from fatbin_inspect.inventory import Options, inspect_path
+    from fatbin_inspect.render import records
+
+    files = [fixture_path("bin", "t05_exe_af_targets"), fixture_path("bin", "t10_rdc_lib_sm80.a"),
+             fixture_path("bin", "t15_c90a.ptx")]
+    expected = records.inventory_document([r for f in files for r in inspect_path(f, Options(kernels=True))])
+    monkeypatch.setattr(inventory, "PARALLEL_MIN_BYTES", 0)
+    doc = json.loads(run(*files, "--kernels", "--format", "json").output)
+    jsonschema.validate(doc, schema)
+    assert doc == json.loads(json.dumps(expected))

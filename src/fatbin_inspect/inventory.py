@@ -329,11 +329,28 @@ def _decode_fatbins(blob: Blob, fatbins, opts: Options, path: Optional[str] = No
                 decode_entry(blob, e, kernels=False, budget=budget) if e.kind == KIND_SASS and e.size <= PROBE_MAX
                 else e for e in fb.entries)) for fb in fatbins]
         return list(fatbins)
+    return [fb for part in map_decoded(blob, fatbins, opts, path, _same) for fb in part]
+
+
+def _same(fatbins):
+    return fatbins
+
+
+def parallel_worthwhile(blob: Blob, fatbins, opts: Options, path: Optional[str]) -> bool:
+    """Large enough (compressed payload) for worker processes to pay for their start."""
     jobs = opts.jobs or os.cpu_count() or 1
     work = sum(e.stored_size for fb in fatbins for e in fb.entries if e.compression != "none")
-    if jobs > 1 and path and work >= PARALLEL_MIN_BYTES and _is_whole_file(blob, path):
-        return _decode_parallel(path, fatbins, opts, jobs)
-    return _decode_serial(blob, fatbins, opts)
+    return jobs > 1 and bool(path) and work >= PARALLEL_MIN_BYTES and _is_whole_file(blob, path)
+
+
+def map_decoded(blob: Blob, fatbins, opts: Options, path: Optional[str], fn) -> List:
+    """Decode ``fatbins`` (kernels/details per ``opts``) and return ``[fn(decoded_slice), ...]``
+    in file order. A large file on disk is decoded by worker processes, each applying ``fn`` to
+    its slice where it decoded it, so a caller can turn records into their final form (JSON text)
+    without shipping 150k kernel records back; ``fn`` must be a module-level function."""
+    if parallel_worthwhile(blob, fatbins, opts, path):
+        return _map_parallel(path, fatbins, opts, opts.jobs or os.cpu_count() or 1, fn)
+    return [fn(_decode_serial(blob, fatbins, opts))]
 
 
 def _decode_serial(blob: Blob, fatbins, opts: Options):
@@ -353,10 +370,10 @@ def _is_whole_file(blob: Blob, path: str) -> bool:
         return False
 
 
-def _decode_parallel(path: str, fatbins, opts: Options, jobs: int):
+def _map_parallel(path: str, fatbins, opts: Options, jobs: int, fn) -> List:
     """Decompressing and parsing thousands of cubins is CPU-bound (libtorch_cuda.so: 5 GB of
-    zstd output): split the fatbins into ``jobs`` slices of similar compressed size, each decoded
-    by a worker process that maps the same file. Order is kept."""
+    zstd output): split the fatbins into contiguous slices of similar decoded size, decoded by
+    worker processes that map the same file. Order is kept."""
     import concurrent.futures as cf
 
     slices: List[List[Fatbin]] = [[] for _ in range(jobs * 4)]
@@ -367,24 +384,23 @@ def _decode_parallel(path: str, fatbins, opts: Options, jobs: int):
         done += sum(e.size for e in fb.entries)
     serial_opts = dataclasses.replace(opts, jobs=1)
     # this process decodes the first 1/jobs itself instead of waiting: one CPU's share of results
-    # never has to be pickled back (unpickling 150k kernels costs ~1 s)
+    # never has to be pickled back
     own = len(slices) // jobs
     try:
         with cf.ProcessPoolExecutor(max_workers=jobs - 1) as pool:
-            futures = [pool.submit(_decode_slice, path, sl, serial_opts) for sl in slices[own:]]
-            mine = _decode_slice(path, [fb for sl in slices[:own] for fb in sl], serial_opts)
-            parts = [mine] + [f.result() for f in futures]
+            futures = [pool.submit(_decode_slice, path, sl, serial_opts, fn) for sl in slices[own:]]
+            mine = _decode_slice(path, [fb for sl in slices[:own] for fb in sl], serial_opts, fn)
+            return [mine] + [f.result() for f in futures]
     except (OSError, cf.process.BrokenProcessPool):  # no fork/spawn here: decode in-process
-        return _decode_serial(open_blob(path), fatbins, serial_opts)
-    return [fb for part in parts for fb in part]
+        return [fn(_decode_serial(open_blob(path), fatbins, serial_opts))]
 
 
-def _decode_slice(path: str, fatbins, opts: Options):
+def _decode_slice(path: str, fatbins, opts: Options, fn=_same):
     import gc
 
     old = gc.get_threshold()
     gc.set_threshold(100_000, 50, 100)  # many small acyclic records: see cli.main
     try:
-        return _decode_serial(open_blob(path), fatbins, opts)
+        return fn(_decode_serial(open_blob(path), fatbins, opts))
     finally:
         gc.set_threshold(*old)

@@ -52,6 +52,10 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
         targets = resolve_targets(list(gpus), driver)
     opts = Options(kernels=kernels, details=details or kernels, scan_hidden=not no_scan,
                    members="all" if all_members else "device", probe_small=bool(targets))
+    if fmt == "json" and opts.kernels and not targets:  # the large case: encode where decoded
+        text, failed = _json_by_pieces(paths, opts)
+        write_output(text, output)
+        raise SystemExit(EXIT_STRICT if strict and failed else EXIT_OK)
     reports = []
     for r in iter_reports(paths, opts):
         note_error(r)
@@ -99,3 +103,47 @@ def _verdicts(paths, reports, targets):
         rt = runtime.for_file(r, wheels.get(r.path.split("!", 1)[0]))
         out += [evaluate(r, t, rt) for t in targets]
     return out
+
+
+def _json_by_pieces(paths, opts: Options):
+    """``--kernels --format json``: a large binary's fatbins are decoded *and encoded* by worker
+    processes (inventory.map_decoded), so 150k kernel records never cross a process boundary and
+    the encoding runs in parallel too. Same document as ``records.inventory_document``, compact."""
+    import dataclasses
+    import os
+
+    from fatbin_inspect import inventory
+    from fatbin_inspect.binio import open_blob
+    from fatbin_inspect.errors import InputError
+    from fatbin_inspect.render import json_format
+
+    light = dataclasses.replace(opts, kernels=False, details=False)
+    pieces, failed = [], False
+    for root in paths:
+        for path, skip in iter_files(root):
+            if skip:
+                r = FileReport(path=path, format="unknown", size=0, error=FileError(skip))
+                note_error(r)
+                pieces.append(json_format.file_text(r))
+                failed = True
+                continue
+            reports = None
+            if os.path.getsize(path) >= inventory.PARALLEL_MIN_BYTES:
+                reports = list(inspect_path(path, light))
+                r = reports[0]
+                if len(reports) == 1 and r.fatbins and r.format not in ("zip", "ar", "tar"):
+                    try:
+                        blob = open_blob(path)
+                    except InputError:
+                        blob = None
+                    if blob is not None and inventory.parallel_worthwhile(blob, r.fatbins, opts, path):
+                        note_error(r)
+                        failed |= r.error is not None
+                        frags = inventory.map_decoded(blob, r.fatbins, opts, path, json_format.fatbins_fragment)
+                        pieces.append(json_format.file_text(r, frags))
+                        continue
+            for r in inspect_path(path, opts):
+                note_error(r)
+                failed |= r.error is not None
+                pieces.append(json_format.file_text(r))
+    return json_format.inventory_text(pieces), failed
