@@ -127,8 +127,7 @@ def _json_by_pieces(paths, opts: Options):
                 pieces.append(json_format.file_text(r))
                 failed = True
                 continue
-            reports = None
-            if os.path.getsize(path) >= inventory.PARALLEL_MIN_BYTES:
+            if os.path.getsize(path) >= inventory.PARALLEL_MIN_BYTES and _is_binary(path):
                 reports = list(inspect_path(path, light))
                 r = reports[0]
                 if len(reports) == 1 and r.fatbins and r.format not in ("zip", "ar", "tar"):
@@ -147,3 +146,14 @@ def _json_by_pieces(paths, opts: Options):
                 failed |= r.error is not None
                 pieces.append(json_format.file_text(r))
     return json_format.inventory_text(pieces), failed
+
+
+def _is_binary(path: str) -> bool:
+    """A host binary or raw fatbin (not an archive, whose members would be inflated twice)."""
+    from fatbin_inspect.containers import detect
+
+    try:
+        with open(path, "rb") as fh:
+            return detect(fh.read(512)) in ("elf", "pe", "coff", "fatbin")
+    except OSError:
+        return False
