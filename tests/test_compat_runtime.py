@@ -72,3 +72,13 @@ def test_static_cudart_in_a_real_nvcc_executable(tmp_path):
     version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
     rt = runtime.for_file(r)
     assert rt is not None and f"release {rt.version}" in version
+
+
+@pytest.mark.parametrize("needs,family", [
+    (("cublas64_13.dll", "cublasLt64_13.dll"), "13"),   # bitsandbytes 0.50.2 cuda130.dll: static cudart
+    (("libcublas.so.12", "libcublasLt.so.12"), "12"),
+    (("cudart64_110.dll", "cublas64_11.dll"), "11"),    # cudart wins when present
+])
+def test_runtime_from_cublas_when_cudart_is_static(needs, family):
+    need = runtime.from_needs(needs)
+    assert need is not None and need.version == family

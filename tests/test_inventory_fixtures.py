@@ -137,3 +137,20 @@ def test_cut_download_still_lists_the_fatbins_that_exist(tmp_path):
     assert r.error is not None and r.error.offset is not None
     assert legend(r) == EXPECTED["t02_exe_sm75_sm80_sm90_c90"][1]
     assert {fb.found_by for fb in r.fatbins} == {"scan"}
+
+
+def test_pe_section_spans_match_lief():
+    # VirtualSize comes before VirtualAddress in a PE section header; a swap broke the import
+    # directory lookup of real DLLs (bitsandbytes' libbitsandbytes_cpu.dll)
+    import lief
+
+    from fatbin_inspect.binio import open_blob
+    from fatbin_inspect.containers import pe
+
+    path = fixture_path("bin", "pe_nv_fatb_2fatbins.dll")
+    blob = open_blob(path)
+    (pe_off,) = __import__("struct").unpack_from("<I", blob.head(0x40), 0x3C)
+    ours = pe._section_spans(blob, pe_off + 4)
+    binary = lief.PE.parse(path)  # keep a reference: sections die with their binary
+    ref = [(s.virtual_address, s.virtual_size, s.sizeof_raw_data, s.pointerto_raw_data) for s in binary.sections]
+    assert ours == ref

@@ -60,6 +60,10 @@ def from_needs(needs: Iterable[str]) -> Optional[RuntimeNeed]:
             else:
                 version = _family(int(d[:-1]), d[-1])
             return RuntimeNeed(version, f"imports {name}")
+    for name in needs:  # no shared cudart (linked statically): cuBLAS 11+ shares the CUDA major
+        m = re.fullmatch(r"(?:libcublas(?:lt)?\.so\.|cublas(?:lt)?64_)(\d+)(?:\.dll)?(?:\.[\d.]+)?", name.lower())
+        if m and int(m.group(1)) >= 11:
+            return RuntimeNeed(m.group(1), f"links {name} (cuBLAS {m.group(1)} belongs to CUDA {m.group(1)}.x)")
     return None
 
 

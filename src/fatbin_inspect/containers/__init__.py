@@ -56,7 +56,7 @@ def detect(head: bytes) -> str:
     return "unknown"
 
 
-CUDA_LIB_PREFIXES = ("libcudart", "cudart", "libcuda.", "nvcuda", "libnvrtc", "nvrtc")
+CUDA_LIB_PREFIXES = ("libcudart", "cudart", "libcuda.", "nvcuda", "libnvrtc", "nvrtc", "libcublas", "cublas")
 
 
 def cuda_needs(names) -> Tuple[str, ...]:

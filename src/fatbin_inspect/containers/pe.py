@@ -53,10 +53,15 @@ def _sections(blob: Blob, coff_off: int, string_table: bool):
 
 
 def _section_spans(blob: Blob, coff_off: int):
-    """(VirtualAddress, VirtualSize, SizeOfRawData, PointerToRawData) of each section."""
+    """(VirtualAddress, VirtualSize, SizeOfRawData, PointerToRawData) of each section (the
+    header stores VirtualSize first, then VirtualAddress)."""
     _machine, nsec, _ts, _symptr, _nsyms, opt_size, _ch = blob.unpack(_COFF, coff_off)
     table = coff_off + _COFF.size + opt_size
-    return [blob.unpack(_SECTION, table + i * _SECTION.size)[1:5] for i in range(nsec)]
+    spans = []
+    for i in range(nsec):
+        _name, vsize, va, raw_size, raw_ptr, *_rest = blob.unpack(_SECTION, table + i * _SECTION.size)
+        spans.append((va, vsize, raw_size, raw_ptr))
+    return spans
 
 
 def _import_table_sane(blob: Blob, coff_off: int) -> bool:
