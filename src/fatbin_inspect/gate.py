@@ -67,7 +67,7 @@ def counted_fatbins(report: FileReport) -> List[Fatbin]:
     """Fatbins that can make a launch fail: with SASS or PTX, and not ignored by the engine."""
     has_nv = any(fb.section == ".nv_fatbin" for fb in report.fatbins)
     return [fb for fb in report.fatbins if any(e.kind in (KIND_SASS, KIND_PTX) for e in fb.entries)
-            and engine._ignored(fb, has_nv) is None]
+            and engine.ignored_reason(fb, has_nv) is None]
 
 
 def state(d: engine.Decision) -> str:

@@ -1,57 +1,107 @@
-"""Walking directory trees: regular files only, symlinks not followed into loops, never written."""
+"""Walking directory trees: regular files only, symlinks not followed into loops, never written.
+
+``iter_stat`` hands out, with each path, the ``lstat`` the directory listing already paid for and
+the absolute path, so a warm scan of 15,000 files costs one system call per file; ``iter_files``
+is the same walk for commands that only need paths.
+"""
 
 from __future__ import annotations
 
+import operator
 import os
 import stat
-from typing import Iterator, Tuple
+from typing import Iterator, Optional, Tuple
 
 # (path, note): note is None for a file to inspect, else why it was skipped
-Item = Tuple[str, "str | None"]
+Item = Tuple[str, Optional[str]]
 
 
-def iter_files(root: str, follow_links: bool = False) -> Iterator[Item]:
+def iter_files(root: str) -> Iterator[Item]:
     """Yield every regular file under ``root`` (sorted, deterministic), and skips with a reason."""
-    seen = set()
+    for path, _abs, _st, note in iter_stat(root):
+        yield path, note
 
-    def visit(d: str) -> Iterator[Item]:
-        try:
-            st = os.stat(d)
-        except OSError as exc:
-            yield d, f"unreadable directory: {exc.strerror}"
-            return
+
+# (path as shown, absolute path, stat or None, skip): skip is None for a regular file, else why
+# the entry was skipped; the stat is None when the walk has none (a root that is a file)
+StatItem = Tuple[str, str, Optional[os.stat_result], Optional[str]]
+
+
+_SCANDIR_FD = os.scandir in os.supports_fd  # stat by name relative to an open folder (fstatat)
+
+
+def _entries(d: str) -> list:
+    """``[(name, lstat or None, note)]`` of a folder, sorted by name; ``note``: "symlink", or why
+    the entry could not be stat'ed. Each stat is taken relative to the open folder where the
+    platform allows, so the kernel resolves one name per file, not the whole path."""
+    out = []
+    fd = os.open(d, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)) if _SCANDIR_FD else None
+    try:
+        with os.scandir(d if fd is None else fd) as it:
+            for e in sorted(it, key=operator.attrgetter("name")):
+                try:
+                    if e.is_symlink():
+                        out.append((e.name, None, "symlink"))
+                    else:
+                        out.append((e.name, e.stat(follow_symlinks=False), None))
+                except OSError as exc:
+                    out.append((e.name, None, f"unreadable: {exc.strerror}"))
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return out
+
+
+def iter_stat(root: str) -> Iterator[StatItem]:
+    """Every regular file under ``root`` (sorted by name per folder, depth first), symlinks not
+    followed; one loop over a stack of folders, not a generator per folder level."""
+    if not os.path.isdir(root):
+        yield root, os.path.abspath(root), None, None
+        return
+    seen = set()
+    S_ISREG, S_ISDIR, sep, exists = stat.S_ISREG, stat.S_ISDIR, os.sep, os.path.exists
+
+    def listing(d: str, ad: str, st):
+        """(entries iterator, shown prefix, absolute prefix), or why the folder is skipped."""
         key = (st.st_dev, st.st_ino)
         if key in seen:
-            yield d, "directory already visited (symlink loop): skipped"
-            return
+            return "directory already visited (symlink loop): skipped"
         seen.add(key)
         try:
-            with os.scandir(d) as it:
-                entries = sorted(it, key=lambda e: e.name)
+            entries = _entries(d)
         except OSError as exc:
-            yield d, f"unreadable directory: {exc.strerror}"
-            return
-        for e in entries:
-            try:
-                if e.is_symlink():
-                    if not os.path.exists(e.path):  # False for a loop (ELOOP) too
-                        yield e.path, "symlink loop or dangling symlink: skipped"
-                        continue
-                    if not follow_links:
-                        continue  # the target is scanned where it lives, or is outside the tree
-                if e.is_dir(follow_symlinks=follow_links):
-                    yield from visit(e.path)
-                    continue
-                mode = e.stat(follow_symlinks=follow_links).st_mode
-            except OSError as exc:
-                yield e.path, f"unreadable: {exc.strerror}"
-                continue
-            if stat.S_ISREG(mode):
-                yield e.path, None
-            elif not stat.S_ISDIR(mode):
-                yield e.path, "not a regular file (FIFO, device or socket): skipped"
+            return f"unreadable directory: {exc.strerror}"
+        return iter(entries), d if d.endswith(sep) else d + sep, ad if ad.endswith(sep) else ad + sep
 
-    if os.path.isdir(root):
-        yield from visit(root)
-    else:
-        yield root, None
+    aroot = os.path.abspath(root)
+    try:
+        top = listing(root, aroot, os.stat(root))
+    except OSError as exc:
+        top = f"unreadable directory: {exc.strerror}"
+    if isinstance(top, str):
+        yield root, aroot, None, top
+        return
+    stack = [top]
+    while stack:
+        entries, shown, prefix = stack[-1]
+        for name, est, note in entries:
+            if note is not None:
+                if note != "symlink":
+                    yield shown + name, prefix + name, None, note
+                elif not exists(shown + name):  # False for a loop (ELOOP) too
+                    yield shown + name, prefix + name, None, "symlink loop or dangling symlink: skipped"
+                continue  # a symlink's target is scanned where it lives, or is outside the tree
+            mode = est.st_mode
+            if S_ISREG(mode):
+                yield shown + name, prefix + name, est, None
+            elif S_ISDIR(mode):
+                sub = listing(shown + name, prefix + name, est)
+                if isinstance(sub, str):
+                    yield shown + name, prefix + name, None, sub
+                    continue
+                stack.append(sub)
+                break
+            else:
+                yield shown + name, prefix + name, None, "not a regular file (FIFO, device or socket): skipped"
+        else:
+            stack.pop()

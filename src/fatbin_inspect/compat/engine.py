@@ -91,7 +91,9 @@ def _kernel_names(e: Entry) -> Tuple[str, ...]:
     return tuple(k.name for k in e.kernels or ())
 
 
-def _ignored(fb: Fatbin, linked_has_fatbin: bool) -> Optional[str]:
+def ignored_reason(fb: Fatbin, linked_has_fatbin: bool) -> Optional[str]:
+    """Why a fatbin does not count toward a file's verdict (None: it counts): relocatable copies
+    beside a device-linked ``.nv_fatbin``, nvcc's kernel-less device-link output."""
     if linked_has_fatbin and fb.section == "__nv_relfatbin":
         return "relocatable device code kept for linking; the device-linked .nv_fatbin is what loads"
     images = [e for e in fb.entries if e.kind in (KIND_SASS, KIND_PTX)]
@@ -142,7 +144,7 @@ def evaluate(report: FileReport, target: Target, runtime: Optional[RuntimeNeed] 
     static-cudart evidence, which needs I/O)."""
     rt = runtime if runtime is not None else from_needs(report.needs)
     has_nv = any(fb.section == ".nv_fatbin" for fb in report.fatbins)
-    fbs = tuple(evaluate_fatbin(fb, target, _ignored(fb, has_nv)) for fb in report.fatbins)
+    fbs = tuple(evaluate_fatbin(fb, target, ignored_reason(fb, has_nv)) for fb in report.fatbins)
     counted = [v for v in fbs if v.ignored is None and v.verdict != "no-device-code"]
     notes = tuple(n for n in (target.driver.note,) if n)
     base = dict(path=report.path, target=target, fatbins=fbs, runtime=rt)

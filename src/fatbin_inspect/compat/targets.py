@@ -197,52 +197,18 @@ def local_gpus() -> Tuple[Gpu, ...]:
 
 
 def _nvml_gpus() -> Optional[List[Tuple[str, CC]]]:
-    try:
-        import pynvml  # type: ignore
+    """(name, CC) per GPU from NVML, None when NVML is unusable (probes live in ``stack``)."""
+    from fatbin_inspect import stack
 
-        pynvml.nvmlInit()
-    except Exception:
-        return None
-    try:
-        out = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            name = pynvml.nvmlDeviceGetName(h)
-            name = name.decode() if isinstance(name, bytes) else name
-            out.append((name, tuple(pynvml.nvmlDeviceGetCudaComputeCapability(h))))
-        return out
-    except Exception:
-        return None
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:
-            pass
+    gpus, _driver_version, err = stack.nvml_gpus()
+    return None if err else [(g.name, data.parse_cc(g.cc)) for g in gpus]
 
 
 def _cuda_gpus() -> List[Tuple[str, CC]]:
-    try:
-        from cuda.bindings import driver as cu  # type: ignore
-    except Exception:
-        try:
-            from cuda import cuda as cu  # type: ignore
-        except Exception:
-            return []
-    try:
-        if cu.cuInit(0)[0] != cu.CUresult.CUDA_SUCCESS:
-            return []
-        err, n = cu.cuDeviceGetCount()
-        out = []
-        for i in range(n if err == cu.CUresult.CUDA_SUCCESS else 0):
-            _, dev = cu.cuDeviceGet(i)
-            _, raw = cu.cuDeviceGetName(64, dev)
-            attr = cu.CUdevice_attribute
-            _, major = cu.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
-            _, minor = cu.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
-            out.append((raw.split(b"\0")[0].decode(errors="replace"), (major, minor)))
-        return out
-    except Exception:
-        return []
+    from fatbin_inspect import stack
+
+    gpus, _driver_version, err = stack.cuda_python_gpus()
+    return [] if err else [(g.name, data.parse_cc(g.cc)) for g in gpus]
 
 
 # ------------------------------------------------------------------------------------- drivers
@@ -278,15 +244,13 @@ def _driver(version: str, row: dict, assumed: bool = False, note: Optional[str] 
 
 
 def local_driver_version() -> str:
-    try:
-        import pynvml  # type: ignore
+    from fatbin_inspect import stack
 
-        pynvml.nvmlInit()
-        try:
-            v = pynvml.nvmlSystemGetDriverVersion()
-            return v.decode() if isinstance(v, bytes) else v
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:
+    _gpus, version, _err = stack.nvml_gpus()
+    if version is None:
+        kernel = stack.proc_driver_version("/proc")
+        version = kernel.version if kernel is not None else None
+    if not version:
         raise DeviceError("--driver auto: cannot read the driver version (no NVIDIA driver, or "
-                          "nvidia-ml-py is not installed); give it as --driver 550.54.14") from None
+                          "nvidia-ml-py is not installed); give it as --driver 550.54.14")
+    return version
