@@ -10,11 +10,15 @@ from __future__ import annotations
 import os
 from typing import Callable, Dict, List
 
-from fatbin_inspect import cubin, fatbin, ptx
-from fatbin_inspect.binio import Blob
+from fatbin_inspect.formats import cubin
+
+from fatbin_inspect.formats import fatbin
+
+from fatbin_inspect.formats import ptx
+from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.containers import archives, detect, elf, pe
 from fatbin_inspect.errors import InputError
-from fatbin_inspect.inventory import Options, decode_entry, inspect_blob
+from fatbin_inspect.inventory.core import Options, decode_entry, inspect_blob
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")

@@ -104,8 +104,8 @@ def test_every_option_has_an_environment_default(monkeypatch):
 
 def test_kernels_json_encoded_in_workers_is_the_same_document(monkeypatch, schema):
     # large files take the path where worker processes decode *and* encode their fatbins
-    from fatbin_inspect import inventory
-    from fatbin_inspect.inventory import Options, inspect_path
+    from fatbin_inspect.inventory import core as inventory
+    from fatbin_inspect.inventory.core import Options, inspect_path
     from fatbin_inspect.render import records
 
     files = [fixture_path("bin", "t05_exe_af_targets"), fixture_path("bin", "t10_rdc_lib_sm80.a"),

@@ -6,7 +6,7 @@ from fatbin_inspect.compat import data, rules
 from fatbin_inspect.compat.engine import evaluate, evaluate_fatbin
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import Target, gpu_for_cc, resolve_driver, resolve_gpu
-from fatbin_inspect.model import CubinInfo, Entry, Fatbin, FileReport, Kernel
+from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport, Kernel
 
 
 def E(arch, isa=None, kernels=("k",), device_link=False, offset=0):

@@ -8,8 +8,8 @@ import pytest
 
 from conftest import fixture_path
 from fatbin_inspect.compat import runtime
-from fatbin_inspect.inventory import Options, inspect_path
-from fatbin_inspect.model import CubinInfo, Entry, Fatbin, FileReport
+from fatbin_inspect.inventory.core import Options, inspect_path
+from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport
 
 
 @pytest.mark.parametrize("needs,version", [

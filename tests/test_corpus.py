@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 from conftest import CORPUS
-from fatbin_inspect.inventory import Options, inspect_path
+from fatbin_inspect.inventory.core import Options, inspect_path
 from oracle import cuobjdump_entries, our_entries
 
 pytestmark = pytest.mark.corpus

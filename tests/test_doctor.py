@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from fatbin_inspect import stack as st
-from fatbin_inspect.diagnose import FAIL, OK, UNKNOWN, diagnose
+from fatbin_inspect.system import stack as st
+from fatbin_inspect.system.diagnose import FAIL, OK, UNKNOWN, diagnose
 
 PROC_580 = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs-builder@U16)\n"
 

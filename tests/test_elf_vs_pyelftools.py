@@ -10,7 +10,7 @@ import os
 import pytest
 
 from conftest import FIXTURES
-from fatbin_inspect.binio import open_blob
+from fatbin_inspect.formats.binio import open_blob
 from fatbin_inspect.containers import cuda_needs, detect, elf
 
 elftools = pytest.importorskip("elftools.elf.elffile", reason="pyelftools (test extra) not installed")

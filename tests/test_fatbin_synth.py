@@ -5,10 +5,10 @@ import struct
 import pytest
 
 import builders as B
-from fatbin_inspect.binio import Blob
+from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.errors import CorruptError, TruncatedError
-from fatbin_inspect import fatbin as F
-from fatbin_inspect.inventory import Options, inspect_path
+from fatbin_inspect.formats import fatbin as F
+from fatbin_inspect.inventory.core import Options, inspect_path
 
 
 def parse(data: bytes):
@@ -125,7 +125,7 @@ def test_bad_entry_version():
 
 
 def test_cubin_v7_arch_specific_bit_and_v8_compat_section():
-    from fatbin_inspect.cubin import parse_cubin
+    from fatbin_inspect.formats.cubin import parse_cubin
 
     info, _ = parse_cubin(B.cubin(90, abi=7, arch_specific=True))
     assert info.elf_abi == 7 and info.sm == 90 and info.arch_specific

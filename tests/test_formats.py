@@ -17,10 +17,10 @@ import pytest
 
 import builders as B
 from fatbin_inspect import __version__
-from fatbin_inspect import policy as P
-from fatbin_inspect.findings import RULES, fails
-from fatbin_inspect.gate import gate
-from fatbin_inspect.inventory import Options, inspect_path
+from fatbin_inspect.checks import policy as P
+from fatbin_inspect.checks.findings import RULES, fails
+from fatbin_inspect.checks.gate import gate
+from fatbin_inspect.inventory.core import Options, inspect_path
 from fatbin_inspect.render.findings_json import render_json, render_jsonl
 from fatbin_inspect.render.gate_table import render_gate_table
 from fatbin_inspect.render.github import render_github

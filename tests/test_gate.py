@@ -6,11 +6,11 @@ import os
 import pytest
 
 import builders as B
-from fatbin_inspect import policy as P
+from fatbin_inspect.checks import policy as P
 from fatbin_inspect.cli.main import main
 from fatbin_inspect.errors import UsageError
-from fatbin_inspect.gate import gate
-from fatbin_inspect.inventory import Options, inspect_path
+from fatbin_inspect.checks.gate import gate
+from fatbin_inspect.inventory.core import Options, inspect_path
 
 
 def write(path, data: bytes) -> str:

@@ -3,7 +3,7 @@
 import pytest
 
 from conftest import fixture_path
-from fatbin_inspect.inventory import Options, inspect_path
+from fatbin_inspect.inventory.core import Options, inspect_path
 
 
 def legend(report):
@@ -144,7 +144,7 @@ def test_pe_section_spans_match_lief():
     # directory lookup of real DLLs (bitsandbytes' libbitsandbytes_cpu.dll)
     import lief
 
-    from fatbin_inspect.binio import open_blob
+    from fatbin_inspect.formats.binio import open_blob
     from fatbin_inspect.containers import pe
 
     path = fixture_path("bin", "pe_nv_fatb_2fatbins.dll")

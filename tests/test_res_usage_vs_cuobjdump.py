@@ -5,7 +5,7 @@ from collections import Counter
 import pytest
 
 from conftest import fixture_path
-from fatbin_inspect.inventory import Options, inspect_path
+from fatbin_inspect.inventory.core import Options, inspect_path
 from oracle import cuobjdump_resources
 
 pytestmark = pytest.mark.cuobjdump

@@ -11,10 +11,11 @@ from click.testing import CliRunner
 from builders import tar_archive, zip_archive
 from conftest import fixture_path
 
-from fatbin_inspect import coverage
+import fatbin_inspect
+from fatbin_inspect.checks import coverage
 from fatbin_inspect.cli.main import cli
-from fatbin_inspect.inventory import inspect_path
-from fatbin_inspect.progress import Progress
+from fatbin_inspect.inventory.core import inspect_path
+from fatbin_inspect.cli.progress import Progress
 from fatbin_inspect.scan import ScanOptions, scan
 from fatbin_inspect.scan.environment import interpreter_site_packages, resolve_roots
 
@@ -216,7 +217,7 @@ def test_split_wheel_gives_the_same_records_in_order_and_one_cache_entry(tmp_pat
 
 
 def test_split_spans_join_like_the_whole_walk():
-    from fatbin_inspect.model import FileError, FileReport
+    from fatbin_inspect.formats.model import FileError, FileReport
     from fatbin_inspect.scan import _join_spans
 
     def rec(p, err=None):
@@ -278,7 +279,7 @@ def test_cli_table_and_json(site, tmp_path, monkeypatch):
     res = runner.invoke(cli, ["scan", str(site), "--format", "json", "-j", "1"])
     assert res.exit_code == 0
     doc = json.loads(res.output)
-    with open(os.path.join(os.path.dirname(coverage.__file__), "schemas", "scan.schema.json")) as fh:
+    with open(os.path.join(os.path.dirname(fatbin_inspect.__file__), "schemas", "scan.schema.json")) as fh:
         jsonschema.validate(doc, json.load(fh))
     assert {f["distribution"] for f in doc["files"]} == {"alpha-gpu 1.2.3", "nvidia-one 13.0", "nvidia-two 12.0", None}
     assert [r["name"] for r in doc["coverage"]["rows"]][:3] == ["alpha-gpu 1.2.3", "nvidia-one 13.0", "nvidia-two 12.0"]
@@ -334,7 +335,7 @@ def test_cached_records_follow_the_path_as_given(site, tmp_path, monkeypatch):
 
 
 def test_options_given_as_a_dict_share_the_cache_with_options():
-    from fatbin_inspect.inventory import Options
+    from fatbin_inspect.inventory.core import Options
     from fatbin_inspect.scan import FINGERPRINT_DEFAULTS, _options_fingerprint
 
     assert FINGERPRINT_DEFAULTS == {k: getattr(Options(), k) for k in FINGERPRINT_DEFAULTS}
@@ -345,7 +346,7 @@ def test_options_given_as_a_dict_share_the_cache_with_options():
 
 def test_stat_walk_agrees_with_the_plain_walk(site, tmp_path):
     from fatbin_inspect.scan.environment import iter_stat
-    from fatbin_inspect.walk import iter_files
+    from fatbin_inspect.inventory.walk import iter_files
 
     os.symlink(site / "alpha", site / "stray" / "alpha_link")  # followed by neither
     os.symlink(tmp_path / "nowhere", site / "stray" / "dangling")

@@ -137,7 +137,7 @@ def test_timeout_is_not_a_finding():
 
 
 def _fatbin():
-    from fatbin_inspect.inventory import Options, inspect_path
+    from fatbin_inspect.inventory.core import Options, inspect_path
 
     rec = next(inspect_path(fixture_path("bin", RAW), Options(details=True)))
     return rec.fatbins[0]

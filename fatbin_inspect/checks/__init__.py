@@ -1,0 +1,1 @@
+"""Release checks over inventories: findings, policies, the gate, diffs, coverage summaries."""

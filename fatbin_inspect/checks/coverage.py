@@ -1,0 +1,167 @@
+"""The coverage matrix: one row per distribution (or folder), one column per architecture.
+
+A column is a base SM number (``sm_90`` and ``sm_90a`` share column 90: the suffix is kept in the
+cell's ``arches``). A cell is ``sass`` (a cubin for that SM exists), ``ptx`` (only PTX for that SM:
+the driver must JIT it), or ``none``. LTO-IR never runs as is and fills no cell. Rows keep their
+files as child rows, so a renderer can expand them. Pure data: no I/O, no rendering.
+
+``build`` takes full ``FileReport`` records or ``FileSummary`` records (what a file contributes to
+the matrix, nothing more): a warm scan loads summaries from the cache instead of unpickling every
+entry of a 24,000-fatbin library.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, FileError, FileReport
+
+SASS, PTX, NONE = "sass", "ptx", "none"
+VERDICT_ORDER = {"fail": 3, "jit": 2, "native": 1, "no-device-code": 0}
+
+
+@dataclass(frozen=True)
+class Cell:
+    state: str  # sass | ptx | none
+    arches: Tuple[str, ...] = ()  # "sm_90", "sm_90a", "compute_90" ...
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Worst engine verdict of a row for one target, with the file that decided it."""
+
+    verdict: str  # native | jit | fail | no-device-code
+    error: Optional[str] = None  # "209 cudaErrorNoKernelImageForDevice"
+    rule: Optional[str] = None
+    reason: Optional[str] = None
+    path: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str  # "torch 2.14.1", a folder, or a file path for child rows
+    kind: str  # distribution | folder | file
+    cells: Dict[int, Cell]
+    files: int
+    errors: int
+    verdicts: Tuple[Verdict, ...] = ()  # one per target, in target order
+    children: Tuple["Row", ...] = ()
+
+    def newest_ptx_upto(self, sm: int) -> Optional[str]:
+        """The highest ``compute_XY`` in the row with XY <= ``sm`` (what the driver could JIT)."""
+        best = None
+        for col, c in self.cells.items():
+            for a in c.arches:
+                if a.startswith("compute_") and col <= sm and (best is None or col > best[0]):
+                    best = (col, a)
+        return best[1] if best else None
+
+
+@dataclass(frozen=True)
+class Coverage:
+    columns: Tuple[int, ...]  # SM numbers present anywhere, ascending
+    rows: Tuple[Row, ...]  # distributions first (by name), then folders
+    targets: Tuple[str, ...] = ()  # labels of the targets the verdicts refer to
+
+
+@dataclass(frozen=True)
+class FileSummary:
+    """What one file contributes to the matrix: ``arches`` holds the distinct ``(kind, sm, arch)``
+    of its SASS and PTX entries (sorted), e.g. ``("sass", 90, "sm_90a")``."""
+
+    path: str
+    format: str
+    size: int
+    arches: Tuple[Tuple[str, int, str], ...] = ()
+    error: Optional[FileError] = None
+    distribution: Optional[str] = field(default=None, compare=False)
+
+
+def summarize(report: FileReport) -> FileSummary:
+    """The ``FileSummary`` of a full record (its ``distribution`` carried over)."""
+    if isinstance(report, FileSummary):
+        return report
+    seen = {(e.kind, e.sm, e.arch) for fb in report.fatbins for e in fb.entries if e.kind in (KIND_SASS, KIND_PTX)}
+    return FileSummary(report.path, report.format, report.size, tuple(sorted(seen)), report.error,
+                       report.distribution)
+
+
+def folder_of(path: str) -> str:
+    """The folder a file is reported under: its directory, inside an archive too (``A.tar!usr/lib``)."""
+    head, sep, member = path.rpartition("!")
+    if sep:
+        d = member.rsplit("/", 1)[0] if "/" in member else ""
+        return f"{head}!{d}" if d else head
+    return os.path.dirname(path) or "."
+
+
+def _arches(report) -> Dict[int, set]:
+    out: Dict[int, set] = {}
+    for kind, sm, arch in summarize(report).arches:
+        out.setdefault(sm, set()).add((kind, arch))
+    return out
+
+
+def _cells(arches: Dict[int, set]) -> Dict[int, Cell]:
+    cells = {}
+    for sm, items in arches.items():
+        sass = sorted(a for k, a in items if k == KIND_SASS)
+        ptx = sorted(a for k, a in items if k == KIND_PTX)
+        cells[sm] = Cell(SASS, tuple(sass + ptx)) if sass else Cell(PTX, tuple(ptx))
+    return cells
+
+
+def _worst(verdicts: Sequence[Verdict]) -> Verdict:
+    return max(verdicts, key=lambda v: VERDICT_ORDER.get(v.verdict, 0))
+
+
+def build(reports: Iterable[Union[FileReport, FileSummary]], verdicts: Optional[Dict[str, Sequence[Verdict]]] = None,
+          targets: Sequence[str] = ()) -> Coverage:
+    """``verdicts`` maps a report path to its per-target verdicts (same order as ``targets``)."""
+    groups: "OrderedDict[Tuple[int, str], List[FileReport]]" = OrderedDict()
+    for r in reports:
+        key = (0, r.distribution) if r.distribution else (1, folder_of(r.path))
+        groups.setdefault(key, []).append(r)
+    columns = set()
+    rows = []
+    for (order, name), members in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1].lower())):
+        merged: Dict[int, set] = {}
+        children = []
+        for r in sorted(members, key=lambda r: r.path):
+            arches = _arches(r)
+            for sm, items in arches.items():
+                merged.setdefault(sm, set()).update(items)
+            vs = tuple(verdicts.get(r.path, ())) if verdicts else ()
+            children.append(Row(r.path, "file", _cells(arches), 1, int(r.error is not None), vs))
+        columns.update(merged)
+        row_vs = tuple(_worst([c.verdicts[i] for c in children if len(c.verdicts) > i])
+                       for i in range(len(targets)))
+        rows.append(Row(name, "distribution" if order == 0 else "folder", _cells(merged), len(members),
+                        sum(c.errors for c in children), row_vs, tuple(children)))
+    return Coverage(tuple(sorted(columns)), tuple(rows), tuple(targets))
+
+
+def describe(row: Row, sm: int) -> str:
+    """Facts for one target SM: ``no sm_120 SASS, compute_90 PTX only``."""
+    cell = row.cells.get(sm)
+    if cell is not None and cell.state == SASS:
+        return f"sm_{sm} SASS"
+    parts = [f"no sm_{sm} SASS"]
+    ptx = row.newest_ptx_upto(sm)
+    parts.append(f"{ptx} PTX only" if ptx else "no PTX to JIT")
+    return ", ".join(parts)
+
+
+def verdict_of(file_verdict, path: Optional[str] = None) -> Verdict:
+    """A coverage ``Verdict`` from the engine's ``FileVerdict`` (its ``error`` is a record with
+    ``code`` and ``name``, a dict of them, or None)."""
+    err = file_verdict.error
+    if err is not None:
+        code = getattr(err, "code", None) if not isinstance(err, dict) else err.get("code")
+        name = getattr(err, "name", None) if not isinstance(err, dict) else err.get("name")
+        err = " ".join(str(x) for x in (code, name) if x is not None) or str(err)
+    return Verdict(file_verdict.verdict, err, getattr(file_verdict, "rule", None),
+                   getattr(file_verdict, "reason", None), path)

@@ -1,0 +1,264 @@
+"""The release policy a gate enforces, from ``[tool.fatbin-inspect]`` in pyproject.toml and flags.
+
+Precedence, lowest first: defaults, the file's top level, the file's ``[[...overrides]]`` whose
+``match`` glob fits the artifact (path, file name or distribution name), command-line flags.
+
+Semantics follow EasyBuild's CUDA sanity check: a required arch needs device code (SASS) that
+loads on it; PTX only counts in its place with ``ptx-counts`` (EasyBuild: accept-ptx-as-devcode);
+``require-ptx`` asks for PTX of the newest required arch (EasyBuild checks it unless
+accept-missing-ptx); SASS for archs not required is "surplus" and reported only with
+``allow-surplus = false`` (EasyBuild's strict mode); ``ignore`` globs skip files.
+
+    [tool.fatbin-inspect]
+    require = ["sm_80", "sm_90", "sm_100", "sm_120"]
+    require-ptx = true
+    forbid = ["sm_50"]
+    gpus = ["H100", "RTX 5090"]
+    min-driver = "535"
+    ignore = ["*/libcudart.so*"]
+    disable = ["FBI007"]
+    severity = { FBI006 = "error" }
+
+    [[tool.fatbin-inspect.overrides]]
+    match = "*cuda11*"
+    require = ["sm_70", "sm_80"]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import os
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from fatbin_inspect.errors import UsageError
+from fatbin_inspect.checks.findings import FAIL_LEVELS, RULE_BY_ID, SEVERITIES
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.9/3.10 only
+    import tomli as tomllib
+
+SECTION = "fatbin-inspect"
+
+
+@dataclass(frozen=True)
+class Override:
+    match: Tuple[str, ...]  # globs tried on the artifact path, its file name and its distribution name
+    values: Tuple[Tuple[str, Any], ...]  # normalized policy fields
+
+    def applies(self, path: str, distribution: Optional[str]) -> bool:
+        names = [path, os.path.basename(path.replace("!", "/"))]
+        if distribution:
+            names += [distribution, distribution.split()[0]]
+        return any(fnmatch.fnmatchcase(n, g) for g in self.match for n in names)
+
+
+@dataclass(frozen=True)
+class Policy:
+    require: Tuple[str, ...] = ()  # normalized SASS archs: sm_80, sm_90a, sm_100f
+    ptx_counts: bool = False  # JIT-able PTX satisfies a required arch (as a note, FBI002)
+    require_ptx: bool = False  # PTX for the newest required arch (FBI006)
+    forbid: Tuple[str, ...] = ()  # sm_XX / compute_XX archs that must not appear (FBI007 error)
+    allow_surplus: bool = True  # False: SASS for archs not in `require` is FBI007 (warning)
+    gpus: Tuple[str, ...] = ()  # GPU names for the compatibility engine (FBI001-FBI004)
+    min_driver: Optional[str] = None  # "535", "550.54.14": oldest driver the release supports
+    ignore: Tuple[str, ...] = ()  # globs over artifact paths and file names
+    severity: Tuple[Tuple[str, str], ...] = ()  # (rule id, severity) re-grades
+    disable: Tuple[str, ...] = ()  # rule ids never reported
+    fail_on: str = "error"
+    overrides: Tuple[Override, ...] = ()
+    source: Optional[str] = None  # the pyproject.toml read, for messages
+
+    def for_artifact(self, path: str, distribution: Optional[str] = None,
+                     flags: Optional[Mapping[str, Any]] = None) -> "Policy":
+        """This policy with the matching overrides applied, then ``flags`` again on top."""
+        pol = self
+        for ov in self.overrides:
+            if ov.applies(path, distribution):
+                pol = dataclasses.replace(pol, **dict(ov.values))
+        if flags:
+            pol = dataclasses.replace(pol, **dict(flags))
+        return pol
+
+    def ignored(self, path: str) -> bool:
+        base = os.path.basename(path.replace("!", "/"))
+        member = path.split("!", 1)[1] if "!" in path else None
+        return any(fnmatch.fnmatchcase(n, g) for g in self.ignore for n in (path, base, member) if n)
+
+    def grade(self, rule_id: str, severity: str) -> Optional[str]:
+        """The severity to report ``rule_id`` at, or None when the rule is disabled."""
+        if rule_id in self.disable:
+            return None
+        return dict(self.severity).get(rule_id, severity)
+
+
+def distribution_of(report) -> Optional[str]:
+    """``report.distribution`` (set by scan), else "name version" from a wheel file name in the path."""
+    if report.distribution:
+        return report.distribution
+    for part in report.path.split("!"):
+        m = _WHEEL.match(os.path.basename(part))
+        if m:
+            return f"{m.group(1)} {m.group(2)}"
+    return None
+
+
+_WHEEL = re.compile(r"^([A-Za-z0-9_.]+)-([^-]+)-.*\.whl$")
+
+
+# ---------------------------------------------------------------------------------- arch names
+_ARCH = re.compile(r"^(?:(sm|compute)_)?(\d+)(?:\.(\d+))?([af]?)$")
+
+
+def normalize_arch(text: str, where: str = "arch") -> str:
+    """``sm_90a``, ``90a``, ``9.0a`` -> ``sm_90a``; ``compute_120f`` stays PTX. UsageError otherwise."""
+    m = _ARCH.match(text.strip().lower())
+    if not m:
+        raise UsageError(f"{where}: not an architecture: {text!r} (expected e.g. sm_90, sm_100a, 8.6, 120f)")
+    prefix, major, minor, variant = m.groups()
+    sm = int(major) * 10 + int(minor) if minor is not None else int(major)
+    if minor is not None and int(minor) > 9:
+        raise UsageError(f"{where}: not an architecture: {text!r}")
+    if variant and sm < 90:
+        raise UsageError(f"{where}: {text!r}: 'a' targets start at sm_90, 'f' targets at sm_100")
+    return f"{prefix or 'sm'}_{sm}{variant}"
+
+
+def split_arch(arch: str) -> Tuple[str, int, str]:
+    """``sm_100a`` -> ("sm", 100, "a")."""
+    prefix, _, rest = arch.partition("_")
+    variant = rest[-1] if rest[-1] in "af" else ""
+    return prefix, int(rest.rstrip("af")), variant
+
+
+def arch_list(value: Any, where: str) -> Tuple[str, ...]:
+    """A list, or a comma/space separated string, of arch names -> normalized, deduplicated."""
+    items = value.replace(",", " ").split() if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise UsageError(f"{where}: expected a list of architectures")
+    out = []
+    for it in items:
+        a = normalize_arch(str(it), where)
+        if a not in out:
+            out.append(a)
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------------------ reading
+_BOOL_KEYS = ("ptx_counts", "require_ptx", "allow_surplus")
+_KEYS = {f.name for f in dataclasses.fields(Policy)} - {"overrides", "source"}
+
+
+def normalize(values: Mapping[str, Any], where: str) -> Dict[str, Any]:
+    """Validate raw TOML/flag values (kebab or snake case keys) into Policy field values."""
+    out: Dict[str, Any] = {}
+    for raw_key, val in values.items():
+        key = raw_key.replace("-", "_")
+        here = f"{where}: {raw_key}"
+        if key not in _KEYS:
+            raise UsageError(f"{where}: unknown key {raw_key!r} (known: "
+                             f"{', '.join(sorted(k.replace('_', '-') for k in _KEYS | {'overrides'}))})")
+        if key in ("require", "forbid"):
+            out[key] = arch_list(val, here)
+        elif key in _BOOL_KEYS:
+            if not isinstance(val, bool):
+                raise UsageError(f"{here}: expected true or false")
+            out[key] = val
+        elif key in ("gpus", "ignore"):
+            items = val.split(",") if isinstance(val, str) else val
+            if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
+                raise UsageError(f"{here}: expected a list of strings")
+            out[key] = tuple(i.strip() for i in items if i.strip())
+        elif key == "min_driver":
+            if not re.fullmatch(r"\d+(\.\d+)*", str(val).strip()):
+                raise UsageError(f"{here}: expected a driver version like 535 or 550.54.14")
+            out[key] = str(val).strip()
+        elif key == "fail_on":
+            if val not in FAIL_LEVELS:
+                raise UsageError(f"{here}: expected one of {', '.join(FAIL_LEVELS)}")
+            out[key] = val
+        elif key == "disable":
+            items = val.replace(",", " ").split() if isinstance(val, str) else val
+            out[key] = tuple(_rule_id(i, here) for i in items)
+        elif key == "severity":
+            if not isinstance(val, Mapping):
+                raise UsageError(f"{here}: expected a table of rule id = severity")
+            grades = []
+            for rid, sev in val.items():
+                if sev not in SEVERITIES:
+                    raise UsageError(f"{here}.{rid}: expected one of {', '.join(SEVERITIES)}")
+                grades.append((_rule_id(rid, here), sev))
+            out[key] = tuple(grades)
+    return out
+
+
+def _rule_id(text: Any, where: str) -> str:
+    rid = str(text).strip().upper()
+    if rid not in RULE_BY_ID:
+        raise UsageError(f"{where}: unknown rule id {text!r}")
+    return rid
+
+
+def from_mapping(section: Mapping[str, Any], source: Optional[str] = None) -> Policy:
+    """A Policy from the ``[tool.fatbin-inspect]`` table (already parsed)."""
+    where = f"{source or 'pyproject.toml'} [tool.{SECTION}]"
+    values = dict(section)
+    raw_overrides = values.pop("overrides", [])
+    if not isinstance(raw_overrides, list):
+        raise UsageError(f"{where}: overrides: expected [[tool.{SECTION}.overrides]] tables")
+    overrides = []
+    for i, ov in enumerate(raw_overrides):
+        ov = dict(ov)
+        match = ov.pop("match", None)
+        if isinstance(match, str):
+            match = [match]
+        if not match or not all(isinstance(m, str) for m in match):
+            raise UsageError(f"{where}: overrides[{i}]: needs match = \"GLOB\" (or a list of globs)")
+        body = normalize(ov, f"{where} overrides[{i}]")
+        overrides.append(Override(tuple(match), tuple(body.items())))
+    return Policy(**normalize(values, where), overrides=tuple(overrides), source=source)
+
+
+def find_pyproject(start: str = ".") -> Optional[str]:
+    """The nearest pyproject.toml at or above ``start`` (as ruff and pytest look for it)."""
+    d = os.path.abspath(start)
+    while True:
+        cand = os.path.join(d, "pyproject.toml")
+        if os.path.isfile(cand):
+            return cand
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def read_section(path: str) -> Dict[str, Any]:
+    """``[tool.fatbin-inspect]`` of a TOML file ({} when absent); a syntax error is a UsageError."""
+    try:
+        with open(path, "rb") as fh:
+            doc = tomllib.load(fh)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: invalid TOML: {exc}") from None
+    section = doc.get("tool", {}).get(SECTION, {})
+    if not isinstance(section, dict):
+        raise UsageError(f"{path}: [tool.{SECTION}] must be a table")
+    return section
+
+
+def load(config: Optional[str] = None, flags: Optional[Mapping[str, Any]] = None,
+         search_from: str = ".") -> Tuple[Policy, Dict[str, Any]]:
+    """(policy from the file with flags on top, normalized flags to reapply after overrides).
+
+    ``config``: an explicit TOML file; None looks for the nearest pyproject.toml; "" reads none.
+    ``flags``: values given on the command line (None values are "not given").
+    """
+    path = find_pyproject(search_from) if config is None else (config or None)
+    base = from_mapping(read_section(path), path) if path else Policy()
+    given = normalize({k: v for k, v in (flags or {}).items() if v is not None}, "command line")
+    return dataclasses.replace(base, **given), given

@@ -1,0 +1,91 @@
+"""``fatbin-inspect check PATH... --gpu GPU [--driver VER]``: native, JIT or fail, and why.
+
+Exit 0 when everything loads natively (or has no device code), 1 when something fails, or when
+something needs JIT and ``--fail-on warning``; 2 for usage errors and unreadable inputs.
+``table`` and ``json`` (check.schema.json) show the verdicts; the other formats show them as the
+findings of ``gate`` (FBI001-FBI004, FBI013, FBI008 for unreadable inputs; JIT-only is a warning).
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+
+import click
+
+from fatbin_inspect.cli.common import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, color_for, note_error, output_option,
+                                       write_output)
+from fatbin_inspect.cli.gate import findings_format_option, write_findings
+from fatbin_inspect.cli.inventory import iter_reports
+from fatbin_inspect.compat import runtime
+from fatbin_inspect.compat.engine import evaluate
+from fatbin_inspect.compat.targets import resolve_targets
+from fatbin_inspect.errors import UsageError
+from fatbin_inspect.inventory.core import Options
+
+ARCHIVE_FORMATS = ("zip", "ar", "tar")
+
+
+def parse_env(pairs, inherit: bool):
+    env = {k: v for k, v in os.environ.items() if k.startswith("CUDA_")} if inherit else {}
+    for p in pairs:
+        if "=" not in p:
+            raise UsageError(f"--env {p!r}: expected NAME=VALUE, e.g. CUDA_FORCE_PTX_JIT=1")
+        k, v = p.split("=", 1)
+        env[k.strip()] = v
+    return env
+
+
+def wheel_runtime(path: str):
+    return runtime.from_wheel(path) if zipfile.is_zipfile(path) else None
+
+
+@click.command("check")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=True))
+@click.option("--gpu", "gpus", multiple=True, envvar="FATBIN_INSPECT_GPU",
+              help="GPU: a name ('RTX 4090', 'NVIDIA H100 80GB HBM3'), a CC (8.9), an SM (sm_89) or 'auto'. Repeatable.")
+@click.option("--driver", default=None, envvar="FATBIN_INSPECT_DRIVER",
+              help="Linux driver version (550.54.14), branch (550) or 'auto'; default: newest known branch.")
+@click.option("--env", "env_pairs", multiple=True, metavar="NAME=VALUE",
+              help="Environment of the deployment: CUDA_FORCE_PTX_JIT=1, CUDA_DISABLE_PTX_JIT=1. Repeatable.")
+@click.option("--inherit-env", is_flag=True, help="Also read CUDA_* switches from this process's environment.")
+@click.option("--fail-on", type=click.Choice(["error", "warning"]), default="error", show_default=True,
+              help="Exit 1 on failures only, or also when something needs PTX JIT.")
+@click.option("--per-fatbin", is_flag=True, help="JSON: add every fatbin's verdict and every entry's.")
+@click.option("--kernels", "all_kernels", is_flag=True, help="Table: list every kernel without an image.")
+@findings_format_option
+@output_option
+def check_cmd(paths, gpus, driver, env_pairs, inherit_env, fail_on, per_fatbin, all_kernels, fmt, output):
+    """Predict whether the CUDA code in PATHS loads on each --gpu with --driver (native / jit / fail)."""
+    targets = resolve_targets(list(gpus), driver, parse_env(env_pairs, inherit_env))
+    verdicts, unreadable = [], []
+    for root in paths:
+        wheel = wheel_runtime(root) if os.path.isfile(root) else None
+        for report in iter_reports([root], Options(kernels=True, details=True, resources=False)):
+            if report.error is not None:  # a damaged file is never called fine: exit 2 and FBI008
+                note_error(report)
+                unreadable.append(report)
+                if not report.fatbins:
+                    continue
+            if report.format in ARCHIVE_FORMATS and not report.fatbins:
+                continue  # the archive's members carry the verdicts
+            rt = runtime.for_file(report, wheel)
+            verdicts += [evaluate(report, t, rt) for t in targets]
+    if fmt == "json":
+        from fatbin_inspect.render import json_format
+        from fatbin_inspect.render.check_records import check_document
+
+        errors = [{"path": r.path, "message": r.error.message, "offset": r.error.offset} for r in unreadable]
+        write_output(json_format.dumps(check_document(targets, verdicts, per_fatbin, errors)), output)
+    elif fmt == "table":
+        from fatbin_inspect.render.check_table import render_check
+
+        write_output(render_check(targets, verdicts, color=color_for(output), kernels=all_kernels), output)
+    else:
+        from fatbin_inspect.checks.gate import check_findings
+
+        write_findings(check_findings(paths, targets, verdicts, unreadable), fmt, fail_on, output)
+    if unreadable:
+        raise SystemExit(EXIT_USAGE)
+    bad = {"fail"} | ({"jit"} if fail_on == "warning" else set())
+    raise SystemExit(EXIT_FINDINGS if any(v.verdict in bad for v in verdicts) else EXIT_OK)

@@ -1,0 +1,47 @@
+"""``fatbin-inspect diff OLD NEW``: archs and kernels added and dropped between two releases.
+
+Exit 0, or 1 with ``--fail-on-dropped`` when an arch, kernels or a file with device code were
+dropped; 2 on usage or internal error. Machine formats render the drops as findings
+(FBI010-FBI012); ``--format json`` adds every file's changes under ``diff``.
+"""
+
+from __future__ import annotations
+
+import click
+
+from fatbin_inspect.cli.common import EXIT_FINDINGS, EXIT_OK, color_for, output_option, write_output
+from fatbin_inspect.cli.gate import emit_findings, findings_format_option
+from fatbin_inspect.checks.findings import fails
+from fatbin_inspect.inventory.core import Options
+
+
+@click.command("diff")
+@click.argument("old", type=click.Path(exists=True))
+@click.argument("new", type=click.Path(exists=True))
+@click.option("--fail-on-dropped", is_flag=True, envvar="FATBIN_INSPECT_FAIL_ON_DROPPED",
+              help="Exit 1 when an arch, kernels or a file with device code were dropped.")
+@click.option("--kernels/--no-kernels", default=True, show_default=True, envvar="FATBIN_INSPECT_KERNELS",
+              help="Compare kernel names too (decodes every image).")
+@findings_format_option
+@output_option
+def diff_cmd(old, new, fail_on_dropped, kernels, fmt, output):
+    """Compare the device code of OLD and NEW (files, wheels or directories)."""
+    from fatbin_inspect.checks import diff as diff_mod
+    from fatbin_inspect.cli.inventory import iter_reports
+
+    opts = Options(kernels=kernels, details=kernels)
+    d = diff_mod.diff(iter_reports([old], opts), old.rstrip("/"), iter_reports([new], opts), new.rstrip("/"))
+    report = diff_mod.findings(d)
+    level = "warning" if fail_on_dropped else "never"
+    if fmt in ("table", "markdown", "json"):
+        from fatbin_inspect.render import diff_format, findings_json, json_format
+
+        if fmt == "table":
+            text = diff_format.render_diff_table(d, color=color_for(output))
+        elif fmt == "markdown":
+            text = diff_format.render_diff_markdown(d)
+        else:
+            text = json_format.dumps({**findings_json.document(report, level), "diff": diff_format.diff_dict(d)})
+        write_output(text, output)
+        raise SystemExit(EXIT_FINDINGS if fails(report.findings, level) else EXIT_OK)
+    emit_findings(report, fmt, level, output, exit_zero=False)

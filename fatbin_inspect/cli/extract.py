@@ -1,0 +1,70 @@
+"""``fatbin-inspect extract PATH -o DIR``: write selected entries as .cubin / .ptx files."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import click
+
+from fatbin_inspect.cli.common import EXIT_OK, note_error
+from fatbin_inspect.errors import InputError
+from fatbin_inspect.inventory.core import Options, inspect_pairs, payload
+from fatbin_inspect.formats.binio import open_blob
+from fatbin_inspect.formats.decompress import Budget
+from fatbin_inspect.inventory.walk import iter_files
+
+_SUFFIX = {"sass": ".cubin", "ptx": ".ptx", "ltoir": ".ltoir", "unknown": ".bin"}
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._+-]+", "_", name).strip("._") or "file"
+
+
+@click.command("extract")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--arch", "arches", multiple=True, help="Only these archs (sm_90, sm_90a, compute_120f, 90...).")
+@click.option("--kind", "kinds", multiple=True, type=click.Choice(["sass", "ptx", "ltoir", "unknown"]),
+              help="Only these kinds.")
+@click.option("--output-dir", "-o", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Directory for the extracted images (created).")
+def extract_cmd(paths, arches, kinds, out_dir):
+    """Write entries, decompressed, as files (what cuobjdump -xelf/-xptx does).
+
+    Names: <file>.<fatbin#>.<entry#>.<arch>.cubin|.ptx; LTO-IR is written as stored (opaque).
+    """
+    os.makedirs(out_dir, exist_ok=True)
+    wanted = {a if not a.isdigit() else a for a in arches}
+    written = 0
+    for root in paths:
+        for path, skip in iter_files(root):
+            if skip:
+                continue
+            try:
+                blob = open_blob(path)
+            except InputError as exc:
+                click.echo(f"fatbin-inspect: {path}: {exc}", err=True)
+                continue
+            for rec, b in inspect_pairs(path, blob, Options(), 0):
+                note_error(rec)
+                budget = Budget(b.size) if b is not None else None  # bounds decompression bombs
+                for fi, fb in enumerate(rec.fatbins):
+                    for ei, e in enumerate(fb.entries):
+                        if kinds and e.kind not in kinds:
+                            continue
+                        if wanted and e.arch not in wanted and str(e.sm) not in wanted:
+                            continue
+                        try:
+                            data = payload(b, e, budget)
+                        except InputError as exc:
+                            click.echo(f"fatbin-inspect: {rec.path} at offset {e.offset:#x}: {exc.message}", err=True)
+                            continue
+                        if e.kind == "ptx":
+                            data = data.split(b"\0", 1)[0]
+                        name = f"{_safe(os.path.basename(rec.path))}.{fi}.{ei}.{e.arch}{_SUFFIX[e.kind]}"
+                        with open(os.path.join(out_dir, name), "wb") as fh:
+                            fh.write(data)
+                        written += 1
+                        click.echo(name)
+    click.echo(f"{written} images written to {out_dir}", err=True)
+    raise SystemExit(EXIT_OK)

@@ -1,0 +1,160 @@
+"""``fatbin-inspect gate PATH...``: fail CI when a release does not cover what its policy requires.
+
+Exit 0 clean, 1 findings at or above ``--fail-on`` (0 with ``--exit-zero``), 2 usage or internal
+error. Every option has an environment default ``FATBIN_INSPECT_<OPTION>``; flags and environment
+win over ``[tool.fatbin-inspect]`` in the nearest pyproject.toml.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Optional
+
+import click
+
+from fatbin_inspect.cli.common import EXIT_FINDINGS, EXIT_OK, output_option
+from fatbin_inspect.errors import UsageError
+from fatbin_inspect.checks.findings import FAIL_LEVELS, FindingsReport, fails
+from fatbin_inspect.inventory.core import Options, inspect_path
+from fatbin_inspect.formats.model import FileReport
+
+FORMATS = ["table", "json", "jsonl", "sarif", "junit", "github", "markdown"]
+TORCH_LIB = "torch/lib/libtorch_cuda.so"
+
+
+def _env(name: str) -> str:
+    return f"FATBIN_INSPECT_{name}"
+
+
+def findings_format_option(f):
+    return click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+                        envvar=_env("FORMAT"), help="Output format (env FATBIN_INSPECT_FORMAT).")(f)
+
+
+def fail_options(f):
+    f = click.option("--exit-zero", is_flag=True, envvar=_env("EXIT_ZERO"),
+                     help="Exit 0 even when findings reach the fail level (env FATBIN_INSPECT_EXIT_ZERO).")(f)
+    return click.option("--fail-on", type=click.Choice(FAIL_LEVELS), default=None, envvar=_env("FAIL_ON"),
+                        help="Lowest severity that fails (default: error; env FATBIN_INSPECT_FAIL_ON).")(f)
+
+
+def emit_findings(report: FindingsReport, fmt: str, fail_on: str, output: Optional[str], exit_zero: bool) -> None:
+    """``write_findings``, then exit 0/1 by the fail level. Shared by every command that reports findings."""
+    write_findings(report, fmt, fail_on, output)
+    if fails(report.findings, fail_on) and not exit_zero:
+        raise SystemExit(EXIT_FINDINGS)
+    raise SystemExit(EXIT_OK)
+
+
+def write_findings(report: FindingsReport, fmt: str, fail_on: str, output: Optional[str]) -> None:
+    """Render ``report`` in ``fmt`` to ``output`` (stdout) and append the job summary for ``github``."""
+    from fatbin_inspect.cli.common import color_for, write_output
+
+    summary = None
+    if fmt == "json":
+        from fatbin_inspect.render.findings_json import render_json as render
+    elif fmt == "jsonl":
+        from fatbin_inspect.render.findings_json import render_jsonl as render
+    elif fmt == "sarif":
+        from fatbin_inspect.render.sarif import render_sarif as render
+    elif fmt == "junit":
+        from fatbin_inspect.render.junit import render_junit as render
+    elif fmt == "markdown":
+        from fatbin_inspect.render.markdown import render_markdown as render
+    elif fmt == "github":
+        from fatbin_inspect.render.github import render_github
+
+        def render(rep, level):
+            nonlocal summary
+            text, summary = render_github(rep, level)
+            return text
+    else:
+        from fatbin_inspect.render.gate_table import render_gate_table
+
+        def render(rep, level):
+            return render_gate_table(rep, level, color=color_for(output))
+    write_output(render(report, fail_on), output)
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary is not None and step_summary:
+        with open(step_summary, "a", encoding="utf-8") as fh:
+            fh.write(summary + "\n")
+
+
+def torch_reference(match: str, reports) -> FileReport:
+    """libtorch_cuda.so for ``--match``: among the inputs, else the installed torch (found, not
+    imported), or the library file ``match`` names."""
+    if match != "torch":
+        if not os.path.isfile(match):
+            raise UsageError(f"--match: {match!r} is neither 'torch' nor a library file")
+        return next(iter(inspect_path(match, Options())))
+    for r in reports:
+        if r.path.replace("\\", "/").endswith(TORCH_LIB) and r.fatbins:
+            return r
+    lib = installed_torch_lib()
+    if lib is None:
+        raise UsageError(f"--match torch: no {TORCH_LIB} among the inputs and no torch installed")
+    return next(iter(inspect_path(lib, Options())))
+
+
+def installed_torch_lib() -> Optional[str]:
+    spec = importlib.util.find_spec("torch")  # locates the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    lib = os.path.join(list(spec.submodule_search_locations)[0], "lib", "libtorch_cuda.so")
+    return lib if os.path.isfile(lib) else None
+
+
+@click.command("gate")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.option("--require", default=None, envvar=_env("REQUIRE"),
+              help="Required SASS archs, e.g. sm_80,sm_90,sm_100,sm_120 (env FATBIN_INSPECT_REQUIRE).")
+@click.option("--ptx-counts/--no-ptx-counts", default=None, envvar=_env("PTX_COUNTS"),
+              help="Accept JIT-able PTX in place of SASS (as a note).")
+@click.option("--require-ptx/--no-require-ptx", default=None, envvar=_env("REQUIRE_PTX"),
+              help="Require PTX for the newest required arch (forward compatibility).")
+@click.option("--forbid", default=None, envvar=_env("FORBID"), help="Archs that must not appear, e.g. sm_50,compute_50.")
+@click.option("--allow-surplus/--no-allow-surplus", default=None, envvar=_env("ALLOW_SURPLUS"),
+              help="Accept SASS for archs the policy does not require (default: yes).")
+@click.option("--gpu", "gpus", default=None, envvar=_env("GPU"),
+              help="Target GPUs, comma-separated ('H100,RTX 5090,8.9'): checked with the compatibility engine.")
+@click.option("--min-driver", default=None, envvar=_env("MIN_DRIVER"),
+              help="Oldest driver the release supports (535, 550.54.14): PTX and runtime checks.")
+@click.option("--ignore", "ignore", multiple=True, envvar=_env("IGNORE"), help="Skip artifacts matching GLOB (repeat).")
+@click.option("--disable", default=None, envvar=_env("DISABLE"), help="Rule ids never reported, e.g. FBI007,FBI006.")
+@click.option("--match", "match", default=None, envvar=_env("MATCH"),
+              help="'torch': report extensions with fewer archs than the installed torch (FBI009).")
+@click.option("--config", default=None, envvar=_env("CONFIG"), type=click.Path(dir_okay=False),
+              help="Policy file (default: the nearest pyproject.toml).")
+@click.option("--isolated", is_flag=True, envvar=_env("ISOLATED"), help="Read no policy file; flags only.")
+@fail_options
+@findings_format_option
+@output_option
+def gate_cmd(paths, require, ptx_counts, require_ptx, forbid, allow_surplus, gpus, min_driver, ignore, disable,
+             match, config, isolated, fail_on, exit_zero, fmt, output):
+    """Check PATHS (files, wheels, directories) against the release policy; findings FBI001...
+
+    \b
+    fatbin-inspect gate dist/*.whl --require sm_80,sm_90,sm_100,sm_120 --format sarif -o gate.sarif
+    fatbin-inspect gate --match torch        # extensions narrower than the installed torch
+    """
+    from fatbin_inspect.checks import policy as policy_mod
+    from fatbin_inspect.cli.inventory import iter_reports
+    from fatbin_inspect.checks.gate import gate
+
+    flags = {"require": require, "ptx_counts": ptx_counts, "require_ptx": require_ptx, "forbid": forbid,
+             "allow_surplus": allow_surplus, "gpus": gpus, "min_driver": min_driver,
+             "ignore": list(ignore) or None, "disable": disable, "fail_on": fail_on}
+    pol, given = policy_mod.load("" if isolated else config, flags)
+    if not paths:
+        lib = installed_torch_lib() if match == "torch" else None
+        if lib is None:
+            raise UsageError("gate: give at least one PATH (file, wheel or directory)")
+        paths = (os.path.dirname(os.path.dirname(os.path.dirname(lib))),)  # torch's site-packages
+    if not (pol.require or pol.gpus or pol.forbid or match or pol.overrides):
+        raise UsageError("gate: nothing to check: give --require, --gpu, --forbid or --match, "
+                         "or a [tool.fatbin-inspect] policy")
+    reports = list(iter_reports(paths, Options(details=True)))
+    reference = torch_reference(match, reports) if match else None
+    report = gate(reports, pol, given, reference)
+    emit_findings(report, fmt, pol.fail_on, output, exit_zero)

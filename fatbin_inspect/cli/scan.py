@@ -1,0 +1,93 @@
+"""``fatbin-inspect scan [PATH...]``: per-distribution coverage of an environment, wheels or images."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from fatbin_inspect.cli.common import EXIT_FINDINGS, EXIT_OK, EXIT_STRICT, color_for, format_option, \
+    note_error, output_option, write_output
+
+
+def _verdicts(reports, targets):
+    """Per-file engine verdicts, as coverage ``Verdict`` records (imported only with ``--gpu``)."""
+    from fatbin_inspect.compat.engine import evaluate
+    from fatbin_inspect.checks.coverage import verdict_of
+
+    return {r.path: [verdict_of(evaluate(r, t), r.path) for t in targets] for r in reports}
+
+
+def _target_dict(t):
+    return {"gpu": t.gpu.name, "cc": f"{t.cc[0]}.{t.cc[1]}", "tegra": t.gpu.tegra, "driver": t.driver.version,
+            "driver_cuda": t.driver.cuda, "max_ptx_isa": t.driver.max_ptx_isa, "driver_assumed": t.driver.assumed}
+
+
+@click.command("scan")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, dir_okay=True))
+@click.option("--gpu", "gpus", multiple=True, help="Add a verdict column for this GPU (repeatable; name, 8.9, sm_89, auto).")
+@click.option("--driver", default=None, help="Driver for --gpu targets (550.54.14, 550, auto; default: newest known).")
+@click.option("--files", "show_files", is_flag=True, help="Table: expand every distribution into its files.")
+@click.option("--kernels", is_flag=True, help="Decode payloads: kernel names (slower; JSON only shows them).")
+@click.option("--jobs", "-j", type=int, default=0, envvar="FATBIN_INSPECT_JOBS", show_default=True,
+              help="Worker processes (0: every core; env FATBIN_INSPECT_JOBS).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the scan cache.")
+@click.option("--strict", is_flag=True, help="Exit 3 when any file could not be read.")
+@format_option(["table", "json"])
+@output_option
+def scan_cmd(paths, gpus, driver, show_files, kernels, jobs, no_cache, strict, fmt, output):
+    """Which installed distributions have device code for which GPUs.
+
+    PATHS: folders, virtualenv or conda prefixes, wheels, .tar/.tar.gz images (none: the running
+    interpreter's site-packages). Cache: $FATBIN_INSPECT_CACHE_DIR or the user cache dir; delete it
+    at will. Exit 1 when a --gpu target fails to run something.
+    """
+    from fatbin_inspect.checks import coverage
+    from fatbin_inspect.cli.progress import Progress
+    from fatbin_inspect.scan import ScanOptions, scan
+
+    targets = ()
+    if gpus:
+        from fatbin_inspect.compat.targets import resolve_targets
+
+        targets = resolve_targets(gpus, driver)
+    # files are already spread over processes: no second level of processes inside one file;
+    # with targets, small cubins are decoded so device-link output is not judged as code
+    # (inventory.Options fields as a dict: the parsers are imported only if a file must be read)
+    inv = dict(kernels=kernels, details=kernels, jobs=1, probe_small=bool(targets))
+    # the table needs per-file summaries only (a warm scan then loads no full record); JSON and
+    # the engine's verdicts need the full records
+    opts = ScanOptions(inventory=inv, jobs=jobs, cache_dir=None if no_cache else "default",
+                       summary=fmt == "table" and not targets)
+    start = time.monotonic()
+    progress = Progress()
+    try:
+        result = scan(paths, opts, progress)
+    finally:
+        progress.close()
+    seconds = time.monotonic() - start
+    for r in result.reports:
+        note_error(r)
+    verdicts = _verdicts(result.reports, targets) if targets else None
+    labels = [t.label for t in targets]
+    cov = coverage.build(result.reports, verdicts, labels)
+    if fmt == "json":
+        from fatbin_inspect.render import json_format
+        from fatbin_inspect.render.scan_records import scan_document
+
+        text = json_format.dumps(scan_document(result, cov, seconds, [_target_dict(t) for t in targets]))
+    else:
+        from fatbin_inspect.render.coverage_table import render_coverage, summary_line
+
+        s = result.stats
+        summary = summary_line(len(result.reports), len(cov.rows), s.files, s.bytes, seconds, s.cache_hits,
+                               s.inspected)
+        text = render_coverage(cov, summary, color=color_for(output), files=show_files,
+                               target_sms=[t.gpu.sm for t in targets],
+                               headers=[t.gpu.name.replace("NVIDIA ", "").replace("GeForce ", "") for t in targets])
+    write_output(text, output)
+    if strict and any(r.error for r in result.reports):
+        raise SystemExit(EXIT_STRICT)
+    if any(v.verdict == "fail" for row in cov.rows for v in row.verdicts):
+        raise SystemExit(EXIT_FINDINGS)
+    raise SystemExit(EXIT_OK)

@@ -1,0 +1,76 @@
+"""``fatbin-inspect verify PATH...``: load every fatbin with the driver and compare with the prediction."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from fatbin_inspect.cli.common import (EXIT_FINDINGS, EXIT_NO_DEVICE, EXIT_OK, color_for, format_option,
+                                       output_option, write_output)
+from fatbin_inspect.errors import DeviceError, UsageError
+
+
+def _target(env):
+    """The engine's target for the local GPU and driver, or (None, why not)."""
+    from fatbin_inspect.compat.targets import resolve_targets
+    from fatbin_inspect.system.stack import proc_driver_version
+
+    k = proc_driver_version("/proc")
+    try:
+        targets = resolve_targets(["auto"], k.version if k else "auto", env=env)
+    except (DeviceError, UsageError) as exc:
+        return None, str(exc)
+    return targets[0], None
+
+
+@click.command("verify")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--device", default=0, show_default=True, help="CUDA device ordinal to load on.")
+@click.option("--timeout", default=120.0, show_default=True, help="Seconds one load may take before it counts as hung.")
+@click.option("--no-entries", is_flag=True, help="Load whole fatbins only, not each entry alone.")
+@click.option("--max-fatbins", type=int, default=None, help="At most N fatbins per file (large libraries).")
+@click.option("--findings-only", is_flag=True, help="Table: print findings and the summary, not every image.")
+@format_option(["table", "json"])
+@output_option
+def verify_cmd(paths, device, timeout, no_entries, max_fatbins, findings_only, fmt, output):
+    """Load every fatbin in PATHS with cuModuleLoadData (cuda-python) in child processes, and
+    compare with the prediction for this GPU and driver. Each fatbin is loaded whole, again with
+    CUDA_DISABLE_PTX_JIT=1 (native or JIT?), then entry by entry. A hang or crash costs one result.
+
+    \b
+    Exit codes: 0 every prediction confirmed, 1 a prediction contradicted or a load hung/crashed,
+    2 usage error, 4 no GPU, driver or cuda-python (pip install 'fatbin-inspect[gpu]').
+    """
+    from fatbin_inspect.render import json_format
+    from fatbin_inspect.render.device_records import verify_document
+    from fatbin_inspect.verify import compare
+    from fatbin_inspect.verify.runner import ChildSession, NoDevice, child_env
+    from fatbin_inspect.inventory.walk import iter_files
+
+    env = child_env(os.environ, disable_jit=False)
+    target, why = _target(env)
+    predict = compare.engine_predictor(target) if target else None
+    label = target.label if target else f"no prediction ({why})"
+    checks = []
+    try:
+        with ChildSession(env, timeout, device) as normal, \
+                ChildSession(child_env(os.environ, disable_jit=True), timeout, device) as nojit:
+            for root in paths:
+                for path, skip in iter_files(root):
+                    if skip is None:
+                        checks += compare.check_file(path, normal.load, nojit.load, predict,
+                                                     entries=not no_entries, max_fatbins=max_fatbins)
+    except NoDevice as exc:
+        click.echo(f"fatbin-inspect: verify needs a GPU: {exc}", err=True)
+        raise SystemExit(EXIT_NO_DEVICE)
+    found = compare.findings(checks)
+    if fmt == "json":
+        text = json_format.dumps(verify_document(label, checks, found))
+    else:
+        from fatbin_inspect.render.verify_table import render_verify
+
+        text = render_verify(label, checks, found, color=color_for(output), images=not findings_only)
+    write_output(text, output)
+    bad = found or any(c.actual == compare.ERROR for c in checks)
+    raise SystemExit(EXIT_FINDINGS if bad else EXIT_OK)

@@ -1,0 +1,143 @@
+"""Which CUDA runtime a file needs (the input of R-DRV and R-MVC).
+
+Evidence, strongest first:
+* ``DT_NEEDED libcudart.so.N`` / PE import ``cudart64_N.dll`` (``FileReport.needs``). Since CUDA 11
+  only the major matters (minor-version compatibility); the sonames say so too: every 11.x runtime
+  is ``libcudart.so.11.0`` / ``cudart64_110.dll``, every 12.x ``libcudart.so.12`` / ``cudart64_12.dll``.
+  Before 11 the minor is part of the name (``libcudart.so.10.1``, ``cudart64_101.dll``).
+* A wheel's ``Requires-Dist`` on ``nvidia-cuda-runtime[-cuNN]``, ``cuda-toolkit[cudart]==X.Y`` or any
+  ``nvidia-*-cuNN`` library (major only).
+* A statically linked cudart carries no version string. It does carry the shared-memory name
+  format ``/cudart.shm.`` (seen in nvcc 13.0 executables and in libcublasLt 13, absent from files
+  that link libcudart dynamically), and nvcc links the static cudart of the toolkit whose ptxas
+  built the file's cubins; so the version is taken from the cubins' ``.note.nv.tkinfo``
+  ("ptxas 13.0.88"), medium confidence.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+import zipfile
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from fatbin_inspect.formats.model import FileReport
+
+STATIC_CUDART_MARKER = b"/cudart.shm."
+
+
+@dataclass(frozen=True)
+class RuntimeNeed:
+    version: str  # "12" (a family, 11+) or "10.1" (exact, before 11) or "12.4" (wheel pin)
+    source: str  # the evidence, e.g. "DT_NEEDED libcudart.so.12"
+    confidence: str = "high"
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+    @property
+    def minor(self) -> Optional[int]:
+        parts = self.version.split(".")
+        return int(parts[1]) if len(parts) > 1 else None
+
+
+def from_needs(needs: Iterable[str]) -> Optional[RuntimeNeed]:
+    """From linked library names; None when no CUDA runtime is linked dynamically."""
+    for name in needs:
+        low = name.lower()
+        m = re.fullmatch(r"libcudart\.so\.(\d+)(?:\.(\d+))?(?:\.\d+)*", low)
+        if m:
+            return RuntimeNeed(_family(int(m.group(1)), m.group(2)), f"DT_NEEDED {name}")
+        m = re.fullmatch(r"cudart(?:64|32)_(\d+)\.dll", low)
+        if m:
+            d = m.group(1)
+            if len(d) == 2 and int(d) >= 11:
+                version = d
+            else:
+                version = _family(int(d[:-1]), d[-1])
+            return RuntimeNeed(version, f"imports {name}")
+    for name in needs:  # no shared cudart (linked statically): cuBLAS 11+ shares the CUDA major
+        m = re.fullmatch(r"(?:libcublas(?:lt)?\.so\.|cublas(?:lt)?64_)(\d+)(?:\.dll)?(?:\.[\d.]+)?", name.lower())
+        if m and int(m.group(1)) >= 11:
+            return RuntimeNeed(m.group(1), f"links {name} (cuBLAS {m.group(1)} belongs to CUDA {m.group(1)}.x)")
+    return None
+
+
+def _family(major: int, minor: Optional[str]) -> str:
+    return str(major) if major >= 11 or minor is None else f"{major}.{minor}"
+
+
+_REQ = re.compile(r"^Requires-Dist:\s*([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*([^;]*)", re.M)
+
+
+def from_wheel_metadata(metadata: str) -> Optional[RuntimeNeed]:
+    """From a wheel's METADATA: cudart requirements first, else any ``nvidia-*-cuNN`` library."""
+    family = None
+    for m in _REQ.finditer(metadata):
+        name, extras, spec = m.group(1).lower().replace("_", "-"), (m.group(2) or "").lower(), m.group(3)
+        pin = re.search(r"==\s*(\d+)\.(\d+)", spec) or re.search(r"(?:~=|>=)\s*(\d+)()", spec)
+        if name.startswith("nvidia-cuda-runtime") or (name == "cuda-toolkit" and "cudart" in extras):
+            cu = re.search(r"-cu(\d+)$", name)
+            if pin:
+                major, minor = int(pin.group(1)), pin.group(2)
+                return RuntimeNeed(f"{major}.{minor}" if minor and major >= 11 else _family(major, minor or None),
+                                   f"wheel requires {m.group(0).split(':', 1)[1].strip()}")
+            if cu:
+                return RuntimeNeed(cu.group(1), f"wheel requires {name}")
+        cu = re.fullmatch(r"nvidia-[a-z0-9\-]+-cu(\d+)", name)
+        if cu and family is None:
+            family = RuntimeNeed(cu.group(1), f"wheel requires {name}", confidence="medium")
+    return family
+
+
+def from_wheel(path: str) -> Optional[RuntimeNeed]:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            meta = next((n for n in zf.namelist() if n.endswith(".dist-info/METADATA")), None)
+            if meta is None:
+                return None
+            return from_wheel_metadata(zf.read(meta).decode("utf-8", "replace"))
+    except (OSError, zipfile.BadZipFile):
+        return None
+
+
+def has_static_cudart(path: str) -> bool:
+    """True when the file's bytes hold the static cudart's shared-memory name format."""
+    try:
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size == 0:
+                return False
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                return mm.find(STATIC_CUDART_MARKER) >= 0
+    except (OSError, ValueError):
+        return False
+
+
+def from_cubin_toolkit(report: FileReport) -> Optional[RuntimeNeed]:
+    """The toolkit that built most of the file's cubins ("ptxas 13.0.88" -> 13.0)."""
+    seen = Counter()
+    for e in report.entries:
+        m = re.search(r"(\d+)\.(\d+)", (e.cubin.toolkit or "") if e.cubin else "")
+        if m:
+            seen[(int(m.group(1)), int(m.group(2)))] += 1
+    if not seen:
+        return None
+    (major, minor), _ = seen.most_common(1)[0]
+    version = f"{major}.{minor}"
+    return RuntimeNeed(version, f"static cudart; cubins built by CUDA {version}", confidence="medium")
+
+
+def for_file(report: FileReport, wheel: Optional[RuntimeNeed] = None) -> Optional[RuntimeNeed]:
+    """Dynamic cudart, else the wheel's requirement, else a static cudart found in the file itself."""
+    need = from_needs(report.needs)
+    if need is not None:
+        return need
+    if wheel is not None and report.fatbins:
+        return wheel
+    if "!" not in report.path and report.fatbins and has_static_cudart(report.path):
+        return from_cubin_toolkit(report)
+    return None

@@ -1,0 +1,253 @@
+"""``--gpu`` / ``--driver`` / ``--env`` -> frozen ``Target`` records.
+
+A GPU is named as ``nvidia-smi`` prints it or as people say it ("H100", "RTX 4090", "4090"), by
+compute capability (``8.9``) or SM (``sm_89``), or ``auto`` (NVML, then cuda-python). A name may
+match several products of one compute capability; products of different capabilities, or none,
+raise ``UsageError`` listing the closest names. A driver is a Linux version (``550.54.14``), a
+branch (``550``), or ``auto``; without one the newest branch the data confirms is assumed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from fatbin_inspect.compat import data
+from fatbin_inspect.compat.data import CC
+from fatbin_inspect.errors import DeviceError, UsageError
+
+_TRUE = ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str  # representative product name, or "CC 8.9" when given by number
+    cc: CC
+    tegra: bool  # Tegra/Jetson iGPU: cubins must match the CC exactly (R-SASS-TEGRA)
+    architecture: Optional[str] = None
+    confidence: str = "high"
+    matched: Tuple[str, ...] = ()  # every known product the query matched (one CC)
+
+    @property
+    def sm(self) -> int:
+        return self.cc[0] * 10 + self.cc[1]
+
+
+@dataclass(frozen=True)
+class Driver:
+    version: str  # as given ("550.54.14", "550") or the assumed branch ("615")
+    branch: int
+    cuda: str  # CUDA version nvidia-smi shows for the branch, e.g. "12.4"
+    max_ptx_isa: str  # newest PTX ISA its JIT compiles
+    assumed: bool = False  # no --driver given
+    note: Optional[str] = None
+
+    @property
+    def version_tuple(self) -> Tuple[int, ...]:
+        return data.version_tuple(self.version)
+
+
+@dataclass(frozen=True)
+class Target:
+    gpu: Gpu
+    driver: Driver
+    force_ptx_jit: bool = False  # CUDA_FORCE_PTX_JIT=1: cubins are ignored
+    disable_ptx_jit: bool = False  # CUDA_DISABLE_PTX_JIT=1: PTX is never compiled
+
+    @property
+    def cc(self) -> CC:
+        return self.gpu.cc
+
+    @property
+    def label(self) -> str:
+        cc = f"CC {self.cc[0]}.{self.cc[1]}"
+        gpu = cc if self.gpu.name == cc else f"{self.gpu.name} ({cc})"
+        return f"{gpu}, driver {self.driver.version}{' (assumed)' if self.driver.assumed else ''}"
+
+
+def resolve_targets(gpus: Sequence[str], driver: Optional[str], env: Optional[Dict[str, str]] = None
+                    ) -> Tuple[Target, ...]:
+    """One target per GPU query (``auto`` gives one per local GPU model), all with one driver."""
+    if not gpus:
+        raise UsageError("no --gpu given (a name such as 'RTX 4090', a compute capability '8.9', "
+                         "'sm_89', or 'auto')")
+    force, disable = jit_switches(env or {})
+    drv = resolve_driver(driver)
+    out: List[Target] = []
+    for q in gpus:
+        for g in (local_gpus() if q.strip().lower() == "auto" else (resolve_gpu(q),)):
+            t = Target(g, drv, force, disable)
+            if t not in out:
+                out.append(t)
+    return tuple(out)
+
+
+def jit_switches(env: Dict[str, str]) -> Tuple[bool, bool]:
+    """(force PTX JIT, disable PTX JIT); the PTX spellings win over the older CUDA_*_JIT ones."""
+    def flag(new: str, old: str) -> bool:
+        val = env.get(new, env.get(old))
+        return val is not None and val.strip().lower() in _TRUE
+
+    return flag("CUDA_FORCE_PTX_JIT", "CUDA_FORCE_JIT"), flag("CUDA_DISABLE_PTX_JIT", "CUDA_DISABLE_JIT")
+
+
+# ---------------------------------------------------------------------------------------- GPUs
+_CC_RE = re.compile(r"(?:(?:sm|compute)_(\d+)[af]?|(\d+)\.(\d+))")
+
+
+def resolve_gpu(query: str) -> Gpu:
+    q = query.strip()
+    m = _CC_RE.fullmatch(q.lower())
+    if m:
+        cc = (int(m.group(1)) // 10, int(m.group(1)) % 10) if m.group(1) else (int(m.group(2)), int(m.group(3)))
+        return gpu_for_cc(cc)
+    return _by_name(q)
+
+
+def gpu_for_cc(cc: CC, name: Optional[str] = None) -> Gpu:
+    known = [g for g in data.gpus() if data.parse_cc(g["compute_capability"]) == cc]
+    tegra = cc in data.tegra_ccs() if not known else any(g["tegra_igpu"] for g in known)
+    archs = {g["architecture"] for g in known}
+    return Gpu(name=name or f"CC {cc[0]}.{cc[1]}", cc=cc, tegra=tegra,
+               architecture=archs.pop() if len(archs) == 1 else None,
+               confidence="high" if known else "low")
+
+
+def _tokens(text: str) -> Tuple[str, ...]:
+    return tuple(t for t in re.split(r"[^a-z0-9]+", text.lower()) if t and t != "nvidia")
+
+
+def _by_name(query: str) -> Gpu:
+    qt = _tokens(query)
+    if not qt:
+        raise UsageError(f"--gpu {query!r}: empty GPU name")
+    exact, partial = [], []
+    for g in data.gpus():
+        names = [g["name"], *g.get("nvidia_smi_names", ())]
+        toks = [_tokens(n) for n in names]
+        if any(t == qt for t in toks):
+            exact.append(g)
+        elif any(set(qt) <= set(t) for t in toks):
+            partial.append(g)
+    found = exact or partial
+    if not found:
+        raise UsageError(f"--gpu {query!r}: no known GPU matches; closest: {', '.join(_closest(query)) or 'none'} "
+                         "(see `fatbin-inspect gpus`)")
+    groups: Dict[Tuple[CC, bool], List[dict]] = {}
+    for g in found:
+        groups.setdefault((data.parse_cc(g["compute_capability"]), g["tegra_igpu"]), []).append(g)
+    if len(groups) > 1:
+        listed = "; ".join(f"{', '.join(x['name'] for x in gs[:4])} ({cc[0]}.{cc[1]})"
+                           for (cc, _t), gs in sorted(groups.items()))
+        raise UsageError(f"--gpu {query!r} matches GPUs of different compute capabilities: {listed}. "
+                         "Give a fuller name or the compute capability")
+    (cc, tegra), gs = next(iter(groups.items()))
+    best = min(gs, key=lambda g: (len(_tokens(g["name"])), g["confidence"] != "high", g["name"]))
+    return Gpu(name=best["name"], cc=cc, tegra=tegra, architecture=best["architecture"],
+               confidence=best["confidence"], matched=tuple(sorted({g["name"] for g in gs})))
+
+
+def _closest(query: str, n: int = 5) -> List[str]:
+    """Known names whose best run of as many words as the query looks most like it."""
+    qt = _tokens(query)
+    q = " ".join(qt)
+    scores: Dict[str, float] = {}
+    for g in data.gpus():
+        for nm in (g["name"], *g.get("nvidia_smi_names", ())):
+            toks = _tokens(nm)
+            k = min(len(qt), len(toks))
+            windows = [" ".join(toks[i:i + k]) for i in range(len(toks) - k + 1)] or [""]
+            score = max(difflib.SequenceMatcher(None, q, w).ratio() for w in windows)
+            scores[nm] = max(score, scores.get(nm, 0.0))
+    best = sorted((nm for nm, s in scores.items() if s >= 0.5), key=lambda nm: (-scores[nm], len(nm)))
+    return best[:n]
+
+
+def search_gpus(query: Optional[str]) -> List[dict]:
+    """Known GPUs whose name or nvidia-smi name contains every token of ``query`` (all without one)."""
+    qt = set(_tokens(query or ""))
+    cc_m = _CC_RE.fullmatch((query or "").strip().lower())
+    out = []
+    for g in data.gpus():
+        if cc_m:
+            cc = resolve_gpu(query).cc
+            if data.parse_cc(g["compute_capability"]) == cc:
+                out.append(g)
+        elif any(qt <= set(_tokens(n)) for n in (g["name"], *g.get("nvidia_smi_names", ()))):
+            out.append(g)
+    return out
+
+
+def local_gpus() -> Tuple[Gpu, ...]:
+    """The GPUs of this machine through NVML (nvidia-ml-py), else cuda-python."""
+    found = _nvml_gpus()
+    if found is None:
+        found = _cuda_gpus()
+    if not found:
+        raise DeviceError("--gpu auto: no NVIDIA GPU found (NVML and cuda-python report none, or "
+                          "nvidia-ml-py / cuda-python are not installed); name the GPU instead")
+    out: List[Gpu] = []
+    for name, cc in found:
+        g = gpu_for_cc(cc, name=name)
+        if g not in out:
+            out.append(g)
+    return tuple(out)
+
+
+def _nvml_gpus() -> Optional[List[Tuple[str, CC]]]:
+    """(name, CC) per GPU from NVML, None when NVML is unusable (probes live in ``stack``)."""
+    from fatbin_inspect.system import stack
+    gpus, _driver_version, err = stack.nvml_gpus()
+    return None if err else [(g.name, data.parse_cc(g.cc)) for g in gpus]
+
+
+def _cuda_gpus() -> List[Tuple[str, CC]]:
+    from fatbin_inspect.system import stack
+    gpus, _driver_version, err = stack.cuda_python_gpus()
+    return [] if err else [(g.name, data.parse_cc(g.cc)) for g in gpus]
+
+
+# ------------------------------------------------------------------------------------- drivers
+_DRIVER_RE = re.compile(r"[rR]?(\d{3})(?:\.\d+){0,2}")
+
+
+def resolve_driver(text: Optional[str]) -> Driver:
+    rows = data.branches()
+    if text is None or not text.strip():
+        newest = [b for b in rows if b.get("confidence") != "low"][-1]
+        return _driver(newest["branch"], newest, assumed=True,
+                       note=f"no --driver given: assuming R{newest['branch']} (CUDA {newest['max_cuda_version']}), "
+                            "the newest driver branch the data confirms")
+    text = text.strip()
+    if text.lower() == "auto":
+        text = local_driver_version()
+    m = _DRIVER_RE.fullmatch(text)
+    if not m:
+        raise UsageError(f"--driver {text!r}: expected a Linux driver version (550.54.14), a branch (550) or 'auto'")
+    branch = int(m.group(1))
+    known = [b for b in rows if int(b["branch"]) <= branch]
+    if not known:
+        raise UsageError(f"--driver {text!r}: older than every known branch (oldest R{rows[0]['branch']})")
+    row, note = known[-1], None
+    if int(row["branch"]) != branch:
+        note = f"branch {branch} is not in the data; using the limits of R{row['branch']}"
+    return _driver(text.lstrip("rR"), row, note=note)
+
+
+def _driver(version: str, row: dict, assumed: bool = False, note: Optional[str] = None) -> Driver:
+    return Driver(version=str(version), branch=int(row["branch"]), cuda=row["max_cuda_version"],
+                  max_ptx_isa=row["max_ptx_isa_jit"], assumed=assumed, note=note)
+
+
+def local_driver_version() -> str:
+    from fatbin_inspect.system import stack
+    _gpus, version, _err = stack.nvml_gpus()
+    if version is None:
+        kernel = stack.proc_driver_version("/proc")
+        version = kernel.version if kernel is not None else None
+    if not version:
+        raise DeviceError("--driver auto: cannot read the driver version (no NVIDIA driver, or "
+                          "nvidia-ml-py is not installed); give it as --driver 550.54.14")
+    return version

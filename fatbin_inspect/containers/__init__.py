@@ -1,0 +1,71 @@
+"""Containers find the bytes that may hold device code; they never parse fatbins themselves.
+
+Each host-binary container (ELF, PE/COFF) returns a ``Layout``: its sections as file-offset
+``Region``s, which of them are fatbin sections, and the CUDA libraries it links. Archive
+containers (ar, zip, tar) yield members instead. ``detect`` decides by content, never by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Tuple
+
+from fatbin_inspect.formats import cubin
+
+from fatbin_inspect.formats import ptx
+from fatbin_inspect.errors import InputError
+from fatbin_inspect.formats.fatbin import MAGIC_BYTES
+
+
+@dataclass(frozen=True)
+class Region:
+    name: str
+    start: int
+    end: int
+    fatbin_section: bool = False
+    scan: bool = True  # False for code and linker tables: fatbins are data, never found there
+
+
+@dataclass(frozen=True)
+class Layout:
+    format: str
+    regions: Tuple[Region, ...]
+    needs: Tuple[str, ...] = ()
+    notes: Tuple[str, ...] = ()
+    errors: Tuple[InputError, ...] = ()  # problems outside the fatbin sections (PE imports)
+
+
+def detect(head: bytes) -> str:
+    """Format from the first bytes: elf | cubin | pe | coff | ar | zip | tar | gzip | fatbin | ptx | unknown."""
+    if head[:4] == b"\x7fELF":
+        return "cubin" if cubin.is_cubin(head) else "elf"
+    if head[:2] == b"MZ":
+        return "pe"
+    if head[:8] == b"!<arch>\n" or head[:8] == b"!<thin>\n":
+        return "ar"
+    if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
+        return "zip"
+    if head[:4] == MAGIC_BYTES:
+        return "fatbin"
+    if head[:2] == b"\x1f\x8b":
+        return "gzip"
+    if len(head) >= 262 and head[257:262] == b"ustar":
+        return "tar"
+    if head[:2] in (b"\x64\x86", b"\x64\xaa") and len(head) >= 20:  # COFF .obj: AMD64 / ARM64
+        return "coff"
+    if ptx.looks_like_ptx(head):
+        return "ptx"
+    return "unknown"
+
+
+CUDA_LIB_PREFIXES = ("libcudart", "cudart", "libcuda.", "nvcuda", "libnvrtc", "nvrtc", "libcublas", "cublas")
+
+
+def cuda_needs(names) -> Tuple[str, ...]:
+    """Keep the linked libraries that tell which CUDA runtime a file needs."""
+    out = []
+    for n in names:
+        low = n.lower()
+        if low.startswith(CUDA_LIB_PREFIXES) and n not in out:
+            out.append(n)
+    return tuple(out)

@@ -1,0 +1,256 @@
+"""Archives: ``ar`` (``.a``, MSVC ``.lib``), zip (wheels) and tar (``docker save`` layers).
+
+Members are handed on as ``Blob``s without touching the filesystem next to the inputs:
+``ar`` members, stored zip members and plain-tar members are windows into the parent mapping
+(no copy); deflated or gzip'd members are inflated into memory, or, above ``SPILL_BYTES``,
+into an anonymous file (a ``memfd``, or an unlinked temp file when memory is short) that is
+mapped and scanned a window at a time, so resident memory stays bounded for a 500 MB
+``libtorch_cuda.so`` inside a wheel.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+import struct
+import tarfile
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from typing import Iterator, Optional, Tuple
+
+from fatbin_inspect.formats.binio import Blob
+from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded, TruncatedError
+
+SPILL_BYTES = 64 << 20
+MAX_MEMBER_BYTES = 8 << 30
+MAX_MEMBERS = 200_000
+MAX_RATIO = 1000  # deflate tops out near 1032:1; more than this is a bomb, not a library
+CHUNK = 4 << 20
+
+# Names of archive members that may hold device code (a wheel also carries .py, .pyi, headers...)
+_CANDIDATE = re.compile(
+    r"(\.so(\.[0-9.]+)?|\.dll|\.pyd|\.a|\.lib|\.o|\.obj|\.cubin|\.fatbin|\.ptx|\.exe|\.whl|\.zip|"
+    r"\.tar|\.tar\.gz|\.tgz|\.dylib|\.bin)$", re.I)
+
+def is_candidate(name: str) -> bool:
+    base = name.rsplit("/", 1)[-1]
+    return bool(_CANDIDATE.search(base))
+
+
+@dataclass(frozen=True)
+class Member:
+    name: str
+    blob: Optional[Blob] = None
+    error: Optional[InputError] = None
+    note: Optional[str] = None
+
+
+# --------------------------------------------------------------------------------------------- ar
+_AR_HDR = struct.Struct("16s12s6s6s8s10s2s")
+
+
+def ar_members(blob: Blob) -> Iterator[Member]:
+    """GNU/BSD ar: 60-byte headers, ``/`` symbol table, ``//`` long-name table, ``#1/N`` BSD names."""
+    if blob.head(8) == b"!<thin>\n":
+        yield Member("", note="thin archive: members live in other files, not scanned")
+        return
+    pos, longnames, count = 8, b"", 0
+    while pos + _AR_HDR.size <= blob.size:
+        name_raw, _d, _u, _g, _m, size_raw, fmag = blob.unpack(_AR_HDR, pos, "ar member header")
+        if fmag != b"`\n":
+            raise CorruptError("ar member header does not end in `\\n", pos)
+        size = _ar_decimal(size_raw, "member size", pos)  # a negative size looped forever
+        data = pos + _AR_HDR.size
+        if data + size > blob.size:
+            raise CorruptError(f"ar member of {size} bytes runs past the end of the archive", pos)
+        name = name_raw.decode("latin-1").rstrip()
+        start, length = data, size
+        if name.startswith("#1/"):  # BSD: name follows the header
+            n = _ar_decimal(name[3:].encode("latin-1"), "BSD name length", pos)
+            if n > size:
+                raise CorruptError(f"ar BSD name of {n} bytes is longer than its member ({size})", pos)
+            name = blob.read(data, min(n, size)).rstrip(b"\0").decode("latin-1")
+            start, length = data + n, size - n
+        elif name == "//":
+            longnames = blob.read(data, size)
+            name = None
+        elif name in ("/", "/SYM64/", "__.SYMDEF", "__.SYMDEF SORTED"):
+            name = None
+        elif name.startswith("/") and name[1:].isdigit():
+            o = _ar_decimal(name[1:].encode("latin-1"), "long-name offset", pos)
+            end = longnames.find(b"\n", o)
+            name = longnames[o:end if end >= 0 else None].decode("latin-1").rstrip("/")
+        else:
+            name = name.rstrip("/")
+        if name is not None:
+            count += 1
+            if count > MAX_MEMBERS:
+                raise LimitExceeded(f"more than {MAX_MEMBERS} members", pos)
+            yield Member(name, blob.view(start, max(0, length)))
+        pos = data + size + (size & 1)
+    if blob.size - pos > 1 or blob.read(pos, blob.size - pos) not in (b"", b"\n"):
+        raise TruncatedError(f"ar member header cut off: {blob.size - pos} bytes after the last member", pos)
+
+
+def _ar_decimal(raw: bytes, what: str, pos: int) -> int:
+    text = raw.decode("latin-1").strip()
+    if not text.isdigit() or not text.isascii():  # rejects "-60", "1e3", "²"
+        if not text:
+            return 0
+        raise CorruptError(f"ar {what} {raw!r} is not a decimal number", pos)
+    return int(text)
+
+
+# -------------------------------------------------------------------------------------------- zip
+def _spill(reader, declared: int, what: str, over=CorruptError) -> Blob:
+    """Copy a stream into memory or an unlinked temp file; more than ``declared`` bytes raise
+    ``over`` (a lying header is corrupt; past a limit that is no header's claim, LimitExceeded)."""
+    if declared > MAX_MEMBER_BYTES:
+        raise LimitExceeded(f"{what} declares {declared} bytes, over the {MAX_MEMBER_BYTES}-byte limit")
+    if declared <= SPILL_BYTES:
+        data = reader.read(declared + 1)
+        if len(data) > declared:
+            raise over(f"{what} inflates past {declared} bytes")
+        return Blob(data)
+    tmp = _scratch_file(declared)
+    total = 0
+    while True:
+        chunk = reader.read(CHUNK)
+        if not chunk:
+            break
+        total += len(chunk)
+        if total > declared:
+            tmp.close()
+            raise over(f"{what} inflates past {declared} bytes")
+        tmp.write(chunk)
+    tmp.flush()
+    if total == 0:
+        tmp.close()
+        return Blob(b"")
+    mm = mmap.mmap(tmp.fileno(), 0, access=mmap.ACCESS_READ)
+    tmp.close()  # the mapping keeps the (already unlinked) file alive
+    return Blob(mm, 0, total, owner=mm)
+
+
+def _scratch_file(size: int):
+    """Where a large inflated member goes: an anonymous in-memory file (``memfd``) when the
+    machine has room for it several times over, else an unlinked file in the temp dir. Writing
+    500 MB to a memfd costs a third of the system time of a disk file, and neither counts in this
+    process's resident memory (the scan maps and drops its pages as it goes)."""
+    if hasattr(os, "memfd_create") and size * 4 < _mem_available():
+        try:
+            return os.fdopen(os.memfd_create("fatbin-inspect-member", os.MFD_CLOEXEC), "w+b")
+        except OSError:
+            pass
+    return tempfile.TemporaryFile(prefix="fatbin-inspect-")
+
+
+def _mem_available() -> int:
+    try:
+        with open("/proc/meminfo", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def open_zip(source) -> zipfile.ZipFile:
+    """A zip's central directory (``source``: a path or a seekable file object), within limits."""
+    try:
+        zf = zipfile.ZipFile(source)
+    except Exception as exc:  # zipfile raises IndexError, NotImplementedError... on hostile bytes
+        raise CorruptError(f"zip central directory is unreadable: {_why(exc)}") from None
+    n = len(zf.infolist())
+    if n > MAX_MEMBERS:
+        zf.close()
+        raise LimitExceeded(f"zip holds {n} members, over the {MAX_MEMBERS} limit")
+    return zf
+
+
+def zip_wanted(info: zipfile.ZipInfo, all_members: bool = False) -> bool:
+    """Whether ``zip_members`` inflates this member (a file, and a candidate unless ``all_members``)."""
+    return bool(info.filename) and not info.is_dir() and (all_members or is_candidate(info.filename))
+
+
+def zip_members(blob: Blob, all_members: bool = False, span: Optional[Tuple[int, int]] = None,
+                zf: Optional[zipfile.ZipFile] = None) -> Iterator[Member]:
+    """The wanted members of a zip, in central-directory order; ``span``: only those whose index
+    in it is in ``[start, stop)``; ``zf``: the blob's directory, already read by ``open_zip``."""
+    if zf is None:
+        zf = open_zip(blob.stream())
+    infos = zf.infolist()
+    for info in infos if span is None else infos[span[0]:span[1]]:
+        if not zip_wanted(info, all_members):
+            continue
+        name = info.filename
+        try:
+            if info.file_size > MAX_MEMBER_BYTES:
+                raise LimitExceeded(f"member declares {info.file_size} bytes")
+            if info.compress_size and info.file_size / info.compress_size > MAX_RATIO and \
+                    info.file_size > SPILL_BYTES:
+                raise LimitExceeded(
+                    f"member inflates {info.file_size / info.compress_size:.0f}:1 (zip bomb?)")
+            if info.compress_type == zipfile.ZIP_STORED and not info.flag_bits & 0x1:
+                hdr = blob.unpack(struct.Struct("<IHHHHHIIIHH"), info.header_offset, "zip local header")
+                if hdr[0] != 0x04034B50:
+                    raise CorruptError("zip local header signature missing", info.header_offset)
+                data = info.header_offset + 30 + hdr[9] + hdr[10]
+                yield Member(name, blob.view(data, info.file_size, "stored zip member"))
+                continue
+            with zf.open(info) as fh:
+                yield Member(name, _spill(fh, info.file_size, "zip member"))
+        except InputError as exc:
+            yield Member(name, error=exc)
+        except Exception as exc:  # zlib.error, BadZipFile, NotImplementedError (method), RuntimeError...
+            yield Member(name, error=CorruptError(f"cannot inflate: {_why(exc)}"))
+
+
+# -------------------------------------------------------------------------------------------- tar
+def tar_members(blob: Blob, compressed: bool) -> Iterator[Member]:
+    """Stream through a tar (``r|*``): each member is read once, in order."""
+    try:
+        tf = tarfile.open(fileobj=blob.stream(), mode="r|*")
+    except Exception as exc:  # tarfile raises TypeError, zlib.error... on hostile bytes
+        raise CorruptError(f"not a readable tar archive: {_why(exc)}") from None
+    count = 0
+    try:
+        for ti in tf:
+            count += 1
+            if count > MAX_MEMBERS:
+                raise LimitExceeded(f"more than {MAX_MEMBERS} members")
+            if not ti.isreg() or not is_candidate(ti.name):
+                continue
+            if not compressed:
+                yield Member(ti.name, blob.view(ti.offset_data, ti.size, "tar member"))
+                continue
+            try:
+                fh = tf.extractfile(ti)
+                yield Member(ti.name, _spill(fh, ti.size, "tar member"))
+            except InputError as exc:
+                yield Member(ti.name, error=exc)
+    except InputError:
+        raise
+    except Exception as exc:
+        raise CorruptError(f"tar stream breaks off: {_why(exc)}") from None
+
+
+def _why(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}" if not isinstance(exc, (OSError, zipfile.BadZipFile)) else str(exc)
+
+
+def gzip_payload(blob: Blob) -> Blob:
+    """Inflate a lone ``.gz`` (not a tar) with the same bounds as archive members."""
+    import gzip
+
+    bound = min(MAX_MEMBER_BYTES, max(SPILL_BYTES, MAX_RATIO * blob.size))  # gzip states no size
+    try:
+        with gzip.GzipFile(fileobj=blob.stream()) as gz:
+            return _spill(gz, bound, "gzip stream", over=LimitExceeded)
+    except InputError:
+        raise
+    except Exception as exc:  # BadGzipFile, zlib.error, EOFError
+        raise CorruptError(f"gzip stream does not inflate: {_why(exc)}") from None

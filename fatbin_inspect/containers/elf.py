@@ -1,0 +1,119 @@
+"""Host ELF files (executables, shared objects, relocatable objects): section table and DT_NEEDED.
+
+Fatbins live in ``.nv_fatbin`` (whole-program and device-linked code) and ``__nv_relfatbin``
+(``-rdc`` objects, kept in linked files too). Other sections (``.cask_resource`` in cuBLASLt,
+``.ldata`` in cuFFT, ``.rodata`` in CUPTI, ``.data`` in cuFFT 11) hide fatbins that only the
+magic scan finds. ``DT_NEEDED`` names the CUDA runtime the file needs (``libcudart.so.12``).
+
+Read by hand (ELF32/64, either byte order) rather than through pyelftools, which reads each
+section name until a NUL with no bound (65,535 names pointing into one NUL-less megabyte is
+quadratic) and takes ``e_shnum == 0`` with a huge section-0 ``sh_size`` at its word. Every
+count and offset here is checked against the file size before use.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import List, Tuple
+
+from fatbin_inspect.formats.binio import Blob
+from fatbin_inspect.containers import Layout, Region, cuda_needs
+from fatbin_inspect.errors import CorruptError, TruncatedError
+
+FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
+SHT_NULL, SHT_DYNAMIC, SHT_NOBITS = 0, 6, 8
+DT_NULL, DT_NEEDED = 0, 1
+SHN_XINDEX = 0xFFFF
+MAX_NAME = 4096  # longer section/library names are cut (real ones are < 100 bytes)
+
+# (ELF header, section header, dynamic entry) per ELF class, without the byte-order prefix
+_LAYOUTS = {1: ("16sHHIIIIIHHHHHH", "IIIIIIIIII", "iI"), 2: ("16sHHIQQQIHHHHHH", "IIQQQQIIQQ", "qQ")}
+
+
+def _structs(ident: bytes):
+    cls, order = ident[4], ident[5]
+    if cls not in _LAYOUTS or order not in (1, 2):
+        raise CorruptError(f"ELF class {cls} / byte order {order} is neither 32/64-bit nor LE/BE", 4)
+    prefix = "<" if order == 1 else ">"
+    return tuple(struct.Struct(prefix + f) for f in _LAYOUTS[cls])
+
+
+def _string(table: bytes, off: int) -> str:
+    if off >= len(table):
+        return ""
+    end = table.find(b"\0", off, off + MAX_NAME)
+    return table[off:end if end >= 0 else off + MAX_NAME].decode("utf-8", "replace")
+
+
+def _section_headers(blob: Blob, ehdr: struct.Struct, shdr: struct.Struct) -> List[Tuple]:
+    fields = blob.unpack(ehdr, 0, "ELF header")
+    shoff, shentsize, shnum, shstrndx = fields[6], fields[11], fields[12], fields[13]
+    if shoff == 0:
+        return []
+    if shentsize != shdr.size:
+        raise CorruptError(f"section header size {shentsize}, expected {shdr.size}", 0)
+    first = blob.unpack(shdr, shoff, "section header 0")
+    if shnum == 0:  # extended numbering: the real count is section 0's sh_size
+        shnum = first[5]
+    if shnum > (blob.size - shoff) // shdr.size:
+        raise TruncatedError(f"section table ({shnum} entries) runs past the end of the file", shoff)
+    headers = [blob.unpack(shdr, shoff + i * shdr.size) for i in range(shnum)]
+    if shstrndx == SHN_XINDEX:
+        shstrndx = first[6]
+    return [(shstrndx,)] + headers
+
+
+def _data(blob: Blob, sh: Tuple) -> bytes:
+    if sh[1] in (SHT_NULL, SHT_NOBITS) or sh[5] == 0:
+        return b""
+    return blob.read(sh[4], sh[5], "section")
+
+
+def layout(blob: Blob) -> Layout:
+    ehdr, shdr, dyn = _structs(blob.read(0, 16, "ELF identification"))
+    found = _section_headers(blob, ehdr, shdr)
+    if not found:
+        return Layout("elf", (), (), ("no section headers: fatbins found by magic scan only",))
+    (shstrndx,), headers = found[0], found[1:]
+    names_table = _data(blob, headers[shstrndx]) if shstrndx < len(headers) else b""
+    names = [_string(names_table, sh[0]) for sh in headers]
+    regions = []
+    for name, sh in zip(names, headers):
+        if sh[1] in (SHT_NULL, SHT_NOBITS) or sh[5] == 0:
+            continue
+        start, end = sh[4], sh[4] + sh[5]
+        if end > blob.size:
+            raise CorruptError(f"section {name} [{start:#x}+{sh[5]:#x}] runs past the end of the file", start)
+        regions.append(Region(name, start, end, name in FATBIN_SECTIONS, _worth_scanning(name, sh)))
+    return Layout("elf", tuple(regions), cuda_needs(_needed(blob, names, headers, dyn)))
+
+
+SHF_EXECINSTR = 0x4
+# symbol, string, relocation, hash, dynamic, note and version tables
+_TABLE_TYPES = {2, 3, 4, 5, 6, 7, 9, 11, 0x6FFFFFF6, 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF}
+
+
+def _worth_scanning(name: str, sh: Tuple) -> bool:
+    """Only data sections can hide a fatbin; skipping code also removes the false magic hits
+    (``movabs`` immediates in code that checks the magic, FORMAT.md §1.4)."""
+    if sh[2] & SHF_EXECINSTR or sh[1] in _TABLE_TYPES:
+        return False
+    return not name.startswith((".debug", ".eh_frame", ".gcc_except_table", ".comment"))
+
+
+def _needed(blob: Blob, names: List[str], headers: List[Tuple], dyn: struct.Struct) -> List[str]:
+    """DT_NEEDED names of the first ``.dynamic`` section (strings from its sh_link table)."""
+    for name, sh in zip(names, headers):
+        if name != ".dynamic" or sh[1] != SHT_DYNAMIC:
+            continue
+        link = sh[6]
+        strtab = _data(blob, headers[link]) if link < len(headers) else b""
+        data = _data(blob, sh)
+        out = []
+        for tag, val in dyn.iter_unpack(data[:len(data) - len(data) % dyn.size]):
+            if tag == DT_NULL:
+                break
+            if tag == DT_NEEDED:
+                out.append(_string(strtab, val))
+        return out
+    return []

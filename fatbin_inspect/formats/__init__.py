@@ -1,0 +1,1 @@
+"""Format parsers: bytes in, frozen records (``model``) out. See docs/format.md."""

@@ -1,0 +1,266 @@
+"""Device ELF (cubin) parser (FORMAT.md §3).
+
+A hand-written ELF64 reader rather than pyelftools: a 500 MB library holds thousands of cubins
+and only the section table, ``.symtab``/``.strtab``, two notes and the ``.nv.info*`` records
+are needed. Building pyelftools' ELFFile/Section objects per cubin cost several times more
+than the few ``struct`` calls below (see ``scripts/bench.py --micro-cubin``).
+
+Facts a reader cannot guess:
+
+* ``e_machine`` 190 (EM_CUDA); EI_OSABI 0x33 with EI_ABIVERSION 7, or 0x41 with 8.
+* ``e_flags``: v7 -> SM in bits 0-7, ``a`` = 0x800, virtual SM in bits 16-23;
+  v8 -> SM in bits 8-15, ``a`` = 0x8 (ptxas 12.9 only), high byte 0x05 = nvlink output.
+  ptxas 13.x keeps ``a`` only in ``.nv.compat`` attribute 0x09 == 1. ``f`` is never in a cubin.
+* Kernel = ``STT_FUNC`` symbol with ``st_other & 0x10`` (STO_CUDA_ENTRY).
+* ``.nv.info*`` records: ``u8 format, u8 attribute, u16 v``; format 4 (SVAL) means ``v`` data
+  bytes follow; formats 1-3 carry the value in ``v``.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Dict, List, Optional, Tuple
+
+from fatbin_inspect.errors import CorruptError, TruncatedError
+from fatbin_inspect.formats.model import CubinInfo, Kernel
+
+ELF_MAGIC = b"\x7fELF"
+EM_CUDA = 190
+OSABI_CUDA_V1 = 0x33
+OSABI_CUDA_V2 = 0x41
+
+_EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
+_SHDR = struct.Struct("<IIQQQQIIQQ")
+_SYM = struct.Struct("<IBBHQQ")
+_NOTE = struct.Struct("<III")
+_II = struct.Struct("<II")
+_III = struct.Struct("<III")
+
+SHT_SYMTAB = 2
+SHT_NOTE = 7
+SHT_NOBITS = 8
+SHT_NV_INFO = 0x70000000
+SHT_NV_COMPAT = 0x70000086
+STT_FUNC = 2
+STO_CUDA_ENTRY = 0x10
+
+NVI_MAX_THREADS = 0x05
+NVI_FRAME_SIZE = 0x11
+NVI_REGCOUNT = 0x2F
+COMPAT_ACCELERATOR_TARGET = 0x09
+NOTE_CUINFO = 1000
+NOTE_TKINFO = 2000
+
+
+def is_cubin(head: bytes) -> bool:
+    return len(head) >= 20 and head[:4] == ELF_MAGIC and head[4] == 2 and \
+        struct.unpack_from("<H", head, 18)[0] == EM_CUDA
+
+
+class _Elf:
+    """Section table of one cubin, bounds-checked."""
+
+    def __init__(self, data: bytes):
+        if len(data) < _EHDR.size or data[:4] != ELF_MAGIC:
+            raise CorruptError("not an ELF image", 0)
+        (ident, self.e_type, machine, _ver, _entry, phoff, shoff, self.e_flags, _ehsize,
+         phentsize, phnum, shentsize, shnum, shstrndx) = _EHDR.unpack_from(data, 0)
+        if ident[4] != 2 or ident[5] != 1:
+            raise CorruptError("device ELF must be 64-bit little-endian", 4)
+        if machine != EM_CUDA:
+            raise CorruptError(f"ELF e_machine {machine} is not EM_CUDA (190)", 18)
+        self.osabi = ident[7]
+        self.abi = ident[8]
+        self.data = data
+        if shnum and shentsize != _SHDR.size:
+            raise CorruptError(f"section header size {shentsize}, expected 64", 0x3A)
+        if shoff + shnum * _SHDR.size > len(data):
+            raise TruncatedError(f"section table ({shnum} entries) runs past the image end", shoff)
+        if phnum and phoff + phnum * phentsize > len(data):  # unused, but a cut image is no image
+            raise TruncatedError(f"program headers ({phnum} entries) run past the image end", phoff)
+        self.sections = list(_SHDR.iter_unpack(data[shoff:shoff + shnum * _SHDR.size]))
+        self.names: List[str] = []
+        if shnum and shstrndx < shnum:
+            strtab = self._bytes(shstrndx).decode("latin-1")  # one decode; str.find is as fast
+            find = strtab.find
+            self.names = [strtab[sh[0]:e] if (e := find("\0", sh[0])) >= 0 else strtab[sh[0]:]
+                          for sh in self.sections]
+        else:
+            self.names = [""] * shnum
+        self.by_name: Dict[str, int] = {n: i for i, n in enumerate(self.names)}
+
+    def _bytes(self, idx: int) -> bytes:
+        sh = self.sections[idx]
+        if sh[1] == SHT_NOBITS:
+            return b""
+        off, size = sh[4], sh[5]
+        if off + size > len(self.data):
+            raise TruncatedError(f"section {idx} [{off:#x}+{size}] runs past the image end", off)
+        return self.data[off:off + size]
+
+    def section(self, name: str) -> Optional[bytes]:
+        idx = self.by_name.get(name)
+        return None if idx is None else self._bytes(idx)
+
+
+def _nv_records(data: bytes):
+    """Yield (attribute, format, value_or_bytes) from a ``.nv.info``/``.nv.compat`` section."""
+    pos, n = 0, len(data)
+    while pos + 4 <= n:
+        fmt, attr, v = struct.unpack_from("<BBH", data, pos)
+        pos += 4
+        if fmt == 4:
+            if pos + v > n:
+                raise TruncatedError(f".nv.info record {attr:#x} of {v} bytes runs past its section", pos)
+            yield attr, fmt, data[pos:pos + v]
+            pos += v
+        else:
+            yield attr, fmt, v
+
+
+def _notes(data: bytes):
+    pos, n = 0, len(data)
+    while pos + _NOTE.size <= n:
+        namesz, descsz, ntype = _NOTE.unpack_from(data, pos)
+        pos += _NOTE.size
+        name_end = pos + ((namesz + 3) & ~3)
+        desc_end = name_end + ((descsz + 3) & ~3)
+        if desc_end > n:
+            raise TruncatedError("note runs past its section", pos)
+        yield ntype, data[name_end:name_end + descsz]
+        pos = desc_end
+
+
+def _tkinfo(desc: bytes) -> Tuple[Optional[str], Optional[str]]:
+    """``.note.nv.tkinfo``: 6 x u32 {2, 0, tool, version, build, cmdline} + a string table."""
+    if len(desc) < 24:
+        return None, None
+    offs = struct.unpack_from("<6I", desc, 0)
+    strings = desc[24:]
+
+    def s(o: int) -> str:
+        if o >= len(strings):
+            return ""
+        end = strings.find(b"\0", o)
+        return strings[o:end if end >= 0 else None].decode("utf-8", "replace")
+
+    tool, version, cmdline = s(offs[2]), s(offs[3]), s(offs[5])
+    # "Cuda compilation tools, release 13.0, V13.0.88" -> "13.0.88"
+    ver = version.rsplit(" V", 1)[-1] if " V" in version else version
+    toolkit = f"{tool} {ver}".strip() or None
+    return toolkit, (cmdline.strip() or None)
+
+
+def parse_cubin(data: bytes, kernels: bool = False, resources: bool = False, demangle=None
+                ) -> Tuple[CubinInfo, Optional[Tuple[Kernel, ...]]]:
+    """Decode a cubin's identity and, on request, its kernels and their resource usage.
+    ``demangle(name) -> str | None`` fills ``Kernel.demangled``."""
+    elf = _Elf(data)
+    flags = elf.e_flags
+    if elf.abi >= 8 or elf.osabi == OSABI_CUDA_V2:
+        sm = (flags >> 8) & 0xFF
+        arch_specific = bool(flags & 0x8)
+        virtual_sm = None
+    else:
+        sm = flags & 0xFF
+        arch_specific = bool(flags & 0x800)
+        virtual_sm = (flags >> 16) & 0xFF or None
+    compat = elf.section(".nv.compat")
+    if compat:
+        for attr, _fmt, val in _nv_records(compat):
+            if attr == COMPAT_ACCELERATOR_TARGET and val == 1:
+                arch_specific = True
+    toolkit = cmdline = None
+    for name in (".note.nv.cuinfo", ".note.nv.cuver", ".note.nv.tkinfo"):
+        raw = elf.section(name)
+        if not raw:
+            continue
+        for ntype, desc in _notes(raw):
+            if ntype == NOTE_TKINFO:
+                toolkit, cmdline = _tkinfo(desc)
+            elif ntype == NOTE_CUINFO and len(desc) >= 4:
+                virtual_sm = struct.unpack_from("<H", desc, 2)[0] or virtual_sm
+
+    syms = _kernel_symbols(elf)
+    nvlink = (toolkit or "").startswith("nvlink") or (elf.abi >= 8 and flags >> 24 == 0x05)
+    info = CubinInfo(
+        elf_abi=elf.abi,
+        elf_type={1: "rel", 2: "exec"}.get(elf.e_type, str(elf.e_type)),
+        sm=sm,
+        arch_specific=arch_specific,
+        virtual_sm=virtual_sm,
+        device_link=nvlink and not syms,
+        toolkit=toolkit,
+        command_line=cmdline,
+    )
+    if not kernels:
+        return info, None
+    if not resources:
+        return info, tuple(Kernel(n, demangle(n) if demangle else None) for _i, n in syms)
+    return info, _with_resources(elf, syms, demangle)
+
+
+def _kernel_symbols(elf: _Elf) -> List[Tuple[int, str]]:
+    idx = elf.by_name.get(".symtab")
+    if idx is None:
+        return []
+    symtab = elf._bytes(idx)
+    link = elf.sections[idx][6]
+    if link >= len(elf.sections):
+        raise CorruptError(".symtab links to a missing string table", elf.sections[idx][4])
+    strtab = elf._bytes(link)
+    out = []
+    usable = len(symtab) - len(symtab) % _SYM.size
+    for i, (st_name, st_info, st_other, _shndx, _val, _size) in enumerate(
+            _SYM.iter_unpack(symtab[:usable])):
+        if st_info & 0xF == STT_FUNC and st_other & STO_CUDA_ENTRY:
+            end = strtab.find(b"\0", st_name)
+            out.append((i, strtab[st_name:end if end >= 0 else None].decode("utf-8", "replace")))
+    return out
+
+
+def _with_resources(elf: _Elf, syms: List[Tuple[int, str]], demangle=None) -> Tuple[Kernel, ...]:
+    regs: Dict[int, int] = {}
+    frame: Dict[int, int] = {}
+    glob = elf.section(".nv.info")
+    if glob:  # hot: hundreds of records per cubin, thousands of cubins; walked by index
+        pos, n, unpack = 0, len(glob), _II.unpack_from
+        while pos + 4 <= n:
+            if glob[pos] != 4:
+                pos += 4
+                continue
+            attr, v = glob[pos + 1], glob[pos + 2] | glob[pos + 3] << 8
+            if (attr == NVI_REGCOUNT or attr == NVI_FRAME_SIZE) and v >= 8 and pos + 12 <= n:
+                sym, amount = unpack(glob, pos + 4)
+                (regs if attr == NVI_REGCOUNT else frame)[sym] = amount
+            pos += 4 + v
+    kernels = []
+    by_name, sections, section = elf.by_name, elf.sections, elf._bytes  # hot loop: locals
+    for idx, name in syms:
+        max_threads = None
+        i = by_name.get(".nv.info." + name)
+        if i is not None:
+            val = _sval(section(i), NVI_MAX_THREADS)
+            if val is not None and len(val) >= 12:
+                max_threads = _III.unpack_from(val, 0)
+        i = by_name.get(".nv.shared." + name)
+        shared = sections[i][5] if i is not None else 0
+        i = by_name.get(".nv.constant0." + name)
+        const0 = sections[i][5] if i is not None else None
+        kernels.append(Kernel(name, demangle(name) if demangle else None, regs.get(idx), shared, const0,
+                              max_threads, frame.get(idx)))
+    return tuple(kernels)
+
+
+def _sval(data: bytes, attribute: int) -> Optional[bytes]:
+    """Data of the first SVAL (format 4) record with ``attribute``: a bare index walk, since this
+    runs for every kernel (150k in libtorch_cuda.so) and a generator of tuples costs 3x more."""
+    if data.find(bytes((4, attribute))) < 0:  # no such record can exist: skip the walk
+        return None
+    pos, n = 0, len(data)
+    while pos + 4 <= n:
+        size = data[pos + 2] | data[pos + 3] << 8 if data[pos] == 4 else 0
+        if data[pos + 1] == attribute and data[pos] == 4:
+            return data[pos + 4:pos + 4 + size]
+        pos += 4 + size
+    return None

@@ -1,0 +1,1 @@
+"""Inventory: from a path to ``FileReport`` records (containers, then the format parsers)."""

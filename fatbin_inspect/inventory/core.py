@@ -1,0 +1,406 @@
+"""Inventory: from a path to ``FileReport`` records (containers -> fatbin/cubin/ptx parsers).
+
+One input yields one record, plus, for archives and wheels, one record per member that holds
+device code (named ``CONTAINER!MEMBER``). Errors become the record's ``error``: one bad file
+or member never stops the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Iterator, List, Optional, Tuple
+
+from fatbin_inspect.formats import cubin as cubin_mod
+from fatbin_inspect.formats import fatbin as fatbin_mod
+from fatbin_inspect.formats import ptx as ptx_mod
+from fatbin_inspect.formats.binio import Blob, open_blob
+from fatbin_inspect.containers import Layout, archives, detect
+from fatbin_inspect.formats.decompress import Budget, decode
+from fatbin_inspect.formats.demangle import demangle
+from fatbin_inspect.errors import InputError, LimitExceeded
+from fatbin_inspect.formats.model import (
+    KIND_PTX,
+    KIND_SASS,
+    Entry,
+    Fatbin,
+    FileError,
+    FileReport,
+    Kernel,
+)
+
+MAX_DEPTH = 4  # wheel inside a tar layer inside a tar is depth 2; deeper is not a real layout
+
+
+@dataclass(frozen=True)
+class Options:
+    kernels: bool = False  # decode payloads: kernel names and per-kernel resources
+    details: bool = False  # decode cubins for ABI/type/toolkit/device-link (implied by kernels)
+    scan_hidden: bool = True  # magic scan outside the fatbin sections (FORMAT.md §1.4)
+    members: str = "device"  # "device": archive members with device code; "all": every candidate
+    jobs: int = 0  # processes for decoding one large file's payloads; 0 = one per CPU, 1 = none
+    resources: bool = True  # with kernels: registers, shared, constant0, max threads per kernel
+    probe_small: bool = False  # decode only small cubins (<= PROBE_MAX): tells device-link output
+
+
+def inspect_path(path: str, opts: Options = Options()) -> Iterator[FileReport]:
+    """Records for one file on disk (directories are walked by ``scan``)."""
+    try:
+        blob = open_blob(path)
+    except InputError as exc:
+        size = _size_or_zero(path)
+        yield FileReport(path=path, format="unknown", size=size, error=_err(exc))
+        return
+    yield from inspect_blob(path, blob, opts, 0)
+
+
+def _size_or_zero(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _err(exc: Exception) -> FileError:
+    if isinstance(exc, InputError):
+        return FileError(exc.message, exc.offset)
+    return FileError(f"internal error: {type(exc).__name__}: {exc}", None)
+
+
+def inspect_blob(path: str, blob: Blob, opts: Options, depth: int) -> Iterator[FileReport]:
+    """Records for one blob; an archive's own record comes first, then its members'."""
+    yield from _container_first(path, inspect_pairs(path, blob, opts, depth))
+
+
+def inspect_zip_span(path: str, blob: Blob, opts: Options, span: Tuple[int, int], zf=None) -> Iterator[FileReport]:
+    """``inspect_blob`` of a zip, for the members whose central-directory index is in
+    ``[start, stop)`` only (``zf``: its directory from ``archives.open_zip``, or None): a large
+    wheel's members can be inspected as several work units. The zip's own record comes first as
+    in ``inspect_blob``; concatenated in span order up to the first span whose own record holds an
+    error (the iteration stopped there), the spans' member records are exactly ``inspect_blob``'s."""
+    members = archives.zip_members(blob, all_members=opts.members == "all", span=span, zf=zf)
+    yield from _container_first(path, _inspect_archive(path, "zip", blob, opts, 0, members))
+
+
+def _container_first(path: str, pairs) -> Iterator[FileReport]:
+    container = None
+    members: List[FileReport] = []
+    for rec, _blob in pairs:
+        if rec.path == path:
+            container = rec
+        else:
+            members.append(rec)
+    if container is not None:
+        yield container
+    yield from members
+
+
+def inspect_pairs(path: str, blob: Blob, opts: Options, depth: int) -> Iterator[Tuple[FileReport, Blob]]:
+    """(record, blob) pairs, streaming: each member's bytes can be dropped once the consumer moves
+    on (a wheel's members are never all held at once). An archive's own record comes last."""
+    fmt = detect(blob.head(512))
+    if fmt in ("ar", "zip", "tar", "gzip"):
+        yield from _inspect_archive(path, fmt, blob, opts, depth)
+        return
+    try:
+        yield _inspect_binary(path, fmt, blob, opts), blob
+    except InputError as exc:
+        yield FileReport(path=path, format=fmt, size=blob.size, error=_err(exc)), blob
+    except Exception as exc:  # a parser bug must cost one record, not the scan
+        yield FileReport(path=path, format=fmt, size=blob.size, error=_err(exc)), blob
+
+
+def _inspect_archive(path: str, fmt: str, blob: Blob, opts: Options, depth: int,
+                     members: Optional[Iterator[archives.Member]] = None):
+    notes: List[str] = []
+    error: Optional[FileError] = None
+    if depth >= MAX_DEPTH:
+        yield FileReport(path=path, format=fmt, size=blob.size,
+                         error=_err(LimitExceeded(f"archive nested deeper than {MAX_DEPTH} levels"))), blob
+        return
+    try:
+        if members is not None:
+            it = members
+        elif fmt == "ar":
+            it = archives.ar_members(blob)
+        elif fmt == "zip":
+            it = archives.zip_members(blob, all_members=opts.members == "all")
+        elif fmt == "tar":
+            it = archives.tar_members(blob, compressed=False)
+        else:
+            it = _gzip_members(blob)
+        for m in it:
+            child = f"{path}!{m.name}"
+            if m.note:
+                notes.append(m.note)
+            if m.error is not None:
+                yield FileReport(path=child, format="unknown", size=0, error=_err(m.error)), None
+                continue
+            if m.blob is None:
+                continue
+            for rec, b in inspect_pairs(child, m.blob, opts, depth + 1):
+                if rec.fatbins or rec.error or (opts.members == "all" and rec.format != "unknown"):
+                    yield rec, b
+    except InputError as exc:
+        error = _err(exc)
+    except Exception as exc:
+        error = _err(exc)
+    yield FileReport(path=path, format="tar" if fmt == "gzip" else fmt, size=blob.size, error=error,
+                     notes=tuple(notes)), blob
+
+
+def _gzip_members(blob: Blob) -> Iterator[archives.Member]:
+    # a .tar.gz streams as a tar; a lone .gz is one member
+    try:
+        yield from archives.tar_members(blob, compressed=True)
+    except InputError:
+        yield archives.Member("<gunzip>", archives.gzip_payload(blob))
+
+
+def _inspect_binary(path: str, fmt: str, blob: Blob, opts: Options) -> FileReport:
+    if fmt == "cubin":
+        fatbins = (_standalone_cubin(blob),)
+        return FileReport(path=path, format="cubin", size=blob.size,
+                          fatbins=tuple(_decode_fatbins(blob, fatbins, opts)))
+    if fmt == "ptx":
+        fatbins = (_standalone_ptx(blob),)
+        return FileReport(path=path, format="ptx", size=blob.size,
+                          fatbins=tuple(_decode_fatbins(blob, fatbins, opts)))
+    fatbins: List[Fatbin] = []
+    errors: List[InputError] = []
+    try:
+        layout = _layout(fmt, blob)
+    except InputError as exc:  # a cut download or broken section table: the bytes that exist
+        errors.append(exc)      # are still magic-scanned, and the record keeps the error
+        layout = Layout(fmt, (), notes=("section table unusable: fatbins found by magic scan only",))
+    sections_walked = False
+    for region in layout.regions:
+        if region.fatbin_section:
+            found, errs = fatbin_mod.walk(blob, region.start, region.end, region.name, strict=True)
+            blob.release(region.start, region.end)
+            fatbins += found
+            errors += errs
+            sections_walked = True
+    if fmt == "fatbin":
+        found, errs = fatbin_mod.walk(blob, 0, blob.size, None, strict=True)
+        fatbins += found
+        errors += errs
+    elif opts.scan_hidden or not sections_walked:
+        scannable = [(r.start, r.end, r.name) for r in layout.regions if r.scan and not r.fatbin_section]
+        outside = [(a, b, None) for a, b in _gaps([(r.start, r.end) for r in layout.regions], blob.size)]
+        for start, end, name in sorted(scannable + outside):
+            for found in _scan_chunks(blob, start, end, name, errors):
+                fatbins += found
+    fatbins.sort(key=lambda fb: fb.offset)
+    errors += layout.errors
+    error = _err(errors[0]) if errors else None
+    notes = list(layout.notes)
+    if len(errors) > 1:
+        notes.append(f"{len(errors) - 1} more fatbin errors after the first")
+    return FileReport(path=path, format=layout.format, size=blob.size,
+                      fatbins=tuple(_decode_fatbins(blob, fatbins, opts, path)),
+                      error=error, needs=layout.needs, notes=tuple(notes))
+
+
+SCAN_CHUNK = 64 << 20
+
+
+def _scan_chunks(blob: Blob, start: int, end: int, section: Optional[str], errors: List[InputError]):
+    """Magic-scan ``[start, end)`` a chunk at a time; a fatbin may run past its chunk (it is
+    bounded by ``end``). Pages already scanned are dropped from this process's resident set
+    (``MADV_DONTNEED`` on a read-only file mapping only unmaps them; the page cache keeps them), so
+    resident memory does not grow with the file size. A scan's only errors are limits reached."""
+    pos = start
+    while pos < end:
+        stop = min(end, pos + SCAN_CHUNK)
+        found, errs = fatbin_mod.walk(blob, pos, stop, section, strict=False, found_by="scan", limit=end)
+        errors += errs
+        yield found
+        nxt = max([stop] + [fb.offset + 16 + fb.size for fb in found])
+        blob.release(pos, nxt)
+        pos = nxt
+
+
+def _layout(fmt: str, blob: Blob) -> Layout:
+    if fmt == "elf":
+        from fatbin_inspect.containers import elf
+
+        return elf.layout(blob)
+    if fmt == "pe":
+        from fatbin_inspect.containers import pe
+
+        return pe.layout(blob)
+    if fmt == "coff":
+        from fatbin_inspect.containers import pe
+
+        return pe.coff_layout(blob)
+    return Layout(fmt, ())
+
+
+def _gaps(regions: List[Tuple[int, int]], size: int) -> Iterator[Tuple[int, int]]:
+    """The byte ranges of a file that no section covers (headers, tables; everything when stripped)."""
+    pos = 0
+    for start, end in sorted(regions):
+        if start > pos:
+            yield pos, start
+        pos = max(pos, end)
+    if pos < size:
+        yield pos, size
+
+
+# ------------------------------------------------------------------------- standalone images
+def _standalone_cubin(blob: Blob) -> Fatbin:
+    data = blob.read(0, blob.size)
+    info, _ = cubin_mod.parse_cubin(data)
+    entry = Entry(
+        offset=0, kind=KIND_SASS, kind_code=2, sm=info.sm, variant="a" if info.arch_specific and info.sm >= 90 else "",
+        compression="none", stored_size=blob.size, size=blob.size, flags=0,
+        code_version=(1, info.elf_abi), header_size=0, payload_offset=0, host=None, debug=False,
+        identifier=None, options=None, cubin=info,
+    )
+    return Fatbin(offset=0, size=blob.size, section=None, entries=(entry,), found_by="file")
+
+
+def _standalone_ptx(blob: Blob) -> Fatbin:
+    data = blob.read(0, blob.size)
+    hdr = ptx_mod.parse_header(data)
+    sm, variant = ptx_mod.target_arch(hdr.target) if hdr.target else (0, "")
+    entry = Entry(
+        offset=0, kind=KIND_PTX, kind_code=1, sm=sm, variant=variant, compression="none",
+        stored_size=blob.size, size=blob.size, flags=0, code_version=hdr.version, header_size=0,
+        payload_offset=0, host=None, debug=False, identifier=None, options=None,
+        ptx_target=hdr.target,
+    )
+    return Fatbin(offset=0, size=blob.size, section=None, entries=(entry,), found_by="file")
+
+
+# ------------------------------------------------------------------------------- payloads
+def payload(blob: Blob, entry: Entry, budget: Optional[Budget] = None) -> bytes:
+    """The entry's image, decompressed (LTO-IR is opaque and returned as stored)."""
+    raw = blob.read(entry.payload_offset, entry.stored_size, "entry payload")
+    if budget is not None and entry.compression != "none" and entry.kind in (KIND_SASS, KIND_PTX):
+        budget.spend(entry.size, entry.offset)
+    if entry.kind not in (KIND_SASS, KIND_PTX):
+        return raw
+    return decode(entry.compression, raw, entry.size, entry.offset)
+
+
+def decode_entry(blob: Blob, entry: Entry, kernels: bool, resources: bool = True,
+                 budget: Optional[Budget] = None) -> Entry:
+    """Fill ``cubin``/``kernels``/``ptx_target`` from the payload; a failure is ``decode_error``.
+    ``budget`` (one per file) bounds the bytes all its compressed entries may inflate to."""
+    if entry.kind not in (KIND_SASS, KIND_PTX):
+        return entry
+    try:
+        data = payload(blob, entry, budget)
+        if entry.kind == KIND_SASS:
+            info, ks = cubin_mod.parse_cubin(data, kernels=kernels, resources=resources, demangle=demangle)
+            if info.sm != entry.sm and entry.header_size:
+                raise InputError(f"cubin e_flags say sm_{info.sm}, fatbin header says sm_{entry.sm}",
+                                 entry.offset)
+            return dataclasses.replace(entry, cubin=info, kernels=ks)
+        hdr = ptx_mod.parse_header(data)
+        ks = _demangled(ptx_mod.kernels(data)) if kernels else None
+        return dataclasses.replace(entry, ptx_target=hdr.target, kernels=ks)
+    except InputError as exc:
+        return dataclasses.replace(entry, decode_error=str(exc))
+    except Exception as exc:  # pragma: no cover - parser bug on hostile bytes
+        return dataclasses.replace(entry, decode_error=f"internal error: {exc}")
+
+
+def _demangled(ks: Tuple[Kernel, ...]) -> Tuple[Kernel, ...]:
+    # the constructor, not dataclasses.replace: ~100k kernels in one large library
+    return tuple(Kernel(k.name, demangle(k.name), k.registers, k.shared, k.constant0, k.max_threads, k.local)
+                 for k in ks)
+
+
+PARALLEL_MIN_BYTES = 64 << 20  # compressed payload bytes that make a second process worth its start
+
+
+PROBE_MAX = 64 << 10  # nvcc's device-link cubins are ~1.5 KB and hold no kernels
+
+
+def _decode_fatbins(blob: Blob, fatbins, opts: Options, path: Optional[str] = None):
+    if not (opts.kernels or opts.details):
+        if opts.probe_small:
+            budget = Budget(blob.size)
+            return [dataclasses.replace(fb, entries=tuple(
+                decode_entry(blob, e, kernels=False, budget=budget) if e.kind == KIND_SASS and e.size <= PROBE_MAX
+                else e for e in fb.entries)) for fb in fatbins]
+        return list(fatbins)
+    return [fb for part in map_decoded(blob, fatbins, opts, path, _same) for fb in part]
+
+
+def _same(fatbins):
+    return fatbins
+
+
+def parallel_worthwhile(blob: Blob, fatbins, opts: Options, path: Optional[str]) -> bool:
+    """Large enough (compressed payload) for worker processes to pay for their start."""
+    jobs = opts.jobs or os.cpu_count() or 1
+    work = sum(e.stored_size for fb in fatbins for e in fb.entries if e.compression != "none")
+    return jobs > 1 and bool(path) and work >= PARALLEL_MIN_BYTES and _is_whole_file(blob, path)
+
+
+def map_decoded(blob: Blob, fatbins, opts: Options, path: Optional[str], fn) -> List:
+    """Decode ``fatbins`` (kernels/details per ``opts``) and return ``[fn(decoded_slice), ...]``
+    in file order. A large file on disk is decoded by worker processes, each applying ``fn`` to
+    its slice where it decoded it, so a caller can turn records into their final form (JSON text)
+    without shipping 150k kernel records back; ``fn`` must be a module-level function."""
+    if parallel_worthwhile(blob, fatbins, opts, path):
+        return _map_parallel(path, fatbins, opts, opts.jobs or os.cpu_count() or 1, fn)
+    return [fn(_decode_serial(blob, fatbins, opts))]
+
+
+def _decode_serial(blob: Blob, fatbins, opts: Options):
+    out = []
+    budget = Budget(blob.size)
+    for fb in fatbins:
+        entries = tuple(decode_entry(blob, e, kernels=opts.kernels, resources=opts.resources, budget=budget)
+                        for e in fb.entries)
+        out.append(dataclasses.replace(fb, entries=entries))
+    return out
+
+
+def _is_whole_file(blob: Blob, path: str) -> bool:
+    try:
+        return blob.base == 0 and os.path.isfile(path) and os.path.getsize(path) == blob.size
+    except OSError:
+        return False
+
+
+def _map_parallel(path: str, fatbins, opts: Options, jobs: int, fn) -> List:
+    """Decompressing and parsing thousands of cubins is CPU-bound (libtorch_cuda.so: 5 GB of
+    zstd output): split the fatbins into contiguous slices of similar decoded size, decoded by
+    worker processes that map the same file. Order is kept."""
+    import concurrent.futures as cf
+
+    slices: List[List[Fatbin]] = [[] for _ in range(jobs * 4)]
+    total = sum(e.size for fb in fatbins for e in fb.entries) or 1
+    done = 0
+    for fb in fatbins:  # contiguous slices, balanced by decoded bytes (what the work scales with)
+        slices[min(len(slices) - 1, done * len(slices) // total)].append(fb)
+        done += sum(e.size for e in fb.entries)
+    serial_opts = dataclasses.replace(opts, jobs=1)
+    # this process decodes the first 1/jobs itself instead of waiting: one CPU's share of results
+    # never has to be pickled back
+    own = len(slices) // jobs
+    try:
+        with cf.ProcessPoolExecutor(max_workers=jobs - 1) as pool:
+            futures = [pool.submit(_decode_slice, path, sl, serial_opts, fn) for sl in slices[own:]]
+            mine = _decode_slice(path, [fb for sl in slices[:own] for fb in sl], serial_opts, fn)
+            return [mine] + [f.result() for f in futures]
+    except (OSError, cf.process.BrokenProcessPool):  # no fork/spawn here: decode in-process
+        return [fn(_decode_serial(open_blob(path), fatbins, serial_opts))]
+
+
+def _decode_slice(path: str, fatbins, opts: Options, fn=_same):
+    import gc
+
+    old = gc.get_threshold()
+    gc.set_threshold(100_000, 50, 100)  # many small acyclic records: see cli.main
+    try:
+        return fn(_decode_serial(open_blob(path), fatbins, opts))
+    finally:
+        gc.set_threshold(*old)

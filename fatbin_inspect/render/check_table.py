@@ -1,0 +1,71 @@
+"""Terminal rendering of ``check``: the targets, then one block per file and target."""
+
+from __future__ import annotations
+
+from typing import List, Sequence
+
+from rich.text import Text
+
+from fatbin_inspect.compat.engine import FileVerdict
+from fatbin_inspect.compat.targets import Target
+from fatbin_inspect.formats.demangle import demangle
+from fatbin_inspect.render.console import render
+
+STYLE = {"native": "green", "jit": "yellow", "fail": "bold red", "no-device-code": "dim"}
+KERNELS_SHOWN = 5
+
+
+def target_lines(targets: Sequence[Target]) -> List[Text]:
+    out = [Text("Targets", style="bold")]
+    for i, t in enumerate(targets):
+        d = t.driver
+        line = Text(f"  [{i}] {t.label}: CUDA {d.cuda}, JIT up to PTX ISA {d.max_ptx_isa}")
+        if t.gpu.tegra:
+            line.append("  Tegra", style="cyan")
+        env = [n for n, on in (("CUDA_FORCE_PTX_JIT=1", t.force_ptx_jit), ("CUDA_DISABLE_PTX_JIT=1", t.disable_ptx_jit)) if on]
+        if env:
+            line.append(f"  {' '.join(env)}", style="yellow")
+        out.append(line)
+        if d.note:
+            out.append(Text(f"      note: {d.note}", style="yellow"))
+    return out
+
+
+def verdict_block(v: FileVerdict, index: int, kernels: bool) -> List[Text]:
+    head = Text()
+    head.append(v.path, style="bold")
+    head.append(f"  on [{index}]  ")
+    head.append(v.verdict.upper(), style=STYLE[v.verdict])
+    if v.error:
+        head.append(f"  {v.error.code} {v.error.name}", style="red")
+    if v.chosen:
+        head.append(f"  {v.chosen.arch}" + (f" (PTX ISA {v.chosen.ptx_isa})" if v.chosen.ptx_isa else ""))
+    head.append(f"  {v.rule}", style="cyan")
+    c = v.counts
+    if sum(c.values()):
+        head.append(f"  fatbins: {c['native']} native, {c['jit']} jit, {c['fail']} fail", style="dim")
+    out = [head, Text(f"    {v.reason}")]
+    if v.runtime:
+        out.append(Text(f"    runtime: CUDA {v.runtime.version} ({v.runtime.source})", style="dim"))
+    if v.missing_kernels:
+        out.append(Text(f"    {len(v.missing_kernels)} kernels have no image for this GPU "
+                        f"(they exist for other architectures):", style="yellow"))
+        shown = v.missing_kernels if kernels else v.missing_kernels[:KERNELS_SHOWN]
+        out += [Text(f"      {demangle(k) or k}", style="dim") for k in shown]
+        if len(shown) < len(v.missing_kernels):
+            out.append(Text(f"      ... {len(v.missing_kernels) - len(shown)} more (--kernels lists all)", style="dim"))
+    out += [Text(f"    note: {n}", style="yellow") for n in v.notes if n != v.target.driver.note]
+    out += [Text(f"    fix: {a}", style="cyan") for a in v.advice]
+    return out
+
+
+def render_check(targets: Sequence[Target], verdicts: Sequence[FileVerdict], color: bool = False,
+                 kernels: bool = False) -> str:
+    index = {t: i for i, t in enumerate(targets)}
+    out: List[Text] = target_lines(targets) + [Text("")]
+    for v in verdicts:
+        out += verdict_block(v, index[v.target], kernels)
+    c = {k: sum(1 for v in verdicts if v.verdict == k) for k in STYLE}
+    out += [Text(""), Text(f"{len(verdicts)} results: {c['native']} native, {c['jit']} jit, {c['fail']} fail, "
+                           f"{c['no-device-code']} without device code", style="bold")]
+    return render(out, color)

@@ -1,0 +1,66 @@
+"""``doctor`` and ``verify`` records -> plain dicts (``--format json``, schema_version 1).
+
+Field names follow the record attributes; fields are only ever added.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, List, Optional
+
+from fatbin_inspect.system.diagnose import Diagnosis
+from fatbin_inspect.render.records import SCHEMA_VERSION, tool
+from fatbin_inspect.system.stack import Stack
+from fatbin_inspect.verify.compare import (Finding, ImageCheck, describe_actual, describe_prediction,
+                                           error_name, summary)
+
+
+def doctor_document(stack: Stack, diag: Diagnosis) -> Dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": tool(),
+        "stack": dataclasses.asdict(stack),
+        "driver_cuda": diag.driver_cuda,
+        "driver_cuda_from": diag.driver_cuda_from,
+        "max_ptx_isa": diag.max_ptx_isa,
+        "runtime_in_use": diag.runtime_in_use.path if diag.runtime_in_use else None,
+        "conditions": [dataclasses.asdict(c) for c in diag.conditions],
+        "warnings": [dataclasses.asdict(w) for w in diag.warnings],
+    }
+
+
+def _load(r) -> Optional[Dict[str, Any]]:
+    if r is None:
+        return None
+    d = dataclasses.asdict(r)
+    d["name"] = error_name(r.code) if r.code is not None else None
+    return d
+
+
+def check_dict(c: ImageCheck) -> Dict[str, Any]:
+    e = c.entry
+    return {
+        "path": c.path,
+        "fatbin_offset": c.fatbin_offset,
+        "entry_offset": e.offset if e else None,
+        "image": c.what,
+        "kind": e.kind if e else "fatbin",
+        "actual": c.actual,
+        "actual_text": describe_actual(c),
+        "load": _load(c.load),
+        "load_nojit": _load(c.load_nojit),
+        "predicted": dataclasses.asdict(c.predicted) if c.predicted else None,
+        "predicted_text": describe_prediction(c.predicted),
+        "agree": c.agree,
+    }
+
+
+def verify_document(target: Optional[str], checks: List[ImageCheck], findings: List[Finding]) -> Dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": tool(),
+        "target": target,
+        "summary": dict(summary(checks)),
+        "findings": [dataclasses.asdict(f) for f in findings],
+        "images": [check_dict(c) for c in checks],
+    }

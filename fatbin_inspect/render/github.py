@@ -1,0 +1,43 @@
+"""Findings -> GitHub Actions workflow commands (``::error file=...::``) plus a job summary.
+
+GitHub shows at most 10 error and 10 warning annotations per step (50 per job), so annotations
+are capped per severity and one ``::notice`` says how many were left out; the full list goes to
+the Markdown job summary, which the command appends to ``$GITHUB_STEP_SUMMARY`` when it is set.
+"""
+
+from __future__ import annotations
+
+from typing import List, Tuple
+
+from fatbin_inspect.checks.findings import FindingsReport, split_path
+from fatbin_inspect.render.markdown import render_markdown
+
+CAP = 10  # per severity, GitHub's per-step display limit
+_COMMAND = {"error": "error", "warning": "warning", "note": "notice"}
+
+
+def escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(s: str) -> str:
+    return escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_github(report: FindingsReport, fail_on: str = "error", cap: int = CAP) -> Tuple[str, str]:
+    """(workflow commands for stdout, Markdown for the job summary)."""
+    lines: List[str] = []
+    shown = {k: 0 for k in _COMMAND}
+    left = 0
+    for f in report.findings:
+        if shown[f.severity] >= cap:
+            left += 1
+            continue
+        shown[f.severity] += 1
+        container, _member = split_path(f.path)
+        title = f"{f.rule_id} {f.rule.name}"
+        lines.append(f"::{_COMMAND[f.severity]} file={escape_property(container)},line=1,"
+                     f"title={escape_property(title)}::{escape_data(f'{f.path}: {f.message}')}")
+    if left:
+        lines.append(f"::notice title=fatbin-inspect::{left} more findings not annotated (see the job summary)")
+    return "".join(line + "\n" for line in lines), render_markdown(report, fail_on)

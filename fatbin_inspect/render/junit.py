@@ -1,0 +1,49 @@
+"""Findings -> JUnit XML: one test case per artifact and target (CI test tabs, GitLab reports).
+
+A test case fails when it has findings at or above the fail level; findings below it are listed
+in ``system-out`` so the case stays green, as the exit code does. Test suites group by the
+container (wheel, archive or file) the artifacts came from.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Dict, List
+
+from fatbin_inspect.checks.findings import Check, FindingsReport, fails, findings_for, split_path
+
+FILE_WIDE_NAME = "policy"  # test case name of the file-wide rules (no target)
+
+
+def render_junit(report: FindingsReport, fail_on: str = "error") -> str:
+    suites: Dict[str, List[Check]] = {}
+    for c in report.checks:
+        suites.setdefault(split_path(c.path)[0], []).append(c)
+    root = ET.Element("testsuites", name=f"fatbin-inspect {report.command}")
+    total = failed = 0
+    for container, checks in suites.items():
+        suite = ET.SubElement(root, "testsuite", name=container)
+        n_fail = 0
+        for c in checks:
+            case = ET.SubElement(suite, "testcase", classname=c.path, name=c.target or FILE_WIDE_NAME)
+            fs = findings_for(c, report.findings)
+            bad = [f for f in fs if fails([f], fail_on)]
+            rest = [f for f in fs if f not in bad]
+            if bad:
+                n_fail += 1
+                fail = ET.SubElement(case, "failure", message=bad[0].message, type=bad[0].rule_id)
+                fail.text = "\n".join(f"{f.severity} {f.rule_id} {f.rule.name}: {f.message}" for f in bad)
+            if rest:
+                ET.SubElement(case, "system-out").text = "\n".join(
+                    f"{f.severity} {f.rule_id} {f.rule.name}: {f.message}" for f in rest)
+        suite.set("tests", str(len(checks)))
+        suite.set("failures", str(n_fail))
+        suite.set("errors", "0")
+        suite.set("skipped", "0")
+        total += len(checks)
+        failed += n_fail
+    root.set("tests", str(total))
+    root.set("failures", str(failed))
+    root.set("errors", "0")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -1,0 +1,90 @@
+"""Records -> plain dicts: the JSON contract (schema_version 1) shared by json/jsonl renderers.
+
+Field names in ``inventory.schema.json`` are fixed; fields are only ever added.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, Optional
+
+from fatbin_inspect import __version__
+from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport, Kernel
+
+SCHEMA_VERSION = 1
+
+
+def tool() -> Dict[str, str]:
+    return {"name": "fatbin-inspect", "version": __version__}
+
+
+def kernel_dict(k: Kernel) -> Dict[str, Any]:
+    d: Dict[str, Any] = {"name": k.name, "demangled": k.demangled}
+    if k.registers is not None:
+        d["registers"] = k.registers
+    if k.shared is not None:
+        d["shared"] = k.shared
+    if k.constant0 is not None:
+        d["constant0"] = k.constant0
+    if k.local is not None:
+        d["local"] = k.local
+    if k.max_threads is not None:
+        d["max_threads"] = list(k.max_threads)
+    return d
+
+
+def cubin_dict(c: Optional[CubinInfo]) -> Optional[Dict[str, Any]]:
+    if c is None:
+        return None
+    return {
+        "elf_abi": c.elf_abi, "elf_type": c.elf_type, "sm": c.sm, "arch_specific": c.arch_specific,
+        "virtual_sm": c.virtual_sm, "device_link": c.device_link, "toolkit": c.toolkit,
+        "command_line": c.command_line,
+    }
+
+
+def entry_dict(e: Entry) -> Dict[str, Any]:
+    return {
+        "offset": e.offset,
+        "kind": e.kind,
+        "arch": e.arch,
+        "sm": e.sm,
+        "variant": e.variant or None,
+        "compression": e.compression,
+        "stored_size": e.stored_size,
+        "size": e.size,
+        "ptx_isa": e.ptx_isa,
+        "code_version": list(e.code_version),
+        "elf_abi": e.code_version[1] if e.kind == "sass" else None,
+        "relocatable_ptx": e.relocatable_ptx,
+        "host": e.host,
+        "debug": e.debug,
+        "identifier": e.identifier,
+        "options": e.options,
+        "flags": e.flags,
+        "cubin": cubin_dict(e.cubin),
+        "ptx_target": e.ptx_target,
+        "decode_error": e.decode_error,
+        "kernels": None if e.kernels is None else [kernel_dict(k) for k in e.kernels],
+    }
+
+
+def fatbin_dict(fb: Fatbin) -> Dict[str, Any]:
+    return {"section": fb.section, "offset": fb.offset, "size": fb.size, "found_by": fb.found_by,
+            "entries": [entry_dict(e) for e in fb.entries]}
+
+
+def file_dict(r: FileReport) -> Dict[str, Any]:
+    return {
+        "path": r.path,
+        "format": r.format,
+        "size": r.size,
+        "distribution": r.distribution,
+        "error": None if r.error is None else {"message": r.error.message, "offset": r.error.offset},
+        "needs": list(r.needs),
+        "notes": list(r.notes),
+        "fatbins": [fatbin_dict(fb) for fb in r.fatbins],
+    }
+
+
+def inventory_document(reports: Iterable[FileReport]) -> Dict[str, Any]:
+    return {"schema_version": SCHEMA_VERSION, "tool": tool(), "files": [file_dict(r) for r in reports]}

@@ -1,0 +1,80 @@
+"""Findings -> SARIF 2.1.0 (GitHub code scanning, Azure DevOps, VS Code SARIF viewer).
+
+Every rule of the table is listed in ``tool.driver.rules`` (so ``ruleIndex`` is stable across
+runs); each result points at the container file with ``region.startLine: 1`` (binaries have no
+lines, and GitHub rejects results without a region) and names an archive member as a logical
+location. ``partialFingerprints`` come from rule, artifact, target and arch, so alerts survive
+message rewording.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import PurePosixPath
+from typing import Any, Dict
+from urllib.parse import quote
+
+from fatbin_inspect import __version__
+from fatbin_inspect.checks.findings import RULES, Finding, FindingsReport, split_path
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFO_URI = "https://github.com/fatbin-inspect/fatbin-inspect"
+FINGERPRINT_KEY = "fatbinInspect/v1"
+
+
+def artifact_uri(path: str) -> str:
+    """A relative path stays relative (SARIF viewers resolve it against the checkout)."""
+    p = path.replace(os.sep, "/")
+    if os.path.isabs(path):
+        return "file://" + quote(p if p.startswith("/") else "/" + p)
+    return quote(str(PurePosixPath(p)))
+
+
+def _rule(r) -> Dict[str, Any]:
+    return {
+        "id": r.id, "name": r.name,
+        "shortDescription": {"text": r.summary},
+        "fullDescription": {"text": r.help},
+        "help": {"text": r.help, "markdown": f"**{r.summary}**\n\n{r.help}"},
+        "helpUri": f"{INFO_URI}#{r.id.lower()}",
+        "defaultConfiguration": {"level": r.severity},
+        "properties": {"tags": ["cuda", "compatibility"]},
+    }
+
+
+def _result(f: Finding, index: int) -> Dict[str, Any]:
+    container, member = split_path(f.path)
+    loc: Dict[str, Any] = {"physicalLocation": {"artifactLocation": {"uri": artifact_uri(container)},
+                                                "region": {"startLine": 1}}}
+    if member:
+        loc["logicalLocations"] = [{"name": member, "fullyQualifiedName": f.path, "kind": "module"}]
+    props = {k: v for k, v in (("target", f.target), ("arch", f.arch), ("distribution", f.distribution),
+                               ("offset", f.offset)) if v is not None}
+    res: Dict[str, Any] = {
+        "ruleId": f.rule_id, "ruleIndex": index, "level": f.severity,
+        "message": {"text": f"{f.path}: {f.message}"},
+        "locations": [loc],
+        "partialFingerprints": {FINGERPRINT_KEY: f.fingerprint},
+    }
+    if props:
+        res["properties"] = props
+    return res
+
+
+def document(report: FindingsReport) -> Dict[str, Any]:
+    index = {r.id: i for i, r in enumerate(RULES)}
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "fatbin-inspect", "version": __version__, "semanticVersion": __version__,
+                                "informationUri": INFO_URI, "rules": [_rule(r) for r in RULES]}},
+            "automationDetails": {"id": f"fatbin-inspect/{report.command}/"},
+            "results": [_result(f, index[f.rule_id]) for f in report.findings],
+        }],
+    }
+
+
+def render_sarif(report: FindingsReport, fail_on: str = "error") -> str:
+    return json.dumps(document(report), indent=2) + "\n"

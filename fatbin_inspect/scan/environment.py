@@ -1,0 +1,67 @@
+"""What to scan: the running interpreter's site-packages, or the paths given, each named by kind.
+
+A virtualenv prefix (``pyvenv.cfg``) or conda prefix (``conda-meta/``) is walked whole: conda puts
+CUDA libraries in ``lib/`` beside ``lib/pythonX.Y/site-packages``, and a venv's ``lib64`` is a
+symlink the walk does not follow, so nothing is read twice.
+
+The tree walk itself is ``walk.iter_stat`` (re-exported here for the scan).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Iterable, Tuple
+
+from fatbin_inspect.errors import UsageError
+from fatbin_inspect.inventory.walk import StatItem, iter_stat  # noqa: F401  (the scan's walk)
+
+
+@dataclass(frozen=True)
+class Root:
+    path: str
+    kind: str  # site-packages | venv | conda | directory | wheel | archive | file
+
+
+def interpreter_site_packages() -> Tuple[str, ...]:
+    """purelib and platlib of the running interpreter, once each (they are often one folder)."""
+    import sysconfig
+
+    out, seen = [], set()
+    for name in ("purelib", "platlib"):
+        p = sysconfig.get_paths().get(name)
+        if p and os.path.isdir(p) and os.path.realpath(p) not in seen:
+            seen.add(os.path.realpath(p))
+            out.append(p)
+    return tuple(out)
+
+
+def kind_of(path: str) -> str:
+    if os.path.isdir(path):
+        if os.path.isfile(os.path.join(path, "pyvenv.cfg")):
+            return "venv"
+        if os.path.isdir(os.path.join(path, "conda-meta")):
+            return "conda"
+        if os.path.basename(os.path.normpath(path)) in ("site-packages", "dist-packages"):
+            return "site-packages"
+        return "directory"
+    low = path.lower()
+    if low.endswith(".whl"):
+        return "wheel"
+    if low.endswith((".tar", ".tar.gz", ".tgz", ".zip")):
+        return "archive"
+    return "file"
+
+
+def resolve_roots(paths: Iterable[str]) -> Tuple[Root, ...]:
+    paths = tuple(paths) or interpreter_site_packages()
+    roots, seen = [], set()
+    for p in paths:
+        if not os.path.exists(p):
+            raise UsageError(f"{p}: no such file or directory")
+        real = os.path.realpath(p)
+        if real in seen:
+            continue
+        seen.add(real)
+        roots.append(Root(p, kind_of(p)))
+    return tuple(roots)

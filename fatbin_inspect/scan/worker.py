@@ -1,0 +1,121 @@
+"""Per-file work, run in pool processes: the quick content test, then the inventory.
+
+The quick test decides from the bytes, never from the name: a file whose first bytes are no
+binary, archive, fatbin or PTX format is skipped; an ELF, PE/COFF or ``ar`` file with no fatbin
+magic anywhere is skipped too. Any fatbin starts with the magic ``50 ED 55 BA`` in the clear (only
+payloads are compressed), so a host binary without it cannot hold device code. The search runs a
+chunk at a time over the mapping and drops each chunk from the resident set, so a 500 MB library
+costs ``CHUNK`` bytes of memory, not 500 MB.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import List, Optional, Tuple
+
+from fatbin_inspect.formats.binio import Blob, open_blob
+from fatbin_inspect.containers import archives, detect
+from fatbin_inspect.errors import InputError
+from fatbin_inspect.formats.fatbin import MAGIC_BYTES
+from fatbin_inspect.inventory.core import Options, inspect_blob, inspect_zip_span
+from fatbin_inspect.formats.model import FileError, FileReport
+
+CHUNK = 32 << 20
+HEAD = 512
+HOST_BINARIES = ("elf", "pe", "coff", "ar")
+NOT_DEVICE = "unknown"
+
+
+def head_format(path: str) -> str:
+    """Format from the first bytes read with a plain read (cheaper than a mapping for text files;
+    a bare descriptor, not a file object: no fstat, no isatty, no 8 KiB buffer per file)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        return detect(os.read(fd, HEAD))
+    finally:
+        os.close(fd)
+
+
+def has_magic(blob: Blob) -> bool:
+    pos, overlap = 0, len(MAGIC_BYTES) - 1
+    while pos < blob.size:
+        stop = min(blob.size, pos + CHUNK)
+        hit = blob.find(MAGIC_BYTES, pos, min(blob.size, stop + overlap))
+        blob.release(pos, stop)
+        if hit >= 0:
+            return True
+        pos = stop
+    return False
+
+
+def inspect_file(path: str, opts: Options) -> Tuple[FileReport, ...]:
+    """Records worth reporting for one file on disk: those with device code or an error."""
+    try:
+        blob = open_blob(path)
+    except InputError as exc:
+        return (FileReport(path=path, format="unknown", size=0, error=FileError(exc.message, exc.offset)),)
+    fmt = detect(blob.head(HEAD))
+    if fmt == NOT_DEVICE or (fmt in HOST_BINARIES and not has_magic(blob)):
+        return ()
+    out: List[FileReport] = []
+    for rec in inspect_blob(path, blob, opts, 0):
+        if rec.fatbins or rec.error:
+            out.append(rec)
+    return tuple(out)
+
+
+def zip_spans(path: str, all_members: bool, parts: int, min_bytes: int) -> Optional[List[Tuple[int, int, int]]]:
+    """Split a zip on disk (a large wheel) into about ``parts`` work units for ``inspect_span``:
+    contiguous ``(start, stop, inflated bytes)`` ranges of central-directory indices covering it all, cut between
+    wanted members so that each holds about ``1/parts`` of their inflated bytes and at least
+    ``min_bytes``; a member larger than that is a unit of its own. None: not worth splitting, or
+    the directory is unreadable (the whole-file path then reports that as it always has)."""
+    try:
+        with archives.open_zip(path) as zf:
+            infos = zf.infolist()
+    except (InputError, OSError):
+        return None
+    wanted = [(i, info.file_size) for i, info in enumerate(infos) if archives.zip_wanted(info, all_members)]
+    total = sum(size for _, size in wanted)
+    target = max(min_bytes, total // max(1, parts))
+    spans, start, acc = [], 0, 0
+    for i, size in wanted:
+        if acc >= min_bytes and acc + size > target:
+            spans.append((start, i, acc))
+            start, acc = i, 0
+        acc += size
+    spans.append((start, len(infos), acc))
+    return spans if len(spans) > 1 else None
+
+
+_ZIP = None  # ((path, key), blob, directory or None): the zip this process has inspect_span units of
+
+
+def inspect_span(path: str, key, span: Tuple[int, int], opts) -> Tuple[FileReport, ...]:
+    """Pool entry point: the records of one span of a zip (see ``inventory.inspect_zip_span``)
+    worth reporting, as ``inspect_file`` keeps them. The mapping and directory of the zip are kept
+    for the next span of the same zip (read once per process, not once per span)."""
+    global _ZIP
+    if not isinstance(opts, Options):
+        opts = Options(**(opts or {}))
+    if _ZIP is None or _ZIP[0] != (path, key):
+        _ZIP = None
+        try:
+            blob = open_blob(path)
+        except InputError as exc:
+            return (FileReport(path=path, format="unknown", size=0, error=FileError(exc.message, exc.offset)),)
+        try:
+            zf = archives.open_zip(blob.stream())
+        except InputError:
+            zf = None  # inspect_zip_span reports it, as the whole file would
+        _ZIP = ((path, key), blob, zf)
+    _, blob, zf = _ZIP
+    return tuple(rec for rec in inspect_zip_span(path, blob, opts, span, zf) if rec.fatbins or rec.error)
+
+
+def inspect_batch(batch, opts):
+    """Pool entry point: ``[(path, key), ...]`` -> ``[(path, key, records), ...]``; ``opts``: an
+    ``Options``, a dict of its fields, or None (the defaults)."""
+    if not isinstance(opts, Options):
+        opts = Options(**(opts or {}))
+    return [(path, key, inspect_file(path, opts)) for path, key in batch]

@@ -1,0 +1,1 @@
+"""This machine's CUDA stack (GPUs, drivers, runtimes); only the CLI calls these probes."""

@@ -1,0 +1,215 @@
+"""The machine's stack judged against the compatibility data: the two conditions every CUDA program
+needs here, in plain words, and warnings for the classic mismatches (``doctor``).
+
+1. R-DRV / R-MVC: the driver serves the CUDA runtime in use (same or newer major family, at or above
+   the family floor; a newer minor runs with reduced features and no JIT of its PTX).
+2. R-GPU / R-SASS / R-PTX: the driver sees a GPU, and code for it can be chosen: a cubin for its
+   compute capability, or PTX whose ISA the driver's JIT knows (checked for torch when present).
+
+The CUDA version the driver implements is taken from ``cuDriverGetVersion`` of the libcuda in use
+(it includes a cuda-compat package), else from the kernel driver's branch in ``drivers.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+from fatbin_inspect.compat import data
+from fatbin_inspect.compat.targets import Driver, resolve_driver
+from fatbin_inspect.errors import FatbinInspectError
+from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Entry
+from fatbin_inspect.system.stack import Runtime, Stack, Torch
+
+OK, FAIL, UNKNOWN = "ok", "fail", "unknown"
+
+
+@dataclass(frozen=True)
+class Condition:
+    rule: str  # "R-DRV", "R-GPU"
+    status: str  # ok | fail | unknown
+    text: str  # one or two sentences a user understands
+
+
+@dataclass(frozen=True)
+class Advice:
+    code: str  # stable id: runtime-newer-than-driver, nvcc-differs-from-runtime, compat-package, ...
+    text: str
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    driver_cuda: Optional[str]  # "13.0": CUDA version the driver in use implements
+    driver_cuda_from: Optional[str]  # "cuDriverGetVersion" | "driver branch R580"
+    max_ptx_isa: Optional[str]  # newest PTX ISA the driver's JIT compiles
+    runtime_in_use: Optional[Runtime]
+    conditions: Tuple[Condition, ...]
+    warnings: Tuple[Advice, ...]
+
+    @property
+    def failed(self) -> bool:
+        return any(c.status == FAIL for c in self.conditions)
+
+
+def _mm(version: Optional[str]) -> Optional[Tuple[int, int]]:
+    if not version:
+        return None
+    parts = data.version_tuple(version)
+    return (parts[0], parts[1] if len(parts) > 1 else 0) if parts else None
+
+
+def _branch_driver(stack: Stack) -> Optional[Driver]:
+    if stack.kernel_driver is None:
+        return None
+    try:
+        return resolve_driver(stack.kernel_driver.version)
+    except FatbinInspectError:
+        return None
+
+
+def runtime_in_use(stack: Stack) -> Optional[Runtime]:
+    """The libcudart a program without an RPATH gets (loader order), else the first in a wheel."""
+    loader = [r for r in stack.runtimes if r.found_via != "site-packages"]
+    return (loader or list(stack.runtimes) or [None])[0]
+
+
+def diagnose(stack: Stack) -> Diagnosis:
+    branch = _branch_driver(stack)
+    api = stack.user_driver.api_version if stack.user_driver else None
+    if api:
+        drv_cuda, source = f"{api // 1000}.{api % 1000 // 10}", "cuDriverGetVersion"
+    elif branch:
+        drv_cuda, source = branch.cuda, f"driver branch R{branch.branch}"
+    else:
+        drv_cuda, source = None, None
+    max_isa = _max_ptx_isa(drv_cuda) or (branch.max_ptx_isa if branch else None)
+    rt = runtime_in_use(stack)
+    warnings: List[Advice] = []
+    conds = (_driver_condition(stack, rt, drv_cuda, source, branch, warnings),
+             _gpu_condition(stack, branch, max_isa))
+    _mismatch_warnings(stack, rt, drv_cuda, warnings)
+    return Diagnosis(drv_cuda, source, max_isa, rt, conds, tuple(warnings))
+
+
+def _max_ptx_isa(cuda: Optional[str]) -> Optional[str]:
+    """drivers.json: the branch whose max_cuda_version is ``cuda`` gives its JIT's PTX ISA."""
+    for row in data.branches():
+        if cuda and row["max_cuda_version"] == cuda:
+            return row["max_ptx_isa_jit"]
+    return None
+
+
+def _driver_condition(stack: Stack, rt: Optional[Runtime], drv_cuda: Optional[str], source: Optional[str],
+                      branch: Optional[Driver], warnings: List[Advice]) -> Condition:
+    if drv_cuda is None:
+        return Condition("R-DRV", UNKNOWN, "No NVIDIA driver found, so no CUDA program can start here "
+                                           "(cudaErrorInsufficientDriver 35 or cudaErrorNoDevice 100).")
+    if rt is None or _mm(rt.version) is None:
+        return Condition("R-DRV", UNKNOWN, f"The driver implements CUDA {drv_cuda} ({source}); no CUDA runtime "
+                                           "with a known version was found to compare it with.")
+    rmaj, rmin = _mm(rt.version)
+    dmaj, dmin = _mm(drv_cuda)
+    label = f"CUDA runtime {rt.version} ({rt.path})"
+    if rmaj > dmaj:
+        return Condition("R-DRV", FAIL, f"{label} needs a CUDA {rmaj}.x driver; the driver implements CUDA "
+                                        f"{drv_cuda}: programs fail at start with cudaErrorInsufficientDriver (35).")
+    floor = data.mvc_floor(rmaj) if rmaj == dmaj and rmaj >= 11 else None
+    kver = stack.kernel_driver.version if stack.kernel_driver else None
+    compat = _compat_build(stack)
+    if floor and kver and not compat and data.version_tuple(kver) < floor:
+        return Condition("R-MVC", FAIL, f"{label}: driver {kver} is below the CUDA {rmaj}.x floor "
+                                        f"{'.'.join(map(str, floor))}: cudaErrorInsufficientDriver (35).")
+    if (rmaj, rmin) > (dmaj, dmin):
+        return Condition("R-MVC", OK, f"{label} runs on the CUDA {drv_cuda} driver by minor-version "
+                                      "compatibility: SASS runs; its newer PTX would not JIT (222) and newer "
+                                      "APIs return cudaErrorCallRequiresNewerDriver (36).")
+    return Condition("R-DRV", OK, f"{label} is not newer than the driver (CUDA {drv_cuda}, {source}).")
+
+
+def _gpu_condition(stack: Stack, branch: Optional[Driver], max_isa: Optional[str]) -> Condition:
+    if not stack.gpus:
+        return Condition("R-GPU", UNKNOWN, "No GPU is visible, so no kernel can run here (see what is missing below).")
+    parts = []
+    for g in stack.gpus:
+        sm = g.cc.replace(".", "")
+        kind = f"only sm_{sm} cubins (Tegra)" if g.tegra else f"sm_{g.cc.split('.')[0]}x cubins up to sm_{sm}"
+        parts.append(f"GPU {g.index} {g.name} (CC {g.cc}) runs {kind}, or PTX up to compute_{sm}"
+                     + (f" with PTX ISA <= {max_isa}" if max_isa else ""))
+    text = "; ".join(parts) + "."
+    t = stack.torch
+    if t and t.archs and branch:
+        status, verdict = _torch_coverage(stack, t, branch)
+        return Condition("R-SEL", status, f"{text} torch {t.version}: {verdict}")
+    return Condition("R-GPU", OK, text + " Check a binary with `fatbin-inspect check PATH --gpu auto --driver auto`.")
+
+
+def _torch_coverage(stack: Stack, torch: Torch, branch: Driver) -> Tuple[str, str]:
+    """The engine's R-SEL over one image per arch of libtorch_cuda.so (PTX at its newest ISA)."""
+    from fatbin_inspect.compat.rules import select
+    from fatbin_inspect.compat.targets import Target, gpu_for_cc
+
+    entries = [_arch_entry(a, torch.ptx_isa) for a in torch.archs]
+    lacking = []
+    for g in stack.gpus:
+        gpu = gpu_for_cc(data.parse_cc(g.cc), name=g.name)
+        sel = select(entries, Target(dataclasses.replace(gpu, tegra=gpu.tegra or g.tegra), branch))
+        if sel.verdict == "fail":
+            lacking.append(f"GPU {g.index}: {sel.outcome.reason} ({sel.outcome.error})")
+    if lacking:
+        return FAIL, "; ".join(lacking) + "."
+    return OK, f"{torch.archs_from} carries code for every GPU ({' '.join(torch.archs)})."
+
+
+def _arch_entry(arch: str, isa: Optional[str]) -> Entry:
+    m = re.fullmatch(r"(sm|compute)_(\d+)([af]?)", arch)
+    kind = KIND_SASS if m.group(1) == "sm" else KIND_PTX
+    version = tuple(data.version_tuple(isa or "0.0")[:2]) if kind == KIND_PTX else (1, 8)
+    return Entry(offset=0, kind=kind, kind_code=2 if kind == KIND_SASS else 1, sm=int(m.group(2)),
+                 variant=m.group(3), compression="none", stored_size=0, size=0, flags=0, code_version=version,
+                 header_size=0, payload_offset=0, host=None, debug=False, identifier=None, options=None)
+
+
+def _compat_build(stack: Stack) -> Optional[str]:
+    """The libcuda build when it differs from the kernel driver (a cuda-compat package)."""
+    u, k = stack.user_driver, stack.kernel_driver
+    if u and u.build and k and u.build != k.version:
+        return u.build
+    return None
+
+
+def _mismatch_warnings(stack: Stack, rt: Optional[Runtime], drv_cuda: Optional[str], out: List[Advice]) -> None:
+    dmm = _mm(drv_cuda)
+    for r in stack.runtimes:
+        rmm = _mm(r.version)
+        if dmm and rmm and rmm > dmm and r is not rt:
+            out.append(Advice("runtime-newer-than-driver",
+                               f"CUDA runtime {r.version} at {r.path} is newer than the driver (CUDA {drv_cuda})"
+                               + (": it cannot start (35)." if rmm[0] > dmm[0] else
+                                  ": it runs by minor-version compatibility only (no JIT of its PTX).")))
+    if rt and dmm and _mm(rt.version) and _mm(rt.version) > dmm:
+        out.append(Advice("runtime-newer-than-driver",
+                           f"the runtime in use ({rt.version}) is newer than the driver (CUDA {drv_cuda})."))
+    if stack.nvcc and stack.nvcc.version and rt and _mm(rt.version):
+        if _mm(stack.nvcc.version) != _mm(rt.version) and len(data.version_tuple(rt.version)) > 1:
+            out.append(Advice("nvcc-differs-from-runtime",
+                               f"nvcc on PATH is {stack.nvcc.version} but the runtime in use is {rt.version}: "
+                               "code built here targets another CUDA version than programs load."))
+    if stack.nvcc and stack.nvcc.version and dmm and _mm(stack.nvcc.version) > dmm:
+        out.append(Advice("nvcc-newer-than-driver",
+                           f"nvcc {stack.nvcc.version} is newer than the driver (CUDA {drv_cuda}): PTX it "
+                           "emits will not JIT here (222); build cubins for this GPU (-arch=sm_XY)."))
+    compat = _compat_build(stack)
+    if compat:
+        out.append(Advice("compat-package",
+                           f"libcuda {compat} ({stack.user_driver.path}) differs from the kernel driver "
+                           f"{stack.kernel_driver.version}: a cuda-compat package is in use (R-FWD); on "
+                           "unsupported GPUs this fails with 804, on an unsupported branch with 803."))
+    u = stack.user_driver
+    if u and u.error:
+        out.append(Advice("libcuda-unusable", f"{u.path}: {u.error}."))
+    for sw in stack.env:
+        if sw.name in ("CUDA_FORCE_PTX_JIT", "CUDA_FORCE_JIT", "CUDA_DISABLE_PTX_JIT", "CUDA_DISABLE_JIT") \
+                and sw.value.strip().lower() in ("1", "true", "yes", "on"):
+            out.append(Advice("jit-switch", f"{sw.name}={sw.value}: {sw.effect}."))

@@ -1,0 +1,455 @@
+"""Discovery of this machine's CUDA stack, one frozen record per layer (``doctor``).
+
+Every probe reads from a ``Roots`` (the /proc tree, library folders, PATH, site-packages, the
+environment) and from replaceable hooks for what needs a real driver (NVML, ``cuDriverGetVersion``),
+so the whole discovery runs against fake folders in tests. Nothing here initialises a CUDA context
+or imports torch: NVML is tried first, cuda-python only when NVML is absent.
+
+Which "CUDA version" each number is:
+* kernel driver: the kernel module's version (``580.95.05``), from NVML or /proc/driver/nvidia/version;
+* user-mode driver: ``libcuda.so.1``'s Driver API version (``cuDriverGetVersion``, 13000 = 13.0);
+  its file name carries its own build (``libcuda.so.590.44.01``), which differs from the kernel
+  driver exactly when a ``cuda-compat`` package is on the loader path;
+* runtime: each ``libcudart``'s version (``cudaRuntimeGetVersion``, or the version in its file name
+  or its wheel);
+* nvcc: the toolkit that would build new code here.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import re
+import site
+import subprocess
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, List, Mapping, Optional, Tuple
+
+STANDARD_LIB_DIRS = (
+    "/usr/local/cuda/lib64", "/usr/local/cuda/lib", "/usr/local/cuda/targets/x86_64-linux/lib",
+    "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+    "/usr/lib/wsl/lib",
+)
+# where wheels put libcudart, relative to a site-packages folder (nvidia-cuda-runtime-cu12:
+# nvidia/cuda_runtime/lib; CUDA 13 wheels: nvidia/cu13/lib; vendored copies: torch/lib, *.libs)
+SITE_CUDART_GLOBS = ("nvidia/*/lib/libcudart*.so*", "*/lib/libcudart*.so*", "*.libs/libcudart*.so*")
+ENV_SWITCHES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "CUDA_FORCE_PTX_JIT",
+                "CUDA_FORCE_JIT", "CUDA_DISABLE_PTX_JIT", "CUDA_DISABLE_JIT", "CUDA_FORCE_PRELOAD_LIBRARIES")
+ENV_EFFECT = {
+    "CUDA_VISIBLE_DEVICES": "limits and reorders the GPUs CUDA programs see (NVML still lists all)",
+    "CUDA_DEVICE_ORDER": "FASTEST_FIRST (default) or PCI_BUS_ID ordering of device numbers",
+    "CUDA_MODULE_LOADING": "LAZY (default) loads kernels at first use, EAGER at start-up",
+    "CUDA_FORCE_PTX_JIT": "1: embedded cubins are ignored, every kernel is JIT-compiled from PTX",
+    "CUDA_FORCE_JIT": "older spelling of CUDA_FORCE_PTX_JIT",
+    "CUDA_DISABLE_PTX_JIT": "1: no JIT; a kernel without a matching cubin fails (223 or 209)",
+    "CUDA_DISABLE_JIT": "older spelling of CUDA_DISABLE_PTX_JIT",
+    "CUDA_FORCE_PRELOAD_LIBRARIES": "1: the JIT libraries are loaded at initialisation",
+    "CUDA_CACHE_DISABLE": "1: JIT results are not cached; PTX is recompiled every run",
+    "CUDA_CACHE_PATH": "JIT cache folder (default ~/.nv/ComputeCache)",
+    "CUDA_CACHE_MAXSIZE": "JIT cache size in bytes (default 1 GiB; larger binaries are not cached)",
+    "LD_LIBRARY_PATH": "searched before the ldconfig cache: decides which libcuda/libcudart load",
+}
+_CUDA_DIR = re.compile(r"cuda|nvidia|cudart", re.I)
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int
+    name: str
+    cc: str  # "9.0"
+    tegra: bool
+    uuid: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class KernelDriver:
+    version: str  # "580.95.05"
+    source: str  # "nvml" | path of the /proc file
+
+
+@dataclass(frozen=True)
+class UserDriver:
+    """``libcuda.so.1`` as the loader finds it."""
+
+    path: str
+    build: Optional[str]  # "590.44.01" from the real file name, None when it has no version
+    api_version: Optional[int]  # cuDriverGetVersion: 13000 = CUDA 13.0
+    error: Optional[str] = None  # why api_version is missing (stub library, load failure)
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """One ``libcudart`` found on disk."""
+
+    path: str
+    version: Optional[str]  # "12.8" (major.minor), or "12" when only the soname tells
+    found_via: str  # "LD_LIBRARY_PATH" | "ldconfig" | "standard dir" | "site-packages"
+    distribution: Optional[str] = None  # "nvidia-cuda-runtime-cu12 12.8.90" (dist-info RECORD, conda-meta)
+
+
+@dataclass(frozen=True)
+class Nvcc:
+    path: str
+    version: Optional[str]  # "13.0.88"
+
+
+@dataclass(frozen=True)
+class Torch:
+    path: str  # the torch package folder
+    version: Optional[str]  # "2.8.0+cu128"
+    cuda: Optional[str]  # torch.version.cuda: "12.8", None for a CPU build
+    archs: Tuple[str, ...] = ()  # "sm_90", "compute_120" read from libtorch_cuda.so's fatbins
+    archs_from: Optional[str] = None  # the library the archs were read from
+    ptx_isa: Optional[str] = None  # newest PTX ISA among its PTX entries
+
+
+@dataclass(frozen=True)
+class EnvSwitch:
+    name: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True)
+class Stack:
+    gpus: Tuple[Gpu, ...] = ()
+    kernel_driver: Optional[KernelDriver] = None
+    user_driver: Optional[UserDriver] = None
+    runtimes: Tuple[Runtime, ...] = ()  # loader order first (the one a plain program gets), then wheels
+    nvcc: Optional[Nvcc] = None
+    torch: Optional[Torch] = None
+    env: Tuple[EnvSwitch, ...] = ()
+    missing: Tuple[str, ...] = ()  # what could not be found, and why, one sentence each
+    gpu_source: Optional[str] = None  # "nvml" | "cuda-python"
+
+
+# ------------------------------------------------------------------------------- roots and hooks
+@dataclass(frozen=True)
+class Roots:
+    """Where the probes look. ``from_environment()`` gives this machine's."""
+
+    proc: str = "/proc"
+    etc: str = "/etc"
+    env: Mapping[str, str] = field(default_factory=dict)
+    lib_dirs: Tuple[str, ...] = STANDARD_LIB_DIRS
+    site_dirs: Tuple[str, ...] = ()
+    ldconfig: Optional[str] = None  # `ldconfig -p` text; None: run it
+
+    @classmethod
+    def from_environment(cls) -> "Roots":
+        sites = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
+        user = site.getusersitepackages() if hasattr(site, "getusersitepackages") else None
+        if user:
+            sites.append(user)
+        seen, dirs = set(), []
+        for d in sites:
+            real = os.path.realpath(d)
+            if real not in seen and os.path.isdir(d):
+                seen.add(real)
+                dirs.append(d)
+        return cls(env=dict(os.environ), site_dirs=tuple(dirs))
+
+
+GpuProbe = Callable[[], Tuple[List[Gpu], Optional[str], Optional[str]]]  # gpus, driver version, error
+DriverApiProbe = Callable[[str], Tuple[Optional[int], Optional[str]]]  # path -> version, error
+RuntimeApiProbe = Callable[[str], Optional[int]]  # libcudart path -> cudaRuntimeGetVersion
+
+
+def discover(roots: Optional[Roots] = None, gpu_probe: Optional[GpuProbe] = None,
+             driver_api: Optional[DriverApiProbe] = None, runtime_api: Optional[RuntimeApiProbe] = None,
+             torch_archs: bool = True, tegra_ccs: Iterable[str] = ()) -> Stack:
+    """The whole stack. ``tegra_ccs``: compute capabilities that are Tegra iGPUs (data)."""
+    roots = roots or Roots.from_environment()
+    missing: List[str] = []
+    gpus, nvml_driver, gpu_err, gpu_source = _gpus(gpu_probe, roots, set(tegra_ccs))
+    if gpu_err:
+        missing.append(gpu_err)
+    kdrv = proc_driver_version(roots.proc)
+    if kdrv is None and nvml_driver:
+        kdrv = KernelDriver(nvml_driver, "nvml")
+    if kdrv is None:
+        missing.append(f"no NVIDIA kernel driver: {os.path.join(roots.proc, 'driver/nvidia/version')} "
+                       "is absent and NVML gave no version")
+    ldcache = _ldconfig_entries(roots)
+    udrv = user_driver(roots, ldcache, driver_api or driver_api_version)
+    if udrv is None:
+        missing.append("no libcuda.so.1 on the loader path (LD_LIBRARY_PATH, ldconfig, standard folders)")
+    runtimes = find_runtimes(roots, ldcache, runtime_api or runtime_api_version)
+    if not runtimes:
+        missing.append("no libcudart found on the loader path or in site-packages")
+    nvcc = find_nvcc(roots.env.get("PATH", ""))
+    if nvcc is None:
+        missing.append("no nvcc on PATH")
+    return Stack(gpus=tuple(gpus), kernel_driver=kdrv, user_driver=udrv, runtimes=tuple(runtimes),
+                 nvcc=nvcc, torch=find_torch(roots.site_dirs, torch_archs), env=env_switches(roots.env),
+                 missing=tuple(missing), gpu_source=gpu_source)
+
+
+# ------------------------------------------------------------------------------------- GPUs
+def _gpus(probe: Optional[GpuProbe], roots: Roots, tegra_ccs) -> Tuple[List[Gpu], Optional[str], Optional[str], Optional[str]]:
+    if probe is not None:
+        gpus, drv, err = probe()
+        return gpus, drv, err, "injected"
+    errors = []
+    for name, fn in (("nvml", nvml_gpus), ("cuda-python", cuda_python_gpus)):
+        gpus, drv, err = fn()
+        if err is None:
+            tegra_board = os.path.exists(os.path.join(roots.etc, "nv_tegra_release"))
+            gpus = [Gpu(g.index, g.name, g.cc, g.tegra or tegra_board or g.cc in tegra_ccs, g.uuid) for g in gpus]
+            return gpus, drv, None if gpus else f"{name}: no GPU visible", name
+        errors.append(f"{name}: {err}")
+    return [], None, "no GPU found (" + "; ".join(errors) + ")", None
+
+
+def nvml_gpus() -> Tuple[List[Gpu], Optional[str], Optional[str]]:
+    """GPUs and the kernel driver version through NVML (``pip install nvidia-ml-py``)."""
+    try:
+        import pynvml
+    except ImportError:
+        return [], None, "nvidia-ml-py is not installed"
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
+        return [], None, f"NVML unavailable ({exc})"
+    try:
+        drv = _text(pynvml.nvmlSystemGetDriverVersion())
+        gpus = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
+            gpus.append(Gpu(i, _text(pynvml.nvmlDeviceGetName(h)), f"{major}.{minor}", False,
+                            _text(pynvml.nvmlDeviceGetUUID(h))))
+        return gpus, drv, None
+    except Exception as exc:
+        return [], None, f"NVML query failed ({exc})"
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
+def cuda_python_gpus() -> Tuple[List[Gpu], Optional[str], Optional[str]]:
+    """GPUs through cuda-python (``cuInit``: used only when NVML is missing, e.g. on Jetson)."""
+    from fatbin_inspect.system import cudadrv
+    try:
+        drv = cudadrv.bindings()
+        cudadrv.check(drv.cuInit(0), "cuInit")
+        count = cudadrv.check(drv.cuDeviceGetCount(), "cuDeviceGetCount")
+        attr = drv.CUdevice_attribute
+        gpus = []
+        for i in range(count):
+            dev = cudadrv.check(drv.cuDeviceGet(i), "cuDeviceGet")
+            name = cudadrv.check(drv.cuDeviceGetName(256, dev), "cuDeviceGetName")
+            major = cudadrv.check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "")
+            minor = cudadrv.check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "")
+            gpus.append(Gpu(i, _text(name).split("\0", 1)[0], f"{major}.{minor}", False))
+        return gpus, None, None
+    except Exception as exc:  # DeviceError from cudadrv, or a binding mismatch
+        return [], None, str(exc)
+
+
+def _text(v) -> str:
+    return v.decode(errors="replace") if isinstance(v, bytes) else str(v)
+
+
+# ---------------------------------------------------------------------------------- drivers
+_PROC_VERSION = re.compile(r"Kernel Module(?: for [\w]+)?\s+(\d+\.\d+(?:\.\d+)?)")
+
+
+def proc_driver_version(proc: str) -> Optional[KernelDriver]:
+    """``NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Tue ...`` (open modules say
+    ``Open Kernel Module for x86_64``)."""
+    path = os.path.join(proc, "driver", "nvidia", "version")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read(4096)
+    except OSError:
+        return None
+    m = _PROC_VERSION.search(text)
+    return KernelDriver(m.group(1), path) if m else None
+
+
+def user_driver(roots: Roots, ldcache: List[Tuple[str, str]], driver_api: DriverApiProbe) -> Optional[UserDriver]:
+    hits = _loader_hits("libcuda.so.1", roots, ldcache)
+    if not hits:
+        return None
+    path = hits[0][0]
+    real = os.path.basename(os.path.realpath(path))
+    m = re.match(r"libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$", real)
+    api, err = driver_api(path)
+    return UserDriver(path=path, build=m.group(1) if m else None, api_version=api, error=err)
+
+
+def driver_api_version(path: str) -> Tuple[Optional[int], Optional[str]]:
+    """``cuDriverGetVersion`` through ctypes: needs no GPU and creates no context."""
+    try:
+        lib = ctypes.CDLL(path)
+        v = ctypes.c_int(0)
+        rc = lib.cuDriverGetVersion(ctypes.byref(v))
+    except (OSError, AttributeError) as exc:
+        return None, f"cannot load {path}: {exc}"
+    if rc != 0:
+        return None, f"cuDriverGetVersion returned {rc}" + (" (stub library)" if rc == 34 else "")
+    return v.value, None
+
+
+# --------------------------------------------------------------------------------- runtimes
+def _ldconfig_entries(roots: Roots) -> List[Tuple[str, str]]:
+    """(soname, path) pairs of the loader cache."""
+    text = roots.ldconfig
+    if text is None:
+        try:
+            text = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=20).stdout
+        except (OSError, subprocess.SubprocessError):
+            text = ""
+    wide = ctypes.sizeof(ctypes.c_void_p) == 8
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)", line)
+        # "(libc6,x86-64)" / "(libc6,AArch64)": 64-bit; a bare "(libc6)" on a 64-bit host is 32-bit
+        if m and not (wide and m.group(2) == "libc6"):
+            out.append((m.group(1), m.group(3)))
+    return out
+
+
+def _ld_library_path(env: Mapping[str, str]) -> List[str]:
+    return [d for d in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
+
+
+def _loader_hits(prefix: str, roots: Roots, ldcache: List[Tuple[str, str]]) -> List[Tuple[str, str]]:
+    """Files whose name starts with ``prefix``, in the loader's order: LD_LIBRARY_PATH, the ldconfig
+    cache, then standard folders (a program with an RPATH may still pick another one)."""
+    hits: List[Tuple[str, str]] = []
+    seen = set()
+
+    def add(path: str, via: str) -> None:
+        real = os.path.realpath(path)
+        if real not in seen and os.path.isfile(path):
+            seen.add(real)
+            hits.append((path, via))
+
+    for d in _ld_library_path(roots.env):
+        for p in sorted(glob.glob(os.path.join(glob.escape(d), prefix + "*"))):
+            add(p, "LD_LIBRARY_PATH")
+    for soname, p in ldcache:
+        if soname.startswith(prefix):
+            add(p, "ldconfig")
+    for d in roots.lib_dirs:
+        for p in sorted(glob.glob(os.path.join(glob.escape(d), prefix + "*"))):
+            add(p, "standard dir")
+    return hits
+
+
+def find_runtimes(roots: Roots, ldcache: List[Tuple[str, str]], runtime_api: RuntimeApiProbe) -> List[Runtime]:
+    from fatbin_inspect.scan.distributions import Attributor
+
+    found = [(p, via) for p, via in _loader_hits("libcudart.so", roots, ldcache)]
+    seen = {os.path.realpath(p) for p, _ in found}
+    for sd in roots.site_dirs:
+        for pattern in SITE_CUDART_GLOBS:
+            for p in sorted(glob.glob(os.path.join(glob.escape(sd), pattern))):
+                real = os.path.realpath(p)
+                if real not in seen and os.path.isfile(p):
+                    seen.add(real)
+                    found.append((p, "site-packages"))
+    owners = Attributor()  # dist-info RECORD / conda-meta, read only for folders holding a libcudart
+    out = []
+    for path, via in found:
+        dist = owners.distribution(path) if via == "site-packages" else None
+        out.append(Runtime(path, runtime_version(path, dist, runtime_api), via, dist))
+    return out
+
+
+def runtime_version(path: str, dist: Optional[str], runtime_api: RuntimeApiProbe) -> Optional[str]:
+    """File name (libcudart.so.12.8.90), then ``cudaRuntimeGetVersion``, then the wheel's version
+    (nvidia-cuda-runtime-cu12 12.8.90), then the soname major alone."""
+    real = os.path.basename(os.path.realpath(path))
+    m = re.search(r"\.so\.(\d+)\.(\d+)", real)
+    if m:
+        return f"{m.group(1)}.{m.group(2)}"
+    v = runtime_api(path)
+    if v:
+        return f"{v // 1000}.{v % 1000 // 10}"
+    if dist:
+        m = re.search(r" (\d+)\.(\d+)", dist)
+        if m and "runtime" in dist:
+            return f"{m.group(1)}.{m.group(2)}"
+    m = re.search(r"\.so\.(\d+)", real)
+    return m.group(1) if m else None
+
+
+def runtime_api_version(path: str) -> Optional[int]:
+    """``cudaRuntimeGetVersion`` through ctypes; the runtime answers without a driver."""
+    try:
+        lib = ctypes.CDLL(path)
+        v = ctypes.c_int(0)
+        return v.value if lib.cudaRuntimeGetVersion(ctypes.byref(v)) == 0 else None
+    except (OSError, AttributeError):
+        return None
+
+
+# ------------------------------------------------------------------------------ nvcc, torch
+def find_nvcc(path_var: str) -> Optional[Nvcc]:
+    for d in path_var.split(os.pathsep):
+        exe = os.path.join(d, "nvcc")
+        if d and os.path.isfile(exe) and os.access(exe, os.X_OK):
+            try:
+                out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
+            except (OSError, subprocess.SubprocessError):
+                out = ""
+            m = re.search(r"V(\d+\.\d+(?:\.\d+)?)", out) or re.search(r"release (\d+\.\d+)", out)
+            return Nvcc(exe, m.group(1) if m else None)
+    return None
+
+
+_PY_ASSIGN = r"^{name}\s*(?::[^=]*)?=\s*['\"]([^'\"]*)['\"]"
+
+
+def find_torch(site_dirs: Iterable[str], archs: bool = True) -> Optional[Torch]:
+    """torch from its ``version.py`` text (never imported, so CUDA is never initialised); the archs
+    from the fatbins of ``lib/libtorch_cuda.so`` (what ``torch.cuda.get_arch_list()`` reports)."""
+    for sd in site_dirs:
+        vfile = os.path.join(sd, "torch", "version.py")
+        try:
+            with open(vfile, encoding="utf-8", errors="replace") as fh:
+                text = fh.read(65536)
+        except OSError:
+            continue
+        ver = re.search(_PY_ASSIGN.format(name="__version__"), text, re.M)
+        cuda = re.search(_PY_ASSIGN.format(name="cuda"), text, re.M)
+        lib = os.path.join(sd, "torch", "lib", "libtorch_cuda.so")
+        found: Tuple[str, ...] = ()
+        isa = None
+        if archs and os.path.isfile(lib):
+            found, isa = library_archs(lib)
+        return Torch(os.path.join(sd, "torch"), ver.group(1) if ver else None, cuda.group(1) if cuda else None,
+                     found, lib if found else None, isa)
+    return None
+
+
+def library_archs(path: str) -> Tuple[Tuple[str, ...], Optional[str]]:
+    """Distinct cubin and PTX archs in a library, ordered as torch prints them (sm_ first), and the
+    newest PTX ISA among them."""
+    from fatbin_inspect.inventory.core import Options, inspect_path
+
+    seen, isas = set(), set()
+    for rec in inspect_path(path, Options()):
+        for e in rec.entries:
+            if e.kind in ("sass", "ptx"):
+                seen.add((e.kind != "sass", e.sm, e.variant, e.arch))
+            if e.kind == "ptx":
+                isas.add(e.code_version)
+    return tuple(a for *_k, a in sorted(seen)), ("%d.%d" % max(isas)) if isas else None
+
+
+# --------------------------------------------------------------------------------------- env
+def env_switches(env: Mapping[str, str]) -> Tuple[EnvSwitch, ...]:
+    out = [EnvSwitch(n, env[n], ENV_EFFECT[n]) for n in ENV_SWITCHES if n in env]
+    for n in sorted(k for k in env if k.startswith("CUDA_CACHE_")):
+        out.append(EnvSwitch(n, env[n], ENV_EFFECT.get(n, "JIT cache setting")))
+    cuda_dirs = [d for d in _ld_library_path(env) if _CUDA_DIR.search(d)]
+    if cuda_dirs:
+        out.append(EnvSwitch("LD_LIBRARY_PATH", os.pathsep.join(cuda_dirs), ENV_EFFECT["LD_LIBRARY_PATH"]))
+    return tuple(out)

@@ -1,0 +1,247 @@
+"""What ``verify`` loads for one file, and each load judged against the engine's prediction.
+
+For every fatbin: the whole image in the normal child, again in the ``CUDA_DISABLE_PTX_JIT=1``
+child (loaded there = native; loaded only in the normal child = JIT), then each entry alone (cubins;
+PTX, whose load time is the JIT time). Relocatable cubins, relocatable PTX and LTO-IR need a link
+step first: they are reported as not loadable alone, not loaded. A disagreement between the
+prediction and the driver is a ``Finding`` that quotes both sides.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Callable, Iterator, List, Optional, Tuple
+
+from fatbin_inspect.formats.binio import Blob, open_blob
+from fatbin_inspect.compat import data
+from fatbin_inspect.errors import InputError
+from fatbin_inspect.inventory.core import Options, inspect_pairs, payload
+from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Entry, Fatbin
+from fatbin_inspect.verify.runner import CRASH, FAILED, LOADED, TIMEOUT, LoadResult
+
+NATIVE, JIT, FAIL, NOT_ALONE, EMPTY, ERROR = "native", "jit", "fail", "not-loadable-alone", "empty", "error"
+# codes the spec lets stand for one another (COMPATIBILITY.md R-JIT-ENV: 223 "or 209"; R-DRV: 35 or 3)
+EQUIVALENT = ({209, 223}, {35, 3})
+
+
+@dataclass(frozen=True)
+class Prediction:
+    verdict: str  # native | jit | fail | no-device-code
+    code: Optional[int]  # the CUDA error a failure surfaces as
+    rule: Optional[str]
+    reason: str
+
+
+@dataclass(frozen=True)
+class ImageCheck:
+    """One image loaded (or not) and its prediction."""
+
+    path: str
+    fatbin_offset: int
+    entry: Optional[Entry]  # None: the whole fatbin
+    actual: str  # native | jit | fail | not-loadable-alone | empty | error
+    load: Optional[LoadResult] = None
+    load_nojit: Optional[LoadResult] = None  # whole fatbin only
+    predicted: Optional[Prediction] = None
+    agree: Optional[bool] = None  # None: nothing to compare (no prediction, timeout, not loadable)
+
+    @property
+    def what(self) -> str:
+        return "fatbin" if self.entry is None else self.entry.arch
+
+    @property
+    def code(self) -> Optional[int]:
+        return self.load.code if self.load else None
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    fatbin_offset: int
+    what: str  # "fatbin" or the entry's arch
+    predicted: str  # "native (sm_90 cubin)", "fail 209 CUDA_ERROR_NO_BINARY_FOR_GPU"
+    actual: str
+    reason: str  # the engine's reason for its prediction
+
+
+def error_name(code: Optional[int]) -> str:
+    """CUresult number -> driver API name from errors.json (runtime name for runtime-only codes)."""
+    if code is None:
+        return ""
+    row = data.error_by_number(code)
+    if row is None:
+        return f"CUresult {code}"
+    return row.get("driver_api_name") or row.get("runtime_api_name") or f"CUresult {code}"
+
+
+RELOCATABLE_SECTION = "__nv_relfatbin"  # device code of an -rdc object, input to nvlink
+
+
+def not_loadable_alone(e: Entry, fb: Optional[Fatbin] = None) -> Optional[str]:
+    if fb is not None and fb.section == RELOCATABLE_SECTION:
+        return f"in {RELOCATABLE_SECTION}: -rdc device code that needs device linking"
+    if e.kind == KIND_SASS and e.cubin is not None and e.cubin.elf_type == "rel":
+        return "relocatable cubin (-rdc): needs device linking"
+    if e.kind == KIND_PTX and e.relocatable_ptx:
+        return "relocatable PTX (-rdc): needs device linking"
+    if e.kind not in (KIND_SASS, KIND_PTX):
+        return f"{e.kind}: the driver cannot load it without a link step"
+    return None
+
+
+Predictor = Callable[[Fatbin, bool], Optional[Prediction]]  # (fatbin, JIT disabled) -> prediction
+
+
+def engine_predictor(target) -> Predictor:
+    """Predictions of the compatibility engine (``evaluate_fatbin``) for ``target``."""
+    from fatbin_inspect.compat.engine import evaluate_fatbin
+
+    def predict(fb: Fatbin, nojit: bool) -> Optional[Prediction]:
+        t = dataclasses.replace(target, disable_ptx_jit=True) if nojit else target
+        return as_prediction(evaluate_fatbin(fb, t))
+
+    return predict
+
+
+def as_prediction(res) -> Prediction:
+    """The engine's verdict record (``verdict``; ``error`` as a number or a {code} record, or an
+    ``outcome`` carrying ``error``/``rule``/``reason``) as a ``Prediction``."""
+    outcome = getattr(res, "outcome", None)
+    err = getattr(res, "error", None)
+    if err is None and outcome is not None:
+        err = outcome.error
+    if err is not None and not isinstance(err, int):
+        err = getattr(err, "code", None)
+    rule = getattr(res, "rule", None) or getattr(outcome, "rule", None)
+    reason = getattr(res, "reason", None) or getattr(outcome, "reason", "") or ""
+    return Prediction(res.verdict, err, rule, reason)
+
+
+def _same(pred: Prediction, actual: str, code: Optional[int]) -> bool:
+    if pred.verdict != actual:
+        return False
+    if actual != FAIL or pred.code is None or pred.code == code:
+        return True
+    return any(pred.code in s and code in s for s in EQUIVALENT)
+
+
+def check_fatbin(path: str, fb: Fatbin, whole: bytes, images: Callable[[Entry], bytes], load, load_nojit,
+                 predict: Optional[Predictor], entries: bool = True) -> Iterator[ImageCheck]:
+    """``load``/``load_nojit``: image bytes -> LoadResult in the normal / JIT-disabled child."""
+    if not fb.entries:
+        yield ImageCheck(path, fb.offset, None, EMPTY)
+        return
+    if all(not_loadable_alone(e, fb) for e in fb.entries):
+        yield ImageCheck(path, fb.offset, None, NOT_ALONE)
+    else:
+        yield _judge_whole(path, fb, load(whole), load_nojit(whole), predict)
+    if not entries:
+        return
+    for e in fb.entries:
+        if not_loadable_alone(e, fb):
+            yield ImageCheck(path, fb.offset, e, NOT_ALONE)
+            continue
+        res = load(images(e))
+        actual = _actual(res, JIT if e.kind == KIND_PTX else NATIVE)
+        pred = predict(dataclasses.replace(fb, entries=(e,)), False) if predict else None
+        yield ImageCheck(path, fb.offset, e, actual, res, None, pred, _agree(pred, actual, res))
+
+
+def _actual(res: LoadResult, how: str) -> str:
+    if res.status in (TIMEOUT, CRASH):
+        return ERROR
+    return how if res.status == LOADED else FAIL
+
+
+def _agree(pred: Optional[Prediction], actual: str, res: LoadResult) -> Optional[bool]:
+    if pred is None or actual == ERROR:
+        return None
+    return _same(pred, actual, res.code)
+
+
+def _judge_whole(path: str, fb: Fatbin, res: LoadResult, res_nojit: LoadResult, predict) -> ImageCheck:
+    actual = _actual(res, NATIVE if res_nojit.status == LOADED else JIT)
+    if actual == JIT and res_nojit.status in (TIMEOUT, CRASH):
+        actual = ERROR  # cannot tell native from JIT
+    pred = predict(fb, False) if predict else None
+    agree = _agree(pred, actual, res)
+    if agree and predict and res_nojit.status in (LOADED, FAILED):
+        pred_nojit = predict(fb, True)
+        agree = _same(pred_nojit, NATIVE if res_nojit.status == LOADED else FAIL, res_nojit.code)
+    return ImageCheck(path, fb.offset, None, actual, res, res_nojit, pred, agree)
+
+
+def describe_actual(c: ImageCheck) -> str:
+    if c.actual in (NATIVE, JIT):
+        return c.actual
+    if c.actual == FAIL:
+        return f"fail {c.code} {error_name(c.code)}"
+    if c.actual == ERROR:
+        r = c.load if c.load and c.load.status in (TIMEOUT, CRASH) else c.load_nojit
+        return f"{r.status}: {r.detail}" if r else "error"
+    return c.actual
+
+
+def describe_prediction(p: Optional[Prediction]) -> str:
+    if p is None:
+        return "no prediction"
+    if p.verdict == FAIL:
+        return f"fail {p.code} {error_name(p.code)}"
+    return p.verdict
+
+
+def findings(checks: List[ImageCheck]) -> List[Finding]:
+    out = []
+    for c in checks:
+        if c.agree is False:
+            actual = describe_actual(c)
+            if c.actual == c.predicted.verdict and c.load_nojit is not None:
+                actual += f"; with CUDA_DISABLE_PTX_JIT=1: {c.load_nojit.status} {c.load_nojit.code}"
+            out.append(Finding(c.path, c.fatbin_offset, c.what, describe_prediction(c.predicted), actual,
+                               c.predicted.reason))
+    return out
+
+
+def summary(checks: List[ImageCheck]) -> Tuple[Tuple[str, int], ...]:
+    """Counts over whole fatbins and entries: loaded natively, by JIT, failed, predictions confirmed."""
+    def n(pred) -> int:
+        return sum(1 for c in checks if pred(c))
+
+    return (("fatbins native", n(lambda c: c.entry is None and c.actual == NATIVE)),
+            ("fatbins by JIT", n(lambda c: c.entry is None and c.actual == JIT)),
+            ("fatbins failed", n(lambda c: c.entry is None and c.actual == FAIL)),
+            ("entries loaded", n(lambda c: c.entry is not None and c.actual in (NATIVE, JIT))),
+            ("entries failed", n(lambda c: c.entry is not None and c.actual == FAIL)),
+            ("not loadable alone", n(lambda c: c.actual == NOT_ALONE)),
+            ("timeouts/crashes", n(lambda c: c.actual == ERROR)),
+            ("predictions confirmed", n(lambda c: c.agree is True)),
+            ("predictions contradicted", n(lambda c: c.agree is False)))
+
+
+def check_file(path: str, load, load_nojit, predict: Optional[Predictor], entries: bool = True,
+               max_fatbins: Optional[int] = None) -> Iterator[ImageCheck]:
+    """Every fatbin of ``path`` (members of archives included), at most ``max_fatbins`` per file."""
+    try:
+        blob = open_blob(path)
+    except InputError:
+        return  # the caller reports unreadable inputs through the inventory
+    for rec, b in inspect_pairs(path, blob, Options(details=True), 0):
+        for fb in rec.fatbins[:max_fatbins]:
+            yield from check_fatbin(rec.path, fb, whole_image(b, fb), lambda e: entry_image(b, e),
+                                    load, load_nojit, predict, entries)
+
+
+def whole_image(blob: Blob, fb: Fatbin) -> bytes:
+    """The fatbin as the driver takes it: header and entries; a lone .cubin/.ptx file is the image."""
+    if fb.found_by == "file":
+        return entry_image(blob, fb.entries[0])
+    return blob.read(fb.offset, 16 + fb.size, "fatbin")
+
+
+def entry_image(blob: Blob, e: Entry) -> bytes:
+    """One entry, decompressed; PTX cut at its first NUL and NUL-terminated, as the driver wants."""
+    data_ = payload(blob, e)
+    if e.kind == KIND_PTX:
+        return data_.split(b"\0", 1)[0] + b"\0"
+    return data_
