@@ -7,8 +7,6 @@ error record and goes on.
 
 from __future__ import annotations
 
-from typing import Optional
-
 
 class FatbinInspectError(Exception):
     """Root of every error this package raises on purpose."""
@@ -17,7 +15,7 @@ class FatbinInspectError(Exception):
 class InputError(FatbinInspectError):
     """An input could not be read or parsed."""
 
-    def __init__(self, message: str, offset: Optional[int] = None):
+    def __init__(self, message: str, offset: int | None = None):
         super().__init__(message)
         self.message = message
         self.offset = offset

@@ -99,28 +99,48 @@ def bench_inventory(files):
         print(f"\n== {os.path.relpath(path, ROOT)} ({os.path.getsize(path) / 2**20:.0f} MB)")
         warm(path)
         t_ours, m_ours, rc = run(ours_cmd(path, "--format", "json"), os.path.join(tmp, "list.json"), path)
-        nent = sum(len(fb["entries"]) for f in json.load(open(os.path.join(tmp, "list.json")))["files"]
-                   for fb in f["fatbins"])
+        nent = sum(
+            len(fb["entries"])
+            for f in json.load(open(os.path.join(tmp, "list.json")))["files"]
+            for fb in f["fatbins"]
+        )
         print(f"list       fatbin-inspect   {t_ours:7.2f} s  {m_ours:7.0f} MB  rc={rc}  {nent} entries")
         if cuobjdump:
             t_c, m_c, rc_c = run([cuobjdump, "-lelf", "-lptx", path], None, path)
             print(f"list       cuobjdump        {t_c:7.2f} s  {m_c:7.0f} MB  rc={rc_c}")
-            print(f"RATIO list: {t_c / t_ours:.1f}x faster than cuobjdump (target >= 20x), "
-                  f"peak memory {m_ours / m_c:.3f} of cuobjdump's (target < 0.1)")
+            print(
+                f"RATIO list: {t_c / t_ours:.1f}x faster than cuobjdump (target >= 20x), "
+                f"peak memory {m_ours / m_c:.3f} of cuobjdump's (target < 0.1)"
+            )
         else:
             print("cuobjdump not found: pip install nvidia-cuda-cuobjdump==13.5.37")
         t_k, m_k, rc = run(ours_cmd(path, "--kernels", "--format", "json"), os.path.join(tmp, "k.json"), path)
         ours_k = unique_kernels_ours(json.load(open(os.path.join(tmp, "k.json"))))
         print(f"--kernels  fatbin-inspect   {t_k:7.2f} s  {m_k:7.0f} MB  rc={rc}")
         if cubloaty:
-            t_b, m_b, rc_b = run([sys.executable, "-m", "cubloaty", path, "--format", "json", "--top", "100000000",
-                                  "--mangled"], os.path.join(tmp, "cb.json"), path)
+            t_b, m_b, rc_b = run(
+                [
+                    sys.executable,
+                    "-m",
+                    "cubloaty",
+                    path,
+                    "--format",
+                    "json",
+                    "--top",
+                    "100000000",
+                    "--mangled",
+                ],
+                os.path.join(tmp, "cb.json"),
+                path,
+            )
             theirs = unique_kernels_cubloaty(json.load(open(os.path.join(tmp, "cb.json"))))
             same = {k: v for k, v in theirs.items() if ours_k.get(k) == v}
             diff = {k: (ours_k.get(k), v) for k, v in theirs.items() if ours_k.get(k) != v}
             print(f"--kernels  cubloaty         {t_b:7.2f} s  {m_b:7.0f} MB  rc={rc_b}")
-            print(f"RATIO --kernels: {t_b / t_k:.1f}x faster than cubloaty (target >= 5x); unique kernel names per "
-                  f"(section, arch): {len(same)}/{len(theirs)} equal" + (f"; differ: {diff}" if diff else ""))
+            print(
+                f"RATIO --kernels: {t_b / t_k:.1f}x faster than cubloaty (target >= 5x); unique kernel names per "
+                f"(section, arch): {len(same)}/{len(theirs)} equal" + (f"; differ: {diff}" if diff else "")
+            )
         else:
             print("cubloaty not installed: pip install cubloaty")
 

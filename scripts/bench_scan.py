@@ -137,8 +137,12 @@ def main() -> int:
     print(f"workers: {args.jobs} (cores: {os.cpu_count()})")
     tree = extract(wheels, args.work)
     cache = os.path.join(args.work, "cache")
-    env = dict(os.environ, FATBIN_INSPECT_CACHE_DIR=cache, FATBIN_INSPECT_JOBS=str(args.jobs),
-               FATBIN_INSPECT_PROGRESS="0")
+    env = dict(
+        os.environ,
+        FATBIN_INSPECT_CACHE_DIR=cache,
+        FATBIN_INSPECT_JOBS=str(args.jobs),
+        FATBIN_INSPECT_PROGRESS="0",
+    )
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed by pip: byte code compiled once, reused
     scan = [sys.executable, "-m", "fatbin_inspect", "scan", "-o", os.devnull]
     peaks = {}
@@ -159,15 +163,19 @@ def main() -> int:
         fails = [0]
 
         def one(p):
-            r = subprocess.run([exe, "-lelf", "-lptx", p], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            r = subprocess.run(
+                [exe, "-lelf", "-lptx", p], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
             fails[0] += r.returncode != 0
 
         start = time.monotonic()
         with ThreadPoolExecutor(args.jobs) as pool:
             list(pool.map(one, files))
         t_cuob = time.monotonic() - start
-        print(f"    cuobjdump -lelf -lptx on each of {len(files)} ELF files ({fails[0]} failed), "
-              f"{args.jobs} at a time: {t_cuob:.2f} s")
+        print(
+            f"    cuobjdump -lelf -lptx on each of {len(files)} ELF files ({fails[0]} failed), "
+            f"{args.jobs} at a time: {t_cuob:.2f} s"
+        )
         print(f"    ratio: scan is {t_cuob / t_tree:.1f}x faster (target >= 10x)")
     else:
         print("    cuobjdump not found: (a) skipped (pip install nvidia-cuda-cuobjdump==13.5.37)")
@@ -182,26 +190,36 @@ def main() -> int:
         list(pool.map(inflate_candidates, sorted(wheels, key=os.path.getsize, reverse=True)))
     t_floor_par = time.monotonic() - start
     print(f"\n(b) scan of the {len(wheels)} wheels (no cache): {t_whl:.2f} s")
-    print(f"    inflating their candidate members once ({inflated / 2**20:.0f} MiB): "
-          f"{t_floor_serial:.2f} s serially, {t_floor_par:.2f} s on {args.jobs} workers")
-    print(f"    ratio: {t_whl / t_floor_serial:.2f}x the serial floor, {t_whl / t_floor_par:.2f}x the parallel "
-          f"floor (target <= 1.5x)")
+    print(
+        f"    inflating their candidate members once ({inflated / 2**20:.0f} MiB): "
+        f"{t_floor_serial:.2f} s serially, {t_floor_par:.2f} s on {args.jobs} workers"
+    )
+    print(
+        f"    ratio: {t_whl / t_floor_serial:.2f}x the serial floor, {t_whl / t_floor_par:.2f}x the parallel "
+        f"floor (target <= 1.5x)"
+    )
 
     # (c) warm vs cold
     shutil.rmtree(cache, ignore_errors=True)
     t_cold, peaks["tree, cold cache"], _ = run_measured(scan + [tree], env)
     t_warm, peaks["tree, warm cache"], _ = run_measured(scan + [tree], env)
-    print(f"\n(c) tree, cold cache: {t_cold:.2f} s; warm cache: {t_warm:.2f} s; "
-          f"ratio {t_cold / t_warm:.1f}x (target >= 20x)")
+    print(
+        f"\n(c) tree, cold cache: {t_cold:.2f} s; warm cache: {t_warm:.2f} s; "
+        f"ratio {t_cold / t_warm:.1f}x (target >= 20x)"
+    )
     shutil.rmtree(cache, ignore_errors=True)
     t_cold_w, peaks["wheels, cold cache"], _ = run_measured(scan + wheels, env)
     t_warm_w, peaks["wheels, warm cache"], _ = run_measured(scan + wheels, env)
-    print(f"    wheels, cold cache: {t_cold_w:.2f} s; warm cache: {t_warm_w:.2f} s; "
-          f"ratio {t_cold_w / t_warm_w:.1f}x (target >= 20x)")
+    print(
+        f"    wheels, cold cache: {t_cold_w:.2f} s; warm cache: {t_warm_w:.2f} s; "
+        f"ratio {t_cold_w / t_warm_w:.1f}x (target >= 20x)"
+    )
 
     # (d) memory
     worst = max(peaks.values())
-    print("\n(d) peak RSS, workers included: " + ", ".join(f"{k} {v / 2**20:.0f} MB" for k, v in peaks.items()))
+    print(
+        "\n(d) peak RSS, workers included: " + ", ".join(f"{k} {v / 2**20:.0f} MB" for k, v in peaks.items())
+    )
     print(f"    max {worst / 2**20:.0f} MB (target < 500 MB)")
     return 0
 

@@ -71,9 +71,17 @@ class Stats:
             with open(f"{self.path}.{kind}", "wb") as fh:
                 fh.write(data)
         with open(self.path, "w") as fh:
-            json.dump({"target": self.target, "tried": self.tried, "crashes": self.crashes,
-                       "slowest_s": self.slowest[0], "slowest_bytes": len(self.slowest[1]),
-                       "largest_bytes": len(self.largest)}, fh)
+            json.dump(
+                {
+                    "target": self.target,
+                    "tried": self.tried,
+                    "crashes": self.crashes,
+                    "slowest_s": self.slowest[0],
+                    "slowest_bytes": len(self.slowest[1]),
+                    "largest_bytes": len(self.largest),
+                },
+                fh,
+            )
 
 
 def child(target: str, seconds: float, stats_path: str, crash_dir: str, engine: str) -> None:
@@ -91,8 +99,17 @@ def child(target: str, seconds: float, stats_path: str, crash_dir: str, engine: 
         for i, s in enumerate(seeds):
             with open(os.path.join(corpus, f"seed{i}"), "wb") as fh:
                 fh.write(s)
-        atheris.Setup([sys.argv[0], f"-max_total_time={int(seconds)}", "-max_len=262144", "-rss_limit_mb=4096",
-                       "-print_final_stats=1", corpus], lambda d: stats.run(fn, d))
+        atheris.Setup(
+            [
+                sys.argv[0],
+                f"-max_total_time={int(seconds)}",
+                "-max_len=262144",
+                "-rss_limit_mb=4096",
+                "-print_final_stats=1",
+                corpus,
+            ],
+            lambda d: stats.run(fn, d),
+        )
         import atexit
 
         atexit.register(stats.flush)
@@ -100,7 +117,6 @@ def child(target: str, seconds: float, stats_path: str, crash_dir: str, engine: 
         return
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
-
     from mutate import mutate
 
     deadline = time.monotonic() + seconds
@@ -114,7 +130,9 @@ def child(target: str, seconds: float, stats_path: str, crash_dir: str, engine: 
             if time.monotonic() > deadline:
                 return
             seed = seeds[data.draw(st.integers(0, len(seeds) - 1))]
-            stats.run(fn, mutate(seed, lambda lo, hi: data.draw(st.integers(lo, hi)), data.draw(st.integers(1, 16))))
+            stats.run(
+                fn, mutate(seed, lambda lo, hi: data.draw(st.integers(lo, hi)), data.draw(st.integers(1, 16)))
+            )
 
         batch()
     stats.flush()
@@ -179,8 +197,20 @@ def main() -> int:
     rows = []
     for t in targets:
         stats_path = os.path.join(work, f"{t}.json")
-        cmd = [sys.executable, os.path.abspath(__file__), "--child", t, "--seconds", str(args.seconds),
-               "--stats", stats_path, "--save-crashes", crash_dir, "--engine", engine]
+        cmd = [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--child",
+            t,
+            "--seconds",
+            str(args.seconds),
+            "--stats",
+            stats_path,
+            "--save-crashes",
+            crash_dir,
+            "--engine",
+            engine,
+        ]
         subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=args.seconds + 600)
         if not os.path.exists(stats_path):
             print(f"{t}: the fuzzer process died before writing statistics (a native crash?)")
@@ -191,10 +221,12 @@ def main() -> int:
         big_t, big_kb = replay(t, stats_path + ".largest")
         total += st["tried"]
         rows.append((t, st, slow_t, slow_kb, big_t, big_kb))
-        print(f"{t:10} tried {st['tried']:>8}  crashes {len(st['crashes'])}  "
-              f"slowest {st['slowest_bytes']} B: {slow_t if slow_t is not None else float('nan'):.3f} s, "
-              f"+{slow_kb} KiB RSS  largest {st['largest_bytes']} B: {big_t if big_t is not None else float('nan'):.3f} s, "
-              f"+{big_kb} KiB RSS")
+        print(
+            f"{t:10} tried {st['tried']:>8}  crashes {len(st['crashes'])}  "
+            f"slowest {st['slowest_bytes']} B: {slow_t if slow_t is not None else float('nan'):.3f} s, "
+            f"+{slow_kb} KiB RSS  largest {st['largest_bytes']} B: {big_t if big_t is not None else float('nan'):.3f} s, "
+            f"+{big_kb} KiB RSS"
+        )
         for key, name in st["crashes"].items():
             print(f"           crash {key}: {os.path.join(crash_dir, name)}")
     crashes = sum(len(r[1]["crashes"]) for r in rows)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import struct
 import zipfile
-from typing import Iterable, Optional, Sequence, Tuple
+from collections.abc import Iterable, Sequence
 
 FAT_MAGIC = 0xBA55ED50
 KIND_PTX, KIND_ELF, KIND_LTO, KIND_RELOC_PTX = 1, 2, 8, 0x40
@@ -21,9 +21,18 @@ def align(n: int, a: int = 8) -> int:
     return (n + a - 1) // a * a
 
 
-def entry(kind: int, arch: int, payload: bytes, *, flags: int = F_64 | F_LINUX, code=(1, 8),
-          identifier: Optional[str] = None, options: Optional[str] = None, compress: Optional[str] = None,
-          header_size: Optional[int] = None) -> bytes:
+def entry(
+    kind: int,
+    arch: int,
+    payload: bytes,
+    *,
+    flags: int = F_64 | F_LINUX,
+    code=(1, 8),
+    identifier: str | None = None,
+    options: str | None = None,
+    compress: str | None = None,
+    header_size: int | None = None,
+) -> bytes:
     """One fatbin entry: 0x40-byte header (+ extension for identifier/options) + padded payload."""
     uncompressed = 0
     compressed = 0
@@ -53,8 +62,23 @@ def entry(kind: int, arch: int, payload: bytes, *, flags: int = F_64 | F_LINUX, 
     hs = header_size or (0x40 + len(ext))
     ext = ext.ljust(hs - 0x40, b"\0")
     padded = data.ljust(align(len(data)), b"\0")
-    hdr = struct.pack("<HHIQIIHHIIIQQQ", kind, 0x0101, hs, len(padded), compressed, opt_desc,
-                      code[1], code[0], arch, ident_off, ident_len, flags, 0, uncompressed)
+    hdr = struct.pack(
+        "<HHIQIIHHIIIQQQ",
+        kind,
+        0x0101,
+        hs,
+        len(padded),
+        compressed,
+        opt_desc,
+        code[1],
+        code[0],
+        arch,
+        ident_off,
+        ident_len,
+        flags,
+        0,
+        uncompressed,
+    )
     return hdr + ext + padded
 
 
@@ -71,8 +95,16 @@ def ptx_text(version=(9, 0), target="sm_80", kernels=("k",)) -> bytes:
 
 
 # ----------------------------------------------------------------------------------- ELF64
-def elf64(sections: Iterable[Tuple[str, int, bytes]], *, machine: int = 62, e_type: int = 3,
-          e_flags: int = 0, osabi: int = 0, abiversion: int = 0, extra_shdr=None) -> bytes:
+def elf64(
+    sections: Iterable[tuple[str, int, bytes]],
+    *,
+    machine: int = 62,
+    e_type: int = 3,
+    e_flags: int = 0,
+    osabi: int = 0,
+    abiversion: int = 0,
+    extra_shdr=None,
+) -> bytes:
     """An ELF64 LE file with the given (name, sh_type, data) sections (+ .shstrtab), no segments.
 
     ``extra_shdr(name) -> dict`` may override sh_link/sh_info/sh_entsize for a section.
@@ -96,20 +128,53 @@ def elf64(sections: Iterable[Tuple[str, int, bytes]], *, machine: int = 62, e_ty
     name_off = 1
     for (n, t, d), off in zip(sections, offsets):
         over = (extra_shdr or (lambda _n: {}))(n)
-        shdrs.append(struct.pack("<IIQQQQIIQQ", name_off, t, 0x2, 0, off, len(d),
-                                 over.get("link", 0), over.get("info", 0), 8, over.get("entsize", 0)))
+        shdrs.append(
+            struct.pack(
+                "<IIQQQQIIQQ",
+                name_off,
+                t,
+                0x2,
+                0,
+                off,
+                len(d),
+                over.get("link", 0),
+                over.get("info", 0),
+                8,
+                over.get("entsize", 0),
+            )
+        )
         name_off += len(n) + 1
     shdrs.append(struct.pack("<IIQQQQIIQQ", name_off, 3, 0, 0, shstr_off, len(names), 0, 0, 1, 0))
     body += b"".join(shdrs)
     ident = b"\x7fELF" + bytes([2, 1, 1, osabi, abiversion]) + b"\0" * 7
-    hdr = struct.pack("<16sHHIQQQIHHHHHH", ident, e_type, machine, 1, 0, 0, shoff, e_flags, 64, 56, 0, 64,
-                      len(shdrs), len(shdrs) - 1)
+    hdr = struct.pack(
+        "<16sHHIQQQIHHHHHH",
+        ident,
+        e_type,
+        machine,
+        1,
+        0,
+        0,
+        shoff,
+        e_flags,
+        64,
+        56,
+        0,
+        64,
+        len(shdrs),
+        len(shdrs) - 1,
+    )
     body[:64] = hdr
     return bytes(body)
 
 
-def cubin(sm: int = 80, kernels: Sequence[str] = ("_Z1kv",), abi: int = 8, e_type: int = 2,
-          arch_specific: bool = False) -> bytes:
+def cubin(
+    sm: int = 80,
+    kernels: Sequence[str] = ("_Z1kv",),
+    abi: int = 8,
+    e_type: int = 2,
+    arch_specific: bool = False,
+) -> bytes:
     """A minimal device ELF: .symtab with STO_CUDA_ENTRY functions, e_flags by ABI version."""
     if abi >= 8:
         flags = 0x06000000 | (sm << 8) | (0x02 if sm >= 100 else 0x04)
@@ -126,17 +191,24 @@ def cubin(sm: int = 80, kernels: Sequence[str] = ("_Z1kv",), abi: int = 8, e_typ
     secs = [(".strtab", 3, strtab), (".symtab", 2, b"".join(syms))]
     if arch_specific and abi >= 8:
         secs.append((".nv.compat", 0x70000086, struct.pack("<BBH", 2, 0x09, 1)))
-    return elf64(secs, machine=190, e_type=e_type, e_flags=flags, osabi=osabi, abiversion=abi,
-                 extra_shdr=lambda n: {"link": 1, "entsize": 24} if n == ".symtab" else {})
+    return elf64(
+        secs,
+        machine=190,
+        e_type=e_type,
+        e_flags=flags,
+        osabi=osabi,
+        abiversion=abi,
+        extra_shdr=lambda n: {"link": 1, "entsize": 24} if n == ".symtab" else {},
+    )
 
 
-def host_elf(fatbin_sections: Sequence[Tuple[str, bytes]]) -> bytes:
+def host_elf(fatbin_sections: Sequence[tuple[str, bytes]]) -> bytes:
     """An x86-64 shared object whose sections hold the given bytes (e.g. ('.nv_fatbin', fb))."""
     return elf64([(n, 1, d) for n, d in fatbin_sections])
 
 
 # --------------------------------------------------------------------------------- archives
-def ar_archive(members: Sequence[Tuple[str, bytes]]) -> bytes:
+def ar_archive(members: Sequence[tuple[str, bytes]]) -> bytes:
     out = bytearray(b"!<arch>\n")
     longnames = b""
     names = []
@@ -157,7 +229,7 @@ def _ar_header(name: str, size: int) -> bytes:
     return f"{name:<16}{0:<12}{0:<6}{0:<6}{644:<8}{size:<10}`\n".encode()
 
 
-def zip_archive(members: Sequence[Tuple[str, bytes]], stored: bool = False) -> bytes:
+def zip_archive(members: Sequence[tuple[str, bytes]], stored: bool = False) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED) as zf:
         for n, d in members:
@@ -167,14 +239,22 @@ def zip_archive(members: Sequence[Tuple[str, bytes]], stored: bool = False) -> b
 
 def sample_fatbin() -> bytes:
     """sm_80 cubin + zstd compute_80 PTX, like ``nvcc -arch=sm_80``."""
-    return fatbin([
-        entry(KIND_ELF, 80, cubin(80, ["_Z3addPfS_i", "_Z5scalePf"]), code=(1, 8)),
-        entry(KIND_PTX, 80, ptx_text((9, 0), "sm_80", ["_Z3addPfS_i", "_Z5scalePf"]), code=(9, 0), compress="zstd"),
-    ])
+    return fatbin(
+        [
+            entry(KIND_ELF, 80, cubin(80, ["_Z3addPfS_i", "_Z5scalePf"]), code=(1, 8)),
+            entry(
+                KIND_PTX,
+                80,
+                ptx_text((9, 0), "sm_80", ["_Z3addPfS_i", "_Z5scalePf"]),
+                code=(9, 0),
+                compress="zstd",
+            ),
+        ]
+    )
 
 
 # ------------------------------------------------------------------ hostile inputs (issue 7)
-def tar_archive(members: Sequence[Tuple[str, bytes]], gz: bool = False) -> bytes:
+def tar_archive(members: Sequence[tuple[str, bytes]], gz: bool = False) -> bytes:
     import tarfile
 
     buf = io.BytesIO()
@@ -186,16 +266,39 @@ def tar_archive(members: Sequence[Tuple[str, bytes]], gz: bool = False) -> bytes
     return buf.getvalue()
 
 
-def raw_entry(kind: int, arch: int, stored: bytes, *, flags: int, compressed_size: int,
-              uncompressed_size: int, code=(1, 8)) -> bytes:
+def raw_entry(
+    kind: int,
+    arch: int,
+    stored: bytes,
+    *,
+    flags: int,
+    compressed_size: int,
+    uncompressed_size: int,
+    code=(1, 8),
+) -> bytes:
     """An entry header with caller-chosen (possibly lying) sizes over ``stored`` payload bytes."""
     padded = stored.ljust(align(len(stored)), b"\0")
-    hdr = struct.pack("<HHIQIIHHIIIQQQ", kind, 0x0101, 0x40, len(padded), compressed_size, 0,
-                      code[1], code[0], arch, 0, 0, flags, 0, uncompressed_size)
+    hdr = struct.pack(
+        "<HHIQIIHHIIIQQQ",
+        kind,
+        0x0101,
+        0x40,
+        len(padded),
+        compressed_size,
+        0,
+        code[1],
+        code[0],
+        arch,
+        0,
+        0,
+        flags,
+        0,
+        uncompressed_size,
+    )
     return hdr + padded
 
 
-def bomb_entry(method: str, size: int, declared: Optional[int] = None) -> bytes:
+def bomb_entry(method: str, size: int, declared: int | None = None) -> bytes:
     """A cubin entry whose payload inflates to ``size`` zero bytes (declared as ``declared``)."""
     zeros = b"\0" * size
     if method == "zstd":
@@ -206,8 +309,14 @@ def bomb_entry(method: str, size: int, declared: Optional[int] = None) -> bytes:
         import lz4.block
 
         data, flag = lz4.block.compress(zeros, store_size=False), F_LZ4
-    return raw_entry(KIND_ELF, 80, data, flags=F_64 | F_LINUX | flag, compressed_size=len(data),
-                     uncompressed_size=size if declared is None else declared)
+    return raw_entry(
+        KIND_ELF,
+        80,
+        data,
+        flags=F_64 | F_LINUX | flag,
+        compressed_size=len(data),
+        uncompressed_size=size if declared is None else declared,
+    )
 
 
 def zip_bomb_member(name: str, size: int) -> bytes:
@@ -231,9 +340,11 @@ def nested_zip(depth: int, leaf: bytes, leaf_name: str = "k.fatbin") -> bytes:
     return data
 
 
-def arch_fatbin(sass: Sequence[str] = (), ptx: Sequence[str] = (), kernels: Sequence[str] = ("_Z1kv",),
-                ptx_version=(9, 0)) -> bytes:
+def arch_fatbin(
+    sass: Sequence[str] = (), ptx: Sequence[str] = (), kernels: Sequence[str] = ("_Z1kv",), ptx_version=(9, 0)
+) -> bytes:
     """A fatbin with a cubin per ``sass`` arch and a PTX per ``ptx`` arch ("90", "90a", "100f")."""
+
     def split(a: str):
         variant = a[-1] if a[-1] in "af" else ""
         return int(a.rstrip("af")), {"a": F_A, "f": F_F, "": 0}[variant]
@@ -241,12 +352,20 @@ def arch_fatbin(sass: Sequence[str] = (), ptx: Sequence[str] = (), kernels: Sequ
     out = []
     for a in sass:
         sm, vflag = split(a)
-        out.append(entry(KIND_ELF, sm, cubin(sm, kernels, arch_specific=vflag == F_A),
-                         flags=F_64 | F_LINUX | vflag))
+        out.append(
+            entry(KIND_ELF, sm, cubin(sm, kernels, arch_specific=vflag == F_A), flags=F_64 | F_LINUX | vflag)
+        )
     for a in ptx:
         sm, vflag = split(a)
-        out.append(entry(KIND_PTX, sm, ptx_text(ptx_version, f"sm_{a}", kernels), code=ptx_version,
-                         flags=F_64 | F_LINUX | vflag))
+        out.append(
+            entry(
+                KIND_PTX,
+                sm,
+                ptx_text(ptx_version, f"sm_{a}", kernels),
+                code=ptx_version,
+                flags=F_64 | F_LINUX | vflag,
+            )
+        )
     return fatbin(out)
 
 

@@ -8,16 +8,12 @@ turns unexpected exceptions into such records so that a scan goes on), is a bug.
 from __future__ import annotations
 
 import os
-from typing import Callable, Dict, List
+from collections.abc import Callable
 
-from fatbin_inspect.formats import cubin
-
-from fatbin_inspect.formats import fatbin
-
-from fatbin_inspect.formats import ptx
-from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.containers import archives, detect, elf, pe
 from fatbin_inspect.errors import InputError
+from fatbin_inspect.formats import cubin, fatbin, ptx
+from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.inventory.core import Options, decode_entry, inspect_blob
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -109,7 +105,7 @@ def t_inventory(data: bytes) -> None:
             _check_message(e.decode_error)
 
 
-TARGETS: Dict[str, Callable[[bytes], None]] = {
+TARGETS: dict[str, Callable[[bytes], None]] = {
     "fatbin": t_fatbin,
     "cubin": t_cubin,
     "ptx": t_ptx,
@@ -123,8 +119,12 @@ TARGETS: Dict[str, Callable[[bytes], None]] = {
 
 # Seeds per target: fixture files (names relative to fixtures/bin) plus synthesized bytes.
 SEED_FILES = {
-    "fatbin": ["t13_raw_sm75_c75_sm120.fatbin", "o2_sm35_sm50_c50.fatbin", "t18_lto80_sm90.fatbin",
-               "t08_exe_mode_speed_lz4"],
+    "fatbin": [
+        "t13_raw_sm75_c75_sm120.fatbin",
+        "o2_sm35_sm50_c50.fatbin",
+        "t18_lto80_sm90.fatbin",
+        "t08_exe_mode_speed_lz4",
+    ],
     "cubin": ["t14_sm90a.cubin", "o1_sm35_ptxas118.cubin", "o3_sm100a_ptxas129.cubin"],
     "ptx": ["t15_c90a.ptx"],
     "elf": ["t01_exe_sm80", "t09_rdc_a_sm80.o", "t12_lib_sm86_c89.so"],
@@ -132,8 +132,14 @@ SEED_FILES = {
     "ar": ["t10_rdc_lib_sm80.a"],
     "zip": [],
     "tar": [],
-    "inventory": ["t13_raw_sm75_c75_sm120.fatbin", "t14_sm90a.cubin", "t15_c90a.ptx", "t09_rdc_a_sm80.o",
-                  "t10_rdc_lib_sm80.a", "t08_exe_mode_speed_lz4"],
+    "inventory": [
+        "t13_raw_sm75_c75_sm120.fatbin",
+        "t14_sm90a.cubin",
+        "t15_c90a.ptx",
+        "t09_rdc_a_sm80.o",
+        "t10_rdc_lib_sm80.a",
+        "t08_exe_mode_speed_lz4",
+    ],
 }
 
 
@@ -142,25 +148,41 @@ def _read(name: str) -> bytes:
         return fh.read()
 
 
-def seeds(target: str) -> List[bytes]:
+def seeds(target: str) -> list[bytes]:
     """Seed inputs for ``target``; fixtures that are missing (still being built) are left out."""
     import builders as B
 
     out = [_read(n) for n in SEED_FILES[target] if os.path.exists(os.path.join(FIXTURES, "bin", n))]
-    small = B.fatbin([B.entry(B.KIND_ELF, 80, B.cubin(80, ["_Z1kv"])),
-                      B.entry(B.KIND_PTX, 80, B.ptx_text(), code=(9, 0), compress="lz4"),
-                      B.entry(B.KIND_PTX, 90, B.ptx_text((9, 0), "sm_90a"), code=(9, 0), compress="zstd",
-                              identifier="k.cu", options="-O3")])
+    small = B.fatbin(
+        [
+            B.entry(B.KIND_ELF, 80, B.cubin(80, ["_Z1kv"])),
+            B.entry(B.KIND_PTX, 80, B.ptx_text(), code=(9, 0), compress="lz4"),
+            B.entry(
+                B.KIND_PTX,
+                90,
+                B.ptx_text((9, 0), "sm_90a"),
+                code=(9, 0),
+                compress="zstd",
+                identifier="k.cu",
+                options="-O3",
+            ),
+        ]
+    )
     synth = {
         "fatbin": [small],
         "cubin": [B.cubin(90, ["_Z1kv", "_Z1jv"], arch_specific=True), B.cubin(75, abi=7)],
         "ptx": [B.ptx_text()],
         "elf": [B.host_elf([(".nv_fatbin", small)])],
         "pe": [],
-        "ar": [B.ar_archive([("a.o", B.host_elf([(".nv_fatbin", small)])),
-                             ("a_rather_long_member_name.o", b"xx")])],
-        "zip": [B.zip_archive([("pkg/lib.so", B.host_elf([(".nv_fatbin", small)])), ("pkg/k.fatbin", small)]),
-                B.zip_archive([("pkg/k.cubin", B.cubin(80))], stored=True)],
+        "ar": [
+            B.ar_archive(
+                [("a.o", B.host_elf([(".nv_fatbin", small)])), ("a_rather_long_member_name.o", b"xx")]
+            )
+        ],
+        "zip": [
+            B.zip_archive([("pkg/lib.so", B.host_elf([(".nv_fatbin", small)])), ("pkg/k.fatbin", small)]),
+            B.zip_archive([("pkg/k.cubin", B.cubin(80))], stored=True),
+        ],
         "tar": [B.tar_archive([("lib/k.fatbin", small)]), B.tar_archive([("lib/k.fatbin", small)], gz=True)],
         "inventory": [small, B.zip_archive([("pkg/k.fatbin", small)])],
     }

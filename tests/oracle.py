@@ -10,15 +10,16 @@ from __future__ import annotations
 import re
 import subprocess
 from collections import Counter
-from typing import Optional, Tuple
 
 _NAME = re.compile(r"^(ELF|PTX) file\s+\d+: .*\.(sm_\d+[af]?)\.(?:cubin|ptx)$")
 CUOBJDUMP_SECTIONS = {".nv_fatbin", "__nv_relfatbin", None}
 
 
-def cuobjdump_entries(exe: str, path: str, timeout: int = 600) -> Tuple[Optional[Counter], str]:
+def cuobjdump_entries(exe: str, path: str, timeout: int = 600) -> tuple[Counter | None, str]:
     """(Counter of (kind, name)) or (None, reason) when cuobjdump refuses the file."""
-    proc = subprocess.run([exe, "-all", "-lelf", "-lptx", path], capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [exe, "-all", "-lelf", "-lptx", path], capture_output=True, text=True, timeout=timeout
+    )
     out = Counter()
     for line in proc.stdout.splitlines():
         m = _NAME.match(line.strip())
@@ -52,7 +53,7 @@ _FUNC = re.compile(r"^\s*Function (\S+):\s*$")
 _RES = re.compile(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+) CONSTANT\[0\]:(\d+)")
 
 
-def cuobjdump_resources(exe: str, path: str) -> Optional[Counter]:
+def cuobjdump_resources(exe: str, path: str) -> Counter | None:
     """Counter of (kernel, REG, SHARED, LOCAL, CONSTANT[0]) from ``cuobjdump -res-usage``
     (SASS of ``.nv_fatbin`` only; device functions with no kernel symbol are listed too)."""
     proc = subprocess.run([exe, "-res-usage", path], capture_output=True, text=True, timeout=600)

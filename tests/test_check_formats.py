@@ -9,20 +9,23 @@ import json
 import os
 import xml.etree.ElementTree as ET
 
+import builders as B
 import jsonschema
 import pytest
 from click.testing import CliRunner
-
-import builders as B
 from conftest import fixture_path
+
 from fatbin_inspect.cli.main import cli
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FILES = ("case1.fatbin", "case8.fatbin", "case9.fatbin", "case38.fatbin", "case43_cudart13.so")
 A100, B200 = "NVIDIA A100 80GB PCIe (CC 8.0), driver 535", "NVIDIA B200 (CC 10.0), driver 535"
-EXPECTED = {("case8.fatbin", A100, "FBI001", "error"), ("case9.fatbin", A100, "FBI002", "warning"),
-            ("case38.fatbin", A100, "FBI003", "error"), ("case43_cudart13.so", A100, "FBI004", "error")} | \
-           {(f, B200, "FBI013", "error") for f in FILES}
+EXPECTED = {
+    ("case8.fatbin", A100, "FBI001", "error"),
+    ("case9.fatbin", A100, "FBI002", "warning"),
+    ("case38.fatbin", A100, "FBI003", "error"),
+    ("case43_cudart13.so", A100, "FBI004", "error"),
+} | {(f, B200, "FBI013", "error") for f in FILES}
 
 
 @pytest.fixture(scope="module")
@@ -65,9 +68,12 @@ def test_sarif_is_valid_2_1_0(paths):
 def test_junit_one_case_per_artifact_and_target(paths, fail_on, jit_fails):
     res = check(paths, "junit", "--fail-on", fail_on)
     cases = ET.fromstring(res.output).findall(".//testcase")
-    assert {(os.path.basename(c.get("classname")), c.get("name")) for c in cases} == \
-        {(f, t) for f in FILES for t in (A100, B200)}
-    failed = {(os.path.basename(c.get("classname")), c.get("name")) for c in cases if c.find("failure") is not None}
+    assert {(os.path.basename(c.get("classname")), c.get("name")) for c in cases} == {
+        (f, t) for f in FILES for t in (A100, B200)
+    }
+    failed = {
+        (os.path.basename(c.get("classname")), c.get("name")) for c in cases if c.find("failure") is not None
+    }
     assert failed == {(f, t) for f, t, _, sev in EXPECTED if sev == "error" or jit_fails}
     assert res.exit_code == 1
 
@@ -83,7 +89,9 @@ def test_github_annotations_and_step_summary(paths, tmp_path):
     summary = tmp_path / "summary.md"
     res = check(paths, "github", env={"GITHUB_STEP_SUMMARY": str(summary)})
     lines = res.output.splitlines()
-    assert len(lines) == len(EXPECTED) and all(line.startswith(("::error file=", "::warning file=")) for line in lines)
+    assert len(lines) == len(EXPECTED) and all(
+        line.startswith(("::error file=", "::warning file=")) for line in lines
+    )
     assert sum(line.startswith("::warning ") and "title=FBI002 jit-only::" in line for line in lines) == 1
     assert ",line=1," in lines[0]
     assert summary.read_text().startswith("## fatbin-inspect check: failed")

@@ -4,12 +4,12 @@ import json
 import os
 from importlib import resources
 
+import builders as B
 import jsonschema
 import pytest
 from click.testing import CliRunner
-
-import builders as B
 from conftest import fixture_path
+
 from fatbin_inspect.cli.main import cli
 
 
@@ -73,8 +73,16 @@ def test_not_a_binary_is_unknown_without_error(tmp_path):
 
 def test_extract_writes_decompressed_images(tmp_path):
     out = tmp_path / "out"
-    res = run("extract", fixture_path("bin", "t06_exe_compress_all"), "--kind", "sass", "--arch", "sm_80",
-              "-o", str(out))
+    res = run(
+        "extract",
+        fixture_path("bin", "t06_exe_compress_all"),
+        "--kind",
+        "sass",
+        "--arch",
+        "sm_80",
+        "-o",
+        str(out),
+    )
     assert res.exit_code == 0
     files = sorted(os.listdir(out))
     assert len(files) == 2 and all(f.endswith(".sm_80.cubin") for f in files)
@@ -96,7 +104,9 @@ def test_version_and_help():
 def test_every_option_has_an_environment_default(monkeypatch):
     monkeypatch.setenv("FATBIN_INSPECT_LIST_ENTRIES", "summary")
     res = run(fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90"))
-    assert any(line.split()[:3] == ["kind", "arch", "entries"] for line in res.output.splitlines() if line.strip())
+    assert any(
+        line.split()[:3] == ["kind", "arch", "entries"] for line in res.output.splitlines() if line.strip()
+    )
     assert ".nv_fatbin@" not in res.output
     monkeypatch.setenv("FATBIN_INSPECT_FORMAT", "json")
     assert json.loads(run(fixture_path("bin", "t01_exe_sm80")).output)["schema_version"] == 1
@@ -108,8 +118,11 @@ def test_kernels_json_encoded_in_workers_is_the_same_document(monkeypatch, schem
     from fatbin_inspect.inventory.core import Options, inspect_path
     from fatbin_inspect.render import records
 
-    files = [fixture_path("bin", "t05_exe_af_targets"), fixture_path("bin", "t10_rdc_lib_sm80.a"),
-             fixture_path("bin", "t15_c90a.ptx")]
+    files = [
+        fixture_path("bin", "t05_exe_af_targets"),
+        fixture_path("bin", "t10_rdc_lib_sm80.a"),
+        fixture_path("bin", "t15_c90a.ptx"),
+    ]
     expected = records.inventory_document([r for f in files for r in inspect_path(f, Options(kernels=True))])
     monkeypatch.setattr(inventory, "PARALLEL_MIN_BYTES", 0)
     doc = json.loads(run(*files, "--kernels", "--format", "json").output)

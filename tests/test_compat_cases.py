@@ -10,8 +10,8 @@ import json
 import os
 
 import pytest
-
 from conftest import fixture_path
+
 from fatbin_inspect.compat import data, runtime
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.runtime import RuntimeNeed
@@ -55,4 +55,6 @@ def test_the_listing_covers_every_fixture():
     cases = load_cases()
     assert cases, "fixtures/compat/cases.json missing (scripts/build_fixtures.sh)"
     listed = {os.path.basename(c["file"]) for c in cases}
-    assert listed == {f for f in os.listdir(fixture_path("compat")) if f.startswith("case") and f != "cases.json"}
+    assert listed == {
+        f for f in os.listdir(fixture_path("compat")) if f.startswith("case") and f != "cases.json"
+    }

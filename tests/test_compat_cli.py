@@ -7,8 +7,8 @@ from importlib import resources
 import jsonschema
 import pytest
 from click.testing import CliRunner
-
 from conftest import fixture_path
+
 from fatbin_inspect.cli.main import cli, main
 from fatbin_inspect.compat import data
 
@@ -29,21 +29,32 @@ def schema():
     return json.loads(resources.files("fatbin_inspect").joinpath("schemas/check.schema.json").read_text())
 
 
-@pytest.mark.parametrize("n,gpu,driver,extra,code", [
-    (1, "A100", "535", (), 0),                                # native
-    (8, "A100", "535", (), 1),                                # 209
-    (38, "A100", "550", (), 0),                               # JIT only: a warning
-    (38, "A100", "550", ("--fail-on", "warning"), 1),
-    (1, "A100", "535", ("--env", "CUDA_FORCE_PTX_JIT=1"), 0),  # PTX present: JIT
-    (8, "A100", "535", ("--gpu", "8.6"), 1),
-])
+@pytest.mark.parametrize(
+    "n,gpu,driver,extra,code",
+    [
+        (1, "A100", "535", (), 0),  # native
+        (8, "A100", "535", (), 1),  # 209
+        (38, "A100", "550", (), 0),  # JIT only: a warning
+        (38, "A100", "550", ("--fail-on", "warning"), 1),
+        (1, "A100", "535", ("--env", "CUDA_FORCE_PTX_JIT=1"), 0),  # PTX present: JIT
+        (8, "A100", "535", ("--gpu", "8.6"), 1),
+    ],
+)
 def test_exit_codes(n, gpu, driver, extra, code):
     res = run("check", case(n), "--gpu", gpu, "--driver", driver, *extra)
     assert res.exit_code == code, res.output
 
 
-@pytest.mark.parametrize("args", [("--gpu", "GT 1030"), ("--gpu", "no such gpu"), ("--gpu", "A100", "--driver", "x"),
-                                  ("--gpu", "A100", "--env", "NOEQUALS"), ()])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--gpu", "GT 1030"),
+        ("--gpu", "no such gpu"),
+        ("--gpu", "A100", "--driver", "x"),
+        ("--gpu", "A100", "--env", "NOEQUALS"),
+        (),
+    ],
+)
 def test_usage_errors_exit_2_with_one_line(args, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["check", case(1), *args])
@@ -53,14 +64,34 @@ def test_usage_errors_exit_2_with_one_line(args, capsys):
 
 
 def test_json_contract(schema):
-    paths = [fixture_path("compat", f) for f in sorted(os.listdir(fixture_path("compat"))) if f.startswith("case")]
+    paths = [
+        fixture_path("compat", f) for f in sorted(os.listdir(fixture_path("compat"))) if f.startswith("case")
+    ]
     paths.append(fixture_path("bin", "t01_exe_sm80"))
-    res = run("check", *paths, "--gpu", "RTX 4090", "--gpu", "Jetson AGX Orin", "--driver", "550.54.14",
-              "--format", "json", "--per-fatbin")
+    res = run(
+        "check",
+        *paths,
+        "--gpu",
+        "RTX 4090",
+        "--gpu",
+        "Jetson AGX Orin",
+        "--driver",
+        "550.54.14",
+        "--format",
+        "json",
+        "--per-fatbin",
+    )
     doc = json.loads(res.output)
     jsonschema.validate(doc, schema)
-    assert doc["targets"][0] == {**doc["targets"][0], "gpu": "NVIDIA GeForce RTX 4090", "cc": "8.9", "tegra": False,
-                                 "driver": "550.54.14", "driver_cuda": "12.4", "max_ptx_isa": "8.4"}
+    assert doc["targets"][0] == {
+        **doc["targets"][0],
+        "gpu": "NVIDIA GeForce RTX 4090",
+        "cc": "8.9",
+        "tegra": False,
+        "driver": "550.54.14",
+        "driver_cuda": "12.4",
+        "max_ptx_isa": "8.4",
+    }
     assert doc["targets"][1]["tegra"] is True
     assert len(doc["results"]) == 2 * len(paths)
     assert {r["verdict"] for r in doc["results"]} >= {"native", "jit", "fail"}
@@ -79,13 +110,19 @@ def test_table_says_when_the_driver_is_assumed():
     assert res.exit_code == 0
 
 
-@pytest.mark.parametrize("query,number", [
-    ("209", 209), ("cudaErrorNoKernelImageForDevice", 209), ("CUDA_ERROR_NO_BINARY_FOR_GPU", 209),
-    ("RuntimeError: CUDA error: no kernel image is available for execution on the device", 209),
-    ("the provided PTX was compiled with an unsupported toolchain", 222), ("48", 209),
-    ("CUDA initialization: The NVIDIA driver on your system is too old (found version 12080)", 35),
-    ("CUDA driver version is insufficient for CUDA runtime version", 35),
-])
+@pytest.mark.parametrize(
+    "query,number",
+    [
+        ("209", 209),
+        ("cudaErrorNoKernelImageForDevice", 209),
+        ("CUDA_ERROR_NO_BINARY_FOR_GPU", 209),
+        ("RuntimeError: CUDA error: no kernel image is available for execution on the device", 209),
+        ("the provided PTX was compiled with an unsupported toolchain", 222),
+        ("48", 209),
+        ("CUDA initialization: The NVIDIA driver on your system is too old (found version 12080)", 35),
+        ("CUDA driver version is insufficient for CUDA runtime version", 35),
+    ],
+)
 def test_explain(query, number):
     res = run("explain", query, "--format", "json")
     assert res.exit_code == 0

@@ -6,8 +6,8 @@ Runs when ``.cache/corpus/x/torch/lib/libtorch_cuda.so`` was extracted (scripts/
 import os
 
 import pytest
-
 from conftest import CORPUS
+
 from fatbin_inspect.compat import runtime
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.targets import resolve_targets
@@ -24,19 +24,26 @@ def torch_report():
     return next(inspect_path(LIB, Options(kernels=True)))
 
 
-@pytest.mark.parametrize("gpu,driver,verdict,error,chosen,rule", [
-    ("RTX 5090", "580", "native", None, "sm_120", "R-SASS-1"),
-    ("GTX 1080", "580", "fail", 209, None, "R-SASS-1"),
-    ("Jetson AGX Orin", "580", "fail", 209, None, "R-SASS-TEGRA"),
-    ("B300", "580", "native", None, "sm_100", "R-SASS-1"),
-    ("GB10", "580", "native", None, "sm_120", "R-SASS-1"),
-    ("H100", "570", "fail", 35, None, "R-DRV"),
-])
+@pytest.mark.parametrize(
+    "gpu,driver,verdict,error,chosen,rule",
+    [
+        ("RTX 5090", "580", "native", None, "sm_120", "R-SASS-1"),
+        ("GTX 1080", "580", "fail", 209, None, "R-SASS-1"),
+        ("Jetson AGX Orin", "580", "fail", 209, None, "R-SASS-TEGRA"),
+        ("B300", "580", "native", None, "sm_100", "R-SASS-1"),
+        ("GB10", "580", "native", None, "sm_120", "R-SASS-1"),
+        ("H100", "570", "fail", 35, None, "R-DRV"),
+    ],
+)
 def test_torch_on_the_issue_targets(torch_report, gpu, driver, verdict, error, chosen, rule):
     (t,) = resolve_targets([gpu], driver)
     v = evaluate(torch_report, t, runtime.for_file(torch_report))
-    assert (v.verdict, v.error.code if v.error else None, v.chosen.arch if v.chosen else None, v.rule) == \
-        (verdict, error, chosen, rule), v.reason
+    assert (v.verdict, v.error.code if v.error else None, v.chosen.arch if v.chosen else None, v.rule) == (
+        verdict,
+        error,
+        chosen,
+        rule,
+    ), v.reason
     assert v.runtime.version == "13"
 
 

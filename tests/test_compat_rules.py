@@ -15,33 +15,70 @@ def E(arch, isa=None, kernels=("k",), device_link=False, offset=0):
     num = arch.split("_")[1]
     variant = num[-1] if num[-1] in "af" else ""
     sm = int(num.rstrip("af"))
-    cubin = CubinInfo(8, "exec", sm, variant == "a", None, device_link, None, None) if kind == "sass" else None
+    cubin = (
+        CubinInfo(8, "exec", sm, variant == "a", None, device_link, None, None) if kind == "sass" else None
+    )
     code = tuple(int(x) for x in isa.split(".")) if isa else (1, 8)
-    return Entry(offset=offset, kind=kind, kind_code=2 if kind == "sass" else 1, sm=sm, variant=variant,
-                 compression="none", stored_size=1, size=1, flags=0, code_version=code, header_size=64,
-                 payload_offset=offset + 64, host="linux", debug=False, identifier=None, options=None,
-                 cubin=cubin, kernels=tuple(Kernel(k) for k in kernels))
+    return Entry(
+        offset=offset,
+        kind=kind,
+        kind_code=2 if kind == "sass" else 1,
+        sm=sm,
+        variant=variant,
+        compression="none",
+        stored_size=1,
+        size=1,
+        flags=0,
+        code_version=code,
+        header_size=64,
+        payload_offset=offset + 64,
+        host="linux",
+        debug=False,
+        identifier=None,
+        options=None,
+        cubin=cubin,
+        kernels=tuple(Kernel(k) for k in kernels),
+    )
 
 
 def T(gpu, driver="580", **env):
     return Target(resolve_gpu(gpu), resolve_driver(driver), **env)
 
 
-@pytest.mark.parametrize("arch,gpu,ok", [
-    ("sm_80", "8.0", True), ("sm_80", "8.6", True), ("sm_80", "8.9", True), ("sm_86", "8.9", True),
-    ("sm_86", "8.0", False), ("sm_89", "8.6", False), ("sm_80", "9.0", False), ("sm_90", "10.0", False),
-    ("sm_100", "10.3", True), ("sm_103", "10.0", False), ("sm_120", "12.1", True), ("sm_121", "12.0", False),
-    ("sm_100", "12.0", False),
-])
+@pytest.mark.parametrize(
+    "arch,gpu,ok",
+    [
+        ("sm_80", "8.0", True),
+        ("sm_80", "8.6", True),
+        ("sm_80", "8.9", True),
+        ("sm_86", "8.9", True),
+        ("sm_86", "8.0", False),
+        ("sm_89", "8.6", False),
+        ("sm_80", "9.0", False),
+        ("sm_90", "10.0", False),
+        ("sm_100", "10.3", True),
+        ("sm_103", "10.0", False),
+        ("sm_120", "12.1", True),
+        ("sm_121", "12.0", False),
+        ("sm_100", "12.0", False),
+    ],
+)
 def test_r_sass_1(arch, gpu, ok):
     o = rules.sass(E(arch), T(gpu))
     assert o.ok is ok and o.rule == "R-SASS-1"
     assert o.error == (None if ok else 209)
 
 
-@pytest.mark.parametrize("arch,gpu,ok", [("sm_80", "Jetson AGX Orin", False), ("sm_86", "sm_87", False),
-                                         ("sm_87", "Jetson AGX Orin", True), ("sm_70", "7.2", False),
-                                         ("sm_60", "6.2", False)])
+@pytest.mark.parametrize(
+    "arch,gpu,ok",
+    [
+        ("sm_80", "Jetson AGX Orin", False),
+        ("sm_86", "sm_87", False),
+        ("sm_87", "Jetson AGX Orin", True),
+        ("sm_70", "7.2", False),
+        ("sm_60", "6.2", False),
+    ],
+)
 def test_r_sass_tegra(arch, gpu, ok):
     o = rules.sass(E(arch), T(gpu))
     assert o.ok is ok
@@ -52,9 +89,16 @@ def test_tegra_cubin_on_desktop_of_higher_minor_fails():
     assert not rules.sass(E("sm_87"), T("8.9")).ok  # an 8.7 cubin is Tegra-only
 
 
-@pytest.mark.parametrize("arch,gpu,ok", [("sm_90a", "H100", True), ("sm_100a", "B200", True),
-                                         ("sm_100a", "B300", False), ("sm_120a", "GB10", False),
-                                         ("sm_90a", "B200", False)])
+@pytest.mark.parametrize(
+    "arch,gpu,ok",
+    [
+        ("sm_90a", "H100", True),
+        ("sm_100a", "B200", True),
+        ("sm_100a", "B300", False),
+        ("sm_120a", "GB10", False),
+        ("sm_90a", "B200", False),
+    ],
+)
 def test_r_sass_a(arch, gpu, ok):
     o = rules.sass(E(arch), T(gpu))
     assert (o.ok, o.rule) == (ok, "R-SASS-A")
@@ -66,8 +110,17 @@ def test_r_sass_a_from_cubin_marker_without_header_variant():
     assert plain.cubin.arch_specific and rules.sass(plain, T("H100")).rule == "R-SASS-A"
 
 
-@pytest.mark.parametrize("arch,gpu", [("sm_100f", "10.0"), ("sm_100f", "10.3"), ("sm_120f", "12.1"),
-                                      ("sm_103f", "10.3"), ("sm_100f", "12.0"), ("sm_103f", "10.0")])
+@pytest.mark.parametrize(
+    "arch,gpu",
+    [
+        ("sm_100f", "10.0"),
+        ("sm_100f", "10.3"),
+        ("sm_120f", "12.1"),
+        ("sm_103f", "10.3"),
+        ("sm_100f", "12.0"),
+        ("sm_103f", "10.0"),
+    ],
+)
 def test_r_sass_f_follows_family_data(arch, gpu):
     t = T(gpu)
     members = data.family_members(int(arch[3:-1]))
@@ -81,13 +134,21 @@ def test_r_sass_thor_is_low_confidence():
     assert not rules.sass(E("sm_101"), T("B200")).ok
 
 
-@pytest.mark.parametrize("arch,gpu,ok,rule", [
-    ("compute_80", "8.0", True, "R-PTX-TARGET-1"), ("compute_80", "12.0", True, "R-PTX-TARGET-1"),
-    ("compute_80", "Jetson AGX Orin", True, "R-PTX-TARGET-1"), ("compute_86", "8.0", False, "R-PTX-TARGET-1"),
-    ("compute_90a", "H100", True, "R-PTX-TARGET-A"), ("compute_90a", "B200", False, "R-PTX-TARGET-A"),
-    ("compute_100a", "B300", False, "R-PTX-TARGET-A"), ("compute_100f", "B300", True, "R-PTX-TARGET-F"),
-    ("compute_100f", "RTX 5090", False, "R-PTX-TARGET-F"), ("compute_120f", "GB10", True, "R-PTX-TARGET-F"),
-])
+@pytest.mark.parametrize(
+    "arch,gpu,ok,rule",
+    [
+        ("compute_80", "8.0", True, "R-PTX-TARGET-1"),
+        ("compute_80", "12.0", True, "R-PTX-TARGET-1"),
+        ("compute_80", "Jetson AGX Orin", True, "R-PTX-TARGET-1"),
+        ("compute_86", "8.0", False, "R-PTX-TARGET-1"),
+        ("compute_90a", "H100", True, "R-PTX-TARGET-A"),
+        ("compute_90a", "B200", False, "R-PTX-TARGET-A"),
+        ("compute_100a", "B300", False, "R-PTX-TARGET-A"),
+        ("compute_100f", "B300", True, "R-PTX-TARGET-F"),
+        ("compute_100f", "RTX 5090", False, "R-PTX-TARGET-F"),
+        ("compute_120f", "GB10", True, "R-PTX-TARGET-F"),
+    ],
+)
 def test_r_ptx_target(arch, gpu, ok, rule):
     o = rules.ptx_target(E(arch, "8.0"), T(gpu))
     assert (o.ok, o.rule) == (ok, rule)
@@ -123,11 +184,22 @@ def test_jit_env_switches():
     assert (sel.verdict, sel.outcome.error, sel.outcome.rule) == ("fail", 223, "R-JIT-ENV")
 
 
-@pytest.mark.parametrize("runtime,driver,ok", [
-    ("12", "470", False), ("12", "525.60.13", True), ("12", "525.60.12", False), ("12", "525", True),
-    ("13", "575", False), ("13", "580", True), ("11", "450.80.02", True), ("11", "450.51.05", False),
-    ("10.1", "418.39", True), ("10.2", "418", False), ("12", "620", True),
-])
+@pytest.mark.parametrize(
+    "runtime,driver,ok",
+    [
+        ("12", "470", False),
+        ("12", "525.60.13", True),
+        ("12", "525.60.12", False),
+        ("12", "525", True),
+        ("13", "575", False),
+        ("13", "580", True),
+        ("11", "450.80.02", True),
+        ("11", "450.51.05", False),
+        ("10.1", "418.39", True),
+        ("10.2", "418", False),
+        ("12", "620", True),
+    ],
+)
 def test_r_drv(runtime, driver, ok):
     o = rules.driver_for_runtime(RuntimeNeed(runtime, "test"), T("8.0", driver))
     assert (o.ok, o.rule, o.error) == (ok, "R-DRV", None if ok else 35)
@@ -139,10 +211,18 @@ def test_r_mvc_note_only_for_newer_minor_of_same_major():
     assert rules.mvc(RuntimeNeed("12", "t"), T("H100", "525")) is None
 
 
-@pytest.mark.parametrize("gpu,driver,ok", [("GTX 1080", "580", True), ("GTX 1080", "590", False),
-                                           ("RTX 5090", "565", False), ("RTX 5090", "570", True),
-                                           ("B300", "570", False), ("Tesla K80", "470", True),
-                                           ("Tesla K80", "525", False)])
+@pytest.mark.parametrize(
+    "gpu,driver,ok",
+    [
+        ("GTX 1080", "580", True),
+        ("GTX 1080", "590", False),
+        ("RTX 5090", "565", False),
+        ("RTX 5090", "570", True),
+        ("B300", "570", False),
+        ("Tesla K80", "470", True),
+        ("Tesla K80", "525", False),
+    ],
+)
 def test_r_gpu(gpu, driver, ok):
     o = rules.gpu_supported(T(gpu, driver))
     assert (o.ok, o.rule, o.error) == (ok, "R-GPU", None if ok else 100)
@@ -163,8 +243,11 @@ def FB(offset, *entries, section=".nv_fatbin"):
 
 
 def test_device_link_and_relocatable_fatbins_do_not_fail_a_file():
-    r = report(FB(0, E("sm_80", kernels=(), device_link=True)), FB(100, E("sm_86"), E("compute_86", "8.0")),
-               FB(200, E("sm_75"), section="__nv_relfatbin"))
+    r = report(
+        FB(0, E("sm_80", kernels=(), device_link=True)),
+        FB(100, E("sm_86"), E("compute_86", "8.0")),
+        FB(200, E("sm_75"), section="__nv_relfatbin"),
+    )
     v = evaluate(r, T("8.9", "550"))
     assert v.verdict == "native" and v.counts == {"native": 1, "jit": 0, "fail": 0}
     ignored = [f for f in v.fatbins if f.ignored]

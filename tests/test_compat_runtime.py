@@ -5,30 +5,42 @@ import shutil
 import subprocess
 
 import pytest
-
 from conftest import fixture_path
+
 from fatbin_inspect.compat import runtime
-from fatbin_inspect.inventory.core import Options, inspect_path
 from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport
+from fatbin_inspect.inventory.core import Options, inspect_path
 
 
-@pytest.mark.parametrize("needs,version", [
-    (("libcudart.so.12",), "12"), (("libcudart.so.11.0",), "11"), (("libcudart.so.10.1",), "10.1"),
-    (("cudart64_12.dll",), "12"), (("cudart64_110.dll",), "11"), (("cudart64_101.dll",), "10.1"),
-    (("libnvrtc.so.13", "libcudart.so.13"), "13"), (("libcuda.so.1",), None), ((), None),
-])
+@pytest.mark.parametrize(
+    "needs,version",
+    [
+        (("libcudart.so.12",), "12"),
+        (("libcudart.so.11.0",), "11"),
+        (("libcudart.so.10.1",), "10.1"),
+        (("cudart64_12.dll",), "12"),
+        (("cudart64_110.dll",), "11"),
+        (("cudart64_101.dll",), "10.1"),
+        (("libnvrtc.so.13", "libcudart.so.13"), "13"),
+        (("libcuda.so.1",), None),
+        ((), None),
+    ],
+)
 def test_from_needs(needs, version):
     rt = runtime.from_needs(needs)
     assert (rt.version if rt else None) == version
 
 
-@pytest.mark.parametrize("line,version", [
-    ("Requires-Dist: cuda-toolkit[cublas,cudart,nvrtc]==13.0.3; platform_system == \"Linux\"", "13.0"),
-    ("Requires-Dist: nvidia-cuda-runtime-cu12~=12.0; extra == \"cuda\"", "12"),
-    ("Requires-Dist: nvidia-cuda-runtime-cu12==12.4.127", "12.4"),
-    ("Requires-Dist: nvidia-cudnn-cu13==9.24.0.43", "13"),
-    ("Requires-Dist: numpy>=1.0", None),
-])
+@pytest.mark.parametrize(
+    "line,version",
+    [
+        ('Requires-Dist: cuda-toolkit[cublas,cudart,nvrtc]==13.0.3; platform_system == "Linux"', "13.0"),
+        ('Requires-Dist: nvidia-cuda-runtime-cu12~=12.0; extra == "cuda"', "12"),
+        ("Requires-Dist: nvidia-cuda-runtime-cu12==12.4.127", "12.4"),
+        ("Requires-Dist: nvidia-cudnn-cu13==9.24.0.43", "13"),
+        ("Requires-Dist: numpy>=1.0", None),
+    ],
+)
 def test_from_wheel_metadata(line, version):
     rt = runtime.from_wheel_metadata("Name: x\n" + line + "\n")
     assert (rt.version if rt else None) == version
@@ -74,11 +86,14 @@ def test_static_cudart_in_a_real_nvcc_executable(tmp_path):
     assert rt is not None and f"release {rt.version}" in version
 
 
-@pytest.mark.parametrize("needs,family", [
-    (("cublas64_13.dll", "cublasLt64_13.dll"), "13"),   # bitsandbytes 0.50.2 cuda130.dll: static cudart
-    (("libcublas.so.12", "libcublasLt.so.12"), "12"),
-    (("cudart64_110.dll", "cublas64_11.dll"), "11"),    # cudart wins when present
-])
+@pytest.mark.parametrize(
+    "needs,family",
+    [
+        (("cublas64_13.dll", "cublasLt64_13.dll"), "13"),  # bitsandbytes 0.50.2 cuda130.dll: static cudart
+        (("libcublas.so.12", "libcublasLt.so.12"), "12"),
+        (("cudart64_110.dll", "cublas64_11.dll"), "11"),  # cudart wins when present
+    ],
+)
 def test_runtime_from_cublas_when_cudart_is_static(needs, family):
     need = runtime.from_needs(needs)
     assert need is not None and need.version == family

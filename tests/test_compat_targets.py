@@ -7,12 +7,26 @@ from fatbin_inspect.compat.targets import resolve_driver, resolve_gpu, resolve_t
 from fatbin_inspect.errors import DeviceError, UsageError
 
 
-@pytest.mark.parametrize("query,cc", [
-    ("NVIDIA H100 80GB HBM3", (9, 0)), ("H100", (9, 0)), ("RTX 4090", (8, 9)), ("4090", (8, 9)),
-    ("Jetson AGX Orin", (8, 7)), ("GB10", (12, 1)), ("B200", (10, 0)), ("B300", (10, 3)),
-    ("V100", (7, 0)), ("GTX 1080", (6, 1)), ("8.9", (8, 9)), ("sm_89", (8, 9)), ("sm_90a", (9, 0)),
-    ("12.1", (12, 1)), ("nvidia geforce rtx 5090", (12, 0)),
-])
+@pytest.mark.parametrize(
+    "query,cc",
+    [
+        ("NVIDIA H100 80GB HBM3", (9, 0)),
+        ("H100", (9, 0)),
+        ("RTX 4090", (8, 9)),
+        ("4090", (8, 9)),
+        ("Jetson AGX Orin", (8, 7)),
+        ("GB10", (12, 1)),
+        ("B200", (10, 0)),
+        ("B300", (10, 3)),
+        ("V100", (7, 0)),
+        ("GTX 1080", (6, 1)),
+        ("8.9", (8, 9)),
+        ("sm_89", (8, 9)),
+        ("sm_90a", (9, 0)),
+        ("12.1", (12, 1)),
+        ("nvidia geforce rtx 5090", (12, 0)),
+    ],
+)
 def test_gpu_names_and_numbers(query, cc):
     assert resolve_gpu(query).cc == cc
 
@@ -41,13 +55,19 @@ def test_unknown_name_lists_closest_matches():
     assert "closest" in str(exc.value) and "4090" in str(exc.value)
 
 
-@pytest.mark.parametrize("text,branch,version", [("550.54.14", 550, "550.54.14"), ("550", 550, "550"),
-                                                 ("R535", 535, "535"), ("551", 550, "551")])
+@pytest.mark.parametrize(
+    "text,branch,version",
+    [("550.54.14", 550, "550.54.14"), ("550", 550, "550"), ("R535", 535, "535"), ("551", 550, "551")],
+)
 def test_driver_forms(text, branch, version):
     d = resolve_driver(text)
     row = next(b for b in data.branches() if int(b["branch"]) == branch)
-    assert (d.branch, d.version, d.cuda, d.max_ptx_isa) == (branch, version, row["max_cuda_version"],
-                                                            row["max_ptx_isa_jit"])
+    assert (d.branch, d.version, d.cuda, d.max_ptx_isa) == (
+        branch,
+        version,
+        row["max_cuda_version"],
+        row["max_ptx_isa_jit"],
+    )
     assert not d.assumed and (d.note is not None) == (text == "551")
 
 
@@ -64,7 +84,9 @@ def test_bad_driver_is_a_usage_error(bad):
 
 
 def test_several_gpus_and_env():
-    ts = resolve_targets(["H100", "sm_90", "GB10"], "580", {"CUDA_FORCE_PTX_JIT": "1", "CUDA_DISABLE_JIT": "1"})
+    ts = resolve_targets(
+        ["H100", "sm_90", "GB10"], "580", {"CUDA_FORCE_PTX_JIT": "1", "CUDA_DISABLE_JIT": "1"}
+    )
     assert [t.cc for t in ts] == [(9, 0), (9, 0), (12, 1)] or len(ts) == 3
     assert all(t.force_ptx_jit and t.disable_ptx_jit for t in ts)
     assert targets.jit_switches({"CUDA_FORCE_JIT": "1", "CUDA_FORCE_PTX_JIT": "0"}) == (False, False)
@@ -72,7 +94,7 @@ def test_several_gpus_and_env():
 
 def test_auto_without_a_gpu_is_a_device_error(monkeypatch):
     monkeypatch.setattr(targets, "_nvml_gpus", lambda: None)
-    monkeypatch.setattr(targets, "_cuda_gpus", lambda: [])
+    monkeypatch.setattr(targets, "_cuda_gpus", list)
     with pytest.raises(DeviceError):
         resolve_targets(["auto"], "580")
 

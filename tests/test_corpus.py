@@ -11,18 +11,19 @@ import zipfile
 from collections import Counter
 
 import pytest
-
 from conftest import CORPUS
-from fatbin_inspect.inventory.core import Options, inspect_path
 from oracle import cuobjdump_entries, our_entries
+
+from fatbin_inspect.inventory.core import Options, inspect_path
 
 pytestmark = pytest.mark.corpus
 CORPUS_DIR = os.environ.get("FATBIN_INSPECT_CORPUS", CORPUS)
 WHEELS = sorted(glob.glob(os.path.join(CORPUS_DIR, "*.whl")))
 MAX_MB = int(os.environ.get("FATBIN_INSPECT_CORPUS_MAX_MB", "120"))
 # cuobjdump 12.8 as shipped inside triton==3.3.1 (scripts/fetch_corpus.sh unpacks it here)
-OLD_CUOBJDUMP = os.environ.get("CUOBJDUMP_12", os.path.join(os.path.dirname(CORPUS_DIR), "tools", "cuobjdump-12.8",
-                                                            "cuobjdump"))
+OLD_CUOBJDUMP = os.environ.get(
+    "CUOBJDUMP_12", os.path.join(os.path.dirname(CORPUS_DIR), "tools", "cuobjdump-12.8", "cuobjdump")
+)
 OLD_CUOBJDUMP = OLD_CUOBJDUMP if os.path.isfile(OLD_CUOBJDUMP) else None
 
 
@@ -43,13 +44,15 @@ def test_wheel_members_match_cuobjdump(cuobjdump, wheel, tmp_path):
         refused = []
         for member, (ours, fmt) in groups.items():
             info = zf.getinfo(member)
-            if MAX_MB and info.file_size > MAX_MB << 20 or fmt == "pe":
+            if (MAX_MB and info.file_size > MAX_MB << 20) or fmt == "pe":
                 continue
             target = tmp_path / os.path.basename(member)
             target.write_bytes(zf.read(member))
             theirs, why = cuobjdump_entries(cuobjdump, str(target))
             if theirs is None and "Invalid ELF" in why and OLD_CUOBJDUMP:
-                theirs, why = cuobjdump_entries(OLD_CUOBJDUMP, str(target))  # 12.8 reads CUDA 12.0-12.2 builds
+                theirs, why = cuobjdump_entries(
+                    OLD_CUOBJDUMP, str(target)
+                )  # 12.8 reads CUDA 12.0-12.2 builds
             if theirs is None:
                 assert not ours or "sm_35" in why or "sm_37" in why or "Invalid ELF" in why, (member, why)
                 refused.append(f"{member}: {why}")
@@ -58,5 +61,7 @@ def test_wheel_members_match_cuobjdump(cuobjdump, wheel, tmp_path):
             checked += 1
             target.unlink()
     if not checked:
-        pytest.skip("nothing cuobjdump could be compared on: " + ("; ".join(refused[:3]) or
-                    f"no member with device code under {MAX_MB} MB"))
+        pytest.skip(
+            "nothing cuobjdump could be compared on: "
+            + ("; ".join(refused[:3]) or f"no member with device code under {MAX_MB} MB")
+        )

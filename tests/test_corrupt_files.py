@@ -12,9 +12,8 @@ import subprocess
 import sys
 import tempfile
 
-import pytest
-
 import builders as B
+import pytest
 from conftest import fixture_path
 
 MEMORY_LIMIT = 2 << 30  # address space: Python + lief + one 256 MiB entry decoded twice over
@@ -27,8 +26,13 @@ def _limits():
 
 def run_cli(*args, timeout=TIMEOUT):
     """Run the CLI under the limits; a hang is a TimeoutExpired, a crash a Python traceback."""
-    proc = subprocess.run([sys.executable, "-m", "fatbin_inspect", *args], capture_output=True,
-                          timeout=timeout, preexec_fn=_limits, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fatbin_inspect", *args],
+        capture_output=True,
+        timeout=timeout,
+        preexec_fn=_limits,
+        text=True,
+    )
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "internal error" not in proc.stderr, proc.stderr[-3000:]
     return proc
@@ -39,8 +43,11 @@ def list_records(directory):
     assert proc.returncode == 0, proc.stderr[-3000:]
     recs = [json.loads(line) for line in proc.stdout.splitlines()]
     for r in recs:
-        messages = [r["error"]["message"] if r["error"] else ""] + r["notes"] + [
-            e["decode_error"] or "" for fb in r["fatbins"] for e in fb["entries"]]
+        messages = (
+            [r["error"]["message"] if r["error"] else ""]
+            + r["notes"]
+            + [e["decode_error"] or "" for fb in r["fatbins"] for e in fb["entries"]]
+        )
         assert not any("internal error" in m for m in messages), (r["path"], messages)
     return recs
 
@@ -81,8 +88,8 @@ def fatbin_boundaries(data, base=0):
 
 
 def elf_boundaries(data):
-    shoff, = struct.unpack_from("<Q", data, 0x28)
-    shnum, = struct.unpack_from("<H", data, 0x3C)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
+    (shnum,) = struct.unpack_from("<H", data, 0x3C)
     cuts = {4, 16, 0x3F, 0x40, shoff, shoff + 0x3F}
     for i in range(shnum):
         sh = shoff + 64 * i
@@ -92,9 +99,9 @@ def elf_boundaries(data):
 
 
 def pe_boundaries(data):
-    pe, = struct.unpack_from("<I", data, 0x3C)
-    nsec, = struct.unpack_from("<H", data, pe + 6)
-    opt, = struct.unpack_from("<H", data, pe + 20)
+    (pe,) = struct.unpack_from("<I", data, 0x3C)
+    (nsec,) = struct.unpack_from("<H", data, pe + 6)
+    (opt,) = struct.unpack_from("<H", data, pe + 20)
     table = pe + 24 + opt
     cuts = {0x3C, 0x40, pe, pe + 4, pe + 24, table}
     for i in range(nsec):
@@ -107,14 +114,15 @@ def pe_boundaries(data):
 def ar_boundaries(data):
     cuts, pos = {4, 8}, 8
     while pos + 60 <= len(data):
-        size = int(data[pos + 48:pos + 58])
+        size = int(data[pos + 48 : pos + 58])
         cuts |= {pos + 30, pos + 59, pos + 60, pos + 60 + size // 2, pos + 60 + size - 1}
         pos += 60 + size + (size & 1)
     return cuts
 
 
 def zip_boundaries(data):
-    import zipfile, io
+    import io
+    import zipfile
 
     zf = zipfile.ZipFile(io.BytesIO(data))
     cuts = {info.header_offset + k for info in zf.infolist() for k in (4, 29, 30, 40)}
@@ -126,8 +134,9 @@ def zip_boundaries(data):
 
 def sample_wheel():
     fb = B.sample_fatbin()
-    return B.zip_archive([("pkg/libk.so", B.host_elf([(".nv_fatbin", fb)])), ("pkg/k.fatbin", fb),
-                          ("pkg/__init__.py", b"")])
+    return B.zip_archive(
+        [("pkg/libk.so", B.host_elf([(".nv_fatbin", fb)])), ("pkg/k.fatbin", fb), ("pkg/__init__.py", b"")]
+    )
 
 
 CASES = {
@@ -212,7 +221,7 @@ def size_field_mutants(data):
                 yield f"pe_sec{i}_rawptr_{v:x}", _put(dll, pe + 24 + opt + 40 * i + 20, "<I", v)
     ar = B.ar_archive([("a_long_member_name.o", host), ("b.o", host)])
     for bad in (b"-60", b"99999999999", b"0x10", b"\xb2", b"", b"1e3"):
-        yield f"ar_size_{bad.hex()}", ar[:8 + 48] + bad.ljust(10) + ar[8 + 58:]
+        yield f"ar_size_{bad.hex()}", ar[: 8 + 48] + bad.ljust(10) + ar[8 + 58 :]
         yield f"ar_longname_{bad.hex()}", ar.replace(b"/0 ", b"/" + bad[:1].ljust(2), 1)
     whl = B.zip_archive([("pkg/k.fatbin", fb)])
     cd = whl.find(b"PK\x01\x02")
@@ -263,7 +272,9 @@ def test_zip_bomb_member_and_depth_limit(tmp_path):
     errs = errors_by_file(recs, str(tmp_path))
     assert any("zip bomb" in m for m in errs["bomb.whl"]), errs["bomb.whl"]
     assert any("nested deeper" in m for m in errs["deep.zip"]), errs["deep.zip"]
-    assert not errs["ok.zip"] and any(r["fatbins"] for r in recs if r["path"].startswith(str(tmp_path / "ok.zip")))
+    assert not errs["ok.zip"] and any(
+        r["fatbins"] for r in recs if r["path"].startswith(str(tmp_path / "ok.zip"))
+    )
 
 
 def test_gzip_bomb_is_bounded(tmp_path):

@@ -4,10 +4,10 @@ matched member by member; kernel drops on synthesized libraries; ``--fail-on-dro
 import json
 import os
 
-import pytest
-
 import builders as B
+import pytest
 from conftest import fixture_path
+
 from fatbin_inspect.checks import diff as D
 from fatbin_inspect.cli.main import main
 from fatbin_inspect.inventory.core import Options, inspect_path
@@ -16,8 +16,10 @@ OLD_LIB = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")  # sm_75, sm_80, sm_
 NEW_LIB = fixture_path("bin", "t01_exe_sm80")  # sm_80 + compute_80
 EXTRA = fixture_path("bin", "t12_lib_sm86_c89.so")
 
-needs_fixtures = pytest.mark.skipif(not all(map(os.path.exists, (OLD_LIB, NEW_LIB, EXTRA))),
-                                    reason="fixtures/bin not built (scripts/build_fixtures.sh)")
+needs_fixtures = pytest.mark.skipif(
+    not all(map(os.path.exists, (OLD_LIB, NEW_LIB, EXTRA))),
+    reason="fixtures/bin not built (scripts/build_fixtures.sh)",
+)
 
 
 def read(path):
@@ -29,8 +31,11 @@ def read(path):
 def wheels(tmp_path):
     old = tmp_path / "demo-1.0-py3-none-any.whl"
     new = tmp_path / "demo-2.0-py3-none-any.whl"
-    old.write_bytes(B.zip_archive([("demo/lib.so", read(OLD_LIB)), ("demo/extra.so", read(EXTRA)),
-                                   ("demo/__init__.py", b"")]))
+    old.write_bytes(
+        B.zip_archive(
+            [("demo/lib.so", read(OLD_LIB)), ("demo/extra.so", read(EXTRA)), ("demo/__init__.py", b"")]
+        )
+    )
     new.write_bytes(B.zip_archive([("demo/lib.so", read(NEW_LIB)), ("demo/__init__.py", b"")]))
     return str(old), str(new)
 
@@ -56,7 +61,11 @@ def test_wheels_matched_by_member_path(wheels):
     assert dist.archs_dropped == ("sm_75", "sm_86", "sm_90", "compute_89", "compute_90")
     rep = D.findings(d)
     assert sorted((f.rule_id, f.arch) for f in rep.findings) == [
-        ("FBI010", "compute_90"), ("FBI010", "sm_75"), ("FBI010", "sm_90"), ("FBI012", None)]
+        ("FBI010", "compute_90"),
+        ("FBI010", "sm_75"),
+        ("FBI010", "sm_90"),
+        ("FBI012", None),
+    ]
 
 
 def test_kernel_drops_and_directories(tmp_path):
@@ -90,8 +99,10 @@ def test_cli_fail_on_dropped(wheels, capsys):
         assert exc.value.code == code
         doc = json.loads(capsys.readouterr().out)
         assert doc["command"] == "diff" and doc["summary"]["failed"] == (code == 1)
-        assert {f["key"]: f["status"] for f in doc["diff"]["files"]} == {"demo/lib.so": "changed",
-                                                                       "demo/extra.so": "dropped"}
+        assert {f["key"]: f["status"] for f in doc["diff"]["files"]} == {
+            "demo/lib.so": "changed",
+            "demo/extra.so": "dropped",
+        }
     with pytest.raises(SystemExit) as exc:
         main(["diff", new, new, "--fail-on-dropped", "--format", "junit"])
     assert exc.value.code == 0

@@ -4,10 +4,10 @@ import os
 from collections import Counter
 
 import pytest
-
 from conftest import FIXTURES, fixture_path
-from fatbin_inspect.inventory.core import Options, inspect_path
 from oracle import cuobjdump_entries, our_entries
+
+from fatbin_inspect.inventory.core import Options, inspect_path
 
 pytestmark = pytest.mark.cuobjdump
 

@@ -8,7 +8,9 @@ import pytest
 from fatbin_inspect.system import stack as st
 from fatbin_inspect.system.diagnose import FAIL, OK, UNKNOWN, diagnose
 
-PROC_580 = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs-builder@U16)\n"
+PROC_580 = (
+    "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs-builder@U16)\n"
+)
 
 
 def write(path, text="", mode=0o644):
@@ -39,15 +41,28 @@ def machine(tmp_path):
     link("libcudart.so.12.8.90", cudalib / "libcudart.so.12")
     site = t / "site"
     write(site / "nvidia/cuda_runtime/lib/libcudart.so.12")
-    write(site / "nvidia_cuda_runtime_cu12-12.4.127.dist-info/RECORD",
-          "nvidia/cuda_runtime/lib/libcudart.so.12,sha256=x,1\nnvidia/__init__.py,,\n")
+    write(
+        site / "nvidia_cuda_runtime_cu12-12.4.127.dist-info/RECORD",
+        "nvidia/cuda_runtime/lib/libcudart.so.12,sha256=x,1\nnvidia/__init__.py,,\n",
+    )
     write(site / "torch/version.py", "__version__ = '2.8.0+cu128'\ncuda: Optional[str] = '12.8'\n")
     bindir = t / "bin"
     write(bindir / "nvcc", "#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.88'\n", 0o755)
-    env = {"PATH": str(bindir), "LD_LIBRARY_PATH": f"{cudalib}:/home/u/lib", "CUDA_MODULE_LOADING": "EAGER",
-           "CUDA_CACHE_MAXSIZE": "4294967296", "HOME": "/home/u"}
-    roots = st.Roots(proc=str(t / "proc"), etc=str(t / "etc"), env=env, lib_dirs=(str(lib),),
-                     site_dirs=(str(site),), ldconfig="")
+    env = {
+        "PATH": str(bindir),
+        "LD_LIBRARY_PATH": f"{cudalib}:/home/u/lib",
+        "CUDA_MODULE_LOADING": "EAGER",
+        "CUDA_CACHE_MAXSIZE": "4294967296",
+        "HOME": "/home/u",
+    }
+    roots = st.Roots(
+        proc=str(t / "proc"),
+        etc=str(t / "etc"),
+        env=env,
+        lib_dirs=(str(lib),),
+        site_dirs=(str(site),),
+        ldconfig="",
+    )
     return t, roots
 
 
@@ -64,8 +79,13 @@ def api(version):
 
 
 def discover(roots, gpus=h200, driver_api=13000, runtime_api=None):
-    return st.discover(roots, gpu_probe=gpus, driver_api=api(driver_api),
-                       runtime_api=lambda p: runtime_api, torch_archs=False)
+    return st.discover(
+        roots,
+        gpu_probe=gpus,
+        driver_api=api(driver_api),
+        runtime_api=lambda p: runtime_api,
+        torch_archs=False,
+    )
 
 
 def test_every_layer_is_found(machine):
@@ -76,12 +96,16 @@ def test_every_layer_is_found(machine):
     assert s.user_driver.build == "580.95.05" and s.user_driver.api_version == 13000
     assert [(r.version, r.found_via, r.distribution) for r in s.runtimes] == [
         ("12.8", "LD_LIBRARY_PATH", None),
-        ("12.4", "site-packages", "nvidia-cuda-runtime-cu12 12.4.127")]
+        ("12.4", "site-packages", "nvidia-cuda-runtime-cu12 12.4.127"),
+    ]
     assert s.nvcc == st.Nvcc(str(t / "bin/nvcc"), "13.0.88")
     assert (s.torch.version, s.torch.cuda) == ("2.8.0+cu128", "12.8")
     env = {e.name: e.value for e in s.env}
-    assert env == {"CUDA_MODULE_LOADING": "EAGER", "CUDA_CACHE_MAXSIZE": "4294967296",
-                   "LD_LIBRARY_PATH": str(t / "opt/cuda-12.8/lib64")}
+    assert env == {
+        "CUDA_MODULE_LOADING": "EAGER",
+        "CUDA_CACHE_MAXSIZE": "4294967296",
+        "LD_LIBRARY_PATH": str(t / "opt/cuda-12.8/lib64"),
+    }
     assert s.missing == ()
 
 
@@ -100,7 +124,9 @@ def test_runtime_newer_than_driver_fails_condition_one(machine):
     write(t / "proc/driver/nvidia/version", PROC_580.replace("580.95.05", "550.54.14"))
     d = diagnose(discover(roots, driver_api=12040))
     assert d.driver_cuda == "12.4"
-    assert d.conditions[0].status == OK and d.conditions[0].rule == "R-MVC"  # 12.8 on 12.4: minor-version compat
+    assert (
+        d.conditions[0].status == OK and d.conditions[0].rule == "R-MVC"
+    )  # 12.8 on 12.4: minor-version compat
     assert "runtime-newer-than-driver" in [w.code for w in d.warnings]
     assert "nvcc-newer-than-driver" in [w.code for w in d.warnings]
     d = diagnose(discover(roots, driver_api=None))  # libcuda unusable: the branch decides
@@ -149,8 +175,13 @@ def test_without_gpu_or_driver_everything_else_is_reported(machine):
 def test_stub_libcuda_and_jit_switch_warnings(machine):
     _t, roots = machine
     roots = roots.__class__(**{**roots.__dict__, "env": {**roots.env, "CUDA_DISABLE_PTX_JIT": "1"}})
-    s = st.discover(roots, gpu_probe=h200, driver_api=lambda p: (None, "cuDriverGetVersion returned 34 (stub library)"),
-                    runtime_api=lambda p: None, torch_archs=False)
+    s = st.discover(
+        roots,
+        gpu_probe=h200,
+        driver_api=lambda p: (None, "cuDriverGetVersion returned 34 (stub library)"),
+        runtime_api=lambda p: None,
+        torch_archs=False,
+    )
     codes = [w.code for w in diagnose(s).warnings]
     assert "libcuda-unusable" in codes and "jit-switch" in codes
 
@@ -159,11 +190,15 @@ def test_ldconfig_cache_and_32bit_entries(tmp_path):
     lib64, lib32 = tmp_path / "lib64", tmp_path / "lib32"
     write(lib64 / "libcudart.so.11.8.89")
     write(lib32 / "libcudart.so.11.0")
-    text = (f"3 libs found in cache\n\tlibcudart.so.11.0 (libc6) => {lib32}/libcudart.so.11.0\n"
-            f"\tlibcudart.so.11.0 (libc6,x86-64) => {lib64}/libcudart.so.11.8.89\n")
+    text = (
+        f"3 libs found in cache\n\tlibcudart.so.11.0 (libc6) => {lib32}/libcudart.so.11.0\n"
+        f"\tlibcudart.so.11.0 (libc6,x86-64) => {lib64}/libcudart.so.11.8.89\n"
+    )
     roots = st.Roots(proc=str(tmp_path), env={}, lib_dirs=(), site_dirs=(), ldconfig=text)
     rts = st.find_runtimes(roots, st._ldconfig_entries(roots), lambda p: None)
-    assert [(r.path, r.version, r.found_via) for r in rts] == [(f"{lib64}/libcudart.so.11.8.89", "11.8", "ldconfig")]
+    assert [(r.path, r.version, r.found_via) for r in rts] == [
+        (f"{lib64}/libcudart.so.11.8.89", "11.8", "ldconfig")
+    ]
 
 
 def test_torch_archs_from_a_real_library(tmp_path):
@@ -172,7 +207,10 @@ def test_torch_archs_from_a_real_library(tmp_path):
     site = tmp_path / "site"
     write(site / "torch/version.py", "__version__ = '2.9.0'\ncuda = '13.0'\n")
     os.makedirs(site / "torch/lib")
-    with open(fixture_path("bin", "t12_lib_sm86_c89.so"), "rb") as src, open(site / "torch/lib/libtorch_cuda.so", "wb") as dst:
+    with (
+        open(fixture_path("bin", "t12_lib_sm86_c89.so"), "rb") as src,
+        open(site / "torch/lib/libtorch_cuda.so", "wb") as dst,
+    ):
         dst.write(src.read())
     t = st.find_torch([str(site)])
     assert t.archs == ("sm_86", "compute_89") and t.ptx_isa is not None

@@ -2,12 +2,12 @@
 
 import struct
 
+import builders as B
 import pytest
 
-import builders as B
-from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.errors import CorruptError, TruncatedError
 from fatbin_inspect.formats import fatbin as F
+from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.inventory.core import Options, inspect_path
 
 
@@ -15,24 +15,36 @@ def parse(data: bytes):
     return F.parse_fatbin(Blob(data), 0)
 
 
-@pytest.mark.parametrize("flags,host,debug", [
-    (B.F_64 | B.F_LINUX, "linux", False),
-    (B.F_64 | B.F_WINDOWS, "windows", False),
-    (B.F_64 | B.F_MAC, "mac", False),
-    (B.F_64 | B.F_LINUX | B.F_DEBUG, "linux", True),
-    (B.F_64, None, False),
-])
+@pytest.mark.parametrize(
+    "flags,host,debug",
+    [
+        (B.F_64 | B.F_LINUX, "linux", False),
+        (B.F_64 | B.F_WINDOWS, "windows", False),
+        (B.F_64 | B.F_MAC, "mac", False),
+        (B.F_64 | B.F_LINUX | B.F_DEBUG, "linux", True),
+        (B.F_64, None, False),
+    ],
+)
 def test_host_and_debug_flags(flags, host, debug):
     fb = parse(B.fatbin([B.entry(B.KIND_ELF, 80, B.cubin(80), flags=flags)]))
     (e,) = fb.entries
     assert (e.host, e.debug) == (host, debug)
 
 
-@pytest.mark.parametrize("kind,flags,arch", [
-    (B.KIND_ELF, 0, "sm_100"), (B.KIND_ELF, B.F_A, "sm_100a"), (B.KIND_ELF, B.F_F, "sm_100f"),
-    (B.KIND_PTX, 0, "compute_100"), (B.KIND_PTX, B.F_A, "compute_100a"), (B.KIND_PTX, B.F_F, "compute_100f"),
-    (B.KIND_LTO, B.F_LTO, "lto_100"), (B.KIND_RELOC_PTX, 0, "compute_100"), (0x99, 0, "arch_100"),
-])
+@pytest.mark.parametrize(
+    "kind,flags,arch",
+    [
+        (B.KIND_ELF, 0, "sm_100"),
+        (B.KIND_ELF, B.F_A, "sm_100a"),
+        (B.KIND_ELF, B.F_F, "sm_100f"),
+        (B.KIND_PTX, 0, "compute_100"),
+        (B.KIND_PTX, B.F_A, "compute_100a"),
+        (B.KIND_PTX, B.F_F, "compute_100f"),
+        (B.KIND_LTO, B.F_LTO, "lto_100"),
+        (B.KIND_RELOC_PTX, 0, "compute_100"),
+        (0x99, 0, "arch_100"),
+    ],
+)
 def test_arch_names_from_header(kind, flags, arch):
     payload = B.cubin(100) if kind == B.KIND_ELF else B.ptx_text(target="sm_100")
     fb = parse(B.fatbin([B.entry(kind, 100, payload, flags=B.F_64 | B.F_LINUX | flags)]))
@@ -68,8 +80,20 @@ def test_lz4_needs_slicing_to_compressed_size(tmp_path):
 
 
 def test_identifier_options_and_big_header():
-    e, = parse(B.fatbin([B.entry(B.KIND_PTX, 80, B.ptx_text(), identifier="k.cu",
-                                 options=" -g --dont-merge-basicblocks ", header_size=0x80)])).entries
+    (e,) = parse(
+        B.fatbin(
+            [
+                B.entry(
+                    B.KIND_PTX,
+                    80,
+                    B.ptx_text(),
+                    identifier="k.cu",
+                    options=" -g --dont-merge-basicblocks ",
+                    header_size=0x80,
+                )
+            ]
+        )
+    ).entries
     assert e.identifier == "k.cu" and e.options == "-g --dont-merge-basicblocks" and e.header_size == 0x80
     assert e.payload_offset == e.offset + 0x80
 
@@ -92,10 +116,20 @@ def test_fatbins_back_to_back_with_zero_gaps_and_trailing_zeros(tmp_path):
 def test_hidden_fatbins_tagged_with_section_and_false_hits_rejected(tmp_path):
     movabs = b"\x48\xba" + F.MAGIC_BYTES + b"\x01\x00\x10\x00" + b"\x90" * 32  # code that checks the magic
     p = tmp_path / "lib.so"
-    p.write_bytes(B.host_elf([(".text", movabs * 3), (".cask_resource", b"\1" * 24 + B.sample_fatbin()),
-                              (".nv_fatbin", B.sample_fatbin())]))
+    p.write_bytes(
+        B.host_elf(
+            [
+                (".text", movabs * 3),
+                (".cask_resource", b"\1" * 24 + B.sample_fatbin()),
+                (".nv_fatbin", B.sample_fatbin()),
+            ]
+        )
+    )
     (r,) = inspect_path(str(p))
-    assert [(fb.section, fb.found_by) for fb in r.fatbins] == [(".cask_resource", "scan"), (".nv_fatbin", "section")]
+    assert [(fb.section, fb.found_by) for fb in r.fatbins] == [
+        (".cask_resource", "scan"),
+        (".nv_fatbin", "section"),
+    ]
     (r,) = inspect_path(str(p), Options(scan_hidden=False))
     assert [fb.section for fb in r.fatbins] == [".nv_fatbin"]
 
@@ -137,11 +171,19 @@ def test_cubin_v7_arch_specific_bit_and_v8_compat_section():
 
 def test_wheel_members_read_in_memory(tmp_path):
     so = B.host_elf([(".nv_fatbin", B.sample_fatbin())])
-    whl = B.zip_archive([("pkg/_ext.cpython-311-x86_64-linux-gnu.so", so), ("pkg/__init__.py", b""),
-                         ("pkg/lib/libk.so.12", so)])
+    whl = B.zip_archive(
+        [
+            ("pkg/_ext.cpython-311-x86_64-linux-gnu.so", so),
+            ("pkg/__init__.py", b""),
+            ("pkg/lib/libk.so.12", so),
+        ]
+    )
     p = tmp_path / "pkg-1.0-py3-none-any.whl"
     p.write_bytes(whl)
     reports = list(inspect_path(str(p)))
-    assert [r.path.split("!")[-1] for r in reports] == [str(p).split("!")[-1], "pkg/_ext.cpython-311-x86_64-linux-gnu.so",
-                                                         "pkg/lib/libk.so.12"]
+    assert [r.path.split("!")[-1] for r in reports] == [
+        str(p).split("!")[-1],
+        "pkg/_ext.cpython-311-x86_64-linux-gnu.so",
+        "pkg/lib/libk.so.12",
+    ]
     assert reports[0].format == "zip" and all(len(r.entries) == 2 for r in reports[1:])

@@ -12,10 +12,10 @@ import os
 import xml.etree.ElementTree as ET
 from importlib import resources
 
+import builders as B
 import jsonschema
 import pytest
 
-import builders as B
 from fatbin_inspect import __version__
 from fatbin_inspect.checks import policy as P
 from fatbin_inspect.checks.findings import RULES, fails
@@ -43,7 +43,9 @@ def report(tmp_path, monkeypatch):
         "dist/good.so": B.arch_library(B.arch_fatbin(["80", "90", "120"], ["120"])),
         "dist/jit.so": B.arch_library(B.arch_fatbin(["80"], ["80"])),
         "dist/hopper.so": B.arch_library(B.arch_fatbin(["80", "90a", "120"], ["120"])),
-        "dist/pkg-1.0-py3-none-any.whl": B.zip_archive([("pkg/ext.so", B.arch_library(B.arch_fatbin(["80", "90"])))]),
+        "dist/pkg-1.0-py3-none-any.whl": B.zip_archive(
+            [("pkg/ext.so", B.arch_library(B.arch_fatbin(["80", "90"])))]
+        ),
         "dist/bad.so": B.host_elf([(".nv_fatbin", B.sample_fatbin()[:40])]),
     }
     for name, data in files.items():
@@ -65,14 +67,21 @@ def check_golden(name: str, text: str) -> None:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
     with open(path, encoding="utf-8") as fh:
-        assert text == fh.read(), f"{name} differs from the golden file (FATBIN_INSPECT_UPDATE_GOLDEN=1 to rewrite)"
+        assert text == fh.read(), (
+            f"{name} differs from the golden file (FATBIN_INSPECT_UPDATE_GOLDEN=1 to rewrite)"
+        )
 
 
 def test_report_has_every_kind_of_finding(report):
     got = {(f.path, f.rule_id) for f in report.findings}
-    assert got == {("dist/bad.so", "FBI008"), ("dist/jit.so", "FBI002"), ("dist/jit.so", "FBI006"),
-                   ("dist/hopper.so", "FBI005"), ("dist/pkg-1.0-py3-none-any.whl!pkg/ext.so", "FBI001"),
-                   ("dist/pkg-1.0-py3-none-any.whl!pkg/ext.so", "FBI006")}
+    assert got == {
+        ("dist/bad.so", "FBI008"),
+        ("dist/jit.so", "FBI002"),
+        ("dist/jit.so", "FBI006"),
+        ("dist/hopper.so", "FBI005"),
+        ("dist/pkg-1.0-py3-none-any.whl!pkg/ext.so", "FBI001"),
+        ("dist/pkg-1.0-py3-none-any.whl!pkg/ext.so", "FBI006"),
+    }
     ext = next(f for f in report.findings if f.rule_id == "FBI001")
     assert ext.distribution == "pkg 1.0" and ext.target == "sm_120"
 
@@ -89,7 +98,10 @@ def test_sarif_is_valid_2_1_0(report):
         assert res["locations"][0]["physicalLocation"]["region"] == {"startLine": 1}
         assert len(res["partialFingerprints"]["fatbinInspect/v1"]) == 32
     member = next(r for r in run["results"] if r["ruleId"] == "FBI001")
-    assert member["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "dist/pkg-1.0-py3-none-any.whl"
+    assert (
+        member["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        == "dist/pkg-1.0-py3-none-any.whl"
+    )
     assert member["locations"][0]["logicalLocations"][0]["name"] == "pkg/ext.so"
     fps = [r["partialFingerprints"]["fatbinInspect/v1"] for r in run["results"]]
     assert len(set(fps)) == len(fps)
@@ -117,11 +129,16 @@ def test_junit_one_case_per_artifact_and_target(report):
     root = ET.fromstring(render_junit(report, "error"))
     cases = root.findall(".//testcase")
     assert len(cases) == len(report.checks) == 4 * 4 + 1  # (file-wide + 3 archs) x 4, bad.so file-wide only
-    assert {(c.get("classname"), c.get("name")) for c in cases} == \
-        {(c.path, c.target or "policy") for c in report.checks}
+    assert {(c.get("classname"), c.get("name")) for c in cases} == {
+        (c.path, c.target or "policy") for c in report.checks
+    }
     failed = {(c.get("classname"), c.get("name")) for c in cases if c.find("failure") is not None}
-    assert failed == {("dist/bad.so", "policy"), ("dist/jit.so", "sm_90"), ("dist/jit.so", "sm_120"),
-                      ("dist/pkg-1.0-py3-none-any.whl!pkg/ext.so", "sm_120")}
+    assert failed == {
+        ("dist/bad.so", "policy"),
+        ("dist/jit.so", "sm_90"),
+        ("dist/jit.so", "sm_120"),
+        ("dist/pkg-1.0-py3-none-any.whl!pkg/ext.so", "sm_120"),
+    }
     assert int(root.get("failures")) == len(failed)
     # under --fail-on warning the arch-specific (hopper sm_90) and missing-PTX (jit, ext) warnings fail too
     assert len(ET.fromstring(render_junit(report, "warning")).findall(".//failure")) == len(failed) + 3

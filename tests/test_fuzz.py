@@ -6,13 +6,13 @@ exception, or an "internal error" record, fails the test and must become a file 
 ``scripts/fuzz.py`` runs the same targets for longer.
 """
 
+import fuzz_targets as T
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import fuzz_targets as T
-from fatbin_inspect.errors import InputError
 from mutate import mutate
+
+from fatbin_inspect.errors import InputError
 
 EXAMPLES = {"inventory": 600, "pe": 150}  # per target; 300 elsewhere (~25 s in all)
 _SEEDS = {}
@@ -36,8 +36,13 @@ def test_fuzz_target(name):
     pool = seeds(name)
     assert pool, f"no seeds for {name}"
 
-    @settings(max_examples=EXAMPLES.get(name, 300), deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=EXAMPLES.get(name, 300),
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(st.data())
     def check(data):
         seed = pool[data.draw(st.integers(0, len(pool) - 1))]

@@ -3,13 +3,13 @@
 import json
 import os
 
+import builders as B
 import pytest
 
-import builders as B
 from fatbin_inspect.checks import policy as P
+from fatbin_inspect.checks.gate import gate
 from fatbin_inspect.cli.main import main
 from fatbin_inspect.errors import UsageError
-from fatbin_inspect.checks.gate import gate
 from fatbin_inspect.inventory.core import Options, inspect_path
 
 
@@ -26,8 +26,9 @@ def run_gate(paths, **policy):
 
 
 def rules_of(report, target=...):
-    return sorted((f.rule_id, f.target, f.severity) for f in report.findings
-                  if target is ... or f.target == target)
+    return sorted(
+        (f.rule_id, f.target, f.severity) for f in report.findings if target is ... or f.target == target
+    )
 
 
 def cli(args, capsys, monkeypatch, env=None):
@@ -41,8 +42,14 @@ def cli(args, capsys, monkeypatch, env=None):
 
 # ------------------------------------------------------------------------------------ policy
 def test_normalize_arch_spellings():
-    assert [P.normalize_arch(a) for a in ("sm_90a", "90a", "9.0a", "8.6", "120f", "compute_120")] == \
-        ["sm_90a", "sm_90a", "sm_90a", "sm_86", "sm_120f", "compute_120"]
+    assert [P.normalize_arch(a) for a in ("sm_90a", "90a", "9.0a", "8.6", "120f", "compute_120")] == [
+        "sm_90a",
+        "sm_90a",
+        "sm_90a",
+        "sm_86",
+        "sm_120f",
+        "compute_120",
+    ]
     with pytest.raises(UsageError):
         P.normalize_arch("sm_80a")  # no arch-specific targets before 9.0
     with pytest.raises(UsageError):
@@ -51,8 +58,9 @@ def test_normalize_arch_spellings():
 
 def test_flags_win_over_pyproject(tmp_path):
     cfg = tmp_path / "pyproject.toml"
-    cfg.write_text('[tool.fatbin-inspect]\nrequire = ["sm_70", "sm_80"]\nfail-on = "warning"\n'
-                   'require-ptx = true\n')
+    cfg.write_text(
+        '[tool.fatbin-inspect]\nrequire = ["sm_70", "sm_80"]\nfail-on = "warning"\nrequire-ptx = true\n'
+    )
     pol, given = P.load(str(cfg), {"require": "sm_90,sm_100", "fail_on": None})
     assert pol.require == ("sm_90", "sm_100")  # the flag
     assert pol.fail_on == "warning" and pol.require_ptx  # from the file, no flag given
@@ -71,9 +79,11 @@ def test_nearest_pyproject_is_found(tmp_path):
 
 def test_overrides_apply_by_distribution_and_flags_still_win(tmp_path):
     cfg = tmp_path / "pyproject.toml"
-    cfg.write_text('[tool.fatbin-inspect]\nrequire = ["sm_80"]\n'
-                   '[[tool.fatbin-inspect.overrides]]\nmatch = "bitsandbytes"\nrequire = ["sm_70"]\n'
-                   'disable = ["FBI007"]\n')
+    cfg.write_text(
+        '[tool.fatbin-inspect]\nrequire = ["sm_80"]\n'
+        '[[tool.fatbin-inspect.overrides]]\nmatch = "bitsandbytes"\nrequire = ["sm_70"]\n'
+        'disable = ["FBI007"]\n'
+    )
     pol, given = P.load(str(cfg), {})
     bnb = pol.for_artifact("d/bitsandbytes-0.42.0-py3-none-any.whl!x.so", "bitsandbytes 0.42.0")
     assert bnb.require == ("sm_70",) and bnb.disable == ("FBI007",)
@@ -82,13 +92,16 @@ def test_overrides_apply_by_distribution_and_flags_still_win(tmp_path):
     assert pol.for_artifact("x.so", "bitsandbytes 0.42.0", given).require == ("sm_120",)
 
 
-@pytest.mark.parametrize("text,needle", [
-    ('[tool.fatbin-inspect]\nrequre = ["sm_80"]\n', "unknown key 'requre'"),
-    ('[tool.fatbin-inspect]\nrequire = ["sm_8o"]\n', "not an architecture"),
-    ('[tool.fatbin-inspect]\nfail-on = "fatal"\n', "fail-on"),
-    ('[tool.fatbin-inspect]\nseverity = { FBI999 = "error" }\n', "unknown rule id"),
-    ('[tool.fatbin-inspect\n', "invalid TOML"),
-])
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ('[tool.fatbin-inspect]\nrequre = ["sm_80"]\n', "unknown key 'requre'"),
+        ('[tool.fatbin-inspect]\nrequire = ["sm_8o"]\n', "not an architecture"),
+        ('[tool.fatbin-inspect]\nfail-on = "fatal"\n', "fail-on"),
+        ('[tool.fatbin-inspect]\nseverity = { FBI999 = "error" }\n', "unknown rule id"),
+        ("[tool.fatbin-inspect\n", "invalid TOML"),
+    ],
+)
 def test_bad_policy_files_are_usage_errors(tmp_path, text, needle):
     cfg = tmp_path / "pyproject.toml"
     cfg.write_text(text)
@@ -100,8 +113,9 @@ def test_bad_policy_files_are_usage_errors(tmp_path, text, needle):
 # ------------------------------------------------------------------------------------- rules
 def test_required_archs_per_fatbin(tmp_path):
     # TU 1 covers everything; TU 2 lacks sm_120 and has PTX only for sm_90
-    lib = write(tmp_path / "lib.so", B.arch_library(B.arch_fatbin(["80", "90", "120"]),
-                                                    B.arch_fatbin(["80"], ["90"])))
+    lib = write(
+        tmp_path / "lib.so", B.arch_library(B.arch_fatbin(["80", "90", "120"]), B.arch_fatbin(["80"], ["90"]))
+    )
     rep = run_gate([lib], require=("sm_80", "sm_86", "sm_90", "sm_120"))
     # compute_90 PTX JITs for 9.0 and 12.0; sm_80 SASS serves 8.6
     assert rules_of(rep) == [("FBI002", "sm_120", "error"), ("FBI002", "sm_90", "error")]
@@ -121,8 +135,11 @@ def test_no_code_is_fbi001_and_ptx_counts_makes_jit_a_note(tmp_path):
 def test_arch_specific_only_is_fbi005_but_fine_for_an_a_target(tmp_path):
     lib = write(tmp_path / "lib.so", B.arch_library(B.arch_fatbin(["90a", "100a"])))
     rep = run_gate([lib], require=("sm_90", "sm_90a", "sm_100f", "sm_103"))
-    assert rules_of(rep) == [("FBI001", "sm_103", "error"), ("FBI005", "sm_100f", "warning"),
-                             ("FBI005", "sm_90", "warning")]
+    assert rules_of(rep) == [
+        ("FBI001", "sm_103", "error"),
+        ("FBI005", "sm_100f", "warning"),
+        ("FBI005", "sm_90", "warning"),
+    ]
 
 
 def test_tegra_target_needs_its_exact_cubin(tmp_path):
@@ -133,7 +150,9 @@ def test_tegra_target_needs_its_exact_cubin(tmp_path):
 
 def test_forward_ptx_surplus_and_forbidden(tmp_path):
     lib = write(tmp_path / "lib.so", B.arch_library(B.arch_fatbin(["50", "80", "90"], ["80"])))
-    rep = run_gate([lib], require=("sm_80", "sm_90"), require_ptx=True, forbid=("sm_50",), allow_surplus=False)
+    rep = run_gate(
+        [lib], require=("sm_80", "sm_90"), require_ptx=True, forbid=("sm_50",), allow_surplus=False
+    )
     got = sorted((f.rule_id, f.arch, f.severity) for f in rep.findings)
     assert got == [("FBI006", "compute_90", "warning"), ("FBI007", "sm_50", "error")]
     rep = run_gate([lib], require=("sm_90",), allow_surplus=False)
@@ -175,8 +194,9 @@ def test_severity_regrade(tmp_path):
 
 def test_match_torch_reports_narrower_extensions(tmp_path):
     site = tmp_path / "site-packages"
-    torch_lib = write(site / "torch" / "lib" / "libtorch_cuda.so",
-                      B.arch_library(B.arch_fatbin(["80", "90", "120"])))
+    torch_lib = write(
+        site / "torch" / "lib" / "libtorch_cuda.so", B.arch_library(B.arch_fatbin(["80", "90", "120"]))
+    )
     write(site / "torch" / "lib" / "libc10_cuda.so", B.arch_library(B.arch_fatbin(["80"])))
     ext = write(site / "ext" / "_C.so", B.arch_library(B.arch_fatbin(["80", "90"])))
     reports = [r for r in inspect_path(ext, Options(details=True))]
@@ -194,13 +214,30 @@ def two_libs(tmp_path):
     return ok, warn
 
 
-@pytest.mark.parametrize("fail_on,exit_zero,expect_ok,expect_warn", [
-    ("error", False, 0, 0), ("warning", False, 0, 1), ("never", False, 0, 0), ("warning", True, 0, 0),
-])
-def test_exit_codes_for_every_fail_level(two_libs, capsys, monkeypatch, fail_on, exit_zero, expect_ok, expect_warn):
+@pytest.mark.parametrize(
+    "fail_on,exit_zero,expect_ok,expect_warn",
+    [
+        ("error", False, 0, 0),
+        ("warning", False, 0, 1),
+        ("never", False, 0, 0),
+        ("warning", True, 0, 0),
+    ],
+)
+def test_exit_codes_for_every_fail_level(
+    two_libs, capsys, monkeypatch, fail_on, exit_zero, expect_ok, expect_warn
+):
     ok, warn = two_libs
     extra = ["--exit-zero"] if exit_zero else []
-    base = ["gate", "--isolated", "--require", "sm_80,sm_90", "--fail-on", fail_on, "--format", "json"] + extra
+    base = [
+        "gate",
+        "--isolated",
+        "--require",
+        "sm_80,sm_90",
+        "--fail-on",
+        fail_on,
+        "--format",
+        "json",
+    ] + extra
     assert cli(base + [ok], capsys, monkeypatch)[0] == expect_ok
     code, out, _ = cli(base + [warn], capsys, monkeypatch)
     assert code == expect_warn
@@ -214,21 +251,27 @@ def test_error_findings_exit_1_and_usage_exits_2(two_libs, tmp_path, capsys, mon
     assert code == 2 and "not an architecture" in err and out == ""
     code, _, err = cli(["gate", "--isolated", ok], capsys, monkeypatch)
     assert code == 2 and "nothing to check" in err
-    code, _, err = cli(["gate", "--isolated", "--require", "sm_80", "--format", "xml", ok], capsys, monkeypatch)
+    code, _, err = cli(
+        ["gate", "--isolated", "--require", "sm_80", "--format", "xml", ok], capsys, monkeypatch
+    )
     assert code == 2
 
 
 def test_environment_defaults_and_pyproject_in_cwd(two_libs, tmp_path, capsys, monkeypatch):
     _, warn = two_libs
-    env = {"FATBIN_INSPECT_REQUIRE": "sm_90", "FATBIN_INSPECT_FAIL_ON": "warning",
-           "FATBIN_INSPECT_FORMAT": "jsonl"}
+    env = {
+        "FATBIN_INSPECT_REQUIRE": "sm_90",
+        "FATBIN_INSPECT_FAIL_ON": "warning",
+        "FATBIN_INSPECT_FORMAT": "jsonl",
+    }
     code, out, _ = cli(["gate", "--isolated", warn], capsys, monkeypatch, env)
     lines = [json.loads(line) for line in out.splitlines()]
     assert code == 1 and lines[0]["rule_id"] == "FBI005" and lines[-1]["type"] == "summary"
     monkeypatch.delenv("FATBIN_INSPECT_REQUIRE")
     monkeypatch.delenv("FATBIN_INSPECT_FAIL_ON")
-    (tmp_path / "pyproject.toml").write_text('[tool.fatbin-inspect]\nrequire = ["sm_90"]\n'
-                                             'disable = ["FBI005"]\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.fatbin-inspect]\nrequire = ["sm_90"]\ndisable = ["FBI005"]\n'
+    )
     monkeypatch.chdir(tmp_path)
     code, out, _ = cli(["gate", "--fail-on", "warning", warn], capsys, monkeypatch)
     assert code == 0 and json.loads(out.splitlines()[-1])["counts"]["warning"] == 0
@@ -238,8 +281,12 @@ def test_output_file_and_github_step_summary(two_libs, tmp_path, capsys, monkeyp
     _, warn = two_libs
     summary = tmp_path / "summary.md"
     out_file = tmp_path / "gate.txt"
-    code, out, _ = cli(["gate", "--isolated", "--require", "sm_90", "--format", "github", "-o", str(out_file), warn],
-                       capsys, monkeypatch, {"GITHUB_STEP_SUMMARY": str(summary)})
+    code, out, _ = cli(
+        ["gate", "--isolated", "--require", "sm_90", "--format", "github", "-o", str(out_file), warn],
+        capsys,
+        monkeypatch,
+        {"GITHUB_STEP_SUMMARY": str(summary)},
+    )
     assert code == 0 and out == ""
     assert out_file.read_text().startswith("::warning file=")
     assert "FBI005" in summary.read_text()

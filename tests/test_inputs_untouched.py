@@ -6,14 +6,20 @@ import importlib.util
 import os
 import shutil
 
-import pytest
-
 import builders as B
+import pytest
 from conftest import fixture_path
+
 from fatbin_inspect.cli.main import main
 
-FIXTURES = ["t13_raw_sm75_c75_sm120.fatbin", "t14_sm90a.cubin", "t15_c90a.ptx", "t01_exe_sm80",
-            "t10_rdc_lib_sm80.a", "pe_nv_fatb_2fatbins.dll"]
+FIXTURES = [
+    "t13_raw_sm75_c75_sm120.fatbin",
+    "t14_sm90a.cubin",
+    "t15_c90a.ptx",
+    "t01_exe_sm80",
+    "t10_rdc_lib_sm80.a",
+    "pe_nv_fatb_2fatbins.dll",
+]
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
 
@@ -25,17 +31,23 @@ def inputs(tmp_path):
         if os.path.exists(fixture_path("bin", name)):
             shutil.copy(fixture_path("bin", name), d / name)
     fb = B.sample_fatbin()
-    (d / "k.whl").write_bytes(B.zip_archive([("pkg/lib.so", B.host_elf([(".nv_fatbin", fb)])),
-                                             ("pkg/k.fatbin", fb)]))
+    (d / "k.whl").write_bytes(
+        B.zip_archive([("pkg/lib.so", B.host_elf([(".nv_fatbin", fb)])), ("pkg/k.fatbin", fb)])
+    )
     (d / "layer.tar.gz").write_bytes(B.tar_archive([("usr/lib/k.fatbin", fb)], gz=True))
     os.utime(d / "k.whl", ns=(1_000_000_000, 1_000_000_000))  # a distinct, old mtime
     return d
 
 
 def _state(d):
-    return {p: (hashlib.sha256(open(os.path.join(d, p), "rb").read()).hexdigest(),
-                os.stat(os.path.join(d, p)).st_mtime_ns, os.stat(os.path.join(d, p)).st_mode)
-            for p in sorted(os.listdir(d))}
+    return {
+        p: (
+            hashlib.sha256(open(os.path.join(d, p), "rb").read()).hexdigest(),
+            os.stat(os.path.join(d, p)).st_mtime_ns,
+            os.stat(os.path.join(d, p)).st_mode,
+        )
+        for p in sorted(os.listdir(d))
+    }
 
 
 def _run(argv):

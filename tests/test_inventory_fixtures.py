@@ -1,8 +1,8 @@
 """Every committed real fixture lists exactly the entries FORMAT.md §9 says nvcc put there."""
 
 import pytest
-
 from conftest import fixture_path
+
 from fatbin_inspect.inventory.core import Options, inspect_path
 
 
@@ -28,14 +28,19 @@ EXPECTED = {
     "t02_exe_sm75_sm80_sm90_c90": ({".nv_fatbin"}, "E:75 E:80 E:90 ; E:75 E:80 E:90 P:c90/zs"),
     "t03_exe_ptx_only_c80": ({".nv_fatbin"}, "(empty) ; P:c80/zs"),
     "t04_exe_sm90a_c90a": ({".nv_fatbin"}, "E:90a ; E:90a P:c90a/zs"),
-    "t05_exe_af_targets": ({".nv_fatbin"}, "E:100f E:120f E:100a E:103f E:110f E:121a ; "
-                                           "E:100f P:c100f/zs E:120f E:100a E:103f E:110f E:121a"),
+    "t05_exe_af_targets": (
+        {".nv_fatbin"},
+        "E:100f E:120f E:100a E:103f E:110f E:121a ; E:100f P:c100f/zs E:120f E:100a E:103f E:110f E:121a",
+    ),
     "t06_exe_compress_all": ({".nv_fatbin"}, "E:80/zs ; E:80/zs P:c80/zs"),
     "t07_exe_no_compress": ({".nv_fatbin"}, "E:80 ; E:80 P:c80"),
     "t08_exe_mode_size": ({".nv_fatbin"}, "E:80/zs ; E:80/zs P:c80/zs"),
     "t08_exe_mode_speed_lz4": ({".nv_fatbin"}, "E:80 ; E:80 P:c80/lz4"),
     "t09_rdc_a_sm80.o": ({"__nv_relfatbin"}, "E:80/zs P:c80/zs"),
-    "t11_exe_rdc_sm80": ({".nv_fatbin", "__nv_relfatbin"}, "E:80 ; E:80/zs P:c80/zs ; E:80/zs P:c80/zs ; E:80/zs P:c80/zs"),
+    "t11_exe_rdc_sm80": (
+        {".nv_fatbin", "__nv_relfatbin"},
+        "E:80 ; E:80/zs P:c80/zs ; E:80/zs P:c80/zs ; E:80/zs P:c80/zs",
+    ),
     "t12_lib_sm86_c89.so": ({".nv_fatbin"}, "E:86 ; E:86 P:c89/zs"),
     "t13_raw_sm75_c75_sm120.fatbin": ({None}, "E:75 P:c75/zs E:120"),
     "t14_sm90a.cubin": ({None}, "E:90a"),
@@ -45,14 +50,20 @@ EXPECTED = {
     "t18_lto80.o": ({"__nv_relfatbin"}, "L:c80/zs"),
     "t18_lto80_sm90.fatbin": ({None}, "L:c80/zs E:90/zs"),
     "t19_exe_lineinfo_sm80": ({".nv_fatbin"}, "E:80 ; E:80 P:c80/zs"),
-    "v1_sm100_sm100a_sm103f_c120_c120a_c120f.fatbin": ({None}, "E:100 E:100a E:103f P:c120/zs P:c120a/zs P:c120f/zs"),
+    "v1_sm100_sm100a_sm103f_c120_c120a_c120f.fatbin": (
+        {None},
+        "E:100 E:100a E:103f P:c120/zs P:c120a/zs P:c120f/zs",
+    ),
     "o1_sm35_ptxas118.cubin": ({None}, "E:35"),
     "o2_sm35_sm50_c50.fatbin": ({None}, "E:35 E:50 P:c50/zs"),
     "o3_sm50_sm90a_sm100a_sm120f_c50.fatbin": ({None}, "E:50 E:90a E:100a E:120f P:c50/zs"),
     "o3_sm100a_ptxas129.cubin": ({None}, "E:100a"),
     "hidden_rodata_fatbin.so": ({".rodata"}, "E:75 P:c75/zs E:120"),
     "hidden_ldata_2fatbins.so": ({".ldata"}, "E:75 P:c75/zs E:120 ; L:c80/zs E:90/zs"),
-    "pe_nv_fatb_2fatbins.dll": ({".nv_fatb"}, "E:75 P:c75/zs E:120 ; E:100 E:100a E:103f P:c120/zs P:c120a/zs P:c120f/zs"),
+    "pe_nv_fatb_2fatbins.dll": (
+        {".nv_fatb"},
+        "E:75 P:c75/zs E:120 ; E:100 E:100a E:103f P:c120/zs P:c120a/zs P:c120f/zs",
+    ),
 }
 
 
@@ -72,7 +83,10 @@ def test_fixture_entries(name):
 def test_archive_members_named_container_bang_member():
     reports = list(inspect_path(fixture_path("bin", "t10_rdc_lib_sm80.a")))
     assert [r.path.rsplit("/", 1)[-1] for r in reports] == [
-        "t10_rdc_lib_sm80.a", "t10_rdc_lib_sm80.a!rdc_a.o", "t10_rdc_lib_sm80.a!rdc_b.o"]
+        "t10_rdc_lib_sm80.a",
+        "t10_rdc_lib_sm80.a!rdc_a.o",
+        "t10_rdc_lib_sm80.a!rdc_b.o",
+    ]
     assert reports[0].format == "ar" and not reports[0].fatbins
     assert [legend(r) for r in reports[1:]] == ["E:80/zs P:c80/zs"] * 2
 
@@ -144,13 +158,15 @@ def test_pe_section_spans_match_lief():
     # directory lookup of real DLLs (bitsandbytes' libbitsandbytes_cpu.dll)
     import lief
 
-    from fatbin_inspect.formats.binio import open_blob
     from fatbin_inspect.containers import pe
+    from fatbin_inspect.formats.binio import open_blob
 
     path = fixture_path("bin", "pe_nv_fatb_2fatbins.dll")
     blob = open_blob(path)
     (pe_off,) = __import__("struct").unpack_from("<I", blob.head(0x40), 0x3C)
     ours = pe._section_spans(blob, pe_off + 4)
     binary = lief.PE.parse(path)  # keep a reference: sections die with their binary
-    ref = [(s.virtual_address, s.virtual_size, s.sizeof_raw_data, s.pointerto_raw_data) for s in binary.sections]
+    ref = [
+        (s.virtual_address, s.virtual_size, s.sizeof_raw_data, s.pointerto_raw_data) for s in binary.sections
+    ]
     assert ours == ref

@@ -10,9 +10,8 @@ import resource
 import subprocess
 import sys
 
-import pytest
-
 import fuzz_targets as T
+import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REGRESSIONS = os.path.join(HERE, "regressions")
@@ -45,6 +44,7 @@ def test_every_regression_names_a_target():
 @pytest.mark.parametrize("fname", FILES)
 def test_regression_input(fname):
     code = _REPLAY.format(here=HERE, path=os.path.join(REGRESSIONS, fname), target=fname.split("__", 1)[0])
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          preexec_fn=_limits)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, preexec_fn=_limits
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]

@@ -6,16 +6,15 @@ import os
 import shutil
 
 import pytest
-from click.testing import CliRunner
-
 from builders import tar_archive, zip_archive
+from click.testing import CliRunner
 from conftest import fixture_path
 
 import fatbin_inspect
 from fatbin_inspect.checks import coverage
 from fatbin_inspect.cli.main import cli
-from fatbin_inspect.inventory.core import inspect_path
 from fatbin_inspect.cli.progress import Progress
+from fatbin_inspect.inventory.core import inspect_path
 from fatbin_inspect.scan import ScanOptions, scan
 from fatbin_inspect.scan.environment import interpreter_site_packages, resolve_roots
 
@@ -47,7 +46,9 @@ def _dist(site, name, version, files):
 @pytest.fixture
 def site(tmp_path):
     s = tmp_path / "env" / "lib" / "python3.11" / "site-packages"
-    _dist(s, "alpha-gpu", "1.2.3", {"alpha/lib/libalpha.so": _read(MULTI), "alpha/__init__.py": b"x = 1\n" * 20})
+    _dist(
+        s, "alpha-gpu", "1.2.3", {"alpha/lib/libalpha.so": _read(MULTI), "alpha/__init__.py": b"x = 1\n" * 20}
+    )
     # two distributions sharing the `nvidia` namespace folder
     _dist(s, "nvidia-one", "13.0", {"nvidia/one/lib/libone.so": _read(SM80)})
     _dist(s, "nvidia-two", "12.0", {"nvidia/two/lib/libtwo.so": _read(PTX80)})
@@ -73,21 +74,30 @@ def _by_name(res):
 def test_attribution_by_record_and_folder(site, tmp_path):
     res = scan([str(site)], _opts(tmp_path))
     dists = {os.path.basename(r.path): r.distribution for r in res.reports}
-    assert dists == {"libalpha.so": "alpha-gpu 1.2.3", "libone.so": "nvidia-one 13.0",
-                     "libtwo.so": "nvidia-two 12.0", "libstray.so": None}
+    assert dists == {
+        "libalpha.so": "alpha-gpu 1.2.3",
+        "libone.so": "nvidia-one 13.0",
+        "libtwo.so": "nvidia-two 12.0",
+        "libstray.so": None,
+    }
     assert not any(r.error for r in res.reports)  # libplain.so never reached the parser
     assert res.stats.files == 13 and res.stats.inspected == 5  # 4 CUDA binaries + libplain.so
     cov = coverage.build(res.reports)
     names = [(row.name, row.kind) for row in cov.rows]
-    assert names == [("alpha-gpu 1.2.3", "distribution"), ("nvidia-one 13.0", "distribution"),
-                     ("nvidia-two 12.0", "distribution"), (str(site / "stray"), "folder")]
+    assert names == [
+        ("alpha-gpu 1.2.3", "distribution"),
+        ("nvidia-one 13.0", "distribution"),
+        ("nvidia-two 12.0", "distribution"),
+        (str(site / "stray"), "folder"),
+    ]
 
 
 def test_scan_from_prefix_and_below_site_packages_agree(site, tmp_path):
     whole = scan([str(site.parents[2])], _opts(tmp_path))
     below = scan([str(site / "nvidia")], _opts(tmp_path))
-    assert {r.path: r.distribution for r in below.reports} == \
-        {r.path: r.distribution for r in whole.reports if "/nvidia/" in r.path}
+    assert {r.path: r.distribution for r in below.reports} == {
+        r.path: r.distribution for r in whole.reports if "/nvidia/" in r.path
+    }
 
 
 def test_matrix_cells_follow_the_entries(site, tmp_path):
@@ -114,13 +124,16 @@ def test_wheel_and_tarball_built_here(tmp_path):
     whl = tmp_path / "beta_cuda-0.9-py3-none-manylinux_2_28_x86_64.whl"
     whl.write_bytes(zip_archive([("beta/lib/libbeta.so", _read(SM80)), ("beta/__init__.py", b"")]))
     tgz = tmp_path / "layer.tar.gz"
-    tgz.write_bytes(tar_archive([("usr/lib/libloose.so", _read(PTX80)),
-                                 ("wheels/" + whl.name, _read(str(whl)))], gz=True))
+    tgz.write_bytes(
+        tar_archive([("usr/lib/libloose.so", _read(PTX80)), ("wheels/" + whl.name, _read(str(whl)))], gz=True)
+    )
     res = scan([str(whl), str(tgz)], _opts(tmp_path))
     got = {r.path.split(str(tmp_path) + os.sep)[1]: r.distribution for r in res.reports}
-    assert got == {f"{whl.name}!beta/lib/libbeta.so": "beta-cuda 0.9",
-                   "layer.tar.gz!usr/lib/libloose.so": None,
-                   f"layer.tar.gz!wheels/{whl.name}!beta/lib/libbeta.so": "beta-cuda 0.9"}
+    assert got == {
+        f"{whl.name}!beta/lib/libbeta.so": "beta-cuda 0.9",
+        "layer.tar.gz!usr/lib/libloose.so": None,
+        f"layer.tar.gz!wheels/{whl.name}!beta/lib/libbeta.so": "beta-cuda 0.9",
+    }
     rows = {r.name: r for r in coverage.build(res.reports).rows}
     assert rows["beta-cuda 0.9"].files == 2
     assert rows[f"{tgz}!usr/lib"].kind == "folder"
@@ -173,12 +186,16 @@ def _big_wheel(tmp_path):
     inner = zip_archive([("gamma/libinner.so", _read(MULTI))])
     members = [("gamma/__init__.py", b"")]
     for i in range(6):
-        members += [(f"gamma/lib/lib{i}a.so", _read(SM80)), (f"gamma/lib/lib{i}b.so", _read(MULTI)),
-                    (f"gamma/data/{i}.txt", b"x" * 100), (f"gamma/lib/lib{i}c.so", _read(PTX80))]
+        members += [
+            (f"gamma/lib/lib{i}a.so", _read(SM80)),
+            (f"gamma/lib/lib{i}b.so", _read(MULTI)),
+            (f"gamma/data/{i}.txt", b"x" * 100),
+            (f"gamma/lib/lib{i}c.so", _read(PTX80)),
+        ]
     members += [("gamma/vendor/inner-1.0-py3-none-any.whl", inner), ("gamma/lib/libbroken.so", _read(SM80))]
     data = bytearray(zip_archive(members))
     pos = data.rfind(b"gamma/lib/libbroken.so", 0, data.find(b"PK\x01\x02")) + len("gamma/lib/libbroken.so")
-    data[pos + 200:pos + 260] = b"\xff" * 60  # inside its compressed bytes
+    data[pos + 200 : pos + 260] = b"\xff" * 60  # inside its compressed bytes
     whl = tmp_path / "gamma_gpu-2.0-py3-none-manylinux_2_28_x86_64.whl"
     whl.write_bytes(bytes(data))
     return whl
@@ -197,7 +214,9 @@ def test_split_wheel_gives_the_same_records_in_order_and_one_cache_entry(tmp_pat
     assert any("inner-1.0" in r.path and r.distribution == "inner 1.0" for r in whole.reports)
     split = []
     real = scan_mod._Scanner._split_zip
-    monkeypatch.setattr(scan_mod._Scanner, "_split_zip", lambda self, p, k, s: (split.append(len(s)), real(self, p, k, s)))
+    monkeypatch.setattr(
+        scan_mod._Scanner, "_split_zip", lambda self, p, k, s: (split.append(len(s)), real(self, p, k, s))
+    )
     monkeypatch.setattr(scan_mod, "SPLIT_BYTES", 1)
     monkeypatch.setattr(scan_mod, "SPAN_BYTES", 1)
     cold = scan([str(whl)], _opts(tmp_path, jobs=2))
@@ -262,7 +281,8 @@ def test_conda_meta_attribution(tmp_path):
     (prefix / "lib").mkdir()
     (prefix / "lib" / "libcuthing.so").write_bytes(_read(SM80))
     (prefix / "conda-meta" / "cuthing-12.1-h0.json").write_text(
-        json.dumps({"name": "cuthing", "version": "12.1", "files": ["lib/libcuthing.so"]}))
+        json.dumps({"name": "cuthing", "version": "12.1", "files": ["lib/libcuthing.so"]})
+    )
     res = scan([str(prefix)], _opts(tmp_path))
     assert resolve_roots([str(prefix)])[0].kind == "conda"
     assert [r.distribution for r in res.reports] == ["cuthing 12.1"]
@@ -281,8 +301,17 @@ def test_cli_table_and_json(site, tmp_path, monkeypatch):
     doc = json.loads(res.output)
     with open(os.path.join(os.path.dirname(fatbin_inspect.__file__), "schemas", "scan.schema.json")) as fh:
         jsonschema.validate(doc, json.load(fh))
-    assert {f["distribution"] for f in doc["files"]} == {"alpha-gpu 1.2.3", "nvidia-one 13.0", "nvidia-two 12.0", None}
-    assert [r["name"] for r in doc["coverage"]["rows"]][:3] == ["alpha-gpu 1.2.3", "nvidia-one 13.0", "nvidia-two 12.0"]
+    assert {f["distribution"] for f in doc["files"]} == {
+        "alpha-gpu 1.2.3",
+        "nvidia-one 13.0",
+        "nvidia-two 12.0",
+        None,
+    }
+    assert [r["name"] for r in doc["coverage"]["rows"]][:3] == [
+        "alpha-gpu 1.2.3",
+        "nvidia-one 13.0",
+        "nvidia-two 12.0",
+    ]
 
 
 def test_cli_gpu_verdicts(site, tmp_path, monkeypatch):
@@ -318,8 +347,9 @@ def test_summary_records_match_full_records_cold_warm_and_uncached(site, tmp_pat
     third = scan([str(site)], _opts(tmp_path, summary=True))
     assert third.stats.cache_hits == 4
     one = next(r for r in third.reports if r.path.endswith("libone.so"))
-    assert {a for _, _, a in one.arches} == {e.arch for rec in inspect_path(MULTI) for e in rec.entries
-                                             if e.kind in ("sass", "ptx")}
+    assert {a for _, _, a in one.arches} == {
+        e.arch for rec in inspect_path(MULTI) for e in rec.entries if e.kind in ("sass", "ptx")
+    }
 
 
 def test_cached_records_follow_the_path_as_given(site, tmp_path, monkeypatch):
@@ -338,15 +368,15 @@ def test_options_given_as_a_dict_share_the_cache_with_options():
     from fatbin_inspect.inventory.core import Options
     from fatbin_inspect.scan import FINGERPRINT_DEFAULTS, _options_fingerprint
 
-    assert FINGERPRINT_DEFAULTS == {k: getattr(Options(), k) for k in FINGERPRINT_DEFAULTS}
+    assert {k: getattr(Options(), k) for k in FINGERPRINT_DEFAULTS} == FINGERPRINT_DEFAULTS
     assert _options_fingerprint(None) == _options_fingerprint({}) == _options_fingerprint(Options())
     assert _options_fingerprint({"kernels": True, "jobs": 1}) == _options_fingerprint(Options(kernels=True))
     assert _options_fingerprint({"probe_small": True}) != _options_fingerprint({})
 
 
 def test_stat_walk_agrees_with_the_plain_walk(site, tmp_path):
-    from fatbin_inspect.scan.environment import iter_stat
     from fatbin_inspect.inventory.walk import iter_files
+    from fatbin_inspect.scan.environment import iter_stat
 
     os.symlink(site / "alpha", site / "stray" / "alpha_link")  # followed by neither
     os.symlink(tmp_path / "nowhere", site / "stray" / "dangling")
@@ -356,8 +386,11 @@ def test_stat_walk_agrees_with_the_plain_walk(site, tmp_path):
         for p, ap, st, skip in walked:
             assert ap == os.path.abspath(p)
             if st is not None:
-                assert (st.st_size, st.st_mtime_ns, st.st_ino) == \
-                    (os.stat(p).st_size, os.stat(p).st_mtime_ns, os.stat(p).st_ino)
+                assert (st.st_size, st.st_mtime_ns, st.st_ino) == (
+                    os.stat(p).st_size,
+                    os.stat(p).st_mtime_ns,
+                    os.stat(p).st_ino,
+                )
 
 
 def test_record_lookup_handles_quoted_and_outside_paths(tmp_path):
@@ -372,8 +405,9 @@ def test_record_lookup_handles_quoted_and_outside_paths(tmp_path):
         (site / rel).write_bytes(b"x")
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "tool").write_bytes(b"x")
-    (info / "RECORD").write_text('"gamma/a,b.so",sha256=x,1\r\ngamma/plain.so,sha256=x,1\r\n'
-                                 "gamma/x.py,,\r\n../../../bin/tool,,\r\n")
+    (info / "RECORD").write_text(
+        '"gamma/a,b.so",sha256=x,1\r\ngamma/plain.so,sha256=x,1\r\ngamma/x.py,,\r\n../../../bin/tool,,\r\n'
+    )
     owners = Attributor()
     assert owners.distribution(str(site / "gamma" / "a,b.so")) == "gamma 1.0"
     assert owners.distribution(str(site / "gamma" / "plain.so")) == "gamma 1.0"

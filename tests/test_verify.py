@@ -6,11 +6,19 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import fixture_path
+
 from fatbin_inspect.verify import compare
-from fatbin_inspect.verify.runner import (CRASH, FAILED, LOADED, TIMEOUT, ChildSession, LoadResult, NoDevice,
-                                          child_env)
+from fatbin_inspect.verify.runner import (
+    CRASH,
+    FAILED,
+    LOADED,
+    TIMEOUT,
+    ChildSession,
+    LoadResult,
+    NoDevice,
+    child_env,
+)
 
 STANDIN = (sys.executable, os.path.join(os.path.dirname(__file__), "verify_standin_child.py"))
 
@@ -70,19 +78,25 @@ def target(cc, branch="580"):
 
 def loads(normal, nojit):
     """Fake driver: ``normal``/``nojit`` map entry kind ('whole', 'sass', 'ptx') to a CUresult."""
+
     def make(table):
         def load(image):
-            kind = "sass" if image[:4] == b"\x7fELF" else "whole" if image[:4] == b"\x50\xed\x55\xba" else "ptx"
+            kind = (
+                "sass" if image[:4] == b"\x7fELF" else "whole" if image[:4] == b"\x50\xed\x55\xba" else "ptx"
+            )
             code = table[kind]
             return LoadResult(LOADED if code == 0 else FAILED, code, 1.0)
+
         return load
+
     return make(normal), make(nojit)
 
 
 def run(path, cc, normal, nojit):
     load, load_nojit = loads(normal, nojit)
-    return list(compare.check_file(fixture_path("bin", path), load, load_nojit,
-                                   compare.engine_predictor(target(cc))))
+    return list(
+        compare.check_file(fixture_path("bin", path), load, load_nojit, compare.engine_predictor(target(cc)))
+    )
 
 
 RAW = "t13_raw_sm75_c75_sm120.fatbin"  # sm_75 and sm_120 cubins, compute_75 PTX (ISA 9.0)
@@ -91,8 +105,12 @@ RAW = "t13_raw_sm75_c75_sm120.fatbin"  # sm_75 and sm_120 cubins, compute_75 PTX
 def test_jit_confirmed_when_only_ptx_fits():
     # on CC 9.0 neither cubin can run (other majors); the compute_75 PTX JITs with a 580 driver
     checks = run(RAW, (9, 0), {"whole": 0, "sass": 209, "ptx": 0}, {"whole": 209, "sass": 209, "ptx": 223})
-    assert [(c.what, c.actual) for c in checks] == [("fatbin", "jit"), ("sm_75", "fail"), ("compute_75", "jit"),
-                                                    ("sm_120", "fail")]
+    assert [(c.what, c.actual) for c in checks] == [
+        ("fatbin", "jit"),
+        ("sm_75", "fail"),
+        ("compute_75", "jit"),
+        ("sm_120", "fail"),
+    ]
     assert all(c.agree for c in checks), [(c.what, c.actual, c.predicted) for c in checks]
     assert compare.findings(checks) == []
     counts = dict(compare.summary(checks))
@@ -113,8 +131,14 @@ def test_disagreement_is_a_finding_with_both_sides():
     checks = run(RAW, (9, 0), {"whole": 0, "sass": 0, "ptx": 0}, {"whole": 0, "sass": 0, "ptx": 223})
     found = compare.findings(checks)
     assert found and all(f.predicted != f.actual for f in found)
-    assert any(f.what == "sm_75" and f.predicted == "fail 209 CUDA_ERROR_NO_BINARY_FOR_GPU"
-               and f.actual == "native" and "R-SASS" not in f.actual and f.reason for f in found)
+    assert any(
+        f.what == "sm_75"
+        and f.predicted == "fail 209 CUDA_ERROR_NO_BINARY_FOR_GPU"
+        and f.actual == "native"
+        and "R-SASS" not in f.actual
+        and f.reason
+        for f in found
+    )
 
 
 def test_relocatable_images_are_not_loaded():
@@ -130,8 +154,11 @@ def test_timeout_is_not_a_finding():
     def hung(image):
         return LoadResult(TIMEOUT, detail="no reply within 1 s")
 
-    checks = list(compare.check_fatbin("x", _fatbin(), b"", lambda e: b"", hung, hung,
-                                       compare.engine_predictor(target((7, 5)))))
+    checks = list(
+        compare.check_fatbin(
+            "x", _fatbin(), b"", lambda e: b"", hung, hung, compare.engine_predictor(target((7, 5)))
+        )
+    )
     assert checks[0].actual == compare.ERROR and checks[0].agree is None
     assert compare.findings(checks) == []
 
@@ -151,7 +178,11 @@ def test_error_names_come_from_errors_json():
 
 @pytest.mark.skipif(os.path.exists("/proc/driver/nvidia/version"), reason="an NVIDIA driver is present")
 def test_cli_without_driver_says_so_in_one_line_and_exits_4():
-    p = subprocess.run([sys.executable, "-m", "fatbin_inspect", "verify", fixture_path("bin", "t01_exe_sm80")],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "fatbin_inspect", "verify", fixture_path("bin", "t01_exe_sm80")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 4, p.stderr
     assert p.stdout == "" and len(p.stderr.strip().splitlines()) == 1 and "needs a GPU" in p.stderr

@@ -6,20 +6,23 @@ import importlib.util
 import os
 
 import pytest
-
 from conftest import FIXTURES
 
 pytestmark = pytest.mark.gpu
 
-FILES = sorted(p for d in ("bin", "compat") for p in glob.glob(os.path.join(FIXTURES, d, "*")) if os.path.isfile(p))
+FILES = sorted(
+    p for d in ("bin", "compat") for p in glob.glob(os.path.join(FIXTURES, d, "*")) if os.path.isfile(p)
+)
 
 
 @pytest.fixture(scope="module")
 def sessions():
     if not os.path.exists("/proc/driver/nvidia/version"):
         pytest.skip("no NVIDIA driver (/proc/driver/nvidia/version is absent)")
-    if not (importlib.util.find_spec("cuda") and (importlib.util.find_spec("cuda.bindings")
-                                                  or importlib.util.find_spec("cuda.cuda"))):
+    if not (
+        importlib.util.find_spec("cuda")
+        and (importlib.util.find_spec("cuda.bindings") or importlib.util.find_spec("cuda.cuda"))
+    ):
         pytest.skip("cuda-python is not installed (pip install 'fatbin-inspect[gpu]')")
     from fatbin_inspect.cli.verify import _target
     from fatbin_inspect.verify.compare import engine_predictor
@@ -42,5 +45,7 @@ def test_prediction_matches_the_driver(sessions, path):
     errors = [(c.what, compare.describe_actual(c)) for c in checks if c.actual == compare.ERROR]
     assert not errors, errors
     found = compare.findings(checks)
-    assert not found, "\n".join(f"{f.what} @ {f.fatbin_offset:#x}: predicted {f.predicted}, driver {f.actual} "
-                                f"({f.reason})" for f in found)
+    assert not found, "\n".join(
+        f"{f.what} @ {f.fatbin_offset:#x}: predicted {f.predicted}, driver {f.actual} ({f.reason})"
+        for f in found
+    )

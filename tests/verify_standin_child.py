@@ -37,8 +37,9 @@ def main():
         code = int(cmd[5:]) if cmd.startswith(b"FAIL:") else 0
         if cmd.startswith(b"PTX") and os.environ.get("CUDA_DISABLE_PTX_JIT") == "1":
             code = 223
-        write_reply(out, {"code": code, "name": None, "jit": cmd.startswith(b"PTX"), "ms": 0.5,
-                          "pid": os.getpid()})
+        write_reply(
+            out, {"code": code, "name": None, "jit": cmd.startswith(b"PTX"), "ms": 0.5, "pid": os.getpid()}
+        )
 
 
 if __name__ == "__main__":

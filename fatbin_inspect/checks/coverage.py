@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, FileError, FileReport
 
@@ -26,7 +26,7 @@ VERDICT_ORDER = {"fail": 3, "jit": 2, "native": 1, "no-device-code": 0}
 @dataclass(frozen=True)
 class Cell:
     state: str  # sass | ptx | none
-    arches: Tuple[str, ...] = ()  # "sm_90", "sm_90a", "compute_90" ...
+    arches: tuple[str, ...] = ()  # "sm_90", "sm_90a", "compute_90" ...
 
 
 @dataclass(frozen=True)
@@ -34,23 +34,23 @@ class Verdict:
     """Worst engine verdict of a row for one target, with the file that decided it."""
 
     verdict: str  # native | jit | fail | no-device-code
-    error: Optional[str] = None  # "209 cudaErrorNoKernelImageForDevice"
-    rule: Optional[str] = None
-    reason: Optional[str] = None
-    path: Optional[str] = None
+    error: str | None = None  # "209 cudaErrorNoKernelImageForDevice"
+    rule: str | None = None
+    reason: str | None = None
+    path: str | None = None
 
 
 @dataclass(frozen=True)
 class Row:
     name: str  # "torch 2.14.1", a folder, or a file path for child rows
     kind: str  # distribution | folder | file
-    cells: Dict[int, Cell]
+    cells: dict[int, Cell]
     files: int
     errors: int
-    verdicts: Tuple[Verdict, ...] = ()  # one per target, in target order
-    children: Tuple["Row", ...] = ()
+    verdicts: tuple[Verdict, ...] = ()  # one per target, in target order
+    children: tuple[Row, ...] = ()
 
-    def newest_ptx_upto(self, sm: int) -> Optional[str]:
+    def newest_ptx_upto(self, sm: int) -> str | None:
         """The highest ``compute_XY`` in the row with XY <= ``sm`` (what the driver could JIT)."""
         best = None
         for col, c in self.cells.items():
@@ -62,9 +62,9 @@ class Row:
 
 @dataclass(frozen=True)
 class Coverage:
-    columns: Tuple[int, ...]  # SM numbers present anywhere, ascending
-    rows: Tuple[Row, ...]  # distributions first (by name), then folders
-    targets: Tuple[str, ...] = ()  # labels of the targets the verdicts refer to
+    columns: tuple[int, ...]  # SM numbers present anywhere, ascending
+    rows: tuple[Row, ...]  # distributions first (by name), then folders
+    targets: tuple[str, ...] = ()  # labels of the targets the verdicts refer to
 
 
 @dataclass(frozen=True)
@@ -75,18 +75,21 @@ class FileSummary:
     path: str
     format: str
     size: int
-    arches: Tuple[Tuple[str, int, str], ...] = ()
-    error: Optional[FileError] = None
-    distribution: Optional[str] = field(default=None, compare=False)
+    arches: tuple[tuple[str, int, str], ...] = ()
+    error: FileError | None = None
+    distribution: str | None = field(default=None, compare=False)
 
 
 def summarize(report: FileReport) -> FileSummary:
     """The ``FileSummary`` of a full record (its ``distribution`` carried over)."""
     if isinstance(report, FileSummary):
         return report
-    seen = {(e.kind, e.sm, e.arch) for fb in report.fatbins for e in fb.entries if e.kind in (KIND_SASS, KIND_PTX)}
-    return FileSummary(report.path, report.format, report.size, tuple(sorted(seen)), report.error,
-                       report.distribution)
+    seen = {
+        (e.kind, e.sm, e.arch) for fb in report.fatbins for e in fb.entries if e.kind in (KIND_SASS, KIND_PTX)
+    }
+    return FileSummary(
+        report.path, report.format, report.size, tuple(sorted(seen)), report.error, report.distribution
+    )
 
 
 def folder_of(path: str) -> str:
@@ -98,14 +101,14 @@ def folder_of(path: str) -> str:
     return os.path.dirname(path) or "."
 
 
-def _arches(report) -> Dict[int, set]:
-    out: Dict[int, set] = {}
+def _arches(report) -> dict[int, set]:
+    out: dict[int, set] = {}
     for kind, sm, arch in summarize(report).arches:
         out.setdefault(sm, set()).add((kind, arch))
     return out
 
 
-def _cells(arches: Dict[int, set]) -> Dict[int, Cell]:
+def _cells(arches: dict[int, set]) -> dict[int, Cell]:
     cells = {}
     for sm, items in arches.items():
         sass = sorted(a for k, a in items if k == KIND_SASS)
@@ -118,17 +121,20 @@ def _worst(verdicts: Sequence[Verdict]) -> Verdict:
     return max(verdicts, key=lambda v: VERDICT_ORDER.get(v.verdict, 0))
 
 
-def build(reports: Iterable[Union[FileReport, FileSummary]], verdicts: Optional[Dict[str, Sequence[Verdict]]] = None,
-          targets: Sequence[str] = ()) -> Coverage:
+def build(
+    reports: Iterable[FileReport | FileSummary],
+    verdicts: dict[str, Sequence[Verdict]] | None = None,
+    targets: Sequence[str] = (),
+) -> Coverage:
     """``verdicts`` maps a report path to its per-target verdicts (same order as ``targets``)."""
-    groups: "OrderedDict[Tuple[int, str], List[FileReport]]" = OrderedDict()
+    groups: OrderedDict[tuple[int, str], list[FileReport]] = OrderedDict()
     for r in reports:
         key = (0, r.distribution) if r.distribution else (1, folder_of(r.path))
         groups.setdefault(key, []).append(r)
     columns = set()
     rows = []
     for (order, name), members in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1].lower())):
-        merged: Dict[int, set] = {}
+        merged: dict[int, set] = {}
         children = []
         for r in sorted(members, key=lambda r: r.path):
             arches = _arches(r)
@@ -137,10 +143,20 @@ def build(reports: Iterable[Union[FileReport, FileSummary]], verdicts: Optional[
             vs = tuple(verdicts.get(r.path, ())) if verdicts else ()
             children.append(Row(r.path, "file", _cells(arches), 1, int(r.error is not None), vs))
         columns.update(merged)
-        row_vs = tuple(_worst([c.verdicts[i] for c in children if len(c.verdicts) > i])
-                       for i in range(len(targets)))
-        rows.append(Row(name, "distribution" if order == 0 else "folder", _cells(merged), len(members),
-                        sum(c.errors for c in children), row_vs, tuple(children)))
+        row_vs = tuple(
+            _worst([c.verdicts[i] for c in children if len(c.verdicts) > i]) for i in range(len(targets))
+        )
+        rows.append(
+            Row(
+                name,
+                "distribution" if order == 0 else "folder",
+                _cells(merged),
+                len(members),
+                sum(c.errors for c in children),
+                row_vs,
+                tuple(children),
+            )
+        )
     return Coverage(tuple(sorted(columns)), tuple(rows), tuple(targets))
 
 
@@ -155,7 +171,7 @@ def describe(row: Row, sm: int) -> str:
     return ", ".join(parts)
 
 
-def verdict_of(file_verdict, path: Optional[str] = None) -> Verdict:
+def verdict_of(file_verdict, path: str | None = None) -> Verdict:
     """A coverage ``Verdict`` from the engine's ``FileVerdict`` (its ``error`` is a record with
     ``code`` and ``name``, a dict of them, or None)."""
     err = file_verdict.error
@@ -163,5 +179,10 @@ def verdict_of(file_verdict, path: Optional[str] = None) -> Verdict:
         code = getattr(err, "code", None) if not isinstance(err, dict) else err.get("code")
         name = getattr(err, "name", None) if not isinstance(err, dict) else err.get("name")
         err = " ".join(str(x) for x in (code, name) if x is not None) or str(err)
-    return Verdict(file_verdict.verdict, err, getattr(file_verdict, "rule", None),
-                   getattr(file_verdict, "reason", None), path)
+    return Verdict(
+        file_verdict.verdict,
+        err,
+        getattr(file_verdict, "rule", None),
+        getattr(file_verdict, "reason", None),
+        path,
+    )

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Tuple
 
 from fatbin_inspect.checks.findings import Check, Finding, FindingsReport, sort_key
-from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, FileReport
 from fatbin_inspect.checks.policy import distribution_of, split_arch
+from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, FileReport
 
 _WHEEL = re.compile(r"^([A-Za-z0-9_.]+)-[^-!/]+-[^!/]*\.whl$")
 
@@ -24,13 +24,13 @@ _WHEEL = re.compile(r"^([A-Za-z0-9_.]+)-[^-!/]+-[^!/]*\.whl$")
 @dataclass(frozen=True)
 class FileDiff:
     key: str  # path inside the input, the match key
-    old_path: Optional[str]
-    new_path: Optional[str]
-    distribution: Optional[str]  # name only ("bitsandbytes"), versions differ by design
-    archs_added: Tuple[str, ...] = ()
-    archs_dropped: Tuple[str, ...] = ()
-    kernels_added: Tuple[str, ...] = ()
-    kernels_dropped: Tuple[str, ...] = ()
+    old_path: str | None
+    new_path: str | None
+    distribution: str | None  # name only ("bitsandbytes"), versions differ by design
+    archs_added: tuple[str, ...] = ()
+    archs_dropped: tuple[str, ...] = ()
+    kernels_added: tuple[str, ...] = ()
+    kernels_dropped: tuple[str, ...] = ()
 
     @property
     def status(self) -> str:
@@ -45,17 +45,17 @@ class FileDiff:
 @dataclass(frozen=True)
 class DistDiff:
     name: str
-    old_version: Optional[str]
-    new_version: Optional[str]
-    archs_old: Tuple[str, ...]
-    archs_new: Tuple[str, ...]
+    old_version: str | None
+    new_version: str | None
+    archs_old: tuple[str, ...]
+    archs_new: tuple[str, ...]
 
     @property
-    def archs_added(self) -> Tuple[str, ...]:
+    def archs_added(self) -> tuple[str, ...]:
         return tuple(a for a in self.archs_new if a not in self.archs_old)
 
     @property
-    def archs_dropped(self) -> Tuple[str, ...]:
+    def archs_dropped(self) -> tuple[str, ...]:
         return tuple(a for a in self.archs_old if a not in self.archs_new)
 
 
@@ -63,8 +63,8 @@ class DistDiff:
 class DiffReport:
     old: str
     new: str
-    files: Tuple[FileDiff, ...]
-    distributions: Tuple[DistDiff, ...]
+    files: tuple[FileDiff, ...]
+    distributions: tuple[DistDiff, ...]
 
 
 def arch_order(arch: str):
@@ -72,15 +72,19 @@ def arch_order(arch: str):
     return ({"sm": 0, "compute": 1}.get(prefix, 2), sm, variant)
 
 
-def archs_of(r: FileReport) -> Tuple[str, ...]:
+def archs_of(r: FileReport) -> tuple[str, ...]:
     """Archs of the images a driver can load (not the ``__nv_relfatbin`` copies of a linked file)."""
     from fatbin_inspect.checks.gate import counted_fatbins
 
-    return tuple(sorted({e.arch for fb in counted_fatbins(r) for e in fb.entries if e.kind in (KIND_SASS, KIND_PTX)},
-                        key=arch_order))
+    return tuple(
+        sorted(
+            {e.arch for fb in counted_fatbins(r) for e in fb.entries if e.kind in (KIND_SASS, KIND_PTX)},
+            key=arch_order,
+        )
+    )
 
 
-def kernels_of(r: FileReport) -> Optional[frozenset]:
+def kernels_of(r: FileReport) -> frozenset | None:
     """Kernel names over all images; None when no entry was decoded for kernels."""
     if not any(e.kernels is not None for e in r.entries):
         return None
@@ -92,40 +96,58 @@ def match_key(path: str, root: str) -> str:
     if path == root:
         return "."
     if path.startswith(root + "!"):
-        rest = path[len(root) + 1:]
+        rest = path[len(root) + 1 :]
     else:
         rest = os.path.relpath(path.split("!", 1)[0], root).replace(os.sep, "/")
-        rest += path[len(path.split("!", 1)[0]):]
+        rest += path[len(path.split("!", 1)[0]) :]
     parts = [(_WHEEL.match(p).group(1) + ".whl") if _WHEEL.match(p) else p for p in rest.split("!")]
     return "!".join(parts)
 
 
-def _index(reports: Iterable[FileReport], root: str) -> Dict[str, FileReport]:
+def _index(reports: Iterable[FileReport], root: str) -> dict[str, FileReport]:
     return {match_key(r.path, root): r for r in reports if r.fatbins}
 
 
 def diff(old: Iterable[FileReport], old_root: str, new: Iterable[FileReport], new_root: str) -> DiffReport:
     olds, news = _index(old, old_root), _index(new, new_root)
-    files: List[FileDiff] = []
+    files: list[FileDiff] = []
     for key in sorted(set(olds) | set(news)):
         o, n = olds.get(key), news.get(key)
         dist = distribution_of(n or o)
         name = dist.split()[0] if dist else None
         if o is None or n is None:
-            files.append(FileDiff(key, o.path if o else None, n.path if n else None, name,
-                                  archs_added=archs_of(n) if n else (), archs_dropped=archs_of(o) if o else ()))
+            files.append(
+                FileDiff(
+                    key,
+                    o.path if o else None,
+                    n.path if n else None,
+                    name,
+                    archs_added=archs_of(n) if n else (),
+                    archs_dropped=archs_of(o) if o else (),
+                )
+            )
             continue
         ao, an = archs_of(o), archs_of(n)
         ko, kn = kernels_of(o), kernels_of(n)
         kadd = tuple(sorted(kn - ko)) if ko is not None and kn is not None else ()
         kdrop = tuple(sorted(ko - kn)) if ko is not None and kn is not None else ()
-        files.append(FileDiff(key, o.path, n.path, name, tuple(a for a in an if a not in ao),
-                              tuple(a for a in ao if a not in an), kadd, kdrop))
+        files.append(
+            FileDiff(
+                key,
+                o.path,
+                n.path,
+                name,
+                tuple(a for a in an if a not in ao),
+                tuple(a for a in ao if a not in an),
+                kadd,
+                kdrop,
+            )
+        )
     return DiffReport(old_root, new_root, tuple(files), _distributions(olds.values(), news.values()))
 
 
-def _distributions(old: Iterable[FileReport], new: Iterable[FileReport]) -> Tuple[DistDiff, ...]:
-    acc: Dict[str, Dict[str, object]] = {}
+def _distributions(old: Iterable[FileReport], new: Iterable[FileReport]) -> tuple[DistDiff, ...]:
+    acc: dict[str, dict[str, object]] = {}
     for side, reports in (("old", old), ("new", new)):
         for r in reports:
             dist = distribution_of(r)
@@ -135,26 +157,53 @@ def _distributions(old: Iterable[FileReport], new: Iterable[FileReport]) -> Tupl
             row = acc.setdefault(name, {"old": set(), "new": set(), "old_v": None, "new_v": None})
             row[side] |= set(archs_of(r))
             row[f"{side}_v"] = version or None
-    return tuple(DistDiff(name, row["old_v"], row["new_v"], tuple(sorted(row["old"], key=arch_order)),
-                          tuple(sorted(row["new"], key=arch_order)))
-                 for name, row in sorted(acc.items()))
+    return tuple(
+        DistDiff(
+            name,
+            row["old_v"],
+            row["new_v"],
+            tuple(sorted(row["old"], key=arch_order)),
+            tuple(sorted(row["new"], key=arch_order)),
+        )
+        for name, row in sorted(acc.items())
+    )
 
 
 def findings(d: DiffReport) -> FindingsReport:
     """Drops as findings (FBI010 arch, FBI011 kernels, FBI012 file) for the findings renderers."""
-    out: List[Finding] = []
-    checks: List[Check] = []
+    out: list[Finding] = []
+    checks: list[Check] = []
     for f in d.files:
         path = f.new_path or f.old_path
         checks.append(Check(path, None, f.distribution))
         if f.status == "dropped":
-            out.append(Finding("FBI012", "warning", f"{f.key} (with {', '.join(f.archs_dropped)}) is not in "
-                               f"the new release", path, None, None, f.distribution))
+            out.append(
+                Finding(
+                    "FBI012",
+                    "warning",
+                    f"{f.key} (with {', '.join(f.archs_dropped)}) is not in the new release",
+                    path,
+                    None,
+                    None,
+                    f.distribution,
+                )
+            )
             continue
         for arch in f.archs_dropped:
-            out.append(Finding("FBI010", "error", f"{arch} dropped from {f.key}", path, None, arch, f.distribution))
+            out.append(
+                Finding("FBI010", "error", f"{arch} dropped from {f.key}", path, None, arch, f.distribution)
+            )
         if f.kernels_dropped:
             shown = ", ".join(f.kernels_dropped[:3]) + (" ..." if len(f.kernels_dropped) > 3 else "")
-            out.append(Finding("FBI011", "warning", f"{len(f.kernels_dropped)} kernels dropped from {f.key}: {shown}",
-                               path, None, None, f.distribution))
+            out.append(
+                Finding(
+                    "FBI011",
+                    "warning",
+                    f"{len(f.kernels_dropped)} kernels dropped from {f.key}: {shown}",
+                    path,
+                    None,
+                    None,
+                    f.distribution,
+                )
+            )
     return FindingsReport("diff", tuple(sorted(out, key=sort_key)), tuple(checks), (), (d.old, d.new))

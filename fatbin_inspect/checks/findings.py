@@ -9,8 +9,8 @@ the policy can re-grade any rule).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Dict, Iterable, Optional, Tuple
 
 SEVERITIES = ("note", "warning", "error")  # ascending; SARIF's result levels use the same words
 FAIL_LEVELS = ("error", "warning", "never")
@@ -25,72 +25,124 @@ class Rule:
     help: str  # what to do about it: SARIF help / fullDescription
 
 
-RULES: Tuple[Rule, ...] = (
-    Rule("FBI001", "no-compatible-sass", "error",
-         "No compatible SASS (cubin) for a required target",
-         "Some fat binaries of this file hold no cubin that the required architecture can load, and no "
-         "usable PTX either: kernels fail with 'no kernel image is available' (209). Add the arch to "
-         "TORCH_CUDA_ARCH_LIST / CMAKE_CUDA_ARCHITECTURES / -gencode, or drop it from the policy."),
-    Rule("FBI002", "jit-only", "error",
-         "Only PTX (JIT) for a required target",
-         "No cubin fits, but PTX can be JIT-compiled by the driver: the first launch compiles every "
-         "kernel (seconds to minutes, cached in ~/.nv/ComputeCache) and fails with 222 on a driver "
-         "older than the PTX. Build SASS for the arch, or set ptx-counts = true to accept JIT (the "
-         "finding is then a note)."),
-    Rule("FBI003", "ptx-newer-than-driver", "error",
-         "PTX is newer than the minimum driver can JIT",
-         "The only usable code is PTX whose ISA version the minimum driver's JIT does not know: the "
-         "load fails with cudaErrorUnsupportedPtxVersion (222). Ship SASS for the GPU, build the PTX "
-         "with an older toolkit, or raise the minimum driver."),
-    Rule("FBI004", "runtime-needs-newer-driver", "error",
-         "The CUDA runtime the file needs is newer than the minimum driver",
-         "The file links a CUDA runtime whose major version the minimum driver does not serve: CUDA "
-         "initialisation fails with cudaErrorInsufficientDriver (35). Build against an older CUDA "
-         "major or raise the minimum driver."),
-    Rule("FBI005", "arch-specific-only", "warning",
-         "Only arch-specific code (sm_XYa) where a family or baseline target is required",
-         "sm_XYa cubins run on exactly one compute capability (sm_100a: B200 but not B300). Add a "
-         "baseline (sm_100) or family (sm_100f) build next to the arch-specific one."),
-    Rule("FBI006", "missing-forward-ptx", "warning",
-         "No PTX for the newest required architecture (no forward compatibility)",
-         "Without compute_XY PTX for the newest arch, GPUs newer than every cubin cannot JIT the "
-         "kernels and fail with 209. Add code=compute_XY to the newest -gencode (or '+PTX' to the "
-         "last TORCH_CUDA_ARCH_LIST entry)."),
-    Rule("FBI007", "surplus-or-forbidden-arch", "warning",
-         "Code for an architecture the policy forbids, or does not ask for",
-         "Forbidden archs are errors (e.g. code for GPUs the release must not claim); surplus archs "
-         "(allow-surplus = false) only cost size. Remove them from the build's arch list."),
-    Rule("FBI008", "unreadable-input", "error",
-         "An input could not be read or parsed",
-         "The file (or archive member) could not be read, so nothing can be said about its device "
-         "code. The message names the file and the byte offset; exclude it with 'ignore' if it is "
-         "not CUDA code."),
-    Rule("FBI009", "narrower-than-torch", "warning",
-         "Extension covers fewer architectures than the installed torch",
-         "torch itself runs on this GPU architecture but this extension has no code for it, so "
-         "calls into the extension fail there (209). Rebuild it with torch's arch list "
-         "(TORCH_CUDA_ARCH_LIST)."),
-    Rule("FBI010", "arch-dropped", "error",
-         "A release dropped device code for an architecture",
-         "The old release had code for this architecture and the new one does not: users on those "
-         "GPUs lose support (or fall back to JIT). Restore the arch or announce the drop."),
-    Rule("FBI011", "kernels-dropped", "warning",
-         "A release dropped kernels",
-         "Kernels present in the old release are missing from the new one for this architecture; "
-         "code launching them fails with 'named symbol not found' (500) or 209."),
-    Rule("FBI012", "file-dropped", "warning",
-         "A file with device code is missing from the new release",
-         "The old release shipped this file with device code; the new one does not have it at the "
-         "same path inside the container."),
-    Rule("FBI013", "gpu-unsupported-by-driver", "error",
-         "The driver branch does not support the target GPU",
-         "The driver branch predates the GPU (its compute capability needs a newer branch) or no longer "
-         "supports its architecture (legacy GPUs stay on their last branch): the GPU is not enumerated "
-         "and CUDA initialisation fails with cudaErrorNoDevice (100). Install a driver branch that "
-         "supports the GPU, or check against the branch the deployment really runs."),
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "FBI001",
+        "no-compatible-sass",
+        "error",
+        "No compatible SASS (cubin) for a required target",
+        "Some fat binaries of this file hold no cubin that the required architecture can load, and no "
+        "usable PTX either: kernels fail with 'no kernel image is available' (209). Add the arch to "
+        "TORCH_CUDA_ARCH_LIST / CMAKE_CUDA_ARCHITECTURES / -gencode, or drop it from the policy.",
+    ),
+    Rule(
+        "FBI002",
+        "jit-only",
+        "error",
+        "Only PTX (JIT) for a required target",
+        "No cubin fits, but PTX can be JIT-compiled by the driver: the first launch compiles every "
+        "kernel (seconds to minutes, cached in ~/.nv/ComputeCache) and fails with 222 on a driver "
+        "older than the PTX. Build SASS for the arch, or set ptx-counts = true to accept JIT (the "
+        "finding is then a note).",
+    ),
+    Rule(
+        "FBI003",
+        "ptx-newer-than-driver",
+        "error",
+        "PTX is newer than the minimum driver can JIT",
+        "The only usable code is PTX whose ISA version the minimum driver's JIT does not know: the "
+        "load fails with cudaErrorUnsupportedPtxVersion (222). Ship SASS for the GPU, build the PTX "
+        "with an older toolkit, or raise the minimum driver.",
+    ),
+    Rule(
+        "FBI004",
+        "runtime-needs-newer-driver",
+        "error",
+        "The CUDA runtime the file needs is newer than the minimum driver",
+        "The file links a CUDA runtime whose major version the minimum driver does not serve: CUDA "
+        "initialisation fails with cudaErrorInsufficientDriver (35). Build against an older CUDA "
+        "major or raise the minimum driver.",
+    ),
+    Rule(
+        "FBI005",
+        "arch-specific-only",
+        "warning",
+        "Only arch-specific code (sm_XYa) where a family or baseline target is required",
+        "sm_XYa cubins run on exactly one compute capability (sm_100a: B200 but not B300). Add a "
+        "baseline (sm_100) or family (sm_100f) build next to the arch-specific one.",
+    ),
+    Rule(
+        "FBI006",
+        "missing-forward-ptx",
+        "warning",
+        "No PTX for the newest required architecture (no forward compatibility)",
+        "Without compute_XY PTX for the newest arch, GPUs newer than every cubin cannot JIT the "
+        "kernels and fail with 209. Add code=compute_XY to the newest -gencode (or '+PTX' to the "
+        "last TORCH_CUDA_ARCH_LIST entry).",
+    ),
+    Rule(
+        "FBI007",
+        "surplus-or-forbidden-arch",
+        "warning",
+        "Code for an architecture the policy forbids, or does not ask for",
+        "Forbidden archs are errors (e.g. code for GPUs the release must not claim); surplus archs "
+        "(allow-surplus = false) only cost size. Remove them from the build's arch list.",
+    ),
+    Rule(
+        "FBI008",
+        "unreadable-input",
+        "error",
+        "An input could not be read or parsed",
+        "The file (or archive member) could not be read, so nothing can be said about its device "
+        "code. The message names the file and the byte offset; exclude it with 'ignore' if it is "
+        "not CUDA code.",
+    ),
+    Rule(
+        "FBI009",
+        "narrower-than-torch",
+        "warning",
+        "Extension covers fewer architectures than the installed torch",
+        "torch itself runs on this GPU architecture but this extension has no code for it, so "
+        "calls into the extension fail there (209). Rebuild it with torch's arch list "
+        "(TORCH_CUDA_ARCH_LIST).",
+    ),
+    Rule(
+        "FBI010",
+        "arch-dropped",
+        "error",
+        "A release dropped device code for an architecture",
+        "The old release had code for this architecture and the new one does not: users on those "
+        "GPUs lose support (or fall back to JIT). Restore the arch or announce the drop.",
+    ),
+    Rule(
+        "FBI011",
+        "kernels-dropped",
+        "warning",
+        "A release dropped kernels",
+        "Kernels present in the old release are missing from the new one for this architecture; "
+        "code launching them fails with 'named symbol not found' (500) or 209.",
+    ),
+    Rule(
+        "FBI012",
+        "file-dropped",
+        "warning",
+        "A file with device code is missing from the new release",
+        "The old release shipped this file with device code; the new one does not have it at the "
+        "same path inside the container.",
+    ),
+    Rule(
+        "FBI013",
+        "gpu-unsupported-by-driver",
+        "error",
+        "The driver branch does not support the target GPU",
+        "The driver branch predates the GPU (its compute capability needs a newer branch) or no longer "
+        "supports its architecture (legacy GPUs stay on their last branch): the GPU is not enumerated "
+        "and CUDA initialisation fails with cudaErrorNoDevice (100). Install a driver branch that "
+        "supports the GPU, or check against the branch the deployment really runs.",
+    ),
 )
 
-RULE_BY_ID: Dict[str, Rule] = {r.id: r for r in RULES}
+RULE_BY_ID: dict[str, Rule] = {r.id: r for r in RULES}
 
 
 @dataclass(frozen=True)
@@ -99,10 +151,10 @@ class Finding:
     severity: str
     message: str  # one line, names the arch/target; the path is rendered separately
     path: str  # the artifact: a file, or CONTAINER!MEMBER
-    target: Optional[str] = None  # "sm_90", "H100 SXM (CC 9.0), driver 535"; None: file-wide
-    arch: Optional[str] = None  # the arch the finding is about, when there is one
-    distribution: Optional[str] = None  # "bitsandbytes 0.42.0"
-    offset: Optional[int] = None  # byte offset for unreadable inputs
+    target: str | None = None  # "sm_90", "H100 SXM (CC 9.0), driver 535"; None: file-wide
+    arch: str | None = None  # the arch the finding is about, when there is one
+    distribution: str | None = None  # "bitsandbytes 0.42.0"
+    offset: int | None = None  # byte offset for unreadable inputs
 
     @property
     def rule(self) -> Rule:
@@ -120,8 +172,8 @@ class Check:
     """One artifact checked against one target: a JUnit test case (target None: file-wide rules)."""
 
     path: str
-    target: Optional[str] = None
-    distribution: Optional[str] = None
+    target: str | None = None
+    distribution: str | None = None
 
 
 @dataclass(frozen=True)
@@ -129,10 +181,10 @@ class FindingsReport:
     """What a reporting command hands to the findings renderers."""
 
     command: str  # gate | diff | check | scan
-    findings: Tuple[Finding, ...]
-    checks: Tuple[Check, ...] = ()
-    targets: Tuple[str, ...] = ()  # what was checked, in order: required archs, then GPU targets
-    inputs: Tuple[str, ...] = ()
+    findings: tuple[Finding, ...]
+    checks: tuple[Check, ...] = ()
+    targets: tuple[str, ...] = ()  # what was checked, in order: required archs, then GPU targets
+    inputs: tuple[str, ...] = ()
 
 
 def rank(severity: str) -> int:
@@ -147,8 +199,8 @@ def fails(findings: Iterable[Finding], fail_on: str) -> bool:
     return any(rank(f.severity) >= floor for f in findings)
 
 
-def counts(findings: Iterable[Finding]) -> Dict[str, int]:
-    out = {s: 0 for s in SEVERITIES}
+def counts(findings: Iterable[Finding]) -> dict[str, int]:
+    out = dict.fromkeys(SEVERITIES, 0)
     for f in findings:
         out[f.severity] += 1
     return out
@@ -158,11 +210,11 @@ def sort_key(f: Finding):
     return (f.path, -rank(f.severity), f.rule_id, f.target or "", f.arch or "")
 
 
-def findings_for(check: Check, findings: Iterable[Finding]) -> Tuple[Finding, ...]:
+def findings_for(check: Check, findings: Iterable[Finding]) -> tuple[Finding, ...]:
     return tuple(f for f in findings if f.path == check.path and f.target == check.target)
 
 
-def split_path(path: str) -> Tuple[str, Optional[str]]:
+def split_path(path: str) -> tuple[str, str | None]:
     """``dist/x.whl!pkg/lib.so`` -> (``dist/x.whl``, ``pkg/lib.so``); plain files -> (path, None)."""
     head, sep, tail = path.partition("!")
     return (head, tail) if sep else (path, None)

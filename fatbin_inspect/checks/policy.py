@@ -31,11 +31,12 @@ import fnmatch
 import os
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any
 
-from fatbin_inspect.errors import UsageError
 from fatbin_inspect.checks.findings import FAIL_LEVELS, RULE_BY_ID, SEVERITIES
+from fatbin_inspect.errors import UsageError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -47,10 +48,10 @@ SECTION = "fatbin-inspect"
 
 @dataclass(frozen=True)
 class Override:
-    match: Tuple[str, ...]  # globs tried on the artifact path, its file name and its distribution name
-    values: Tuple[Tuple[str, Any], ...]  # normalized policy fields
+    match: tuple[str, ...]  # globs tried on the artifact path, its file name and its distribution name
+    values: tuple[tuple[str, Any], ...]  # normalized policy fields
 
-    def applies(self, path: str, distribution: Optional[str]) -> bool:
+    def applies(self, path: str, distribution: str | None) -> bool:
         names = [path, os.path.basename(path.replace("!", "/"))]
         if distribution:
             names += [distribution, distribution.split()[0]]
@@ -59,22 +60,23 @@ class Override:
 
 @dataclass(frozen=True)
 class Policy:
-    require: Tuple[str, ...] = ()  # normalized SASS archs: sm_80, sm_90a, sm_100f
+    require: tuple[str, ...] = ()  # normalized SASS archs: sm_80, sm_90a, sm_100f
     ptx_counts: bool = False  # JIT-able PTX satisfies a required arch (as a note, FBI002)
     require_ptx: bool = False  # PTX for the newest required arch (FBI006)
-    forbid: Tuple[str, ...] = ()  # sm_XX / compute_XX archs that must not appear (FBI007 error)
+    forbid: tuple[str, ...] = ()  # sm_XX / compute_XX archs that must not appear (FBI007 error)
     allow_surplus: bool = True  # False: SASS for archs not in `require` is FBI007 (warning)
-    gpus: Tuple[str, ...] = ()  # GPU names for the compatibility engine (FBI001-FBI004)
-    min_driver: Optional[str] = None  # "535", "550.54.14": oldest driver the release supports
-    ignore: Tuple[str, ...] = ()  # globs over artifact paths and file names
-    severity: Tuple[Tuple[str, str], ...] = ()  # (rule id, severity) re-grades
-    disable: Tuple[str, ...] = ()  # rule ids never reported
+    gpus: tuple[str, ...] = ()  # GPU names for the compatibility engine (FBI001-FBI004)
+    min_driver: str | None = None  # "535", "550.54.14": oldest driver the release supports
+    ignore: tuple[str, ...] = ()  # globs over artifact paths and file names
+    severity: tuple[tuple[str, str], ...] = ()  # (rule id, severity) re-grades
+    disable: tuple[str, ...] = ()  # rule ids never reported
     fail_on: str = "error"
-    overrides: Tuple[Override, ...] = ()
-    source: Optional[str] = None  # the pyproject.toml read, for messages
+    overrides: tuple[Override, ...] = ()
+    source: str | None = None  # the pyproject.toml read, for messages
 
-    def for_artifact(self, path: str, distribution: Optional[str] = None,
-                     flags: Optional[Mapping[str, Any]] = None) -> "Policy":
+    def for_artifact(
+        self, path: str, distribution: str | None = None, flags: Mapping[str, Any] | None = None
+    ) -> Policy:
         """This policy with the matching overrides applied, then ``flags`` again on top."""
         pol = self
         for ov in self.overrides:
@@ -89,14 +91,14 @@ class Policy:
         member = path.split("!", 1)[1] if "!" in path else None
         return any(fnmatch.fnmatchcase(n, g) for g in self.ignore for n in (path, base, member) if n)
 
-    def grade(self, rule_id: str, severity: str) -> Optional[str]:
+    def grade(self, rule_id: str, severity: str) -> str | None:
         """The severity to report ``rule_id`` at, or None when the rule is disabled."""
         if rule_id in self.disable:
             return None
         return dict(self.severity).get(rule_id, severity)
 
 
-def distribution_of(report) -> Optional[str]:
+def distribution_of(report) -> str | None:
     """``report.distribution`` (set by scan), else "name version" from a wheel file name in the path."""
     if report.distribution:
         return report.distribution
@@ -128,14 +130,14 @@ def normalize_arch(text: str, where: str = "arch") -> str:
     return f"{prefix or 'sm'}_{sm}{variant}"
 
 
-def split_arch(arch: str) -> Tuple[str, int, str]:
+def split_arch(arch: str) -> tuple[str, int, str]:
     """``sm_100a`` -> ("sm", 100, "a")."""
     prefix, _, rest = arch.partition("_")
     variant = rest[-1] if rest[-1] in "af" else ""
     return prefix, int(rest.rstrip("af")), variant
 
 
-def arch_list(value: Any, where: str) -> Tuple[str, ...]:
+def arch_list(value: Any, where: str) -> tuple[str, ...]:
     """A list, or a comma/space separated string, of arch names -> normalized, deduplicated."""
     items = value.replace(",", " ").split() if isinstance(value, str) else value
     if not isinstance(items, (list, tuple)):
@@ -153,15 +155,17 @@ _BOOL_KEYS = ("ptx_counts", "require_ptx", "allow_surplus")
 _KEYS = {f.name for f in dataclasses.fields(Policy)} - {"overrides", "source"}
 
 
-def normalize(values: Mapping[str, Any], where: str) -> Dict[str, Any]:
+def normalize(values: Mapping[str, Any], where: str) -> dict[str, Any]:
     """Validate raw TOML/flag values (kebab or snake case keys) into Policy field values."""
-    out: Dict[str, Any] = {}
+    out: dict[str, Any] = {}
     for raw_key, val in values.items():
         key = raw_key.replace("-", "_")
         here = f"{where}: {raw_key}"
         if key not in _KEYS:
-            raise UsageError(f"{where}: unknown key {raw_key!r} (known: "
-                             f"{', '.join(sorted(k.replace('_', '-') for k in _KEYS | {'overrides'}))})")
+            raise UsageError(
+                f"{where}: unknown key {raw_key!r} (known: "
+                f"{', '.join(sorted(k.replace('_', '-') for k in _KEYS | {'overrides'}))})"
+            )
         if key in ("require", "forbid"):
             out[key] = arch_list(val, here)
         elif key in _BOOL_KEYS:
@@ -203,7 +207,7 @@ def _rule_id(text: Any, where: str) -> str:
     return rid
 
 
-def from_mapping(section: Mapping[str, Any], source: Optional[str] = None) -> Policy:
+def from_mapping(section: Mapping[str, Any], source: str | None = None) -> Policy:
     """A Policy from the ``[tool.fatbin-inspect]`` table (already parsed)."""
     where = f"{source or 'pyproject.toml'} [tool.{SECTION}]"
     values = dict(section)
@@ -217,13 +221,13 @@ def from_mapping(section: Mapping[str, Any], source: Optional[str] = None) -> Po
         if isinstance(match, str):
             match = [match]
         if not match or not all(isinstance(m, str) for m in match):
-            raise UsageError(f"{where}: overrides[{i}]: needs match = \"GLOB\" (or a list of globs)")
+            raise UsageError(f'{where}: overrides[{i}]: needs match = "GLOB" (or a list of globs)')
         body = normalize(ov, f"{where} overrides[{i}]")
         overrides.append(Override(tuple(match), tuple(body.items())))
     return Policy(**normalize(values, where), overrides=tuple(overrides), source=source)
 
 
-def find_pyproject(start: str = ".") -> Optional[str]:
+def find_pyproject(start: str = ".") -> str | None:
     """The nearest pyproject.toml at or above ``start`` (as ruff and pytest look for it)."""
     d = os.path.abspath(start)
     while True:
@@ -236,7 +240,7 @@ def find_pyproject(start: str = ".") -> Optional[str]:
         d = parent
 
 
-def read_section(path: str) -> Dict[str, Any]:
+def read_section(path: str) -> dict[str, Any]:
     """``[tool.fatbin-inspect]`` of a TOML file ({} when absent); a syntax error is a UsageError."""
     try:
         with open(path, "rb") as fh:
@@ -251,8 +255,9 @@ def read_section(path: str) -> Dict[str, Any]:
     return section
 
 
-def load(config: Optional[str] = None, flags: Optional[Mapping[str, Any]] = None,
-         search_from: str = ".") -> Tuple[Policy, Dict[str, Any]]:
+def load(
+    config: str | None = None, flags: Mapping[str, Any] | None = None, search_from: str = "."
+) -> tuple[Policy, dict[str, Any]]:
     """(policy from the file with flags on top, normalized flags to reapply after overrides).
 
     ``config``: an explicit TOML file; None looks for the nearest pyproject.toml; "" reads none.

@@ -13,8 +13,15 @@ import zipfile
 
 import click
 
-from fatbin_inspect.cli.common import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, color_for, note_error, output_option,
-                                       write_output)
+from fatbin_inspect.cli.common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_USAGE,
+    color_for,
+    note_error,
+    output_option,
+    write_output,
+)
 from fatbin_inspect.cli.gate import findings_format_option, write_findings
 from fatbin_inspect.cli.inventory import iter_reports
 from fatbin_inspect.compat import runtime
@@ -42,15 +49,36 @@ def wheel_runtime(path: str):
 
 @click.command("check")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=True))
-@click.option("--gpu", "gpus", multiple=True, envvar="FATBIN_INSPECT_GPU",
-              help="GPU: a name ('RTX 4090', 'NVIDIA H100 80GB HBM3'), a CC (8.9), an SM (sm_89) or 'auto'. Repeatable.")
-@click.option("--driver", default=None, envvar="FATBIN_INSPECT_DRIVER",
-              help="Linux driver version (550.54.14), branch (550) or 'auto'; default: newest known branch.")
-@click.option("--env", "env_pairs", multiple=True, metavar="NAME=VALUE",
-              help="Environment of the deployment: CUDA_FORCE_PTX_JIT=1, CUDA_DISABLE_PTX_JIT=1. Repeatable.")
-@click.option("--inherit-env", is_flag=True, help="Also read CUDA_* switches from this process's environment.")
-@click.option("--fail-on", type=click.Choice(["error", "warning"]), default="error", show_default=True,
-              help="Exit 1 on failures only, or also when something needs PTX JIT.")
+@click.option(
+    "--gpu",
+    "gpus",
+    multiple=True,
+    envvar="FATBIN_INSPECT_GPU",
+    help="GPU: a name ('RTX 4090', 'NVIDIA H100 80GB HBM3'), a CC (8.9), an SM (sm_89) or 'auto'. Repeatable.",
+)
+@click.option(
+    "--driver",
+    default=None,
+    envvar="FATBIN_INSPECT_DRIVER",
+    help="Linux driver version (550.54.14), branch (550) or 'auto'; default: newest known branch.",
+)
+@click.option(
+    "--env",
+    "env_pairs",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Environment of the deployment: CUDA_FORCE_PTX_JIT=1, CUDA_DISABLE_PTX_JIT=1. Repeatable.",
+)
+@click.option(
+    "--inherit-env", is_flag=True, help="Also read CUDA_* switches from this process's environment."
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(["error", "warning"]),
+    default="error",
+    show_default=True,
+    help="Exit 1 on failures only, or also when something needs PTX JIT.",
+)
 @click.option("--per-fatbin", is_flag=True, help="JSON: add every fatbin's verdict and every entry's.")
 @click.option("--kernels", "all_kernels", is_flag=True, help="Table: list every kernel without an image.")
 @findings_format_option

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional
 
 import click
 
@@ -21,7 +20,7 @@ def note_error(report: FileReport) -> None:
     click.echo(f"fatbin-inspect: {report.path}{where}: {report.error.message}", err=True)
 
 
-def write_output(text: str, output: Optional[str]) -> None:
+def write_output(text: str, output: str | None) -> None:
     if output and output != "-":
         with open(output, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -30,7 +29,7 @@ def write_output(text: str, output: Optional[str]) -> None:
         sys.stdout.flush()
 
 
-def color_for(output: Optional[str]) -> bool:
+def color_for(output: str | None) -> bool:
     from fatbin_inspect.render.console import want_color
 
     if output and output != "-":
@@ -39,10 +38,22 @@ def color_for(output: Optional[str]) -> bool:
 
 
 def format_option(choices, default="table"):
-    return click.option("--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
-                        envvar="FATBIN_INSPECT_FORMAT", help="Output format (env FATBIN_INSPECT_FORMAT).")
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(choices),
+        default=default,
+        show_default=True,
+        envvar="FATBIN_INSPECT_FORMAT",
+        help="Output format (env FATBIN_INSPECT_FORMAT).",
+    )
 
 
-output_option = click.option("--output", "-o", "output", default=None, envvar="FATBIN_INSPECT_OUTPUT",
-                             help="Write the report to FILE instead of stdout (env FATBIN_INSPECT_OUTPUT).")
-
+output_option = click.option(
+    "--output",
+    "-o",
+    "output",
+    default=None,
+    envvar="FATBIN_INSPECT_OUTPUT",
+    help="Write the report to FILE instead of stdout (env FATBIN_INSPECT_OUTPUT).",
+)

@@ -9,19 +9,28 @@ from __future__ import annotations
 
 import click
 
+from fatbin_inspect.checks.findings import fails
 from fatbin_inspect.cli.common import EXIT_FINDINGS, EXIT_OK, color_for, output_option, write_output
 from fatbin_inspect.cli.gate import emit_findings, findings_format_option
-from fatbin_inspect.checks.findings import fails
 from fatbin_inspect.inventory.core import Options
 
 
 @click.command("diff")
 @click.argument("old", type=click.Path(exists=True))
 @click.argument("new", type=click.Path(exists=True))
-@click.option("--fail-on-dropped", is_flag=True, envvar="FATBIN_INSPECT_FAIL_ON_DROPPED",
-              help="Exit 1 when an arch, kernels or a file with device code were dropped.")
-@click.option("--kernels/--no-kernels", default=True, show_default=True, envvar="FATBIN_INSPECT_KERNELS",
-              help="Compare kernel names too (decodes every image).")
+@click.option(
+    "--fail-on-dropped",
+    is_flag=True,
+    envvar="FATBIN_INSPECT_FAIL_ON_DROPPED",
+    help="Exit 1 when an arch, kernels or a file with device code were dropped.",
+)
+@click.option(
+    "--kernels/--no-kernels",
+    default=True,
+    show_default=True,
+    envvar="FATBIN_INSPECT_KERNELS",
+    help="Compare kernel names too (decodes every image).",
+)
 @findings_format_option
 @output_option
 def diff_cmd(old, new, fail_on_dropped, kernels, fmt, output):
@@ -41,7 +50,9 @@ def diff_cmd(old, new, fail_on_dropped, kernels, fmt, output):
         elif fmt == "markdown":
             text = diff_format.render_diff_markdown(d)
         else:
-            text = json_format.dumps({**findings_json.document(report, level), "diff": diff_format.diff_dict(d)})
+            text = json_format.dumps(
+                {**findings_json.document(report, level), "diff": diff_format.diff_dict(d)}
+            )
         write_output(text, output)
         raise SystemExit(EXIT_FINDINGS if fails(report.findings, level) else EXIT_OK)
     emit_findings(report, fmt, level, output, exit_zero=False)

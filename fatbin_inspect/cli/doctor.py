@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import click
 
-from fatbin_inspect.cli.common import (EXIT_FINDINGS, EXIT_NO_DEVICE, EXIT_OK, color_for, format_option,
-                                       output_option, write_output)
+from fatbin_inspect.cli.common import (
+    EXIT_FINDINGS,
+    EXIT_NO_DEVICE,
+    EXIT_OK,
+    color_for,
+    format_option,
+    output_option,
+    write_output,
+)
 
 
 @click.command("doctor")
-@click.option("--no-torch-archs", is_flag=True,
-              help="Do not read torch's arch list from libtorch_cuda.so (a large file).")
+@click.option(
+    "--no-torch-archs",
+    is_flag=True,
+    help="Do not read torch's arch list from libtorch_cuda.so (a large file).",
+)
 @format_option(["table", "json"])
 @output_option
 def doctor_cmd(no_torch_archs, fmt, output):
@@ -22,14 +32,15 @@ def doctor_cmd(no_torch_archs, fmt, output):
     Exit codes: 0 nothing fails, 1 a condition fails, 4 no NVIDIA driver or GPU found
     (the report is printed all the same).
     """
-    from fatbin_inspect.system import stack as stack_mod
     from fatbin_inspect.compat import data
-    from fatbin_inspect.system.diagnose import diagnose
     from fatbin_inspect.render import json_format
     from fatbin_inspect.render.device_records import doctor_document
+    from fatbin_inspect.system import stack as stack_mod
+    from fatbin_inspect.system.diagnose import diagnose
 
-    st = stack_mod.discover(torch_archs=not no_torch_archs,
-                            tegra_ccs=[f"{a}.{b}" for a, b in data.tegra_ccs()])
+    st = stack_mod.discover(
+        torch_archs=not no_torch_archs, tegra_ccs=[f"{a}.{b}" for a, b in data.tegra_ccs()]
+    )
     diag = diagnose(st)
     if fmt == "json":
         text = json_format.dumps(doctor_document(st, diag))

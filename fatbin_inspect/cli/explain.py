@@ -22,6 +22,10 @@ def explain_cmd(error, fmt, output):
     e = explain(query)
     if e is None:
         raise UsageError(f"explain: {query!r} matches no known CUDA error number, name or message")
-    text = json_format.dumps(explain_text.explanation_dict(e)) if fmt == "json" else explain_text.explanation_text(e)
+    text = (
+        json_format.dumps(explain_text.explanation_dict(e))
+        if fmt == "json"
+        else explain_text.explanation_text(e)
+    )
     write_output(text, output)
     raise SystemExit(EXIT_OK)

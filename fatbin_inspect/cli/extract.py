@@ -9,9 +9,9 @@ import click
 
 from fatbin_inspect.cli.common import EXIT_OK, note_error
 from fatbin_inspect.errors import InputError
-from fatbin_inspect.inventory.core import Options, inspect_pairs, payload
 from fatbin_inspect.formats.binio import open_blob
 from fatbin_inspect.formats.decompress import Budget
+from fatbin_inspect.inventory.core import Options, inspect_pairs, payload
 from fatbin_inspect.inventory.walk import iter_files
 
 _SUFFIX = {"sass": ".cubin", "ptx": ".ptx", "ltoir": ".ltoir", "unknown": ".bin"}
@@ -23,11 +23,24 @@ def _safe(name: str) -> str:
 
 @click.command("extract")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--arch", "arches", multiple=True, help="Only these archs (sm_90, sm_90a, compute_120f, 90...).")
-@click.option("--kind", "kinds", multiple=True, type=click.Choice(["sass", "ptx", "ltoir", "unknown"]),
-              help="Only these kinds.")
-@click.option("--output-dir", "-o", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Directory for the extracted images (created).")
+@click.option(
+    "--arch", "arches", multiple=True, help="Only these archs (sm_90, sm_90a, compute_120f, 90...)."
+)
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=click.Choice(["sass", "ptx", "ltoir", "unknown"]),
+    help="Only these kinds.",
+)
+@click.option(
+    "--output-dir",
+    "-o",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Directory for the extracted images (created).",
+)
 def extract_cmd(paths, arches, kinds, out_dir):
     """Write entries, decompressed, as files (what cuobjdump -xelf/-xptx does).
 
@@ -57,7 +70,9 @@ def extract_cmd(paths, arches, kinds, out_dir):
                         try:
                             data = payload(b, e, budget)
                         except InputError as exc:
-                            click.echo(f"fatbin-inspect: {rec.path} at offset {e.offset:#x}: {exc.message}", err=True)
+                            click.echo(
+                                f"fatbin-inspect: {rec.path} at offset {e.offset:#x}: {exc.message}", err=True
+                            )
                             continue
                         if e.kind == "ptx":
                             data = data.split(b"\0", 1)[0]

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from typing import Optional
 
 import click
 
+from fatbin_inspect.checks.findings import FAIL_LEVELS, FindingsReport, fails
 from fatbin_inspect.cli.common import EXIT_FINDINGS, EXIT_OK, output_option
 from fatbin_inspect.errors import UsageError
-from fatbin_inspect.checks.findings import FAIL_LEVELS, FindingsReport, fails
-from fatbin_inspect.inventory.core import Options, inspect_path
 from fatbin_inspect.formats.model import FileReport
+from fatbin_inspect.inventory.core import Options, inspect_path
 
 FORMATS = ["table", "json", "jsonl", "sarif", "junit", "github", "markdown"]
 TORCH_LIB = "torch/lib/libtorch_cuda.so"
@@ -28,18 +27,36 @@ def _env(name: str) -> str:
 
 
 def findings_format_option(f):
-    return click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-                        envvar=_env("FORMAT"), help="Output format (env FATBIN_INSPECT_FORMAT).")(f)
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        default="table",
+        show_default=True,
+        envvar=_env("FORMAT"),
+        help="Output format (env FATBIN_INSPECT_FORMAT).",
+    )(f)
 
 
 def fail_options(f):
-    f = click.option("--exit-zero", is_flag=True, envvar=_env("EXIT_ZERO"),
-                     help="Exit 0 even when findings reach the fail level (env FATBIN_INSPECT_EXIT_ZERO).")(f)
-    return click.option("--fail-on", type=click.Choice(FAIL_LEVELS), default=None, envvar=_env("FAIL_ON"),
-                        help="Lowest severity that fails (default: error; env FATBIN_INSPECT_FAIL_ON).")(f)
+    f = click.option(
+        "--exit-zero",
+        is_flag=True,
+        envvar=_env("EXIT_ZERO"),
+        help="Exit 0 even when findings reach the fail level (env FATBIN_INSPECT_EXIT_ZERO).",
+    )(f)
+    return click.option(
+        "--fail-on",
+        type=click.Choice(FAIL_LEVELS),
+        default=None,
+        envvar=_env("FAIL_ON"),
+        help="Lowest severity that fails (default: error; env FATBIN_INSPECT_FAIL_ON).",
+    )(f)
 
 
-def emit_findings(report: FindingsReport, fmt: str, fail_on: str, output: Optional[str], exit_zero: bool) -> None:
+def emit_findings(
+    report: FindingsReport, fmt: str, fail_on: str, output: str | None, exit_zero: bool
+) -> None:
     """``write_findings``, then exit 0/1 by the fail level. Shared by every command that reports findings."""
     write_findings(report, fmt, fail_on, output)
     if fails(report.findings, fail_on) and not exit_zero:
@@ -47,7 +64,7 @@ def emit_findings(report: FindingsReport, fmt: str, fail_on: str, output: Option
     raise SystemExit(EXIT_OK)
 
 
-def write_findings(report: FindingsReport, fmt: str, fail_on: str, output: Optional[str]) -> None:
+def write_findings(report: FindingsReport, fmt: str, fail_on: str, output: str | None) -> None:
     """Render ``report`` in ``fmt`` to ``output`` (stdout) and append the job summary for ``github``."""
     from fatbin_inspect.cli.common import color_for, write_output
 
@@ -74,6 +91,7 @@ def write_findings(report: FindingsReport, fmt: str, fail_on: str, output: Optio
 
         def render(rep, level):
             return render_gate_table(rep, level, color=color_for(output))
+
     write_output(render(report, fail_on), output)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary is not None and step_summary:
@@ -97,7 +115,7 @@ def torch_reference(match: str, reports) -> FileReport:
     return next(iter(inspect_path(lib, Options())))
 
 
-def installed_torch_lib() -> Optional[str]:
+def installed_torch_lib() -> str | None:
     spec = importlib.util.find_spec("torch")  # locates the package without importing it
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -107,31 +125,89 @@ def installed_torch_lib() -> Optional[str]:
 
 @click.command("gate")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
-@click.option("--require", default=None, envvar=_env("REQUIRE"),
-              help="Required SASS archs, e.g. sm_80,sm_90,sm_100,sm_120 (env FATBIN_INSPECT_REQUIRE).")
-@click.option("--ptx-counts/--no-ptx-counts", default=None, envvar=_env("PTX_COUNTS"),
-              help="Accept JIT-able PTX in place of SASS (as a note).")
-@click.option("--require-ptx/--no-require-ptx", default=None, envvar=_env("REQUIRE_PTX"),
-              help="Require PTX for the newest required arch (forward compatibility).")
-@click.option("--forbid", default=None, envvar=_env("FORBID"), help="Archs that must not appear, e.g. sm_50,compute_50.")
-@click.option("--allow-surplus/--no-allow-surplus", default=None, envvar=_env("ALLOW_SURPLUS"),
-              help="Accept SASS for archs the policy does not require (default: yes).")
-@click.option("--gpu", "gpus", default=None, envvar=_env("GPU"),
-              help="Target GPUs, comma-separated ('H100,RTX 5090,8.9'): checked with the compatibility engine.")
-@click.option("--min-driver", default=None, envvar=_env("MIN_DRIVER"),
-              help="Oldest driver the release supports (535, 550.54.14): PTX and runtime checks.")
-@click.option("--ignore", "ignore", multiple=True, envvar=_env("IGNORE"), help="Skip artifacts matching GLOB (repeat).")
-@click.option("--disable", default=None, envvar=_env("DISABLE"), help="Rule ids never reported, e.g. FBI007,FBI006.")
-@click.option("--match", "match", default=None, envvar=_env("MATCH"),
-              help="'torch': report extensions with fewer archs than the installed torch (FBI009).")
-@click.option("--config", default=None, envvar=_env("CONFIG"), type=click.Path(dir_okay=False),
-              help="Policy file (default: the nearest pyproject.toml).")
+@click.option(
+    "--require",
+    default=None,
+    envvar=_env("REQUIRE"),
+    help="Required SASS archs, e.g. sm_80,sm_90,sm_100,sm_120 (env FATBIN_INSPECT_REQUIRE).",
+)
+@click.option(
+    "--ptx-counts/--no-ptx-counts",
+    default=None,
+    envvar=_env("PTX_COUNTS"),
+    help="Accept JIT-able PTX in place of SASS (as a note).",
+)
+@click.option(
+    "--require-ptx/--no-require-ptx",
+    default=None,
+    envvar=_env("REQUIRE_PTX"),
+    help="Require PTX for the newest required arch (forward compatibility).",
+)
+@click.option(
+    "--forbid", default=None, envvar=_env("FORBID"), help="Archs that must not appear, e.g. sm_50,compute_50."
+)
+@click.option(
+    "--allow-surplus/--no-allow-surplus",
+    default=None,
+    envvar=_env("ALLOW_SURPLUS"),
+    help="Accept SASS for archs the policy does not require (default: yes).",
+)
+@click.option(
+    "--gpu",
+    "gpus",
+    default=None,
+    envvar=_env("GPU"),
+    help="Target GPUs, comma-separated ('H100,RTX 5090,8.9'): checked with the compatibility engine.",
+)
+@click.option(
+    "--min-driver",
+    default=None,
+    envvar=_env("MIN_DRIVER"),
+    help="Oldest driver the release supports (535, 550.54.14): PTX and runtime checks.",
+)
+@click.option(
+    "--ignore", "ignore", multiple=True, envvar=_env("IGNORE"), help="Skip artifacts matching GLOB (repeat)."
+)
+@click.option(
+    "--disable", default=None, envvar=_env("DISABLE"), help="Rule ids never reported, e.g. FBI007,FBI006."
+)
+@click.option(
+    "--match",
+    "match",
+    default=None,
+    envvar=_env("MATCH"),
+    help="'torch': report extensions with fewer archs than the installed torch (FBI009).",
+)
+@click.option(
+    "--config",
+    default=None,
+    envvar=_env("CONFIG"),
+    type=click.Path(dir_okay=False),
+    help="Policy file (default: the nearest pyproject.toml).",
+)
 @click.option("--isolated", is_flag=True, envvar=_env("ISOLATED"), help="Read no policy file; flags only.")
 @fail_options
 @findings_format_option
 @output_option
-def gate_cmd(paths, require, ptx_counts, require_ptx, forbid, allow_surplus, gpus, min_driver, ignore, disable,
-             match, config, isolated, fail_on, exit_zero, fmt, output):
+def gate_cmd(
+    paths,
+    require,
+    ptx_counts,
+    require_ptx,
+    forbid,
+    allow_surplus,
+    gpus,
+    min_driver,
+    ignore,
+    disable,
+    match,
+    config,
+    isolated,
+    fail_on,
+    exit_zero,
+    fmt,
+    output,
+):
     """Check PATHS (files, wheels, directories) against the release policy; findings FBI001...
 
     \b
@@ -139,12 +215,21 @@ def gate_cmd(paths, require, ptx_counts, require_ptx, forbid, allow_surplus, gpu
     fatbin-inspect gate --match torch        # extensions narrower than the installed torch
     """
     from fatbin_inspect.checks import policy as policy_mod
-    from fatbin_inspect.cli.inventory import iter_reports
     from fatbin_inspect.checks.gate import gate
+    from fatbin_inspect.cli.inventory import iter_reports
 
-    flags = {"require": require, "ptx_counts": ptx_counts, "require_ptx": require_ptx, "forbid": forbid,
-             "allow_surplus": allow_surplus, "gpus": gpus, "min_driver": min_driver,
-             "ignore": list(ignore) or None, "disable": disable, "fail_on": fail_on}
+    flags = {
+        "require": require,
+        "ptx_counts": ptx_counts,
+        "require_ptx": require_ptx,
+        "forbid": forbid,
+        "allow_surplus": allow_surplus,
+        "gpus": gpus,
+        "min_driver": min_driver,
+        "ignore": list(ignore) or None,
+        "disable": disable,
+        "fail_on": fail_on,
+    }
     pol, given = policy_mod.load("" if isolated else config, flags)
     if not paths:
         lib = installed_torch_lib() if match == "torch" else None
@@ -152,8 +237,10 @@ def gate_cmd(paths, require, ptx_counts, require_ptx, forbid, allow_surplus, gpu
             raise UsageError("gate: give at least one PATH (file, wheel or directory)")
         paths = (os.path.dirname(os.path.dirname(os.path.dirname(lib))),)  # torch's site-packages
     if not (pol.require or pol.gpus or pol.forbid or match or pol.overrides):
-        raise UsageError("gate: nothing to check: give --require, --gpu, --forbid or --match, "
-                         "or a [tool.fatbin-inspect] policy")
+        raise UsageError(
+            "gate: nothing to check: give --require, --gpu, --forbid or --match, "
+            "or a [tool.fatbin-inspect] policy"
+        )
     reports = list(iter_reports(paths, Options(details=True)))
     reference = torch_reference(match, reports) if match else None
     report = gate(reports, pol, given, reference)

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import click
 
-from fatbin_inspect.cli.common import (EXIT_OK, EXIT_STRICT, color_for, format_option, note_error,
-                                       output_option, write_output)
+from fatbin_inspect.cli.common import (
+    EXIT_OK,
+    EXIT_STRICT,
+    color_for,
+    format_option,
+    note_error,
+    output_option,
+    write_output,
+)
+from fatbin_inspect.formats.model import FileError, FileReport
 from fatbin_inspect.inventory.core import Options, inspect_path
-from fatbin_inspect.formats.model import FileReport, FileError
 from fatbin_inspect.inventory.walk import iter_files
-
 
 PRETTY_MAX_ENTRIES = 2000  # larger inventories are written compact (same document, no indentation)
 
@@ -29,14 +35,29 @@ def iter_reports(paths, opts: Options) -> Iterator[FileReport]:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=True))
 @click.option("--kernels", is_flag=True, help="Decode payloads: kernel names and per-kernel resources.")
 @click.option("--details", is_flag=True, help="Decode cubins: ELF ABI, type, toolkit, device-link.")
-@click.option("--no-scan", is_flag=True, help="Only walk fatbin sections; skip the magic scan of other bytes.")
-@click.option("--entries", type=click.Choice(["auto", "all", "summary"]), default="auto", show_default=True,
-              help="Table: list every entry, or a per-arch summary per file (auto: entries for small files).")
-@click.option("--all-members", is_flag=True, help="Report every candidate archive member, even without device code.")
+@click.option(
+    "--no-scan", is_flag=True, help="Only walk fatbin sections; skip the magic scan of other bytes."
+)
+@click.option(
+    "--entries",
+    type=click.Choice(["auto", "all", "summary"]),
+    default="auto",
+    show_default=True,
+    help="Table: list every entry, or a per-arch summary per file (auto: entries for small files).",
+)
+@click.option(
+    "--all-members", is_flag=True, help="Report every candidate archive member, even without device code."
+)
 @click.option("--strict", is_flag=True, help="Exit 3 when any input could not be read.")
-@click.option("--gpu", "gpus", multiple=True, help="Also give a verdict for this GPU (name, 8.9, sm_89, auto); "
-              "repeatable. `check` explains more.")
-@click.option("--driver", default=None, help="Driver for --gpu (550.54.14, 550, auto; default: newest known).")
+@click.option(
+    "--gpu",
+    "gpus",
+    multiple=True,
+    help="Also give a verdict for this GPU (name, 8.9, sm_89, auto); repeatable. `check` explains more.",
+)
+@click.option(
+    "--driver", default=None, help="Driver for --gpu (550.54.14, 550, auto; default: newest known)."
+)
 @format_option(["table", "json", "jsonl"])
 @output_option
 def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpus, driver, fmt, output):
@@ -50,8 +71,13 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
         from fatbin_inspect.compat.targets import resolve_targets
 
         targets = resolve_targets(list(gpus), driver)
-    opts = Options(kernels=kernels, details=details or kernels, scan_hidden=not no_scan,
-                   members="all" if all_members else "device", probe_small=bool(targets))
+    opts = Options(
+        kernels=kernels,
+        details=details or kernels,
+        scan_hidden=not no_scan,
+        members="all" if all_members else "device",
+        probe_small=bool(targets),
+    )
     if fmt == "json" and opts.kernels and not targets:  # the large case: encode where decoded
         text, failed = _json_by_pieces(paths, opts)
         write_output(text, output)
@@ -71,8 +97,10 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
             doc.update(targets=check["targets"], results=check["results"])
         text = json_format.dumps(doc, pretty=not big)
     elif fmt == "jsonl":
-        text = "".join(json_format.dumps_line({"schema_version": records.SCHEMA_VERSION, **records.file_dict(r)})
-                       for r in reports)
+        text = "".join(
+            json_format.dumps_line({"schema_version": records.SCHEMA_VERSION, **records.file_dict(r)})
+            for r in reports
+        )
     else:
         from fatbin_inspect.render.table import render_inventory
 
@@ -112,9 +140,9 @@ def _json_by_pieces(paths, opts: Options):
     import dataclasses
     import os
 
-    from fatbin_inspect.inventory import core as inventory
-    from fatbin_inspect.formats.binio import open_blob
     from fatbin_inspect.errors import InputError
+    from fatbin_inspect.formats.binio import open_blob
+    from fatbin_inspect.inventory import core as inventory
     from fatbin_inspect.render import json_format
 
     light = dataclasses.replace(opts, kernels=False, details=False)
@@ -138,7 +166,9 @@ def _json_by_pieces(paths, opts: Options):
                     if blob is not None and inventory.parallel_worthwhile(blob, r.fatbins, opts, path):
                         note_error(r)
                         failed |= r.error is not None
-                        frags = inventory.map_decoded(blob, r.fatbins, opts, path, json_format.fatbins_fragment)
+                        frags = inventory.map_decoded(
+                            blob, r.fatbins, opts, path, json_format.fatbins_fragment
+                        )
                         pieces.append(json_format.file_text(r, frags))
                         continue
             for r in inspect_path(path, opts):

@@ -57,11 +57,17 @@ class DefaultGroup(click.Group):
 
 # every option of every command also reads FATBIN_INSPECT_<COMMAND>_<OPTION> (e.g.
 # FATBIN_INSPECT_LIST_KERNELS=1); the shared ones read FATBIN_INSPECT_<OPTION> (FORMAT, OUTPUT, ...)
-@click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"],
-                                                 "auto_envvar_prefix": "FATBIN_INSPECT"})
+@click.group(
+    cls=DefaultGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "FATBIN_INSPECT"},
+)
 @click.version_option(__version__, prog_name="fatbin-inspect")
-@click.option("--debug", is_flag=True, envvar="FATBIN_INSPECT_DEBUG",
-              help="On an internal error, print the full traceback.")
+@click.option(
+    "--debug",
+    is_flag=True,
+    envvar="FATBIN_INSPECT_DEBUG",
+    help="On an internal error, print the full traceback.",
+)
 def cli(debug):
     """Will the CUDA code inside these binaries run on that GPU with that driver?
 
@@ -104,8 +110,11 @@ def main(argv=None) -> None:
         click.echo(f"fatbin-inspect: internal error: {type(exc).__name__}: {exc}", err=True)
         if os.environ.get("FATBIN_INSPECT_DEBUG"):
             traceback.print_exc()
-            click.echo("Please report this with the command line and, if you can, the input file: "
-                       "https://github.com/fatbin-inspect/fatbin-inspect/issues", err=True)
+            click.echo(
+                "Please report this with the command line and, if you can, the input file: "
+                "https://github.com/fatbin-inspect/fatbin-inspect/issues",
+                err=True,
+            )
         else:
             click.echo("fatbin-inspect: rerun with --debug for the full traceback", err=True)
         sys.exit(2)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Optional, TextIO
+from typing import TextIO
 
 from fatbin_inspect.render.console import human
 
@@ -31,8 +31,13 @@ def wanted(stream: TextIO) -> bool:
 
 
 class Progress:
-    def __init__(self, stream: Optional[TextIO] = None, enabled: Optional[bool] = None, delay: float = DELAY,
-                 label: str = "scanning"):
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        enabled: bool | None = None,
+        delay: float = DELAY,
+        label: str = "scanning",
+    ):
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = wanted(self.stream) if enabled is None else enabled
         self.delay = delay
@@ -51,13 +56,20 @@ class Progress:
         self._last = now
         if self._progress is None:
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, \
-                TimeElapsedColumn
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as RichProgress
 
             console = Console(file=self.stream, force_terminal=True, highlight=False)
-            self._progress = RichProgress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(),
-                                          TextColumn("{task.fields[size]}"), TimeElapsedColumn(),
-                                          console=console, transient=True, auto_refresh=False)
+            self._progress = RichProgress(
+                TextColumn(self.label),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[size]}"),
+                TimeElapsedColumn(),
+                console=console,
+                transient=True,
+                auto_refresh=False,
+            )
             self._progress.start()
             self._task = self._progress.add_task(self.label, total=seen, size="")
         self._progress.update(self._task, completed=done, total=max(seen, done), size=human(nbytes))

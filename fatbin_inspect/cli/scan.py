@@ -6,31 +6,60 @@ import time
 
 import click
 
-from fatbin_inspect.cli.common import EXIT_FINDINGS, EXIT_OK, EXIT_STRICT, color_for, format_option, \
-    note_error, output_option, write_output
+from fatbin_inspect.cli.common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_STRICT,
+    color_for,
+    format_option,
+    note_error,
+    output_option,
+    write_output,
+)
 
 
 def _verdicts(reports, targets):
     """Per-file engine verdicts, as coverage ``Verdict`` records (imported only with ``--gpu``)."""
-    from fatbin_inspect.compat.engine import evaluate
     from fatbin_inspect.checks.coverage import verdict_of
+    from fatbin_inspect.compat.engine import evaluate
 
     return {r.path: [verdict_of(evaluate(r, t), r.path) for t in targets] for r in reports}
 
 
 def _target_dict(t):
-    return {"gpu": t.gpu.name, "cc": f"{t.cc[0]}.{t.cc[1]}", "tegra": t.gpu.tegra, "driver": t.driver.version,
-            "driver_cuda": t.driver.cuda, "max_ptx_isa": t.driver.max_ptx_isa, "driver_assumed": t.driver.assumed}
+    return {
+        "gpu": t.gpu.name,
+        "cc": f"{t.cc[0]}.{t.cc[1]}",
+        "tegra": t.gpu.tegra,
+        "driver": t.driver.version,
+        "driver_cuda": t.driver.cuda,
+        "max_ptx_isa": t.driver.max_ptx_isa,
+        "driver_assumed": t.driver.assumed,
+    }
 
 
 @click.command("scan")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, dir_okay=True))
-@click.option("--gpu", "gpus", multiple=True, help="Add a verdict column for this GPU (repeatable; name, 8.9, sm_89, auto).")
-@click.option("--driver", default=None, help="Driver for --gpu targets (550.54.14, 550, auto; default: newest known).")
+@click.option(
+    "--gpu",
+    "gpus",
+    multiple=True,
+    help="Add a verdict column for this GPU (repeatable; name, 8.9, sm_89, auto).",
+)
+@click.option(
+    "--driver", default=None, help="Driver for --gpu targets (550.54.14, 550, auto; default: newest known)."
+)
 @click.option("--files", "show_files", is_flag=True, help="Table: expand every distribution into its files.")
 @click.option("--kernels", is_flag=True, help="Decode payloads: kernel names (slower; JSON only shows them).")
-@click.option("--jobs", "-j", type=int, default=0, envvar="FATBIN_INSPECT_JOBS", show_default=True,
-              help="Worker processes (0: every core; env FATBIN_INSPECT_JOBS).")
+@click.option(
+    "--jobs",
+    "-j",
+    type=int,
+    default=0,
+    envvar="FATBIN_INSPECT_JOBS",
+    show_default=True,
+    help="Worker processes (0: every core; env FATBIN_INSPECT_JOBS).",
+)
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the scan cache.")
 @click.option("--strict", is_flag=True, help="Exit 3 when any file could not be read.")
 @format_option(["table", "json"])
@@ -57,8 +86,12 @@ def scan_cmd(paths, gpus, driver, show_files, kernels, jobs, no_cache, strict, f
     inv = dict(kernels=kernels, details=kernels, jobs=1, probe_small=bool(targets))
     # the table needs per-file summaries only (a warm scan then loads no full record); JSON and
     # the engine's verdicts need the full records
-    opts = ScanOptions(inventory=inv, jobs=jobs, cache_dir=None if no_cache else "default",
-                       summary=fmt == "table" and not targets)
+    opts = ScanOptions(
+        inventory=inv,
+        jobs=jobs,
+        cache_dir=None if no_cache else "default",
+        summary=fmt == "table" and not targets,
+    )
     start = time.monotonic()
     progress = Progress()
     try:
@@ -80,11 +113,17 @@ def scan_cmd(paths, gpus, driver, show_files, kernels, jobs, no_cache, strict, f
         from fatbin_inspect.render.coverage_table import render_coverage, summary_line
 
         s = result.stats
-        summary = summary_line(len(result.reports), len(cov.rows), s.files, s.bytes, seconds, s.cache_hits,
-                               s.inspected)
-        text = render_coverage(cov, summary, color=color_for(output), files=show_files,
-                               target_sms=[t.gpu.sm for t in targets],
-                               headers=[t.gpu.name.replace("NVIDIA ", "").replace("GeForce ", "") for t in targets])
+        summary = summary_line(
+            len(result.reports), len(cov.rows), s.files, s.bytes, seconds, s.cache_hits, s.inspected
+        )
+        text = render_coverage(
+            cov,
+            summary,
+            color=color_for(output),
+            files=show_files,
+            target_sms=[t.gpu.sm for t in targets],
+            headers=[t.gpu.name.replace("NVIDIA ", "").replace("GeForce ", "") for t in targets],
+        )
     write_output(text, output)
     if strict and any(r.error for r in result.reports):
         raise SystemExit(EXIT_STRICT)

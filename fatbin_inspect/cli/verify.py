@@ -6,8 +6,15 @@ import os
 
 import click
 
-from fatbin_inspect.cli.common import (EXIT_FINDINGS, EXIT_NO_DEVICE, EXIT_OK, color_for, format_option,
-                                       output_option, write_output)
+from fatbin_inspect.cli.common import (
+    EXIT_FINDINGS,
+    EXIT_NO_DEVICE,
+    EXIT_OK,
+    color_for,
+    format_option,
+    output_option,
+    write_output,
+)
 from fatbin_inspect.errors import DeviceError, UsageError
 
 
@@ -27,7 +34,9 @@ def _target(env):
 @click.command("verify")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--device", default=0, show_default=True, help="CUDA device ordinal to load on.")
-@click.option("--timeout", default=120.0, show_default=True, help="Seconds one load may take before it counts as hung.")
+@click.option(
+    "--timeout", default=120.0, show_default=True, help="Seconds one load may take before it counts as hung."
+)
 @click.option("--no-entries", is_flag=True, help="Load whole fatbins only, not each entry alone.")
 @click.option("--max-fatbins", type=int, default=None, help="At most N fatbins per file (large libraries).")
 @click.option("--findings-only", is_flag=True, help="Table: print findings and the summary, not every image.")
@@ -42,11 +51,11 @@ def verify_cmd(paths, device, timeout, no_entries, max_fatbins, findings_only, f
     Exit codes: 0 every prediction confirmed, 1 a prediction contradicted or a load hung/crashed,
     2 usage error, 4 no GPU, driver or cuda-python (pip install 'fatbin-inspect[gpu]').
     """
+    from fatbin_inspect.inventory.walk import iter_files
     from fatbin_inspect.render import json_format
     from fatbin_inspect.render.device_records import verify_document
     from fatbin_inspect.verify import compare
     from fatbin_inspect.verify.runner import ChildSession, NoDevice, child_env
-    from fatbin_inspect.inventory.walk import iter_files
 
     env = child_env(os.environ, disable_jit=False)
     target, why = _target(env)
@@ -54,13 +63,21 @@ def verify_cmd(paths, device, timeout, no_entries, max_fatbins, findings_only, f
     label = target.label if target else f"no prediction ({why})"
     checks = []
     try:
-        with ChildSession(env, timeout, device) as normal, \
-                ChildSession(child_env(os.environ, disable_jit=True), timeout, device) as nojit:
+        with (
+            ChildSession(env, timeout, device) as normal,
+            ChildSession(child_env(os.environ, disable_jit=True), timeout, device) as nojit,
+        ):
             for root in paths:
                 for path, skip in iter_files(root):
                     if skip is None:
-                        checks += compare.check_file(path, normal.load, nojit.load, predict,
-                                                     entries=not no_entries, max_fatbins=max_fatbins)
+                        checks += compare.check_file(
+                            path,
+                            normal.load,
+                            nojit.load,
+                            predict,
+                            entries=not no_entries,
+                            max_fatbins=max_fatbins,
+                        )
     except NoDevice as exc:
         click.echo(f"fatbin-inspect: verify needs a GPU: {exc}", err=True)
         raise SystemExit(EXIT_NO_DEVICE)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
 
 from fatbin_inspect.compat import data, rules
 from fatbin_inspect.compat.runtime import RuntimeNeed, from_needs
@@ -33,8 +32,8 @@ class ErrorRef:
 class Chosen:
     arch: str  # sm_86, compute_90
     kind: str  # sass | ptx
-    ptx_isa: Optional[str]
-    offset: Optional[int] = None  # entry header offset (per-fatbin choice)
+    ptx_isa: str | None
+    offset: int | None = None  # entry header offset (per-fatbin choice)
 
 
 @dataclass(frozen=True)
@@ -44,7 +43,7 @@ class EntryVerdict:
     verdict: str  # native | jit | fail: what this image alone would give
     rule: str
     reason: str
-    error: Optional[ErrorRef]
+    error: ErrorRef | None
 
 
 @dataclass(frozen=True)
@@ -52,46 +51,46 @@ class Decision:
     """What a fatbin or a whole file gives on one target."""
 
     verdict: str  # native | jit | fail | no-device-code
-    error: Optional[ErrorRef]
-    chosen: Optional[Chosen]
+    error: ErrorRef | None
+    chosen: Chosen | None
     rule: str  # the deciding rule
-    rules: Tuple[str, ...]  # every rule that took part, deciding rule first
+    rules: tuple[str, ...]  # every rule that took part, deciding rule first
     reason: str
     confidence: str
-    missing_kernels: Tuple[str, ...]  # kernels other images have that the loaded one lacks
+    missing_kernels: tuple[str, ...]  # kernels other images have that the loaded one lacks
 
 
 @dataclass(frozen=True)
 class FatbinVerdict(Decision):
     offset: int
-    section: Optional[str]
-    ignored: Optional[str]  # why this fatbin does not count, or None
-    entries: Tuple[EntryVerdict, ...]
+    section: str | None
+    ignored: str | None  # why this fatbin does not count, or None
+    entries: tuple[EntryVerdict, ...]
 
 
 @dataclass(frozen=True)
 class FileVerdict(Decision):
     path: str
     target: Target
-    counts: Dict[str, int]  # native / jit / fail fatbins (ignored ones not counted)
-    fatbins: Tuple[FatbinVerdict, ...]
-    runtime: Optional[RuntimeNeed]
-    notes: Tuple[str, ...] = ()
-    advice: Tuple[str, ...] = ()
+    counts: dict[str, int]  # native / jit / fail fatbins (ignored ones not counted)
+    fatbins: tuple[FatbinVerdict, ...]
+    runtime: RuntimeNeed | None
+    notes: tuple[str, ...] = ()
+    advice: tuple[str, ...] = ()
 
 
-def error_ref(code: Optional[int]) -> Optional[ErrorRef]:
+def error_ref(code: int | None) -> ErrorRef | None:
     if code is None:
         return None
     row = data.error_by_number(code)
     return ErrorRef(code, row["runtime_api_name"] if row else f"error {code}")
 
 
-def _kernel_names(e: Entry) -> Tuple[str, ...]:
+def _kernel_names(e: Entry) -> tuple[str, ...]:
     return tuple(k.name for k in e.kernels or ())
 
 
-def ignored_reason(fb: Fatbin, linked_has_fatbin: bool) -> Optional[str]:
+def ignored_reason(fb: Fatbin, linked_has_fatbin: bool) -> str | None:
     """Why a fatbin does not count toward a file's verdict (None: it counts): relocatable copies
     beside a device-linked ``.nv_fatbin``, nvcc's kernel-less device-link output."""
     if linked_has_fatbin and fb.section == "__nv_relfatbin":
@@ -104,7 +103,7 @@ def ignored_reason(fb: Fatbin, linked_has_fatbin: bool) -> Optional[str]:
     return None
 
 
-def _entry_verdict(e: Entry, t: Target) -> Optional[EntryVerdict]:
+def _entry_verdict(e: Entry, t: Target) -> EntryVerdict | None:
     if e.kind == KIND_SASS:
         o = rules.sass(e, t)
         v = "native" if o.ok and not t.force_ptx_jit else "fail"
@@ -122,7 +121,7 @@ def _entry_verdict(e: Entry, t: Target) -> Optional[EntryVerdict]:
     return EntryVerdict(e.offset, e.arch, v, o.rule, o.reason, error_ref(o.error))
 
 
-def evaluate_fatbin(fatbin: Fatbin, target: Target, ignored: Optional[str] = None) -> FatbinVerdict:
+def evaluate_fatbin(fatbin: Fatbin, target: Target, ignored: str | None = None) -> FatbinVerdict:
     """Which image of one fatbin the driver would load on ``target`` (R-SEL and the rules it calls)."""
     sel = rules.select(fatbin.entries, target)
     chosen = None
@@ -131,13 +130,22 @@ def evaluate_fatbin(fatbin: Fatbin, target: Target, ignored: Optional[str] = Non
     have = set(_kernel_names(sel.entry)) if chosen else set()
     every = {k for e in fatbin.entries if e.kind in (KIND_SASS, KIND_PTX) for k in _kernel_names(e)}
     return FatbinVerdict(
-        offset=fatbin.offset, section=fatbin.section, verdict=sel.verdict, error=error_ref(sel.outcome.error),
-        chosen=chosen, rule=sel.outcome.rule, rules=sel.rules, reason=sel.outcome.reason,
-        confidence=sel.outcome.confidence, ignored=ignored, missing_kernels=tuple(sorted(every - have)),
-        entries=tuple(v for v in (_entry_verdict(e, target) for e in fatbin.entries) if v is not None))
+        offset=fatbin.offset,
+        section=fatbin.section,
+        verdict=sel.verdict,
+        error=error_ref(sel.outcome.error),
+        chosen=chosen,
+        rule=sel.outcome.rule,
+        rules=sel.rules,
+        reason=sel.outcome.reason,
+        confidence=sel.outcome.confidence,
+        ignored=ignored,
+        missing_kernels=tuple(sorted(every - have)),
+        entries=tuple(v for v in (_entry_verdict(e, target) for e in fatbin.entries) if v is not None),
+    )
 
 
-def evaluate(report: FileReport, target: Target, runtime: Optional[RuntimeNeed] = None) -> FileVerdict:
+def evaluate(report: FileReport, target: Target, runtime: RuntimeNeed | None = None) -> FileVerdict:
     """The file's verdict on ``target``: R-GPU, then R-DRV, then every fatbin; the worst fatbin wins.
 
     ``runtime`` defaults to the one ``report.needs`` names (``runtime.for_file`` adds wheel and
@@ -149,25 +157,60 @@ def evaluate(report: FileReport, target: Target, runtime: Optional[RuntimeNeed] 
     notes = tuple(n for n in (target.driver.note,) if n)
     base = dict(path=report.path, target=target, fatbins=fbs, runtime=rt)
     if not counted and rt is None:
-        return FileVerdict(verdict="no-device-code", error=None, chosen=None, rule="R-SEL", rules=("R-SEL",),
-                           reason=_no_code_reason(report, fbs), counts=_counts(()), missing_kernels=(),
-                           notes=notes, confidence="high", **base)
+        return FileVerdict(
+            verdict="no-device-code",
+            error=None,
+            chosen=None,
+            rule="R-SEL",
+            rules=("R-SEL",),
+            reason=_no_code_reason(report, fbs),
+            counts=_counts(()),
+            missing_kernels=(),
+            notes=notes,
+            confidence="high",
+            **base,
+        )
     for check in (rules.gpu_supported(target), rules.driver_for_runtime(rt, target)):
         if not check.ok:
             c = _counts(counted)
-            notes += (f"past this check the images would give: {c['native']} native, {c['jit']} jit, "
-                      f"{c['fail']} fail",) if counted else ()
-            return FileVerdict(verdict="fail", error=error_ref(check.error), chosen=None, rule=check.rule,
-                               rules=(check.rule,), reason=check.reason,
-                               counts={"native": 0, "jit": 0, "fail": len(counted)}, missing_kernels=(),
-                               notes=notes, advice=_advice(check.rule, target, rt), confidence=check.confidence,
-                               **base)
+            notes += (
+                (
+                    f"past this check the images would give: {c['native']} native, {c['jit']} jit, "
+                    f"{c['fail']} fail",
+                )
+                if counted
+                else ()
+            )
+            return FileVerdict(
+                verdict="fail",
+                error=error_ref(check.error),
+                chosen=None,
+                rule=check.rule,
+                rules=(check.rule,),
+                reason=check.reason,
+                counts={"native": 0, "jit": 0, "fail": len(counted)},
+                missing_kernels=(),
+                notes=notes,
+                advice=_advice(check.rule, target, rt),
+                confidence=check.confidence,
+                **base,
+            )
     m = rules.mvc(rt, target)
     notes += (f"{m.reason} (R-MVC)",) if m else ()
     if not counted:
-        return FileVerdict(verdict="no-device-code", error=None, chosen=None, rule="R-DRV", rules=("R-DRV",),
-                           reason=f"no kernels to load; {rules.driver_for_runtime(rt, target).reason}",
-                           counts=_counts(()), missing_kernels=(), notes=notes, confidence="high", **base)
+        return FileVerdict(
+            verdict="no-device-code",
+            error=None,
+            chosen=None,
+            rule="R-DRV",
+            rules=("R-DRV",),
+            reason=f"no kernels to load; {rules.driver_for_runtime(rt, target).reason}",
+            counts=_counts(()),
+            missing_kernels=(),
+            notes=notes,
+            confidence="high",
+            **base,
+        )
     worst = max(_SEVERITY[v.verdict] for v in counted)
     bad = [v for v in counted if _SEVERITY[v.verdict] == worst]
     lead = bad[0]
@@ -182,14 +225,23 @@ def evaluate(report: FileReport, target: Target, runtime: Optional[RuntimeNeed] 
     all_rules = tuple(dict.fromkeys(r for v in bad for r in v.rules)) + (("R-MVC",) if m else ())
     missing = tuple(sorted({k for v in counted for k in v.missing_kernels}))
     conf = min((v.confidence for v in bad), key=["low", "medium", "high"].index)
-    return FileVerdict(verdict=lead.verdict, error=lead.error, chosen=chosen, rule=lead.rule,
-                       rules=tuple(dict.fromkeys(all_rules)), reason=reason, counts=_counts(counted),
-                       missing_kernels=missing, notes=notes,
-                       advice=_advice(lead.rule, target, rt) if lead.verdict == "fail" else (),
-                       confidence=conf, **base)
+    return FileVerdict(
+        verdict=lead.verdict,
+        error=lead.error,
+        chosen=chosen,
+        rule=lead.rule,
+        rules=tuple(dict.fromkeys(all_rules)),
+        reason=reason,
+        counts=_counts(counted),
+        missing_kernels=missing,
+        notes=notes,
+        advice=_advice(lead.rule, target, rt) if lead.verdict == "fail" else (),
+        confidence=conf,
+        **base,
+    )
 
 
-def _counts(counted) -> Dict[str, int]:
+def _counts(counted) -> dict[str, int]:
     c = Counter(v.verdict for v in counted)
     return {"native": c["native"], "jit": c["jit"], "fail": c["fail"]}
 
@@ -200,16 +252,20 @@ def _no_code_reason(report: FileReport, fbs) -> str:
     return "no CUDA device code and no CUDA runtime linked"
 
 
-def _advice(rule: str, t: Target, rt: Optional[RuntimeNeed]) -> Tuple[str, ...]:
+def _advice(rule: str, t: Target, rt: RuntimeNeed | None) -> tuple[str, ...]:
     if rule == "R-DRV" and rt is not None:
         floor = data.mvc_floor(rt.major)
         want = f">= {'.'.join(map(str, floor))}" if floor else f"of CUDA {rt.version} or newer"
-        return (f"install a driver {want}, or (datacenter/Jetson only) a cuda-compat-{rt.major}-x package (R-FWD)",)
+        return (
+            f"install a driver {want}, or (datacenter/Jetson only) a cuda-compat-{rt.major}-x package (R-FWD)",
+        )
     if rule == "R-GPU":
         return ("install a driver branch that supports this GPU",)
     if rule == "R-PTX-ISA":
-        return ("upgrade the driver, or ship a cubin for this GPU so no JIT is needed (R-MVC caveat 2)",
-                rules.toolkit_targets(t))
+        return (
+            "upgrade the driver, or ship a cubin for this GPU so no JIT is needed (R-MVC caveat 2)",
+            rules.toolkit_targets(t),
+        )
     if rule == "R-JIT-ENV":
         return ("unset the CUDA_*_PTX_JIT variable, or ship both a cubin and PTX for this GPU",)
     return (f"rebuild with code for this GPU: {rules.toolkit_targets(t)}",)

@@ -9,30 +9,42 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
 
 from fatbin_inspect.compat import data
 
 # What a user should look at, per rule family (ids of errors.json ``signals_rule``).
-CHECKS: Dict[str, Tuple[str, ...]] = {
-    "R-SASS": ("Which GPU runs it: nvidia-smi --query-gpu=name,compute_cap --format=csv",
-               "Which cubins and PTX the binary carries: fatbin-inspect PATH",
-               "A cubin runs only on its own major with an equal or higher minor; sm_XYa only on X.Y; "
-               "Jetson/Tegra only on its exact SM"),
-    "R-PTX-TARGET": ("Whether the binary carries PTX at all, and for which compute_XY: fatbin-inspect PATH",
-                     "PTX compiles only for its own CC or higher; compute_XYa only for X.Y"),
-    "R-PTX-ISA": ("The PTX ISA (.version) in the binary: fatbin-inspect PATH (column PTX ISA)",
-                  "The driver: nvidia-smi (the 'CUDA Version' it prints bounds the PTX ISA its JIT knows)",
-                  "Ship a cubin for the GPU, or upgrade the driver"),
+CHECKS: dict[str, tuple[str, ...]] = {
+    "R-SASS": (
+        "Which GPU runs it: nvidia-smi --query-gpu=name,compute_cap --format=csv",
+        "Which cubins and PTX the binary carries: fatbin-inspect PATH",
+        "A cubin runs only on its own major with an equal or higher minor; sm_XYa only on X.Y; "
+        "Jetson/Tegra only on its exact SM",
+    ),
+    "R-PTX-TARGET": (
+        "Whether the binary carries PTX at all, and for which compute_XY: fatbin-inspect PATH",
+        "PTX compiles only for its own CC or higher; compute_XYa only for X.Y",
+    ),
+    "R-PTX-ISA": (
+        "The PTX ISA (.version) in the binary: fatbin-inspect PATH (column PTX ISA)",
+        "The driver: nvidia-smi (the 'CUDA Version' it prints bounds the PTX ISA its JIT knows)",
+        "Ship a cubin for the GPU, or upgrade the driver",
+    ),
     "R-JIT-OFF": ("Whether CUDA_DISABLE_PTX_JIT / CUDA_DISABLE_JIT is set in the environment",),
-    "R-DRV": ("The runtime the program needs (libcudart.so.N in ldd / the nvidia-cuda-runtime wheel)",
-              "The driver: nvidia-smi; 11.x needs >= 450.80.02, 12.x >= 525.60.13, 13.x >= 580",),
+    "R-DRV": (
+        "The runtime the program needs (libcudart.so.N in ldd / the nvidia-cuda-runtime wheel)",
+        "The driver: nvidia-smi; 11.x needs >= 450.80.02, 12.x >= 525.60.13, 13.x >= 580",
+    ),
     "R-MVC": ("Which API was called; it is newer than the installed driver (minor-version compatibility)",),
-    "R-FWD": ("Whether a cuda-compat package is first in LD_LIBRARY_PATH, and whether the GPU is a datacenter part",),
-    "R-GPU": ("Whether the driver branch supports the GPU (new GPUs need new branches; Kepler ends at R470, "
-              "Maxwell/Pascal/Volta at R580)", "CUDA_VISIBLE_DEVICES"),
+    "R-FWD": (
+        "Whether a cuda-compat package is first in LD_LIBRARY_PATH, and whether the GPU is a datacenter part",
+    ),
+    "R-GPU": (
+        "Whether the driver branch supports the GPU (new GPUs need new branches; Kepler ends at R470, "
+        "Maxwell/Pascal/Volta at R580)",
+        "CUDA_VISIBLE_DEVICES",
+    ),
 }
-COMMANDS: Dict[str, str] = {
+COMMANDS: dict[str, str] = {
     "R-SASS": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <your driver>",
     "R-PTX-TARGET": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <your driver>",
     "R-PTX-ISA": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <your driver version>",
@@ -41,7 +53,7 @@ COMMANDS: Dict[str, str] = {
     "R-GPU": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <your driver version>",
 }
 # Framework wordings that do not contain the CUDA string itself.
-PHRASES: Tuple[Tuple[str, int], ...] = (
+PHRASES: tuple[tuple[str, int], ...] = (
     ("driver on your system is too old", 35),
     ("is not compatible with the current pytorch installation", 209),
     ("no kernel image is available", 209),
@@ -52,33 +64,43 @@ PHRASES: Tuple[Tuple[str, int], ...] = (
 @dataclass(frozen=True)
 class Explanation:
     number: int
-    runtime_name: Optional[str]
-    driver_name: Optional[str]
+    runtime_name: str | None
+    driver_name: str | None
     message: str
     meaning: str
     signals: str  # errors.json signals_rule text
-    rules: Tuple[str, ...]  # rule ids named there
+    rules: tuple[str, ...]  # rule ids named there
     phase: str
-    checks: Tuple[str, ...]
-    command: Optional[str]
-    legacy_number: Optional[int] = None
+    checks: tuple[str, ...]
+    command: str | None
+    legacy_number: int | None = None
     matched_as: str = ""
 
 
-def explain(query: str) -> Optional[Explanation]:
+def explain(query: str) -> Explanation | None:
     row, how = _find(query.strip())
     if row is None:
         return None
     rules = tuple(dict.fromkeys(re.findall(r"R-[A-Z]+(?:-[A-Z]+)*", row.get("signals_rule", ""))))
-    checks: List[str] = []
+    checks: list[str] = []
     command = None
     for r in rules:
         checks += CHECKS.get(r, ())
         command = command or COMMANDS.get(r)
-    return Explanation(row["number"], row.get("runtime_api_name"), row.get("driver_api_name"),
-                       row.get("runtime_error_string", ""), row.get("meaning", ""), row.get("signals_rule", ""),
-                       rules, row.get("typical_phase", ""), tuple(dict.fromkeys(checks)), command,
-                       row.get("legacy_runtime_number"), how)
+    return Explanation(
+        row["number"],
+        row.get("runtime_api_name"),
+        row.get("driver_api_name"),
+        row.get("runtime_error_string", ""),
+        row.get("meaning", ""),
+        row.get("signals_rule", ""),
+        rules,
+        row.get("typical_phase", ""),
+        tuple(dict.fromkeys(checks)),
+        command,
+        row.get("legacy_runtime_number"),
+        how,
+    )
 
 
 def _find(q: str):
@@ -95,9 +117,17 @@ def _find(q: str):
         for key in ("runtime_api_name", "driver_api_name"):
             if r.get(key) and r[key].lower() in low:
                 return r, f"name {r[key]}"
-    best = max((r for r in rows if r.get("runtime_error_string") and r["number"] != 0
-                and r["runtime_error_string"].lower().rstrip(".") in low),
-               key=lambda r: len(r["runtime_error_string"]), default=None)
+    best = max(
+        (
+            r
+            for r in rows
+            if r.get("runtime_error_string")
+            and r["number"] != 0
+            and r["runtime_error_string"].lower().rstrip(".") in low
+        ),
+        key=lambda r: len(r["runtime_error_string"]),
+        default=None,
+    )
     if best:
         return best, f"message '{best['runtime_error_string']}'"
     for phrase, n in PHRASES:

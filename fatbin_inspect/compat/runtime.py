@@ -21,8 +21,8 @@ import os
 import re
 import zipfile
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Optional
 
 from fatbin_inspect.formats.model import FileReport
 
@@ -40,12 +40,12 @@ class RuntimeNeed:
         return int(self.version.split(".")[0])
 
     @property
-    def minor(self) -> Optional[int]:
+    def minor(self) -> int | None:
         parts = self.version.split(".")
         return int(parts[1]) if len(parts) > 1 else None
 
 
-def from_needs(needs: Iterable[str]) -> Optional[RuntimeNeed]:
+def from_needs(needs: Iterable[str]) -> RuntimeNeed | None:
     """From linked library names; None when no CUDA runtime is linked dynamically."""
     for name in needs:
         low = name.lower()
@@ -61,20 +61,24 @@ def from_needs(needs: Iterable[str]) -> Optional[RuntimeNeed]:
                 version = _family(int(d[:-1]), d[-1])
             return RuntimeNeed(version, f"imports {name}")
     for name in needs:  # no shared cudart (linked statically): cuBLAS 11+ shares the CUDA major
-        m = re.fullmatch(r"(?:libcublas(?:lt)?\.so\.|cublas(?:lt)?64_)(\d+)(?:\.dll)?(?:\.[\d.]+)?", name.lower())
+        m = re.fullmatch(
+            r"(?:libcublas(?:lt)?\.so\.|cublas(?:lt)?64_)(\d+)(?:\.dll)?(?:\.[\d.]+)?", name.lower()
+        )
         if m and int(m.group(1)) >= 11:
-            return RuntimeNeed(m.group(1), f"links {name} (cuBLAS {m.group(1)} belongs to CUDA {m.group(1)}.x)")
+            return RuntimeNeed(
+                m.group(1), f"links {name} (cuBLAS {m.group(1)} belongs to CUDA {m.group(1)}.x)"
+            )
     return None
 
 
-def _family(major: int, minor: Optional[str]) -> str:
+def _family(major: int, minor: str | None) -> str:
     return str(major) if major >= 11 or minor is None else f"{major}.{minor}"
 
 
 _REQ = re.compile(r"^Requires-Dist:\s*([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*([^;]*)", re.M)
 
 
-def from_wheel_metadata(metadata: str) -> Optional[RuntimeNeed]:
+def from_wheel_metadata(metadata: str) -> RuntimeNeed | None:
     """From a wheel's METADATA: cudart requirements first, else any ``nvidia-*-cuNN`` library."""
     family = None
     for m in _REQ.finditer(metadata):
@@ -84,8 +88,10 @@ def from_wheel_metadata(metadata: str) -> Optional[RuntimeNeed]:
             cu = re.search(r"-cu(\d+)$", name)
             if pin:
                 major, minor = int(pin.group(1)), pin.group(2)
-                return RuntimeNeed(f"{major}.{minor}" if minor and major >= 11 else _family(major, minor or None),
-                                   f"wheel requires {m.group(0).split(':', 1)[1].strip()}")
+                return RuntimeNeed(
+                    f"{major}.{minor}" if minor and major >= 11 else _family(major, minor or None),
+                    f"wheel requires {m.group(0).split(':', 1)[1].strip()}",
+                )
             if cu:
                 return RuntimeNeed(cu.group(1), f"wheel requires {name}")
         cu = re.fullmatch(r"nvidia-[a-z0-9\-]+-cu(\d+)", name)
@@ -94,7 +100,7 @@ def from_wheel_metadata(metadata: str) -> Optional[RuntimeNeed]:
     return family
 
 
-def from_wheel(path: str) -> Optional[RuntimeNeed]:
+def from_wheel(path: str) -> RuntimeNeed | None:
     try:
         with zipfile.ZipFile(path) as zf:
             meta = next((n for n in zf.namelist() if n.endswith(".dist-info/METADATA")), None)
@@ -117,7 +123,7 @@ def has_static_cudart(path: str) -> bool:
         return False
 
 
-def from_cubin_toolkit(report: FileReport) -> Optional[RuntimeNeed]:
+def from_cubin_toolkit(report: FileReport) -> RuntimeNeed | None:
     """The toolkit that built most of the file's cubins ("ptxas 13.0.88" -> 13.0)."""
     seen = Counter()
     for e in report.entries:
@@ -131,7 +137,7 @@ def from_cubin_toolkit(report: FileReport) -> Optional[RuntimeNeed]:
     return RuntimeNeed(version, f"static cudart; cubins built by CUDA {version}", confidence="medium")
 
 
-def for_file(report: FileReport, wheel: Optional[RuntimeNeed] = None) -> Optional[RuntimeNeed]:
+def for_file(report: FileReport, wheel: RuntimeNeed | None = None) -> RuntimeNeed | None:
     """Dynamic cudart, else the wheel's requirement, else a static cudart found in the file itself."""
     need = from_needs(report.needs)
     if need is not None:

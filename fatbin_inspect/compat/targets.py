@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
 
 from fatbin_inspect.compat import data
 from fatbin_inspect.compat.data import CC
@@ -26,9 +26,9 @@ class Gpu:
     name: str  # representative product name, or "CC 8.9" when given by number
     cc: CC
     tegra: bool  # Tegra/Jetson iGPU: cubins must match the CC exactly (R-SASS-TEGRA)
-    architecture: Optional[str] = None
+    architecture: str | None = None
     confidence: str = "high"
-    matched: Tuple[str, ...] = ()  # every known product the query matched (one CC)
+    matched: tuple[str, ...] = ()  # every known product the query matched (one CC)
 
     @property
     def sm(self) -> int:
@@ -42,10 +42,10 @@ class Driver:
     cuda: str  # CUDA version nvidia-smi shows for the branch, e.g. "12.4"
     max_ptx_isa: str  # newest PTX ISA its JIT compiles
     assumed: bool = False  # no --driver given
-    note: Optional[str] = None
+    note: str | None = None
 
     @property
-    def version_tuple(self) -> Tuple[int, ...]:
+    def version_tuple(self) -> tuple[int, ...]:
         return data.version_tuple(self.version)
 
 
@@ -67,25 +67,28 @@ class Target:
         return f"{gpu}, driver {self.driver.version}{' (assumed)' if self.driver.assumed else ''}"
 
 
-def resolve_targets(gpus: Sequence[str], driver: Optional[str], env: Optional[Dict[str, str]] = None
-                    ) -> Tuple[Target, ...]:
+def resolve_targets(
+    gpus: Sequence[str], driver: str | None, env: dict[str, str] | None = None
+) -> tuple[Target, ...]:
     """One target per GPU query (``auto`` gives one per local GPU model), all with one driver."""
     if not gpus:
-        raise UsageError("no --gpu given (a name such as 'RTX 4090', a compute capability '8.9', "
-                         "'sm_89', or 'auto')")
+        raise UsageError(
+            "no --gpu given (a name such as 'RTX 4090', a compute capability '8.9', 'sm_89', or 'auto')"
+        )
     force, disable = jit_switches(env or {})
     drv = resolve_driver(driver)
-    out: List[Target] = []
+    out: list[Target] = []
     for q in gpus:
-        for g in (local_gpus() if q.strip().lower() == "auto" else (resolve_gpu(q),)):
+        for g in local_gpus() if q.strip().lower() == "auto" else (resolve_gpu(q),):
             t = Target(g, drv, force, disable)
             if t not in out:
                 out.append(t)
     return tuple(out)
 
 
-def jit_switches(env: Dict[str, str]) -> Tuple[bool, bool]:
+def jit_switches(env: dict[str, str]) -> tuple[bool, bool]:
     """(force PTX JIT, disable PTX JIT); the PTX spellings win over the older CUDA_*_JIT ones."""
+
     def flag(new: str, old: str) -> bool:
         val = env.get(new, env.get(old))
         return val is not None and val.strip().lower() in _TRUE
@@ -101,21 +104,29 @@ def resolve_gpu(query: str) -> Gpu:
     q = query.strip()
     m = _CC_RE.fullmatch(q.lower())
     if m:
-        cc = (int(m.group(1)) // 10, int(m.group(1)) % 10) if m.group(1) else (int(m.group(2)), int(m.group(3)))
+        cc = (
+            (int(m.group(1)) // 10, int(m.group(1)) % 10)
+            if m.group(1)
+            else (int(m.group(2)), int(m.group(3)))
+        )
         return gpu_for_cc(cc)
     return _by_name(q)
 
 
-def gpu_for_cc(cc: CC, name: Optional[str] = None) -> Gpu:
+def gpu_for_cc(cc: CC, name: str | None = None) -> Gpu:
     known = [g for g in data.gpus() if data.parse_cc(g["compute_capability"]) == cc]
     tegra = cc in data.tegra_ccs() if not known else any(g["tegra_igpu"] for g in known)
     archs = {g["architecture"] for g in known}
-    return Gpu(name=name or f"CC {cc[0]}.{cc[1]}", cc=cc, tegra=tegra,
-               architecture=archs.pop() if len(archs) == 1 else None,
-               confidence="high" if known else "low")
+    return Gpu(
+        name=name or f"CC {cc[0]}.{cc[1]}",
+        cc=cc,
+        tegra=tegra,
+        architecture=archs.pop() if len(archs) == 1 else None,
+        confidence="high" if known else "low",
+    )
 
 
-def _tokens(text: str) -> Tuple[str, ...]:
+def _tokens(text: str) -> tuple[str, ...]:
     return tuple(t for t in re.split(r"[^a-z0-9]+", text.lower()) if t and t != "nvidia")
 
 
@@ -133,39 +144,51 @@ def _by_name(query: str) -> Gpu:
             partial.append(g)
     found = exact or partial
     if not found:
-        raise UsageError(f"--gpu {query!r}: no known GPU matches; closest: {', '.join(_closest(query)) or 'none'} "
-                         "(see `fatbin-inspect gpus`)")
-    groups: Dict[Tuple[CC, bool], List[dict]] = {}
+        raise UsageError(
+            f"--gpu {query!r}: no known GPU matches; closest: {', '.join(_closest(query)) or 'none'} "
+            "(see `fatbin-inspect gpus`)"
+        )
+    groups: dict[tuple[CC, bool], list[dict]] = {}
     for g in found:
         groups.setdefault((data.parse_cc(g["compute_capability"]), g["tegra_igpu"]), []).append(g)
     if len(groups) > 1:
-        listed = "; ".join(f"{', '.join(x['name'] for x in gs[:4])} ({cc[0]}.{cc[1]})"
-                           for (cc, _t), gs in sorted(groups.items()))
-        raise UsageError(f"--gpu {query!r} matches GPUs of different compute capabilities: {listed}. "
-                         "Give a fuller name or the compute capability")
+        listed = "; ".join(
+            f"{', '.join(x['name'] for x in gs[:4])} ({cc[0]}.{cc[1]})"
+            for (cc, _t), gs in sorted(groups.items())
+        )
+        raise UsageError(
+            f"--gpu {query!r} matches GPUs of different compute capabilities: {listed}. "
+            "Give a fuller name or the compute capability"
+        )
     (cc, tegra), gs = next(iter(groups.items()))
     best = min(gs, key=lambda g: (len(_tokens(g["name"])), g["confidence"] != "high", g["name"]))
-    return Gpu(name=best["name"], cc=cc, tegra=tegra, architecture=best["architecture"],
-               confidence=best["confidence"], matched=tuple(sorted({g["name"] for g in gs})))
+    return Gpu(
+        name=best["name"],
+        cc=cc,
+        tegra=tegra,
+        architecture=best["architecture"],
+        confidence=best["confidence"],
+        matched=tuple(sorted({g["name"] for g in gs})),
+    )
 
 
-def _closest(query: str, n: int = 5) -> List[str]:
+def _closest(query: str, n: int = 5) -> list[str]:
     """Known names whose best run of as many words as the query looks most like it."""
     qt = _tokens(query)
     q = " ".join(qt)
-    scores: Dict[str, float] = {}
+    scores: dict[str, float] = {}
     for g in data.gpus():
         for nm in (g["name"], *g.get("nvidia_smi_names", ())):
             toks = _tokens(nm)
             k = min(len(qt), len(toks))
-            windows = [" ".join(toks[i:i + k]) for i in range(len(toks) - k + 1)] or [""]
+            windows = [" ".join(toks[i : i + k]) for i in range(len(toks) - k + 1)] or [""]
             score = max(difflib.SequenceMatcher(None, q, w).ratio() for w in windows)
             scores[nm] = max(score, scores.get(nm, 0.0))
     best = sorted((nm for nm, s in scores.items() if s >= 0.5), key=lambda nm: (-scores[nm], len(nm)))
     return best[:n]
 
 
-def search_gpus(query: Optional[str]) -> List[dict]:
+def search_gpus(query: str | None) -> list[dict]:
     """Known GPUs whose name or nvidia-smi name contains every token of ``query`` (all without one)."""
     qt = set(_tokens(query or ""))
     cc_m = _CC_RE.fullmatch((query or "").strip().lower())
@@ -180,15 +203,17 @@ def search_gpus(query: Optional[str]) -> List[dict]:
     return out
 
 
-def local_gpus() -> Tuple[Gpu, ...]:
+def local_gpus() -> tuple[Gpu, ...]:
     """The GPUs of this machine through NVML (nvidia-ml-py), else cuda-python."""
     found = _nvml_gpus()
     if found is None:
         found = _cuda_gpus()
     if not found:
-        raise DeviceError("--gpu auto: no NVIDIA GPU found (NVML and cuda-python report none, or "
-                          "nvidia-ml-py / cuda-python are not installed); name the GPU instead")
-    out: List[Gpu] = []
+        raise DeviceError(
+            "--gpu auto: no NVIDIA GPU found (NVML and cuda-python report none, or "
+            "nvidia-ml-py / cuda-python are not installed); name the GPU instead"
+        )
+    out: list[Gpu] = []
     for name, cc in found:
         g = gpu_for_cc(cc, name=name)
         if g not in out:
@@ -196,15 +221,17 @@ def local_gpus() -> Tuple[Gpu, ...]:
     return tuple(out)
 
 
-def _nvml_gpus() -> Optional[List[Tuple[str, CC]]]:
+def _nvml_gpus() -> list[tuple[str, CC]] | None:
     """(name, CC) per GPU from NVML, None when NVML is unusable (probes live in ``stack``)."""
     from fatbin_inspect.system import stack
+
     gpus, _driver_version, err = stack.nvml_gpus()
     return None if err else [(g.name, data.parse_cc(g.cc)) for g in gpus]
 
 
-def _cuda_gpus() -> List[Tuple[str, CC]]:
+def _cuda_gpus() -> list[tuple[str, CC]]:
     from fatbin_inspect.system import stack
+
     gpus, _driver_version, err = stack.cuda_python_gpus()
     return [] if err else [(g.name, data.parse_cc(g.cc)) for g in gpus]
 
@@ -213,19 +240,25 @@ def _cuda_gpus() -> List[Tuple[str, CC]]:
 _DRIVER_RE = re.compile(r"[rR]?(\d{3})(?:\.\d+){0,2}")
 
 
-def resolve_driver(text: Optional[str]) -> Driver:
+def resolve_driver(text: str | None) -> Driver:
     rows = data.branches()
     if text is None or not text.strip():
         newest = [b for b in rows if b.get("confidence") != "low"][-1]
-        return _driver(newest["branch"], newest, assumed=True,
-                       note=f"no --driver given: assuming R{newest['branch']} (CUDA {newest['max_cuda_version']}), "
-                            "the newest driver branch the data confirms")
+        return _driver(
+            newest["branch"],
+            newest,
+            assumed=True,
+            note=f"no --driver given: assuming R{newest['branch']} (CUDA {newest['max_cuda_version']}), "
+            "the newest driver branch the data confirms",
+        )
     text = text.strip()
     if text.lower() == "auto":
         text = local_driver_version()
     m = _DRIVER_RE.fullmatch(text)
     if not m:
-        raise UsageError(f"--driver {text!r}: expected a Linux driver version (550.54.14), a branch (550) or 'auto'")
+        raise UsageError(
+            f"--driver {text!r}: expected a Linux driver version (550.54.14), a branch (550) or 'auto'"
+        )
     branch = int(m.group(1))
     known = [b for b in rows if int(b["branch"]) <= branch]
     if not known:
@@ -236,18 +269,27 @@ def resolve_driver(text: Optional[str]) -> Driver:
     return _driver(text.lstrip("rR"), row, note=note)
 
 
-def _driver(version: str, row: dict, assumed: bool = False, note: Optional[str] = None) -> Driver:
-    return Driver(version=str(version), branch=int(row["branch"]), cuda=row["max_cuda_version"],
-                  max_ptx_isa=row["max_ptx_isa_jit"], assumed=assumed, note=note)
+def _driver(version: str, row: dict, assumed: bool = False, note: str | None = None) -> Driver:
+    return Driver(
+        version=str(version),
+        branch=int(row["branch"]),
+        cuda=row["max_cuda_version"],
+        max_ptx_isa=row["max_ptx_isa_jit"],
+        assumed=assumed,
+        note=note,
+    )
 
 
 def local_driver_version() -> str:
     from fatbin_inspect.system import stack
+
     _gpus, version, _err = stack.nvml_gpus()
     if version is None:
         kernel = stack.proc_driver_version("/proc")
         version = kernel.version if kernel is not None else None
     if not version:
-        raise DeviceError("--driver auto: cannot read the driver version (no NVIDIA driver, or "
-                          "nvidia-ml-py is not installed); give it as --driver 550.54.14")
+        raise DeviceError(
+            "--driver auto: cannot read the driver version (no NVIDIA driver, or "
+            "nvidia-ml-py is not installed); give it as --driver 550.54.14"
+        )
     return version

@@ -10,10 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Tuple
 
-from fatbin_inspect.formats import cubin
-
-from fatbin_inspect.formats import ptx
 from fatbin_inspect.errors import InputError
+from fatbin_inspect.formats import cubin, ptx
 from fatbin_inspect.formats.fatbin import MAGIC_BYTES
 
 
@@ -29,10 +27,10 @@ class Region:
 @dataclass(frozen=True)
 class Layout:
     format: str
-    regions: Tuple[Region, ...]
-    needs: Tuple[str, ...] = ()
-    notes: Tuple[str, ...] = ()
-    errors: Tuple[InputError, ...] = ()  # problems outside the fatbin sections (PE imports)
+    regions: tuple[Region, ...]
+    needs: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    errors: tuple[InputError, ...] = ()  # problems outside the fatbin sections (PE imports)
 
 
 def detect(head: bytes) -> str:
@@ -61,7 +59,7 @@ def detect(head: bytes) -> str:
 CUDA_LIB_PREFIXES = ("libcudart", "cudart", "libcuda.", "nvcuda", "libnvrtc", "nvrtc", "libcublas", "cublas")
 
 
-def cuda_needs(names) -> Tuple[str, ...]:
+def cuda_needs(names) -> tuple[str, ...]:
     """Keep the linked libraries that tell which CUDA runtime a file needs."""
     out = []
     for n in names:

@@ -17,11 +17,11 @@ import struct
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Optional, Tuple
 
-from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded, TruncatedError
+from fatbin_inspect.formats.binio import Blob
 
 SPILL_BYTES = 64 << 20
 MAX_MEMBER_BYTES = 8 << 30
@@ -32,7 +32,10 @@ CHUNK = 4 << 20
 # Names of archive members that may hold device code (a wheel also carries .py, .pyi, headers...)
 _CANDIDATE = re.compile(
     r"(\.so(\.[0-9.]+)?|\.dll|\.pyd|\.a|\.lib|\.o|\.obj|\.cubin|\.fatbin|\.ptx|\.exe|\.whl|\.zip|"
-    r"\.tar|\.tar\.gz|\.tgz|\.dylib|\.bin)$", re.I)
+    r"\.tar|\.tar\.gz|\.tgz|\.dylib|\.bin)$",
+    re.I,
+)
+
 
 def is_candidate(name: str) -> bool:
     base = name.rsplit("/", 1)[-1]
@@ -42,9 +45,9 @@ def is_candidate(name: str) -> bool:
 @dataclass(frozen=True)
 class Member:
     name: str
-    blob: Optional[Blob] = None
-    error: Optional[InputError] = None
-    note: Optional[str] = None
+    blob: Blob | None = None
+    error: InputError | None = None
+    note: str | None = None
 
 
 # --------------------------------------------------------------------------------------------- ar
@@ -81,7 +84,7 @@ def ar_members(blob: Blob) -> Iterator[Member]:
         elif name.startswith("/") and name[1:].isdigit():
             o = _ar_decimal(name[1:].encode("latin-1"), "long-name offset", pos)
             end = longnames.find(b"\n", o)
-            name = longnames[o:end if end >= 0 else None].decode("latin-1").rstrip("/")
+            name = longnames[o : end if end >= 0 else None].decode("latin-1").rstrip("/")
         else:
             name = name.rstrip("/")
         if name is not None:
@@ -176,24 +179,32 @@ def zip_wanted(info: zipfile.ZipInfo, all_members: bool = False) -> bool:
     return bool(info.filename) and not info.is_dir() and (all_members or is_candidate(info.filename))
 
 
-def zip_members(blob: Blob, all_members: bool = False, span: Optional[Tuple[int, int]] = None,
-                zf: Optional[zipfile.ZipFile] = None) -> Iterator[Member]:
+def zip_members(
+    blob: Blob,
+    all_members: bool = False,
+    span: tuple[int, int] | None = None,
+    zf: zipfile.ZipFile | None = None,
+) -> Iterator[Member]:
     """The wanted members of a zip, in central-directory order; ``span``: only those whose index
     in it is in ``[start, stop)``; ``zf``: the blob's directory, already read by ``open_zip``."""
     if zf is None:
         zf = open_zip(blob.stream())
     infos = zf.infolist()
-    for info in infos if span is None else infos[span[0]:span[1]]:
+    for info in infos if span is None else infos[span[0] : span[1]]:
         if not zip_wanted(info, all_members):
             continue
         name = info.filename
         try:
             if info.file_size > MAX_MEMBER_BYTES:
                 raise LimitExceeded(f"member declares {info.file_size} bytes")
-            if info.compress_size and info.file_size / info.compress_size > MAX_RATIO and \
-                    info.file_size > SPILL_BYTES:
+            if (
+                info.compress_size
+                and info.file_size / info.compress_size > MAX_RATIO
+                and info.file_size > SPILL_BYTES
+            ):
                 raise LimitExceeded(
-                    f"member inflates {info.file_size / info.compress_size:.0f}:1 (zip bomb?)")
+                    f"member inflates {info.file_size / info.compress_size:.0f}:1 (zip bomb?)"
+                )
             if info.compress_type == zipfile.ZIP_STORED and not info.flag_bits & 0x1:
                 hdr = blob.unpack(struct.Struct("<IHHHHHIIIHH"), info.header_offset, "zip local header")
                 if hdr[0] != 0x04034B50:

@@ -14,11 +14,10 @@ count and offset here is checked against the file size before use.
 from __future__ import annotations
 
 import struct
-from typing import List, Tuple
 
-from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.containers import Layout, Region, cuda_needs
 from fatbin_inspect.errors import CorruptError, TruncatedError
+from fatbin_inspect.formats.binio import Blob
 
 FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 SHT_NULL, SHT_DYNAMIC, SHT_NOBITS = 0, 6, 8
@@ -42,10 +41,10 @@ def _string(table: bytes, off: int) -> str:
     if off >= len(table):
         return ""
     end = table.find(b"\0", off, off + MAX_NAME)
-    return table[off:end if end >= 0 else off + MAX_NAME].decode("utf-8", "replace")
+    return table[off : end if end >= 0 else off + MAX_NAME].decode("utf-8", "replace")
 
 
-def _section_headers(blob: Blob, ehdr: struct.Struct, shdr: struct.Struct) -> List[Tuple]:
+def _section_headers(blob: Blob, ehdr: struct.Struct, shdr: struct.Struct) -> list[tuple]:
     fields = blob.unpack(ehdr, 0, "ELF header")
     shoff, shentsize, shnum, shstrndx = fields[6], fields[11], fields[12], fields[13]
     if shoff == 0:
@@ -63,7 +62,7 @@ def _section_headers(blob: Blob, ehdr: struct.Struct, shdr: struct.Struct) -> Li
     return [(shstrndx,)] + headers
 
 
-def _data(blob: Blob, sh: Tuple) -> bytes:
+def _data(blob: Blob, sh: tuple) -> bytes:
     if sh[1] in (SHT_NULL, SHT_NOBITS) or sh[5] == 0:
         return b""
     return blob.read(sh[4], sh[5], "section")
@@ -93,7 +92,7 @@ SHF_EXECINSTR = 0x4
 _TABLE_TYPES = {2, 3, 4, 5, 6, 7, 9, 11, 0x6FFFFFF6, 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF}
 
 
-def _worth_scanning(name: str, sh: Tuple) -> bool:
+def _worth_scanning(name: str, sh: tuple) -> bool:
     """Only data sections can hide a fatbin; skipping code also removes the false magic hits
     (``movabs`` immediates in code that checks the magic, FORMAT.md §1.4)."""
     if sh[2] & SHF_EXECINSTR or sh[1] in _TABLE_TYPES:
@@ -101,7 +100,7 @@ def _worth_scanning(name: str, sh: Tuple) -> bool:
     return not name.startswith((".debug", ".eh_frame", ".gcc_except_table", ".comment"))
 
 
-def _needed(blob: Blob, names: List[str], headers: List[Tuple], dyn: struct.Struct) -> List[str]:
+def _needed(blob: Blob, names: list[str], headers: list[tuple], dyn: struct.Struct) -> list[str]:
     """DT_NEEDED names of the first ``.dynamic`` section (strings from its sh_link table)."""
     for name, sh in zip(names, headers):
         if name != ".dynamic" or sh[1] != SHT_DYNAMIC:
@@ -110,7 +109,7 @@ def _needed(blob: Blob, names: List[str], headers: List[Tuple], dyn: struct.Stru
         strtab = _data(blob, headers[link]) if link < len(headers) else b""
         data = _data(blob, sh)
         out = []
-        for tag, val in dyn.iter_unpack(data[:len(data) - len(data) % dyn.size]):
+        for tag, val in dyn.iter_unpack(data[: len(data) - len(data) % dyn.size]):
             if tag == DT_NULL:
                 break
             if tag == DT_NEEDED:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import struct
 
-from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.containers import Layout, Region, cuda_needs
 from fatbin_inspect.errors import CorruptError, InputError
+from fatbin_inspect.formats.binio import Blob
 
 _COFF = struct.Struct("<HHIIIHH")
 _SECTION = struct.Struct("<8sIIIIIIHHI")
@@ -36,7 +36,8 @@ def _sections(blob: Blob, coff_off: int, string_table: bool):
     regions = []
     for i in range(nsec):
         (raw_name, vsize, _va, raw_size, raw_ptr, *_rest, characteristics) = blob.unpack(
-            _SECTION, table + i * _SECTION.size, "section header")
+            _SECTION, table + i * _SECTION.size, "section header"
+        )
         name = raw_name.rstrip(b"\0").decode("latin-1")
         if string_table and name.startswith("/") and name[1:].isascii() and name[1:].isdigit():
             o = strtab_off + int(name[1:])
@@ -46,7 +47,9 @@ def _sections(blob: Blob, coff_off: int, string_table: bool):
         if raw_ptr == 0 or size == 0:
             continue
         if raw_ptr + size > blob.size:
-            raise CorruptError(f"section {name} [{raw_ptr:#x}+{size:#x}] runs past the end of the file", raw_ptr)
+            raise CorruptError(
+                f"section {name} [{raw_ptr:#x}+{size:#x}] runs past the end of the file", raw_ptr
+            )
         code = bool(characteristics & (IMAGE_SCN_CNT_CODE | IMAGE_SCN_MEM_EXECUTE))
         regions.append(Region(name, raw_ptr, raw_ptr + size, name in FATBIN_SECTIONS, not code))
     return machine, tuple(regions)

@@ -13,7 +13,7 @@ import mmap
 import os
 import stat
 import struct
-from typing import Optional, Tuple, Union
+from typing import Union
 
 from fatbin_inspect.errors import TruncatedError, UnreadableError
 
@@ -21,9 +21,9 @@ Buffer = Union[bytes, bytearray, mmap.mmap]
 
 
 class Blob:
-    __slots__ = ("buf", "base", "size", "_owner")
+    __slots__ = ("_owner", "base", "buf", "size")
 
-    def __init__(self, buf: Buffer, base: int = 0, size: Optional[int] = None, owner=None):
+    def __init__(self, buf: Buffer, base: int = 0, size: int | None = None, owner=None):
         self.buf = buf
         self.base = base
         self.size = (len(buf) - base) if size is None else size
@@ -32,12 +32,12 @@ class Blob:
     def __len__(self) -> int:
         return self.size
 
-    def find(self, sub: bytes, start: int = 0, end: Optional[int] = None) -> int:
+    def find(self, sub: bytes, start: int = 0, end: int | None = None) -> int:
         end = self.size if end is None else min(end, self.size)
         hit = self.buf.find(sub, self.base + start, self.base + end)
         return -1 if hit < 0 else hit - self.base
 
-    def unpack(self, st: struct.Struct, off: int, what: str = "structure") -> Tuple:
+    def unpack(self, st: struct.Struct, off: int, what: str = "structure") -> tuple:
         if off < 0 or off + st.size > self.size:
             raise TruncatedError(f"{what} needs {st.size} bytes, file ends first", off)
         return st.unpack_from(self.buf, self.base + off)
@@ -47,7 +47,7 @@ class Blob:
             raise TruncatedError(f"{what} of {n} bytes runs past the end ({self.size} bytes)", off)
         return bytes(self.buf[self.base + off : self.base + off + n])
 
-    def view(self, off: int, n: int, what: str = "region") -> "Blob":
+    def view(self, off: int, n: int, what: str = "region") -> Blob:
         if off < 0 or n < 0 or off + n > self.size:
             raise TruncatedError(f"{what} of {n} bytes runs past the end ({self.size} bytes)", off)
         return Blob(self.buf, self.base + off, n, self._owner)
@@ -68,7 +68,7 @@ class Blob:
             except (OSError, ValueError):
                 pass
 
-    def stream(self) -> "BlobStream":
+    def stream(self) -> BlobStream:
         return BlobStream(self)
 
 

@@ -19,7 +19,6 @@ Facts a reader cannot guess:
 from __future__ import annotations
 
 import struct
-from typing import Dict, List, Optional, Tuple
 
 from fatbin_inspect.errors import CorruptError, TruncatedError
 from fatbin_inspect.formats.model import CubinInfo, Kernel
@@ -53,8 +52,12 @@ NOTE_TKINFO = 2000
 
 
 def is_cubin(head: bytes) -> bool:
-    return len(head) >= 20 and head[:4] == ELF_MAGIC and head[4] == 2 and \
-        struct.unpack_from("<H", head, 18)[0] == EM_CUDA
+    return (
+        len(head) >= 20
+        and head[:4] == ELF_MAGIC
+        and head[4] == 2
+        and struct.unpack_from("<H", head, 18)[0] == EM_CUDA
+    )
 
 
 class _Elf:
@@ -63,8 +66,22 @@ class _Elf:
     def __init__(self, data: bytes):
         if len(data) < _EHDR.size or data[:4] != ELF_MAGIC:
             raise CorruptError("not an ELF image", 0)
-        (ident, self.e_type, machine, _ver, _entry, phoff, shoff, self.e_flags, _ehsize,
-         phentsize, phnum, shentsize, shnum, shstrndx) = _EHDR.unpack_from(data, 0)
+        (
+            ident,
+            self.e_type,
+            machine,
+            _ver,
+            _entry,
+            phoff,
+            shoff,
+            self.e_flags,
+            _ehsize,
+            phentsize,
+            phnum,
+            shentsize,
+            shnum,
+            shstrndx,
+        ) = _EHDR.unpack_from(data, 0)
         if ident[4] != 2 or ident[5] != 1:
             raise CorruptError("device ELF must be 64-bit little-endian", 4)
         if machine != EM_CUDA:
@@ -78,16 +95,18 @@ class _Elf:
             raise TruncatedError(f"section table ({shnum} entries) runs past the image end", shoff)
         if phnum and phoff + phnum * phentsize > len(data):  # unused, but a cut image is no image
             raise TruncatedError(f"program headers ({phnum} entries) run past the image end", phoff)
-        self.sections = list(_SHDR.iter_unpack(data[shoff:shoff + shnum * _SHDR.size]))
-        self.names: List[str] = []
+        self.sections = list(_SHDR.iter_unpack(data[shoff : shoff + shnum * _SHDR.size]))
+        self.names: list[str] = []
         if shnum and shstrndx < shnum:
             strtab = self._bytes(shstrndx).decode("latin-1")  # one decode; str.find is as fast
             find = strtab.find
-            self.names = [strtab[sh[0]:e] if (e := find("\0", sh[0])) >= 0 else strtab[sh[0]:]
-                          for sh in self.sections]
+            self.names = [
+                strtab[sh[0] : e] if (e := find("\0", sh[0])) >= 0 else strtab[sh[0] :]
+                for sh in self.sections
+            ]
         else:
             self.names = [""] * shnum
-        self.by_name: Dict[str, int] = {n: i for i, n in enumerate(self.names)}
+        self.by_name: dict[str, int] = {n: i for i, n in enumerate(self.names)}
 
     def _bytes(self, idx: int) -> bytes:
         sh = self.sections[idx]
@@ -96,9 +115,9 @@ class _Elf:
         off, size = sh[4], sh[5]
         if off + size > len(self.data):
             raise TruncatedError(f"section {idx} [{off:#x}+{size}] runs past the image end", off)
-        return self.data[off:off + size]
+        return self.data[off : off + size]
 
-    def section(self, name: str) -> Optional[bytes]:
+    def section(self, name: str) -> bytes | None:
         idx = self.by_name.get(name)
         return None if idx is None else self._bytes(idx)
 
@@ -112,7 +131,7 @@ def _nv_records(data: bytes):
         if fmt == 4:
             if pos + v > n:
                 raise TruncatedError(f".nv.info record {attr:#x} of {v} bytes runs past its section", pos)
-            yield attr, fmt, data[pos:pos + v]
+            yield attr, fmt, data[pos : pos + v]
             pos += v
         else:
             yield attr, fmt, v
@@ -127,11 +146,11 @@ def _notes(data: bytes):
         desc_end = name_end + ((descsz + 3) & ~3)
         if desc_end > n:
             raise TruncatedError("note runs past its section", pos)
-        yield ntype, data[name_end:name_end + descsz]
+        yield ntype, data[name_end : name_end + descsz]
         pos = desc_end
 
 
-def _tkinfo(desc: bytes) -> Tuple[Optional[str], Optional[str]]:
+def _tkinfo(desc: bytes) -> tuple[str | None, str | None]:
     """``.note.nv.tkinfo``: 6 x u32 {2, 0, tool, version, build, cmdline} + a string table."""
     if len(desc) < 24:
         return None, None
@@ -142,7 +161,7 @@ def _tkinfo(desc: bytes) -> Tuple[Optional[str], Optional[str]]:
         if o >= len(strings):
             return ""
         end = strings.find(b"\0", o)
-        return strings[o:end if end >= 0 else None].decode("utf-8", "replace")
+        return strings[o : end if end >= 0 else None].decode("utf-8", "replace")
 
     tool, version, cmdline = s(offs[2]), s(offs[3]), s(offs[5])
     # "Cuda compilation tools, release 13.0, V13.0.88" -> "13.0.88"
@@ -151,8 +170,9 @@ def _tkinfo(desc: bytes) -> Tuple[Optional[str], Optional[str]]:
     return toolkit, (cmdline.strip() or None)
 
 
-def parse_cubin(data: bytes, kernels: bool = False, resources: bool = False, demangle=None
-                ) -> Tuple[CubinInfo, Optional[Tuple[Kernel, ...]]]:
+def parse_cubin(
+    data: bytes, kernels: bool = False, resources: bool = False, demangle=None
+) -> tuple[CubinInfo, tuple[Kernel, ...] | None]:
     """Decode a cubin's identity and, on request, its kernels and their resource usage.
     ``demangle(name) -> str | None`` fills ``Kernel.demangled``."""
     elf = _Elf(data)
@@ -200,7 +220,7 @@ def parse_cubin(data: bytes, kernels: bool = False, resources: bool = False, dem
     return info, _with_resources(elf, syms, demangle)
 
 
-def _kernel_symbols(elf: _Elf) -> List[Tuple[int, str]]:
+def _kernel_symbols(elf: _Elf) -> list[tuple[int, str]]:
     idx = elf.by_name.get(".symtab")
     if idx is None:
         return []
@@ -211,17 +231,16 @@ def _kernel_symbols(elf: _Elf) -> List[Tuple[int, str]]:
     strtab = elf._bytes(link)
     out = []
     usable = len(symtab) - len(symtab) % _SYM.size
-    for i, (st_name, st_info, st_other, _shndx, _val, _size) in enumerate(
-            _SYM.iter_unpack(symtab[:usable])):
+    for i, (st_name, st_info, st_other, _shndx, _val, _size) in enumerate(_SYM.iter_unpack(symtab[:usable])):
         if st_info & 0xF == STT_FUNC and st_other & STO_CUDA_ENTRY:
             end = strtab.find(b"\0", st_name)
-            out.append((i, strtab[st_name:end if end >= 0 else None].decode("utf-8", "replace")))
+            out.append((i, strtab[st_name : end if end >= 0 else None].decode("utf-8", "replace")))
     return out
 
 
-def _with_resources(elf: _Elf, syms: List[Tuple[int, str]], demangle=None) -> Tuple[Kernel, ...]:
-    regs: Dict[int, int] = {}
-    frame: Dict[int, int] = {}
+def _with_resources(elf: _Elf, syms: list[tuple[int, str]], demangle=None) -> tuple[Kernel, ...]:
+    regs: dict[int, int] = {}
+    frame: dict[int, int] = {}
     glob = elf.section(".nv.info")
     if glob:  # hot: hundreds of records per cubin, thousands of cubins; walked by index
         pos, n, unpack = 0, len(glob), _II.unpack_from
@@ -247,12 +266,21 @@ def _with_resources(elf: _Elf, syms: List[Tuple[int, str]], demangle=None) -> Tu
         shared = sections[i][5] if i is not None else 0
         i = by_name.get(".nv.constant0." + name)
         const0 = sections[i][5] if i is not None else None
-        kernels.append(Kernel(name, demangle(name) if demangle else None, regs.get(idx), shared, const0,
-                              max_threads, frame.get(idx)))
+        kernels.append(
+            Kernel(
+                name,
+                demangle(name) if demangle else None,
+                regs.get(idx),
+                shared,
+                const0,
+                max_threads,
+                frame.get(idx),
+            )
+        )
     return tuple(kernels)
 
 
-def _sval(data: bytes, attribute: int) -> Optional[bytes]:
+def _sval(data: bytes, attribute: int) -> bytes | None:
     """Data of the first SVAL (format 4) record with ``attribute``: a bare index walk, since this
     runs for every kernel (150k in libtorch_cuda.so) and a generator of tuples costs 3x more."""
     if data.find(bytes((4, attribute))) < 0:  # no such record can exist: skip the walk
@@ -261,6 +289,6 @@ def _sval(data: bytes, attribute: int) -> Optional[bytes]:
     while pos + 4 <= n:
         size = data[pos + 2] | data[pos + 3] << 8 if data[pos] == 4 else 0
         if data[pos + 1] == attribute and data[pos] == 4:
-            return data[pos + 4:pos + 4 + size]
+            return data[pos + 4 : pos + 4 + size]
         pos += 4 + size
     return None

@@ -47,13 +47,15 @@ class Budget:
 
     def spend(self, n: int, offset: int = None) -> None:
         if n > self.left:
-            raise LimitExceeded(f"decoding budget of this file spent ({MAX_FILE_RATIO}x its size): "
-                                f"entry not decoded", offset)
+            raise LimitExceeded(
+                f"decoding budget of this file spent ({MAX_FILE_RATIO}x its size): entry not decoded", offset
+            )
         self.left -= n
 
 
-def decode(method: str, data: bytes, expected_size: int, offset: int = None,
-           limit: int = MAX_DECODED) -> bytes:
+def decode(
+    method: str, data: bytes, expected_size: int, offset: int = None, limit: int = MAX_DECODED
+) -> bytes:
     """Decode ``data`` with ``method`` ('lz4'|'zstd'|'none') to exactly ``expected_size`` bytes."""
     if method == "none":
         return data
@@ -69,8 +71,10 @@ def decode(method: str, data: bytes, expected_size: int, offset: int = None,
             import lz4.block
 
             if expected_size > LZ4_MAX_RATIO * len(data) + 64:
-                raise CorruptError(f"lz4 block of {len(data)} bytes cannot inflate to the declared "
-                                   f"{expected_size} bytes", offset)
+                raise CorruptError(
+                    f"lz4 block of {len(data)} bytes cannot inflate to the declared {expected_size} bytes",
+                    offset,
+                )
             out = lz4.block.decompress(data, uncompressed_size=expected_size)
         elif method == "zstd":
             import zstandard

@@ -9,7 +9,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 from functools import lru_cache
-from typing import Optional
 
 _fn = None
 _free = None
@@ -36,7 +35,7 @@ def _load():
 
 
 @lru_cache(maxsize=1 << 16)
-def demangle(name: str) -> Optional[str]:
+def demangle(name: str) -> str | None:
     if not name.startswith("_Z"):
         return None
     if not _loaded:

@@ -24,10 +24,9 @@ fatbin: fatbins are found by walking data, never through the wrappers (FORMAT.md
 from __future__ import annotations
 
 import struct
-from typing import List, Optional, Tuple
 
-from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded, TruncatedError
+from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.formats.model import (
     KIND_LTOIR,
     KIND_PTX,
@@ -72,7 +71,7 @@ def compression_of(flags: int) -> str:
     return "none"
 
 
-def host_of(flags: int) -> Optional[str]:
+def host_of(flags: int) -> str | None:
     if flags & FLAG_HOST_WINDOWS:
         return "windows"
     if flags & FLAG_HOST_MAC:
@@ -82,35 +81,51 @@ def host_of(flags: int) -> Optional[str]:
     return None
 
 
-def _header_string(blob: Blob, entry_off: int, header_size: int, off: int, length: int) -> Optional[str]:
+def _header_string(blob: Blob, entry_off: int, header_size: int, off: int, length: int) -> str | None:
     """A string stored in the entry header extension; None when absent or out of bounds."""
     if off == 0 or length == 0:
         return None
     if off < ENTRY_HEADER.size or off + length > header_size:
-        raise CorruptError(f"entry string [{off:#x}+{length}] lies outside the {header_size:#x}-byte header",
-                           entry_off)
+        raise CorruptError(
+            f"entry string [{off:#x}+{length}] lies outside the {header_size:#x}-byte header", entry_off
+        )
     raw = blob.read(entry_off + off, length, "entry string")
     return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
 
 
-def parse_entry(blob: Blob, off: int, end: int) -> Tuple[Entry, int]:
+def parse_entry(blob: Blob, off: int, end: int) -> tuple[Entry, int]:
     """Parse the entry header at ``off`` (must end by ``end``); return it and the next offset."""
-    (kind_code, version, header_size, payload_size, compressed_size, options_desc,
-     code_minor, code_major, arch, ident_off, ident_len, flags, _reserved,
-     uncompressed_size) = blob.unpack(ENTRY_HEADER, off, "fatbin entry header")
+    (
+        kind_code,
+        version,
+        header_size,
+        payload_size,
+        compressed_size,
+        options_desc,
+        code_minor,
+        code_major,
+        arch,
+        ident_off,
+        ident_len,
+        flags,
+        _reserved,
+        uncompressed_size,
+    ) = blob.unpack(ENTRY_HEADER, off, "fatbin entry header")
     if version != ENTRY_VERSION:
         raise CorruptError(f"fatbin entry version {version:#x}, expected 0x0101", off)
     if header_size < ENTRY_HEADER.size or header_size % 8:
-        raise CorruptError(f"fatbin entry header size {header_size:#x} is not >= 0x40 and a multiple of 8", off)
+        raise CorruptError(
+            f"fatbin entry header size {header_size:#x} is not >= 0x40 and a multiple of 8", off
+        )
     if off + header_size + payload_size > end:
         raise TruncatedError(
-            f"fatbin entry of {header_size + payload_size} bytes runs past its fatbin end {end:#x}", off)
+            f"fatbin entry of {header_size + payload_size} bytes runs past its fatbin end {end:#x}", off
+        )
     kind = KIND_CODES.get(kind_code, KIND_UNKNOWN)
     compression = compression_of(flags)
     if compression != "none" and kind != KIND_LTOIR:
         if compressed_size > payload_size:
-            raise CorruptError(
-                f"compressed size {compressed_size} exceeds payload size {payload_size}", off)
+            raise CorruptError(f"compressed size {compressed_size} exceeds payload size {payload_size}", off)
         stored, size = compressed_size, uncompressed_size
     else:
         stored = size = payload_size
@@ -163,12 +178,21 @@ class _Budget:
     def take(self, off: int) -> None:
         self.left -= 1
         if self.left < 0:
-            raise LimitExceeded("fatbin headers chain into each other: stopped after parsing "
-                                "twice as many entry headers as the bytes can hold", off)
+            raise LimitExceeded(
+                "fatbin headers chain into each other: stopped after parsing "
+                "twice as many entry headers as the bytes can hold",
+                off,
+            )
 
 
-def parse_fatbin(blob: Blob, off: int, limit: Optional[int] = None, section: Optional[str] = None,
-                 found_by: str = "section", budget: Optional[_Budget] = None) -> Fatbin:
+def parse_fatbin(
+    blob: Blob,
+    off: int,
+    limit: int | None = None,
+    section: str | None = None,
+    found_by: str = "section",
+    budget: _Budget | None = None,
+) -> Fatbin:
     """Parse one fatbin whose header is at ``off``; it may not extend past ``limit``."""
     limit = blob.size if limit is None else limit
     magic, version, header_size, fat_size = blob.unpack(FAT_HEADER, off, "fatbin header")
@@ -180,7 +204,7 @@ def parse_fatbin(blob: Blob, off: int, limit: Optional[int] = None, section: Opt
     end = start + fat_size
     if end > limit:
         raise TruncatedError(f"fatbin declares {fat_size} bytes but only {max(0, limit - start)} remain", off)
-    entries: List[Entry] = []
+    entries: list[Entry] = []
     pos = start
     while pos < end:
         if end - pos < ENTRY_HEADER.size:
@@ -210,8 +234,15 @@ def plausible_at(blob: Blob, off: int) -> bool:
     return kind in KIND_CODES and ev == ENTRY_VERSION and ehs >= 0x40 and ehs % 8 == 0
 
 
-def walk(blob: Blob, start: int, end: int, section: Optional[str], strict: bool,
-         found_by: str = "section", limit: Optional[int] = None) -> Tuple[List[Fatbin], List[InputError]]:
+def walk(
+    blob: Blob,
+    start: int,
+    end: int,
+    section: str | None,
+    strict: bool,
+    found_by: str = "section",
+    limit: int | None = None,
+) -> tuple[list[Fatbin], list[InputError]]:
     """Find every fatbin in ``[start, end)``.
 
     ``strict`` (a fatbin section): every magic starts a fatbin, and one that does not parse is an
@@ -223,8 +254,8 @@ def walk(blob: Blob, start: int, end: int, section: Optional[str], strict: bool,
     limit = end if limit is None else limit
     budget = _Budget(max(0, limit - start))
     released = start
-    fatbins: List[Fatbin] = []
-    errors: List[InputError] = []
+    fatbins: list[Fatbin] = []
+    errors: list[InputError] = []
     pos = start
     while pos + FAT_HEADER.size <= end:
         hit = blob.find(MAGIC_BYTES, pos, end)

@@ -8,7 +8,6 @@ of times (one fatbin per translation unit), so an arch name is never an identity
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
 
 KIND_SASS = "sass"
 KIND_PTX = "ptx"
@@ -21,12 +20,12 @@ class Kernel:
     """One ``__global__`` function (a cubin symbol with STO_CUDA_ENTRY, or a PTX ``.entry``)."""
 
     name: str
-    demangled: Optional[str] = None
-    registers: Optional[int] = None
-    shared: Optional[int] = None  # static shared memory, bytes
-    constant0: Optional[int] = None  # constant bank 0 (parameters + driver data), bytes
-    max_threads: Optional[Tuple[int, int, int]] = None  # __launch_bounds__ / .maxntid
-    local: Optional[int] = None  # frame size (per-thread local memory), bytes
+    demangled: str | None = None
+    registers: int | None = None
+    shared: int | None = None  # static shared memory, bytes
+    constant0: int | None = None  # constant bank 0 (parameters + driver data), bytes
+    max_threads: tuple[int, int, int] | None = None  # __launch_bounds__ / .maxntid
+    local: int | None = None  # frame size (per-thread local memory), bytes
 
 
 @dataclass(frozen=True)
@@ -37,10 +36,10 @@ class CubinInfo:
     elf_type: str  # "exec" (ET_EXEC) or "rel" (ET_REL)
     sm: int  # SM from e_flags, decoded by ABI version
     arch_specific: bool  # `a` marker from e_flags (v7 0x800, v8-12.9 0x8) or .nv.compat attr 0x09
-    virtual_sm: Optional[int]  # PTX arch the SASS came from (v7 e_flags or .note.nv.cuinfo)
+    virtual_sm: int | None  # PTX arch the SASS came from (v7 e_flags or .note.nv.cuinfo)
     device_link: bool  # produced by nvlink's device-link step (zero kernels)
-    toolkit: Optional[str]  # "ptxas 13.0.88" from .note.nv.tkinfo
-    command_line: Optional[str]  # tkinfo command line, e.g. "-arch sm_90a -m 64"
+    toolkit: str | None  # "ptxas 13.0.88" from .note.nv.tkinfo
+    command_line: str | None  # tkinfo command line, e.g. "-arch sm_90a -m 64"
 
 
 @dataclass(frozen=True)
@@ -56,18 +55,18 @@ class Entry:
     stored_size: int  # bytes on disk (compressed size when compressed)
     size: int  # bytes after decompression
     flags: int
-    code_version: Tuple[int, int]  # (major, minor): PTX ISA for PTX, (1, EI_ABIVERSION) for ELF
+    code_version: tuple[int, int]  # (major, minor): PTX ISA for PTX, (1, EI_ABIVERSION) for ELF
     header_size: int
     payload_offset: int  # absolute offset of the payload
-    host: Optional[str]  # linux | windows | mac
+    host: str | None  # linux | windows | mac
     debug: bool
-    identifier: Optional[str]
-    options: Optional[str]
+    identifier: str | None
+    options: str | None
     relocatable_ptx: bool = False
-    cubin: Optional[CubinInfo] = None  # set when the payload was decoded
-    kernels: Optional[Tuple[Kernel, ...]] = None  # set when kernels were asked for
-    ptx_target: Optional[str] = None  # PTX `.target` first token, when decoded
-    decode_error: Optional[str] = None  # payload could not be decoded (entry still listed)
+    cubin: CubinInfo | None = None  # set when the payload was decoded
+    kernels: tuple[Kernel, ...] | None = None  # set when kernels were asked for
+    ptx_target: str | None = None  # PTX `.target` first token, when decoded
+    decode_error: str | None = None  # payload could not be decoded (entry still listed)
 
     @property
     def arch(self) -> str:
@@ -76,7 +75,7 @@ class Entry:
         return f"{prefix}{self.sm}{self.variant}"
 
     @property
-    def ptx_isa(self) -> Optional[str]:
+    def ptx_isa(self) -> str | None:
         if self.kind != KIND_PTX:
             return None
         return f"{self.code_version[0]}.{self.code_version[1]}"
@@ -88,15 +87,15 @@ class Fatbin:
 
     offset: int  # absolute offset of the fatbin header
     size: int  # bytes after the header (fat_size)
-    section: Optional[str]  # containing section, None for a raw .fatbin/.cubin/.ptx
-    entries: Tuple[Entry, ...]
+    section: str | None  # containing section, None for a raw .fatbin/.cubin/.ptx
+    entries: tuple[Entry, ...]
     found_by: str = "section"  # "section" (walked a fatbin section) or "scan" (magic scan)
 
 
 @dataclass(frozen=True)
 class FileError:
     message: str
-    offset: Optional[int] = None
+    offset: int | None = None
 
 
 @dataclass(frozen=True)
@@ -106,12 +105,12 @@ class FileReport:
     path: str
     format: str  # elf | pe | ar | zip | tar | fatbin | cubin | ptx | unknown
     size: int
-    fatbins: Tuple[Fatbin, ...] = ()
-    error: Optional[FileError] = None
-    needs: Tuple[str, ...] = ()  # CUDA runtime libraries the file links (libcudart.so.12, ...)
-    notes: Tuple[str, ...] = ()  # non-fatal remarks (skipped members, limits reached)
-    distribution: Optional[str] = field(default=None, compare=False)  # "torch 2.14.1" (scan)
+    fatbins: tuple[Fatbin, ...] = ()
+    error: FileError | None = None
+    needs: tuple[str, ...] = ()  # CUDA runtime libraries the file links (libcudart.so.12, ...)
+    notes: tuple[str, ...] = ()  # non-fatal remarks (skipped members, limits reached)
+    distribution: str | None = field(default=None, compare=False)  # "torch 2.14.1" (scan)
 
     @property
-    def entries(self) -> Tuple[Entry, ...]:
+    def entries(self) -> tuple[Entry, ...]:
         return tuple(e for fb in self.fatbins for e in fb.entries)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional, Tuple
 
 from fatbin_inspect.errors import CorruptError
 from fatbin_inspect.formats.model import Kernel
@@ -27,8 +26,8 @@ HEAD_BYTES = 1 << 16  # .version and .target come first in every PTX seen
 
 @dataclass(frozen=True)
 class PtxHeader:
-    version: Tuple[int, int]
-    target: Optional[str]
+    version: tuple[int, int]
+    target: str | None
 
 
 def looks_like_ptx(head: bytes) -> bool:
@@ -44,18 +43,19 @@ def parse_header(text: bytes) -> PtxHeader:
     if not m:
         raise CorruptError("PTX without a .version directive", 0)
     t = _TARGET.search(head)
-    return PtxHeader(version=(int(m.group(1)), int(m.group(2))),
-                     target=t.group(1).decode("ascii") if t else None)
+    return PtxHeader(
+        version=(int(m.group(1)), int(m.group(2))), target=t.group(1).decode("ascii") if t else None
+    )
 
 
-def kernels(text: bytes) -> Tuple[Kernel, ...]:
+def kernels(text: bytes) -> tuple[Kernel, ...]:
     nul = text.find(b"\0")
     if nul >= 0:
         text = text[:nul]
     return tuple(Kernel(name=m.group(1).decode("ascii", "replace")) for m in _ENTRY.finditer(text))
 
 
-def target_arch(target: str) -> Tuple[int, str]:
+def target_arch(target: str) -> tuple[int, str]:
     """``sm_90a`` -> (90, "a")."""
     m = re.fullmatch(r"(?:sm|compute)_(\d{1,6})([af]?)", target)
     if not m:

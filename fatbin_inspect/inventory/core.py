@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Tuple
 
+from fatbin_inspect.containers import Layout, archives, detect
+from fatbin_inspect.errors import InputError, LimitExceeded
 from fatbin_inspect.formats import cubin as cubin_mod
 from fatbin_inspect.formats import fatbin as fatbin_mod
 from fatbin_inspect.formats import ptx as ptx_mod
 from fatbin_inspect.formats.binio import Blob, open_blob
-from fatbin_inspect.containers import Layout, archives, detect
 from fatbin_inspect.formats.decompress import Budget, decode
 from fatbin_inspect.formats.demangle import demangle
-from fatbin_inspect.errors import InputError, LimitExceeded
 from fatbin_inspect.formats.model import (
     KIND_PTX,
     KIND_SASS,
@@ -73,7 +73,9 @@ def inspect_blob(path: str, blob: Blob, opts: Options, depth: int) -> Iterator[F
     yield from _container_first(path, inspect_pairs(path, blob, opts, depth))
 
 
-def inspect_zip_span(path: str, blob: Blob, opts: Options, span: Tuple[int, int], zf=None) -> Iterator[FileReport]:
+def inspect_zip_span(
+    path: str, blob: Blob, opts: Options, span: tuple[int, int], zf=None
+) -> Iterator[FileReport]:
     """``inspect_blob`` of a zip, for the members whose central-directory index is in
     ``[start, stop)`` only (``zf``: its directory from ``archives.open_zip``, or None): a large
     wheel's members can be inspected as several work units. The zip's own record comes first as
@@ -85,7 +87,7 @@ def inspect_zip_span(path: str, blob: Blob, opts: Options, span: Tuple[int, int]
 
 def _container_first(path: str, pairs) -> Iterator[FileReport]:
     container = None
-    members: List[FileReport] = []
+    members: list[FileReport] = []
     for rec, _blob in pairs:
         if rec.path == path:
             container = rec
@@ -96,7 +98,7 @@ def _container_first(path: str, pairs) -> Iterator[FileReport]:
     yield from members
 
 
-def inspect_pairs(path: str, blob: Blob, opts: Options, depth: int) -> Iterator[Tuple[FileReport, Blob]]:
+def inspect_pairs(path: str, blob: Blob, opts: Options, depth: int) -> Iterator[tuple[FileReport, Blob]]:
     """(record, blob) pairs, streaming: each member's bytes can be dropped once the consumer moves
     on (a wheel's members are never all held at once). An archive's own record comes last."""
     fmt = detect(blob.head(512))
@@ -111,13 +113,26 @@ def inspect_pairs(path: str, blob: Blob, opts: Options, depth: int) -> Iterator[
         yield FileReport(path=path, format=fmt, size=blob.size, error=_err(exc)), blob
 
 
-def _inspect_archive(path: str, fmt: str, blob: Blob, opts: Options, depth: int,
-                     members: Optional[Iterator[archives.Member]] = None):
-    notes: List[str] = []
-    error: Optional[FileError] = None
+def _inspect_archive(
+    path: str,
+    fmt: str,
+    blob: Blob,
+    opts: Options,
+    depth: int,
+    members: Iterator[archives.Member] | None = None,
+):
+    notes: list[str] = []
+    error: FileError | None = None
     if depth >= MAX_DEPTH:
-        yield FileReport(path=path, format=fmt, size=blob.size,
-                         error=_err(LimitExceeded(f"archive nested deeper than {MAX_DEPTH} levels"))), blob
+        yield (
+            FileReport(
+                path=path,
+                format=fmt,
+                size=blob.size,
+                error=_err(LimitExceeded(f"archive nested deeper than {MAX_DEPTH} levels")),
+            ),
+            blob,
+        )
         return
     try:
         if members is not None:
@@ -146,8 +161,12 @@ def _inspect_archive(path: str, fmt: str, blob: Blob, opts: Options, depth: int,
         error = _err(exc)
     except Exception as exc:
         error = _err(exc)
-    yield FileReport(path=path, format="tar" if fmt == "gzip" else fmt, size=blob.size, error=error,
-                     notes=tuple(notes)), blob
+    yield (
+        FileReport(
+            path=path, format="tar" if fmt == "gzip" else fmt, size=blob.size, error=error, notes=tuple(notes)
+        ),
+        blob,
+    )
 
 
 def _gzip_members(blob: Blob) -> Iterator[archives.Member]:
@@ -161,18 +180,20 @@ def _gzip_members(blob: Blob) -> Iterator[archives.Member]:
 def _inspect_binary(path: str, fmt: str, blob: Blob, opts: Options) -> FileReport:
     if fmt == "cubin":
         fatbins = (_standalone_cubin(blob),)
-        return FileReport(path=path, format="cubin", size=blob.size,
-                          fatbins=tuple(_decode_fatbins(blob, fatbins, opts)))
+        return FileReport(
+            path=path, format="cubin", size=blob.size, fatbins=tuple(_decode_fatbins(blob, fatbins, opts))
+        )
     if fmt == "ptx":
         fatbins = (_standalone_ptx(blob),)
-        return FileReport(path=path, format="ptx", size=blob.size,
-                          fatbins=tuple(_decode_fatbins(blob, fatbins, opts)))
-    fatbins: List[Fatbin] = []
-    errors: List[InputError] = []
+        return FileReport(
+            path=path, format="ptx", size=blob.size, fatbins=tuple(_decode_fatbins(blob, fatbins, opts))
+        )
+    fatbins: list[Fatbin] = []
+    errors: list[InputError] = []
     try:
         layout = _layout(fmt, blob)
     except InputError as exc:  # a cut download or broken section table: the bytes that exist
-        errors.append(exc)      # are still magic-scanned, and the record keeps the error
+        errors.append(exc)  # are still magic-scanned, and the record keeps the error
         layout = Layout(fmt, (), notes=("section table unusable: fatbins found by magic scan only",))
     sections_walked = False
     for region in layout.regions:
@@ -198,15 +219,21 @@ def _inspect_binary(path: str, fmt: str, blob: Blob, opts: Options) -> FileRepor
     notes = list(layout.notes)
     if len(errors) > 1:
         notes.append(f"{len(errors) - 1} more fatbin errors after the first")
-    return FileReport(path=path, format=layout.format, size=blob.size,
-                      fatbins=tuple(_decode_fatbins(blob, fatbins, opts, path)),
-                      error=error, needs=layout.needs, notes=tuple(notes))
+    return FileReport(
+        path=path,
+        format=layout.format,
+        size=blob.size,
+        fatbins=tuple(_decode_fatbins(blob, fatbins, opts, path)),
+        error=error,
+        needs=layout.needs,
+        notes=tuple(notes),
+    )
 
 
 SCAN_CHUNK = 64 << 20
 
 
-def _scan_chunks(blob: Blob, start: int, end: int, section: Optional[str], errors: List[InputError]):
+def _scan_chunks(blob: Blob, start: int, end: int, section: str | None, errors: list[InputError]):
     """Magic-scan ``[start, end)`` a chunk at a time; a fatbin may run past its chunk (it is
     bounded by ``end``). Pages already scanned are dropped from this process's resident set
     (``MADV_DONTNEED`` on a read-only file mapping only unmaps them; the page cache keeps them), so
@@ -238,7 +265,7 @@ def _layout(fmt: str, blob: Blob) -> Layout:
     return Layout(fmt, ())
 
 
-def _gaps(regions: List[Tuple[int, int]], size: int) -> Iterator[Tuple[int, int]]:
+def _gaps(regions: list[tuple[int, int]], size: int) -> Iterator[tuple[int, int]]:
     """The byte ranges of a file that no section covers (headers, tables; everything when stripped)."""
     pos = 0
     for start, end in sorted(regions):
@@ -254,10 +281,23 @@ def _standalone_cubin(blob: Blob) -> Fatbin:
     data = blob.read(0, blob.size)
     info, _ = cubin_mod.parse_cubin(data)
     entry = Entry(
-        offset=0, kind=KIND_SASS, kind_code=2, sm=info.sm, variant="a" if info.arch_specific and info.sm >= 90 else "",
-        compression="none", stored_size=blob.size, size=blob.size, flags=0,
-        code_version=(1, info.elf_abi), header_size=0, payload_offset=0, host=None, debug=False,
-        identifier=None, options=None, cubin=info,
+        offset=0,
+        kind=KIND_SASS,
+        kind_code=2,
+        sm=info.sm,
+        variant="a" if info.arch_specific and info.sm >= 90 else "",
+        compression="none",
+        stored_size=blob.size,
+        size=blob.size,
+        flags=0,
+        code_version=(1, info.elf_abi),
+        header_size=0,
+        payload_offset=0,
+        host=None,
+        debug=False,
+        identifier=None,
+        options=None,
+        cubin=info,
     )
     return Fatbin(offset=0, size=blob.size, section=None, entries=(entry,), found_by="file")
 
@@ -267,16 +307,29 @@ def _standalone_ptx(blob: Blob) -> Fatbin:
     hdr = ptx_mod.parse_header(data)
     sm, variant = ptx_mod.target_arch(hdr.target) if hdr.target else (0, "")
     entry = Entry(
-        offset=0, kind=KIND_PTX, kind_code=1, sm=sm, variant=variant, compression="none",
-        stored_size=blob.size, size=blob.size, flags=0, code_version=hdr.version, header_size=0,
-        payload_offset=0, host=None, debug=False, identifier=None, options=None,
+        offset=0,
+        kind=KIND_PTX,
+        kind_code=1,
+        sm=sm,
+        variant=variant,
+        compression="none",
+        stored_size=blob.size,
+        size=blob.size,
+        flags=0,
+        code_version=hdr.version,
+        header_size=0,
+        payload_offset=0,
+        host=None,
+        debug=False,
+        identifier=None,
+        options=None,
         ptx_target=hdr.target,
     )
     return Fatbin(offset=0, size=blob.size, section=None, entries=(entry,), found_by="file")
 
 
 # ------------------------------------------------------------------------------- payloads
-def payload(blob: Blob, entry: Entry, budget: Optional[Budget] = None) -> bytes:
+def payload(blob: Blob, entry: Entry, budget: Budget | None = None) -> bytes:
     """The entry's image, decompressed (LTO-IR is opaque and returned as stored)."""
     raw = blob.read(entry.payload_offset, entry.stored_size, "entry payload")
     if budget is not None and entry.compression != "none" and entry.kind in (KIND_SASS, KIND_PTX):
@@ -286,8 +339,9 @@ def payload(blob: Blob, entry: Entry, budget: Optional[Budget] = None) -> bytes:
     return decode(entry.compression, raw, entry.size, entry.offset)
 
 
-def decode_entry(blob: Blob, entry: Entry, kernels: bool, resources: bool = True,
-                 budget: Optional[Budget] = None) -> Entry:
+def decode_entry(
+    blob: Blob, entry: Entry, kernels: bool, resources: bool = True, budget: Budget | None = None
+) -> Entry:
     """Fill ``cubin``/``kernels``/``ptx_target`` from the payload; a failure is ``decode_error``.
     ``budget`` (one per file) bounds the bytes all its compressed entries may inflate to."""
     if entry.kind not in (KIND_SASS, KIND_PTX):
@@ -297,8 +351,9 @@ def decode_entry(blob: Blob, entry: Entry, kernels: bool, resources: bool = True
         if entry.kind == KIND_SASS:
             info, ks = cubin_mod.parse_cubin(data, kernels=kernels, resources=resources, demangle=demangle)
             if info.sm != entry.sm and entry.header_size:
-                raise InputError(f"cubin e_flags say sm_{info.sm}, fatbin header says sm_{entry.sm}",
-                                 entry.offset)
+                raise InputError(
+                    f"cubin e_flags say sm_{info.sm}, fatbin header says sm_{entry.sm}", entry.offset
+                )
             return dataclasses.replace(entry, cubin=info, kernels=ks)
         hdr = ptx_mod.parse_header(data)
         ks = _demangled(ptx_mod.kernels(data)) if kernels else None
@@ -309,10 +364,12 @@ def decode_entry(blob: Blob, entry: Entry, kernels: bool, resources: bool = True
         return dataclasses.replace(entry, decode_error=f"internal error: {exc}")
 
 
-def _demangled(ks: Tuple[Kernel, ...]) -> Tuple[Kernel, ...]:
+def _demangled(ks: tuple[Kernel, ...]) -> tuple[Kernel, ...]:
     # the constructor, not dataclasses.replace: ~100k kernels in one large library
-    return tuple(Kernel(k.name, demangle(k.name), k.registers, k.shared, k.constant0, k.max_threads, k.local)
-                 for k in ks)
+    return tuple(
+        Kernel(k.name, demangle(k.name), k.registers, k.shared, k.constant0, k.max_threads, k.local)
+        for k in ks
+    )
 
 
 PARALLEL_MIN_BYTES = 64 << 20  # compressed payload bytes that make a second process worth its start
@@ -321,13 +378,22 @@ PARALLEL_MIN_BYTES = 64 << 20  # compressed payload bytes that make a second pro
 PROBE_MAX = 64 << 10  # nvcc's device-link cubins are ~1.5 KB and hold no kernels
 
 
-def _decode_fatbins(blob: Blob, fatbins, opts: Options, path: Optional[str] = None):
+def _decode_fatbins(blob: Blob, fatbins, opts: Options, path: str | None = None):
     if not (opts.kernels or opts.details):
         if opts.probe_small:
             budget = Budget(blob.size)
-            return [dataclasses.replace(fb, entries=tuple(
-                decode_entry(blob, e, kernels=False, budget=budget) if e.kind == KIND_SASS and e.size <= PROBE_MAX
-                else e for e in fb.entries)) for fb in fatbins]
+            return [
+                dataclasses.replace(
+                    fb,
+                    entries=tuple(
+                        decode_entry(blob, e, kernels=False, budget=budget)
+                        if e.kind == KIND_SASS and e.size <= PROBE_MAX
+                        else e
+                        for e in fb.entries
+                    ),
+                )
+                for fb in fatbins
+            ]
         return list(fatbins)
     return [fb for part in map_decoded(blob, fatbins, opts, path, _same) for fb in part]
 
@@ -336,14 +402,14 @@ def _same(fatbins):
     return fatbins
 
 
-def parallel_worthwhile(blob: Blob, fatbins, opts: Options, path: Optional[str]) -> bool:
+def parallel_worthwhile(blob: Blob, fatbins, opts: Options, path: str | None) -> bool:
     """Large enough (compressed payload) for worker processes to pay for their start."""
     jobs = opts.jobs or os.cpu_count() or 1
     work = sum(e.stored_size for fb in fatbins for e in fb.entries if e.compression != "none")
     return jobs > 1 and bool(path) and work >= PARALLEL_MIN_BYTES and _is_whole_file(blob, path)
 
 
-def map_decoded(blob: Blob, fatbins, opts: Options, path: Optional[str], fn) -> List:
+def map_decoded(blob: Blob, fatbins, opts: Options, path: str | None, fn) -> list:
     """Decode ``fatbins`` (kernels/details per ``opts``) and return ``[fn(decoded_slice), ...]``
     in file order. A large file on disk is decoded by worker processes, each applying ``fn`` to
     its slice where it decoded it, so a caller can turn records into their final form (JSON text)
@@ -357,8 +423,10 @@ def _decode_serial(blob: Blob, fatbins, opts: Options):
     out = []
     budget = Budget(blob.size)
     for fb in fatbins:
-        entries = tuple(decode_entry(blob, e, kernels=opts.kernels, resources=opts.resources, budget=budget)
-                        for e in fb.entries)
+        entries = tuple(
+            decode_entry(blob, e, kernels=opts.kernels, resources=opts.resources, budget=budget)
+            for e in fb.entries
+        )
         out.append(dataclasses.replace(fb, entries=entries))
     return out
 
@@ -370,13 +438,13 @@ def _is_whole_file(blob: Blob, path: str) -> bool:
         return False
 
 
-def _map_parallel(path: str, fatbins, opts: Options, jobs: int, fn) -> List:
+def _map_parallel(path: str, fatbins, opts: Options, jobs: int, fn) -> list:
     """Decompressing and parsing thousands of cubins is CPU-bound (libtorch_cuda.so: 5 GB of
     zstd output): split the fatbins into contiguous slices of similar decoded size, decoded by
     worker processes that map the same file. Order is kept."""
     import concurrent.futures as cf
 
-    slices: List[List[Fatbin]] = [[] for _ in range(jobs * 4)]
+    slices: list[list[Fatbin]] = [[] for _ in range(jobs * 4)]
     total = sum(e.size for fb in fatbins for e in fb.entries) or 1
     done = 0
     for fb in fatbins:  # contiguous slices, balanced by decoded bytes (what the work scales with)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import operator
 import os
 import stat
-from typing import Iterator, Optional, Tuple
+from collections.abc import Iterator
 
 # (path, note): note is None for a file to inspect, else why it was skipped
-Item = Tuple[str, Optional[str]]
+Item = tuple[str, str | None]
 
 
 def iter_files(root: str) -> Iterator[Item]:
@@ -24,7 +24,7 @@ def iter_files(root: str) -> Iterator[Item]:
 
 # (path as shown, absolute path, stat or None, skip): skip is None for a regular file, else why
 # the entry was skipped; the stat is None when the walk has none (a root that is a file)
-StatItem = Tuple[str, str, Optional[os.stat_result], Optional[str]]
+StatItem = tuple[str, str, os.stat_result | None, str | None]
 
 
 _SCANDIR_FD = os.scandir in os.supports_fd  # stat by name relative to an open folder (fstatat)
@@ -102,6 +102,11 @@ def iter_stat(root: str) -> Iterator[StatItem]:
                 stack.append(sub)
                 break
             else:
-                yield shown + name, prefix + name, None, "not a regular file (FIFO, device or socket): skipped"
+                yield (
+                    shown + name,
+                    prefix + name,
+                    None,
+                    "not a regular file (FIFO, device or socket): skipped",
+                )
         else:
             stack.pop()

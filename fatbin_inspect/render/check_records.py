@@ -6,7 +6,8 @@ path/target/verdict/error/chosen/rule/reason/fatbins) are fixed; fields are only
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from fatbin_inspect.compat.engine import Chosen, EntryVerdict, ErrorRef, FatbinVerdict, FileVerdict
 from fatbin_inspect.compat.targets import Target
@@ -15,60 +16,101 @@ from fatbin_inspect.render.records import SCHEMA_VERSION, tool
 MISSING_KERNELS_LISTED = 200  # names listed per result; the count is always complete
 
 
-def target_dict(t: Target) -> Dict[str, Any]:
+def target_dict(t: Target) -> dict[str, Any]:
     return {
-        "gpu": t.gpu.name, "cc": f"{t.cc[0]}.{t.cc[1]}", "tegra": t.gpu.tegra,
-        "driver": t.driver.version, "driver_cuda": t.driver.cuda, "max_ptx_isa": t.driver.max_ptx_isa,
-        "driver_branch": t.driver.branch, "driver_assumed": t.driver.assumed,
-        "architecture": t.gpu.architecture, "matched": list(t.gpu.matched), "confidence": t.gpu.confidence,
+        "gpu": t.gpu.name,
+        "cc": f"{t.cc[0]}.{t.cc[1]}",
+        "tegra": t.gpu.tegra,
+        "driver": t.driver.version,
+        "driver_cuda": t.driver.cuda,
+        "max_ptx_isa": t.driver.max_ptx_isa,
+        "driver_branch": t.driver.branch,
+        "driver_assumed": t.driver.assumed,
+        "architecture": t.gpu.architecture,
+        "matched": list(t.gpu.matched),
+        "confidence": t.gpu.confidence,
         "env": {"CUDA_FORCE_PTX_JIT": t.force_ptx_jit, "CUDA_DISABLE_PTX_JIT": t.disable_ptx_jit},
     }
 
 
-def error_dict(e: Optional[ErrorRef]) -> Optional[Dict[str, Any]]:
+def error_dict(e: ErrorRef | None) -> dict[str, Any] | None:
     return None if e is None else {"code": e.code, "name": e.name}
 
 
-def chosen_dict(c: Optional[Chosen]) -> Optional[Dict[str, Any]]:
+def chosen_dict(c: Chosen | None) -> dict[str, Any] | None:
     if c is None:
         return None
-    d: Dict[str, Any] = {"arch": c.arch, "kind": c.kind, "ptx_isa": c.ptx_isa}
+    d: dict[str, Any] = {"arch": c.arch, "kind": c.kind, "ptx_isa": c.ptx_isa}
     if c.offset is not None:
         d["offset"] = c.offset
     return d
 
 
-def entry_verdict_dict(e: EntryVerdict) -> Dict[str, Any]:
-    return {"offset": e.offset, "arch": e.arch, "verdict": e.verdict, "rule": e.rule, "reason": e.reason,
-            "error": error_dict(e.error)}
+def entry_verdict_dict(e: EntryVerdict) -> dict[str, Any]:
+    return {
+        "offset": e.offset,
+        "arch": e.arch,
+        "verdict": e.verdict,
+        "rule": e.rule,
+        "reason": e.reason,
+        "error": error_dict(e.error),
+    }
 
 
-def fatbin_verdict_dict(v: FatbinVerdict) -> Dict[str, Any]:
-    return {"offset": v.offset, "section": v.section, "verdict": v.verdict, "error": error_dict(v.error),
-            "chosen": chosen_dict(v.chosen), "rule": v.rule, "rules": list(v.rules), "reason": v.reason,
-            "confidence": v.confidence, "ignored": v.ignored, "missing_kernels": list(v.missing_kernels),
-            "entries": [entry_verdict_dict(e) for e in v.entries]}
+def fatbin_verdict_dict(v: FatbinVerdict) -> dict[str, Any]:
+    return {
+        "offset": v.offset,
+        "section": v.section,
+        "verdict": v.verdict,
+        "error": error_dict(v.error),
+        "chosen": chosen_dict(v.chosen),
+        "rule": v.rule,
+        "rules": list(v.rules),
+        "reason": v.reason,
+        "confidence": v.confidence,
+        "ignored": v.ignored,
+        "missing_kernels": list(v.missing_kernels),
+        "entries": [entry_verdict_dict(e) for e in v.entries],
+    }
 
 
-def result_dict(v: FileVerdict, target_index: int, per_fatbin: bool = False) -> Dict[str, Any]:
-    d: Dict[str, Any] = {
-        "path": v.path, "target": target_index, "verdict": v.verdict, "error": error_dict(v.error),
-        "chosen": chosen_dict(v.chosen), "rule": v.rule, "reason": v.reason, "fatbins": dict(v.counts),
-        "rules": list(v.rules), "confidence": v.confidence,
-        "runtime": None if v.runtime is None else {"version": v.runtime.version, "source": v.runtime.source,
-                                                   "confidence": v.runtime.confidence},
+def result_dict(v: FileVerdict, target_index: int, per_fatbin: bool = False) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "path": v.path,
+        "target": target_index,
+        "verdict": v.verdict,
+        "error": error_dict(v.error),
+        "chosen": chosen_dict(v.chosen),
+        "rule": v.rule,
+        "reason": v.reason,
+        "fatbins": dict(v.counts),
+        "rules": list(v.rules),
+        "confidence": v.confidence,
+        "runtime": None
+        if v.runtime is None
+        else {"version": v.runtime.version, "source": v.runtime.source, "confidence": v.runtime.confidence},
         "missing_kernels_count": len(v.missing_kernels),
         "missing_kernels": list(v.missing_kernels[:MISSING_KERNELS_LISTED]),
-        "notes": list(v.notes), "advice": list(v.advice),
+        "notes": list(v.notes),
+        "advice": list(v.advice),
     }
     if per_fatbin:
         d["fatbin_verdicts"] = [fatbin_verdict_dict(f) for f in v.fatbins]
     return d
 
 
-def check_document(targets: Sequence[Target], verdicts: Sequence[FileVerdict], per_fatbin: bool = False,
-                   errors: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
+def check_document(
+    targets: Sequence[Target],
+    verdicts: Sequence[FileVerdict],
+    per_fatbin: bool = False,
+    errors: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
     index = {t: i for i, t in enumerate(targets)}
-    results: List[Dict[str, Any]] = [result_dict(v, index[v.target], per_fatbin) for v in verdicts]
-    return {"schema_version": SCHEMA_VERSION, "tool": tool(), "targets": [target_dict(t) for t in targets],
-            "results": results, "errors": list(errors)}
+    results: list[dict[str, Any]] = [result_dict(v, index[v.target], per_fatbin) for v in verdicts]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": tool(),
+        "targets": [target_dict(t) for t in targets],
+        "results": results,
+        "errors": list(errors),
+    }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List, Sequence
+from collections.abc import Sequence
 
 from rich.text import Text
 
@@ -15,14 +15,21 @@ STYLE = {"native": "green", "jit": "yellow", "fail": "bold red", "no-device-code
 KERNELS_SHOWN = 5
 
 
-def target_lines(targets: Sequence[Target]) -> List[Text]:
+def target_lines(targets: Sequence[Target]) -> list[Text]:
     out = [Text("Targets", style="bold")]
     for i, t in enumerate(targets):
         d = t.driver
         line = Text(f"  [{i}] {t.label}: CUDA {d.cuda}, JIT up to PTX ISA {d.max_ptx_isa}")
         if t.gpu.tegra:
             line.append("  Tegra", style="cyan")
-        env = [n for n, on in (("CUDA_FORCE_PTX_JIT=1", t.force_ptx_jit), ("CUDA_DISABLE_PTX_JIT=1", t.disable_ptx_jit)) if on]
+        env = [
+            n
+            for n, on in (
+                ("CUDA_FORCE_PTX_JIT=1", t.force_ptx_jit),
+                ("CUDA_DISABLE_PTX_JIT=1", t.disable_ptx_jit),
+            )
+            if on
+        ]
         if env:
             line.append(f"  {' '.join(env)}", style="yellow")
         out.append(line)
@@ -31,7 +38,7 @@ def target_lines(targets: Sequence[Target]) -> List[Text]:
     return out
 
 
-def verdict_block(v: FileVerdict, index: int, kernels: bool) -> List[Text]:
+def verdict_block(v: FileVerdict, index: int, kernels: bool) -> list[Text]:
     head = Text()
     head.append(v.path, style="bold")
     head.append(f"  on [{index}]  ")
@@ -48,24 +55,40 @@ def verdict_block(v: FileVerdict, index: int, kernels: bool) -> List[Text]:
     if v.runtime:
         out.append(Text(f"    runtime: CUDA {v.runtime.version} ({v.runtime.source})", style="dim"))
     if v.missing_kernels:
-        out.append(Text(f"    {len(v.missing_kernels)} kernels have no image for this GPU "
-                        f"(they exist for other architectures):", style="yellow"))
+        out.append(
+            Text(
+                f"    {len(v.missing_kernels)} kernels have no image for this GPU "
+                f"(they exist for other architectures):",
+                style="yellow",
+            )
+        )
         shown = v.missing_kernels if kernels else v.missing_kernels[:KERNELS_SHOWN]
         out += [Text(f"      {demangle(k) or k}", style="dim") for k in shown]
         if len(shown) < len(v.missing_kernels):
-            out.append(Text(f"      ... {len(v.missing_kernels) - len(shown)} more (--kernels lists all)", style="dim"))
+            out.append(
+                Text(
+                    f"      ... {len(v.missing_kernels) - len(shown)} more (--kernels lists all)", style="dim"
+                )
+            )
     out += [Text(f"    note: {n}", style="yellow") for n in v.notes if n != v.target.driver.note]
     out += [Text(f"    fix: {a}", style="cyan") for a in v.advice]
     return out
 
 
-def render_check(targets: Sequence[Target], verdicts: Sequence[FileVerdict], color: bool = False,
-                 kernels: bool = False) -> str:
+def render_check(
+    targets: Sequence[Target], verdicts: Sequence[FileVerdict], color: bool = False, kernels: bool = False
+) -> str:
     index = {t: i for i, t in enumerate(targets)}
-    out: List[Text] = target_lines(targets) + [Text("")]
+    out: list[Text] = target_lines(targets) + [Text("")]
     for v in verdicts:
         out += verdict_block(v, index[v.target], kernels)
     c = {k: sum(1 for v in verdicts if v.verdict == k) for k in STYLE}
-    out += [Text(""), Text(f"{len(verdicts)} results: {c['native']} native, {c['jit']} jit, {c['fail']} fail, "
-                           f"{c['no-device-code']} without device code", style="bold")]
+    out += [
+        Text(""),
+        Text(
+            f"{len(verdicts)} results: {c['native']} native, {c['jit']} jit, {c['fail']} fail, "
+            f"{c['no-device-code']} without device code",
+            style="bold",
+        ),
+    ]
     return render(out, color)

@@ -20,8 +20,16 @@ def want_color(stream_isatty: bool) -> bool:
 def render(renderables, color: bool, width: int = None) -> str:
     buf = io.StringIO()
     width = width or max(100, shutil.get_terminal_size((120, 24)).columns)
-    con = Console(file=buf, force_terminal=color, no_color=not color, color_system="standard" if color else None,
-                  width=width, highlight=False, emoji=False, soft_wrap=False)
+    con = Console(
+        file=buf,
+        force_terminal=color,
+        no_color=not color,
+        color_system="standard" if color else None,
+        width=width,
+        highlight=False,
+        emoji=False,
+        soft_wrap=False,
+    )
     for r in renderables:
         con.print(r)
     return buf.getvalue()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import List, Optional, Sequence
+from collections.abc import Sequence
 
 from rich.table import Table
 from rich.text import Text
@@ -20,7 +20,7 @@ _CELL_STYLE = {SASS: "green", PTX: "yellow", NONE: "dim"}
 _VERDICT_STYLE = {"native": "green", "jit": "yellow", "fail": "bold red", "no-device-code": "dim"}
 
 
-def _cell_text(cell: Optional[Cell]) -> Text:
+def _cell_text(cell: Cell | None) -> Text:
     if cell is None or cell.state == NONE:
         return Text("-", style=_CELL_STYLE[NONE])
     if cell.state == PTX:
@@ -41,7 +41,9 @@ def _verdict_text(v) -> Text:
 
 def _add_row(tab: Table, cov: Coverage, row: Row, name: str, style: str = "") -> None:
     cells = [_cell_text(row.cells.get(sm)) for sm in cov.columns]
-    verdicts = [_verdict_text(row.verdicts[i] if i < len(row.verdicts) else None) for i in range(len(cov.targets))]
+    verdicts = [
+        _verdict_text(row.verdicts[i] if i < len(row.verdicts) else None) for i in range(len(cov.targets))
+    ]
     errs = f" ({row.errors} unreadable)" if row.errors else ""
     tab.add_row(Text(name, style=style), f"{row.files}{errs}", *cells, *verdicts)
 
@@ -52,11 +54,17 @@ def _common_dir(children: Sequence[Row]) -> int:
     return max(prefix.rfind("/"), prefix.rfind("!")) + 1
 
 
-def render_coverage(cov: Coverage, summary: str, color: bool = False, files: bool = False,
-                    target_sms: Sequence[Optional[int]] = (), headers: Sequence[str] = ()) -> str:
+def render_coverage(
+    cov: Coverage,
+    summary: str,
+    color: bool = False,
+    files: bool = False,
+    target_sms: Sequence[int | None] = (),
+    headers: Sequence[str] = (),
+) -> str:
     """``target_sms``: the SM number of each target, for the one-line explanations under the table;
     ``headers``: short column titles for the targets (default: their labels)."""
-    out: List = [Text(summary, style="bold")]
+    out: list = [Text(summary, style="bold")]
     if not cov.rows:
         out.append(Text("no device code found", style="dim"))
     else:
@@ -86,16 +94,31 @@ def render_coverage(cov: Coverage, summary: str, color: bool = False, files: boo
                 continue
             facts = describe(row, sm) if sm is not None else (v.reason or "")
             err = f" ({v.error})" if v.error else ""
-            lines.append(Text(f"  {row.name}: {v.verdict}{err}: {facts}",
-                              style=_VERDICT_STYLE.get(v.verdict, "")))
-        out.append(Text(f"\n{label}: " + ("everything runs natively" if not lines else
-                                           f"{len(lines)} of {len(cov.rows)} need attention"), style="bold"))
+            lines.append(
+                Text(f"  {row.name}: {v.verdict}{err}: {facts}", style=_VERDICT_STYLE.get(v.verdict, ""))
+            )
+        out.append(
+            Text(
+                f"\n{label}: "
+                + (
+                    "everything runs natively"
+                    if not lines
+                    else f"{len(lines)} of {len(cov.rows)} need attention"
+                ),
+                style="bold",
+            )
+        )
         out.extend(lines)
-    return render(out, color, width=max(needed, shutil.get_terminal_size((120, 24)).columns) if cov.rows else None)
+    return render(
+        out, color, width=max(needed, shutil.get_terminal_size((120, 24)).columns) if cov.rows else None
+    )
 
 
-def summary_line(n_files: int, n_rows: int, files_seen: int, nbytes: int, seconds: float, hits: int,
-                 inspected: int) -> str:
+def summary_line(
+    n_files: int, n_rows: int, files_seen: int, nbytes: int, seconds: float, hits: int, inspected: int
+) -> str:
     cache = f", {hits} of {inspected} binaries from cache" if hits else ""
-    return (f"{n_files} files with device code in {n_rows} distributions/folders "
-            f"(scanned {files_seen} files, {human(nbytes)} in {seconds:.1f} s{cache})")
+    return (
+        f"{n_files} files with device code in {n_rows} distributions/folders "
+        f"(scanned {files_seen} files, {human(nbytes)} in {seconds:.1f} s{cache})"
+    )

@@ -6,16 +6,22 @@ Field names follow the record attributes; fields are only ever added.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Optional
+from typing import Any
 
-from fatbin_inspect.system.diagnose import Diagnosis
 from fatbin_inspect.render.records import SCHEMA_VERSION, tool
+from fatbin_inspect.system.diagnose import Diagnosis
 from fatbin_inspect.system.stack import Stack
-from fatbin_inspect.verify.compare import (Finding, ImageCheck, describe_actual, describe_prediction,
-                                           error_name, summary)
+from fatbin_inspect.verify.compare import (
+    Finding,
+    ImageCheck,
+    describe_actual,
+    describe_prediction,
+    error_name,
+    summary,
+)
 
 
-def doctor_document(stack: Stack, diag: Diagnosis) -> Dict[str, Any]:
+def doctor_document(stack: Stack, diag: Diagnosis) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": tool(),
@@ -29,7 +35,7 @@ def doctor_document(stack: Stack, diag: Diagnosis) -> Dict[str, Any]:
     }
 
 
-def _load(r) -> Optional[Dict[str, Any]]:
+def _load(r) -> dict[str, Any] | None:
     if r is None:
         return None
     d = dataclasses.asdict(r)
@@ -37,7 +43,7 @@ def _load(r) -> Optional[Dict[str, Any]]:
     return d
 
 
-def check_dict(c: ImageCheck) -> Dict[str, Any]:
+def check_dict(c: ImageCheck) -> dict[str, Any]:
     e = c.entry
     return {
         "path": c.path,
@@ -55,7 +61,7 @@ def check_dict(c: ImageCheck) -> Dict[str, Any]:
     }
 
 
-def verify_document(target: Optional[str], checks: List[ImageCheck], findings: List[Finding]) -> Dict[str, Any]:
+def verify_document(target: str | None, checks: list[ImageCheck], findings: list[Finding]) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": tool(),

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import List
-
 from rich.table import Table
 from rich.text import Text
 
-from fatbin_inspect.system.diagnose import FAIL, OK, Diagnosis
 from fatbin_inspect.render.console import render
+from fatbin_inspect.system.diagnose import FAIL, OK, Diagnosis
 from fatbin_inspect.system.stack import Stack
 
 _MARK = {OK: ("ok", "green"), FAIL: ("FAIL", "red")}
@@ -19,26 +17,38 @@ def _layers(stack: Stack, diag: Diagnosis) -> Table:
     tab.add_column("layer", style="bold")
     tab.add_column("what")
     for g in stack.gpus:
-        tab.add_row(f"GPU {g.index}", f"{g.name}, compute capability {g.cc}" + (", Tegra iGPU" if g.tegra else "")
-                    + f"  [{stack.gpu_source}]")
+        tab.add_row(
+            f"GPU {g.index}",
+            f"{g.name}, compute capability {g.cc}"
+            + (", Tegra iGPU" if g.tegra else "")
+            + f"  [{stack.gpu_source}]",
+        )
     if not stack.gpus:
         tab.add_row("GPU", Text("none found", style="yellow"))
     k = stack.kernel_driver
     tab.add_row("kernel driver", f"{k.version}  [{k.source}]" if k else Text("none", style="yellow"))
     u = stack.user_driver
     if u:
-        api = f"Driver API CUDA {u.api_version // 1000}.{u.api_version % 1000 // 10}" if u.api_version else \
-            f"Driver API version unknown ({u.error})"
+        api = (
+            f"Driver API CUDA {u.api_version // 1000}.{u.api_version % 1000 // 10}"
+            if u.api_version
+            else f"Driver API version unknown ({u.error})"
+        )
         tab.add_row("libcuda (user-mode driver)", f"{u.path}{f' build {u.build}' if u.build else ''}, {api}")
     else:
         tab.add_row("libcuda (user-mode driver)", Text("not on the loader path", style="yellow"))
     if diag.driver_cuda:
-        tab.add_row("driver implements", f"CUDA {diag.driver_cuda} (from {diag.driver_cuda_from}); its JIT compiles "
-                                         f"PTX ISA up to {diag.max_ptx_isa or '?'}")
+        tab.add_row(
+            "driver implements",
+            f"CUDA {diag.driver_cuda} (from {diag.driver_cuda_from}); its JIT compiles "
+            f"PTX ISA up to {diag.max_ptx_isa or '?'}",
+        )
     for r in stack.runtimes:
         use = " (in use)" if r is diag.runtime_in_use else ""
-        tab.add_row(f"CUDA runtime{use}", f"{r.version or '?'}  {r.path}  [{r.found_via}"
-                    f"{', ' + r.distribution if r.distribution else ''}]")
+        tab.add_row(
+            f"CUDA runtime{use}",
+            f"{r.version or '?'}  {r.path}  [{r.found_via}{', ' + r.distribution if r.distribution else ''}]",
+        )
     if not stack.runtimes:
         tab.add_row("CUDA runtime", Text("none found", style="yellow"))
     n = stack.nvcc
@@ -53,7 +63,7 @@ def _layers(stack: Stack, diag: Diagnosis) -> Table:
 
 
 def render_doctor(stack: Stack, diag: Diagnosis, color: bool = False) -> str:
-    out: List = [_layers(stack, diag), Text("")]
+    out: list = [_layers(stack, diag), Text("")]
     for i, c in enumerate(diag.conditions, 1):
         word, style = _MARK.get(c.status, ("unknown", "yellow"))
         line = Text(f"condition {i} ")

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any
 
 from fatbin_inspect.compat.explain import Explanation
 
 
 def explanation_text(e: Explanation) -> str:
     names = " / ".join(n for n in (e.runtime_name, e.driver_name) if n)
-    lines = [f"{e.number}  {names}", f"  message: {e.message}", f"  matched: {e.matched_as}",
-             f"  when:    {e.phase}", f"  what:    {e.meaning}", f"  why:     {e.signals}"]
+    lines = [
+        f"{e.number}  {names}",
+        f"  message: {e.message}",
+        f"  matched: {e.matched_as}",
+        f"  when:    {e.phase}",
+        f"  what:    {e.meaning}",
+        f"  why:     {e.signals}",
+    ]
     if e.legacy_number is not None:
         lines.append(f"  note:    CUDA <= 10.0 runtimes reported this as {e.legacy_number}")
     if e.checks:
@@ -21,8 +27,19 @@ def explanation_text(e: Explanation) -> str:
     return "\n".join(lines) + "\n"
 
 
-def explanation_dict(e: Explanation) -> Dict[str, Any]:
-    return {"schema_version": 1, "number": e.number, "runtime_name": e.runtime_name, "driver_name": e.driver_name,
-            "message": e.message, "meaning": e.meaning, "signals": e.signals, "rules": list(e.rules),
-            "phase": e.phase, "checks": list(e.checks), "command": e.command, "legacy_number": e.legacy_number,
-            "matched_as": e.matched_as}
+def explanation_dict(e: Explanation) -> dict[str, Any]:
+    return {
+        "schema_version": 1,
+        "number": e.number,
+        "runtime_name": e.runtime_name,
+        "driver_name": e.driver_name,
+        "message": e.message,
+        "meaning": e.meaning,
+        "signals": e.signals,
+        "rules": list(e.rules),
+        "phase": e.phase,
+        "checks": list(e.checks),
+        "command": e.command,
+        "legacy_number": e.legacy_number,
+        "matched_as": e.matched_as,
+    }

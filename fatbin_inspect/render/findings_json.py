@@ -6,44 +6,76 @@ and ends with one ``summary`` line, so ``jq 'select(.type=="finding")'`` works l
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any
 
-from fatbin_inspect.checks.findings import (RULE_BY_ID, Finding, FindingsReport, counts, fails, findings_for,
-                                     split_path)
+from fatbin_inspect.checks.findings import (
+    RULE_BY_ID,
+    Finding,
+    FindingsReport,
+    counts,
+    fails,
+    findings_for,
+    split_path,
+)
 from fatbin_inspect.render import json_format
 from fatbin_inspect.render.records import tool
 
 SCHEMA_VERSION = 1
 
 
-def finding_dict(f: Finding) -> Dict[str, Any]:
+def finding_dict(f: Finding) -> dict[str, Any]:
     container, member = split_path(f.path)
     return {
-        "rule_id": f.rule_id, "rule_name": f.rule.name, "severity": f.severity, "message": f.message,
-        "path": f.path, "container": container if member else None, "member": member,
-        "target": f.target, "arch": f.arch, "distribution": f.distribution, "offset": f.offset,
+        "rule_id": f.rule_id,
+        "rule_name": f.rule.name,
+        "severity": f.severity,
+        "message": f.message,
+        "path": f.path,
+        "container": container if member else None,
+        "member": member,
+        "target": f.target,
+        "arch": f.arch,
+        "distribution": f.distribution,
+        "offset": f.offset,
         "fingerprint": f.fingerprint,
     }
 
 
-def summary_dict(report: FindingsReport, fail_on: str) -> Dict[str, Any]:
-    return {"fail_on": fail_on, "failed": fails(report.findings, fail_on), "counts": counts(report.findings),
-            "artifacts": len({c.path for c in report.checks}), "checks": len(report.checks)}
+def summary_dict(report: FindingsReport, fail_on: str) -> dict[str, Any]:
+    return {
+        "fail_on": fail_on,
+        "failed": fails(report.findings, fail_on),
+        "counts": counts(report.findings),
+        "artifacts": len({c.path for c in report.checks}),
+        "checks": len(report.checks),
+    }
 
 
-def document(report: FindingsReport, fail_on: str) -> Dict[str, Any]:
+def document(report: FindingsReport, fail_on: str) -> dict[str, Any]:
     used = sorted({f.rule_id for f in report.findings})
-    checks: List[Dict[str, Any]] = []
+    checks: list[dict[str, Any]] = []
     for c in report.checks:
         fs = findings_for(c, report.findings)
-        checks.append({"path": c.path, "target": c.target, "distribution": c.distribution,
-                       "passed": not fails(fs, fail_on), "findings": len(fs)})
+        checks.append(
+            {
+                "path": c.path,
+                "target": c.target,
+                "distribution": c.distribution,
+                "passed": not fails(fs, fail_on),
+                "findings": len(fs),
+            }
+        )
     return {
-        "schema_version": SCHEMA_VERSION, "tool": tool(), "command": report.command,
-        "inputs": list(report.inputs), "targets": list(report.targets),
+        "schema_version": SCHEMA_VERSION,
+        "tool": tool(),
+        "command": report.command,
+        "inputs": list(report.inputs),
+        "targets": list(report.targets),
         "summary": summary_dict(report, fail_on),
-        "rules": [{"id": r.id, "name": r.name, "severity": r.severity, "summary": r.summary, "help": r.help}
-                  for r in (RULE_BY_ID[i] for i in used)],
+        "rules": [
+            {"id": r.id, "name": r.name, "severity": r.severity, "summary": r.summary, "help": r.help}
+            for r in (RULE_BY_ID[i] for i in used)
+        ],
         "findings": [finding_dict(f) for f in report.findings],
         "checks": checks,
     }
@@ -54,8 +86,18 @@ def render_json(report: FindingsReport, fail_on: str = "error") -> str:
 
 
 def render_jsonl(report: FindingsReport, fail_on: str = "error") -> str:
-    lines = [json_format.dumps_line({"schema_version": SCHEMA_VERSION, "type": "finding", **finding_dict(f)})
-             for f in report.findings]
-    lines.append(json_format.dumps_line({"schema_version": SCHEMA_VERSION, "type": "summary",
-                                         "command": report.command, **summary_dict(report, fail_on)}))
+    lines = [
+        json_format.dumps_line({"schema_version": SCHEMA_VERSION, "type": "finding", **finding_dict(f)})
+        for f in report.findings
+    ]
+    lines.append(
+        json_format.dumps_line(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "type": "summary",
+                "command": report.command,
+                **summary_dict(report, fail_on),
+            }
+        )
+    )
     return "".join(lines)

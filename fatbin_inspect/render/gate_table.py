@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Dict, List
-
 from rich.table import Table
 from rich.text import Text
 
@@ -14,7 +12,7 @@ STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}
 
 
 def render_gate_table(report: FindingsReport, fail_on: str = "error", color: bool = False) -> str:
-    by_path: Dict[str, List[Finding]] = {}
+    by_path: dict[str, list[Finding]] = {}
     for f in report.findings:
         by_path.setdefault(f.path, []).append(f)
     out: list = []
@@ -27,15 +25,21 @@ def render_gate_table(report: FindingsReport, fail_on: str = "error", color: boo
         for col in ("severity", "rule", "target", "message"):
             tab.add_column(col, no_wrap=col != "message")
         for f in fs:
-            tab.add_row(Text(f.severity, style=STYLE[f.severity]), f"{f.rule_id} {f.rule.name}",
-                        f.target or "", f.message)
+            tab.add_row(
+                Text(f.severity, style=STYLE[f.severity]),
+                f"{f.rule_id} {f.rule.name}",
+                f.target or "",
+                f.message,
+            )
         out += [tab, Text("")]
     n = counts(report.findings)
     artifacts = len({c.path for c in report.checks})
     failed = fails(report.findings, fail_on)
     line = Text("FAIL" if failed else "PASS", style="bold red" if failed else "bold green")
-    line.append(f"  {artifacts} artifacts, {len(report.checks)} checks: {n['error']} errors, "
-                f"{n['warning']} warnings, {n['note']} notes (fail on {fail_on})")
+    line.append(
+        f"  {artifacts} artifacts, {len(report.checks)} checks: {n['error']} errors, "
+        f"{n['warning']} warnings, {n['note']} notes (fail on {fail_on})"
+    )
     if report.targets:
         line.append(f"; targets {', '.join(report.targets)}", style="dim")
     out.append(line)

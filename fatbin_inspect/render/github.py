@@ -7,8 +7,6 @@ the Markdown job summary, which the command appends to ``$GITHUB_STEP_SUMMARY`` 
 
 from __future__ import annotations
 
-from typing import List, Tuple
-
 from fatbin_inspect.checks.findings import FindingsReport, split_path
 from fatbin_inspect.render.markdown import render_markdown
 
@@ -24,10 +22,10 @@ def escape_property(s: str) -> str:
     return escape_data(s).replace(":", "%3A").replace(",", "%2C")
 
 
-def render_github(report: FindingsReport, fail_on: str = "error", cap: int = CAP) -> Tuple[str, str]:
+def render_github(report: FindingsReport, fail_on: str = "error", cap: int = CAP) -> tuple[str, str]:
     """(workflow commands for stdout, Markdown for the job summary)."""
-    lines: List[str] = []
-    shown = {k: 0 for k in _COMMAND}
+    lines: list[str] = []
+    shown = dict.fromkeys(_COMMAND, 0)
     left = 0
     for f in report.findings:
         if shown[f.severity] >= cap:
@@ -36,8 +34,12 @@ def render_github(report: FindingsReport, fail_on: str = "error", cap: int = CAP
         shown[f.severity] += 1
         container, _member = split_path(f.path)
         title = f"{f.rule_id} {f.rule.name}"
-        lines.append(f"::{_COMMAND[f.severity]} file={escape_property(container)},line=1,"
-                     f"title={escape_property(title)}::{escape_data(f'{f.path}: {f.message}')}")
+        lines.append(
+            f"::{_COMMAND[f.severity]} file={escape_property(container)},line=1,"
+            f"title={escape_property(title)}::{escape_data(f'{f.path}: {f.message}')}"
+        )
     if left:
-        lines.append(f"::notice title=fatbin-inspect::{left} more findings not annotated (see the job summary)")
+        lines.append(
+            f"::notice title=fatbin-inspect::{left} more findings not annotated (see the job summary)"
+        )
     return "".join(line + "\n" for line in lines), render_markdown(report, fail_on)

@@ -2,24 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rich.table import Table
 
 from fatbin_inspect.render.console import render
 
-FIELDS = ("name", "compute_capability", "architecture", "segment", "tegra_igpu", "nvidia_smi_names", "confidence")
+FIELDS = (
+    "name",
+    "compute_capability",
+    "architecture",
+    "segment",
+    "tegra_igpu",
+    "nvidia_smi_names",
+    "confidence",
+)
 
 
-def gpu_dicts(rows: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+def gpu_dicts(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: r.get(k) for k in FIELDS} for r in rows]
 
 
-def render_gpus(rows: Sequence[Dict[str, Any]], color: bool = False) -> str:
+def render_gpus(rows: Sequence[dict[str, Any]], color: bool = False) -> str:
     tab = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("name", "CC", "architecture", "segment", "tegra", "confidence"):
         tab.add_column(col)
     for r in rows:
-        tab.add_row(r["name"], r["compute_capability"], r["architecture"], r["segment"],
-                    "yes" if r["tegra_igpu"] else "", r["confidence"])
+        tab.add_row(
+            r["name"],
+            r["compute_capability"],
+            r["architecture"],
+            r["segment"],
+            "yes" if r["tegra_igpu"] else "",
+            r["confidence"],
+        )
     return render([tab, f"{len(rows)} GPUs"], color)

@@ -8,7 +8,6 @@ container (wheel, archive or file) the artifacts came from.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from typing import Dict, List
 
 from fatbin_inspect.checks.findings import Check, FindingsReport, fails, findings_for, split_path
 
@@ -16,7 +15,7 @@ FILE_WIDE_NAME = "policy"  # test case name of the file-wide rules (no target)
 
 
 def render_junit(report: FindingsReport, fail_on: str = "error") -> str:
-    suites: Dict[str, List[Check]] = {}
+    suites: dict[str, list[Check]] = {}
     for c in report.checks:
         suites.setdefault(split_path(c.path)[0], []).append(c)
     root = ET.Element("testsuites", name=f"fatbin-inspect {report.command}")
@@ -35,7 +34,8 @@ def render_junit(report: FindingsReport, fail_on: str = "error") -> str:
                 fail.text = "\n".join(f"{f.severity} {f.rule_id} {f.rule.name}: {f.message}" for f in bad)
             if rest:
                 ET.SubElement(case, "system-out").text = "\n".join(
-                    f"{f.severity} {f.rule_id} {f.rule.name}: {f.message}" for f in rest)
+                    f"{f.severity} {f.rule_id} {f.rule.name}: {f.message}" for f in rest
+                )
         suite.set("tests", str(len(checks)))
         suite.set("failures", str(n_fail))
         suite.set("errors", "0")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import List
-
 from fatbin_inspect.checks.findings import RULE_BY_ID, FindingsReport, counts, fails, findings_for
 
 ICON = {"error": "❌", "warning": "⚠️", "note": "ℹ️"}
@@ -17,25 +15,34 @@ def render_markdown(report: FindingsReport, fail_on: str = "error") -> str:
     n = counts(report.findings)
     artifacts = sorted({c.path for c in report.checks})
     verdict = "failed" if fails(report.findings, fail_on) else "passed"
-    out: List[str] = [f"## fatbin-inspect {report.command}: {verdict}", ""]
-    out.append(f"{len(artifacts)} artifacts, {len(report.checks)} checks; "
-               f"{n['error']} errors, {n['warning']} warnings, {n['note']} notes (fail on: {fail_on}).")
+    out: list[str] = [f"## fatbin-inspect {report.command}: {verdict}", ""]
+    out.append(
+        f"{len(artifacts)} artifacts, {len(report.checks)} checks; "
+        f"{n['error']} errors, {n['warning']} warnings, {n['note']} notes (fail on: {fail_on})."
+    )
     if report.targets:
         out.append(f"Targets: {', '.join(f'`{t}`' for t in report.targets)}.")
     out.append("")
     if report.findings:
         out += ["| | rule | artifact | target | finding |", "|---|---|---|---|---|"]
         for f in report.findings:
-            out.append(f"| {ICON[f.severity]} {f.severity} | `{f.rule_id}` {f.rule.name} | `{cell(f.path)}` | "
-                       f"{cell(f.target or '')} | {cell(f.message)} |")
+            out.append(
+                f"| {ICON[f.severity]} {f.severity} | `{f.rule_id}` {f.rule.name} | `{cell(f.path)}` | "
+                f"{cell(f.target or '')} | {cell(f.message)} |"
+            )
         out.append("")
     failing = [c for c in report.checks if fails(findings_for(c, report.findings), fail_on)]
     if artifacts:
-        out += ["<details><summary>Checks per artifact</summary>", "",
-                "| artifact | target | result |", "|---|---|---|"]
+        out += [
+            "<details><summary>Checks per artifact</summary>",
+            "",
+            "| artifact | target | result |",
+            "|---|---|---|",
+        ]
         for c in report.checks:
-            out.append(f"| `{cell(c.path)}` | {cell(c.target or 'policy')} | "
-                       f"{'fail' if c in failing else 'pass'} |")
+            out.append(
+                f"| `{cell(c.path)}` | {cell(c.target or 'policy')} | {'fail' if c in failing else 'pass'} |"
+            )
         out += ["", "</details>", ""]
     used = sorted({f.rule_id for f in report.findings})
     if used:

@@ -5,7 +5,8 @@ Field names in ``inventory.schema.json`` are fixed; fields are only ever added.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any
 
 from fatbin_inspect import __version__
 from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport, Kernel
@@ -13,12 +14,12 @@ from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport, K
 SCHEMA_VERSION = 1
 
 
-def tool() -> Dict[str, str]:
+def tool() -> dict[str, str]:
     return {"name": "fatbin-inspect", "version": __version__}
 
 
-def kernel_dict(k: Kernel) -> Dict[str, Any]:
-    d: Dict[str, Any] = {"name": k.name, "demangled": k.demangled}
+def kernel_dict(k: Kernel) -> dict[str, Any]:
+    d: dict[str, Any] = {"name": k.name, "demangled": k.demangled}
     if k.registers is not None:
         d["registers"] = k.registers
     if k.shared is not None:
@@ -32,17 +33,22 @@ def kernel_dict(k: Kernel) -> Dict[str, Any]:
     return d
 
 
-def cubin_dict(c: Optional[CubinInfo]) -> Optional[Dict[str, Any]]:
+def cubin_dict(c: CubinInfo | None) -> dict[str, Any] | None:
     if c is None:
         return None
     return {
-        "elf_abi": c.elf_abi, "elf_type": c.elf_type, "sm": c.sm, "arch_specific": c.arch_specific,
-        "virtual_sm": c.virtual_sm, "device_link": c.device_link, "toolkit": c.toolkit,
+        "elf_abi": c.elf_abi,
+        "elf_type": c.elf_type,
+        "sm": c.sm,
+        "arch_specific": c.arch_specific,
+        "virtual_sm": c.virtual_sm,
+        "device_link": c.device_link,
+        "toolkit": c.toolkit,
         "command_line": c.command_line,
     }
 
 
-def entry_dict(e: Entry) -> Dict[str, Any]:
+def entry_dict(e: Entry) -> dict[str, Any]:
     return {
         "offset": e.offset,
         "kind": e.kind,
@@ -68,12 +74,17 @@ def entry_dict(e: Entry) -> Dict[str, Any]:
     }
 
 
-def fatbin_dict(fb: Fatbin) -> Dict[str, Any]:
-    return {"section": fb.section, "offset": fb.offset, "size": fb.size, "found_by": fb.found_by,
-            "entries": [entry_dict(e) for e in fb.entries]}
+def fatbin_dict(fb: Fatbin) -> dict[str, Any]:
+    return {
+        "section": fb.section,
+        "offset": fb.offset,
+        "size": fb.size,
+        "found_by": fb.found_by,
+        "entries": [entry_dict(e) for e in fb.entries],
+    }
 
 
-def file_dict(r: FileReport) -> Dict[str, Any]:
+def file_dict(r: FileReport) -> dict[str, Any]:
     return {
         "path": r.path,
         "format": r.format,
@@ -86,5 +97,5 @@ def file_dict(r: FileReport) -> Dict[str, Any]:
     }
 
 
-def inventory_document(reports: Iterable[FileReport]) -> Dict[str, Any]:
+def inventory_document(reports: Iterable[FileReport]) -> dict[str, Any]:
     return {"schema_version": SCHEMA_VERSION, "tool": tool(), "files": [file_dict(r) for r in reports]}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import PurePosixPath
-from typing import Any, Dict
+from typing import Any
 from urllib.parse import quote
 
 from fatbin_inspect import __version__
@@ -31,9 +31,10 @@ def artifact_uri(path: str) -> str:
     return quote(str(PurePosixPath(p)))
 
 
-def _rule(r) -> Dict[str, Any]:
+def _rule(r) -> dict[str, Any]:
     return {
-        "id": r.id, "name": r.name,
+        "id": r.id,
+        "name": r.name,
         "shortDescription": {"text": r.summary},
         "fullDescription": {"text": r.help},
         "help": {"text": r.help, "markdown": f"**{r.summary}**\n\n{r.help}"},
@@ -43,16 +44,27 @@ def _rule(r) -> Dict[str, Any]:
     }
 
 
-def _result(f: Finding, index: int) -> Dict[str, Any]:
+def _result(f: Finding, index: int) -> dict[str, Any]:
     container, member = split_path(f.path)
-    loc: Dict[str, Any] = {"physicalLocation": {"artifactLocation": {"uri": artifact_uri(container)},
-                                                "region": {"startLine": 1}}}
+    loc: dict[str, Any] = {
+        "physicalLocation": {"artifactLocation": {"uri": artifact_uri(container)}, "region": {"startLine": 1}}
+    }
     if member:
         loc["logicalLocations"] = [{"name": member, "fullyQualifiedName": f.path, "kind": "module"}]
-    props = {k: v for k, v in (("target", f.target), ("arch", f.arch), ("distribution", f.distribution),
-                               ("offset", f.offset)) if v is not None}
-    res: Dict[str, Any] = {
-        "ruleId": f.rule_id, "ruleIndex": index, "level": f.severity,
+    props = {
+        k: v
+        for k, v in (
+            ("target", f.target),
+            ("arch", f.arch),
+            ("distribution", f.distribution),
+            ("offset", f.offset),
+        )
+        if v is not None
+    }
+    res: dict[str, Any] = {
+        "ruleId": f.rule_id,
+        "ruleIndex": index,
+        "level": f.severity,
         "message": {"text": f"{f.path}: {f.message}"},
         "locations": [loc],
         "partialFingerprints": {FINGERPRINT_KEY: f.fingerprint},
@@ -62,17 +74,26 @@ def _result(f: Finding, index: int) -> Dict[str, Any]:
     return res
 
 
-def document(report: FindingsReport) -> Dict[str, Any]:
+def document(report: FindingsReport) -> dict[str, Any]:
     index = {r.id: i for i, r in enumerate(RULES)}
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "fatbin-inspect", "version": __version__, "semanticVersion": __version__,
-                                "informationUri": INFO_URI, "rules": [_rule(r) for r in RULES]}},
-            "automationDetails": {"id": f"fatbin-inspect/{report.command}/"},
-            "results": [_result(f, index[f.rule_id]) for f in report.findings],
-        }],
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "fatbin-inspect",
+                        "version": __version__,
+                        "semanticVersion": __version__,
+                        "informationUri": INFO_URI,
+                        "rules": [_rule(r) for r in RULES],
+                    }
+                },
+                "automationDetails": {"id": f"fatbin-inspect/{report.command}/"},
+                "results": [_result(f, index[f.rule_id]) for f in report.findings],
+            }
+        ],
     }
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable, List
+from collections.abc import Iterable
 
 from rich.table import Table
 from rich.text import Text
@@ -27,7 +27,9 @@ def _file_header(r: FileReport) -> Text:
         t.append(f"  [{r.distribution}]", style="cyan")
     if r.fatbins:
         secs = sorted({fb.section or "-" for fb in r.fatbins})
-        t.append(f"  {len(r.fatbins)} fatbins, {sum(len(fb.entries) for fb in r.fatbins)} entries in {', '.join(secs)}")
+        t.append(
+            f"  {len(r.fatbins)} fatbins, {sum(len(fb.entries) for fb in r.fatbins)} entries in {', '.join(secs)}"
+        )
     elif r.format in ("zip", "ar", "tar") and not r.error:
         t.append("  archive: members with device code follow", style="dim")
     elif not r.error:
@@ -46,7 +48,7 @@ def _entries_table(r: FileReport, kernels: bool) -> Table:
         if not fb.entries:
             tab.add_row(where, "(empty)", "", "", "", "", "", "")
         for e in fb.entries:
-            details: List[str] = []
+            details: list[str] = []
             if e.relocatable_ptx:
                 details.append("relocatable")
             if e.debug:
@@ -66,8 +68,16 @@ def _entries_table(r: FileReport, kernels: bool) -> Table:
                 details.append(f"{len(e.kernels)} kernels")
             if e.decode_error:
                 details.append(f"undecodable: {e.decode_error}")
-            tab.add_row(where, e.kind, e.arch, e.compression, human(e.stored_size), human(e.size),
-                        e.ptx_isa or "", " ".join(details))
+            tab.add_row(
+                where,
+                e.kind,
+                e.arch,
+                e.compression,
+                human(e.stored_size),
+                human(e.size),
+                e.ptx_isa or "",
+                " ".join(details),
+            )
             where = ""
             if kernels and e.kernels:
                 for k in e.kernels:
@@ -80,8 +90,16 @@ def _entries_table(r: FileReport, kernels: bool) -> Table:
                         res.append(f"CONSTANT[0]:{k.constant0}")
                     if k.max_threads:
                         res.append(f"MAXTHREADS:{k.max_threads[0]}")
-                    tab.add_row("", "", "", "", "", "", "", Text(f"  {k.demangled or k.name}  {' '.join(res)}",
-                                                                    style="dim"))
+                    tab.add_row(
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        Text(f"  {k.demangled or k.name}  {' '.join(res)}", style="dim"),
+                    )
     return tab
 
 
@@ -96,14 +114,22 @@ def _summary_table(r: FileReport) -> Table:
         comp = ",".join(sorted({e.compression for e in es}))
         isas = ",".join(sorted({e.ptx_isa for e in es if e.ptx_isa}))
         ks = [k.name for e in es if e.kernels for k in e.kernels]
-        tab.add_row(kind, arch, str(len(es)), comp, human(sum(e.stored_size for e in es)),
-                    human(sum(e.size for e in es)), isas,
-                    str(len(set(ks))) if any(e.kernels is not None for e in es) else "")
+        tab.add_row(
+            kind,
+            arch,
+            str(len(es)),
+            comp,
+            human(sum(e.stored_size for e in es)),
+            human(sum(e.size for e in es)),
+            isas,
+            str(len(set(ks))) if any(e.kernels is not None for e in es) else "",
+        )
     return tab
 
 
-def render_inventory(reports: Iterable[FileReport], color: bool = False, entries: str = "auto",
-                     kernels: bool = False) -> str:
+def render_inventory(
+    reports: Iterable[FileReport], color: bool = False, entries: str = "auto", kernels: bool = False
+) -> str:
     """``entries``: "auto" (list entries of small files), "all", or "summary"."""
     out = []
     for r in reports:

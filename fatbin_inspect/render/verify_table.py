@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import List
-
 from rich.table import Table
 from rich.text import Text
 
@@ -13,7 +11,7 @@ from fatbin_inspect.verify.compare import Finding, ImageCheck, describe_actual, 
 _AGREE = {True: ("yes", "green"), False: ("NO", "red"), None: ("-", "dim")}
 
 
-def _table(checks: List[ImageCheck]) -> Table:
+def _table(checks: list[ImageCheck]) -> Table:
     tab = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("file", "fatbin", "image", "predicted", "driver says", "ms", "agree"):
         tab.add_column(col, justify="right" if col == "ms" else "left")
@@ -21,20 +19,32 @@ def _table(checks: List[ImageCheck]) -> Table:
     for c in checks:
         ms = c.load.ms if c.load and c.load.ms is not None else None
         word, style = _AGREE[c.agree]
-        tab.add_row(c.path if c.path != last else "", f"{c.fatbin_offset:#x}", c.what,
-                    describe_prediction(c.predicted) if c.predicted else "", describe_actual(c),
-                    f"{ms:.1f}" if ms is not None else "", Text(word, style=style))
+        tab.add_row(
+            c.path if c.path != last else "",
+            f"{c.fatbin_offset:#x}",
+            c.what,
+            describe_prediction(c.predicted) if c.predicted else "",
+            describe_actual(c),
+            f"{ms:.1f}" if ms is not None else "",
+            Text(word, style=style),
+        )
         last = c.path
     return tab
 
 
-def render_verify(target: str, checks: List[ImageCheck], findings: List[Finding], color: bool = False,
-                  images: bool = True) -> str:
-    out: List = [Text(f"target: {target}", style="bold")]
+def render_verify(
+    target: str, checks: list[ImageCheck], findings: list[Finding], color: bool = False, images: bool = True
+) -> str:
+    out: list = [Text(f"target: {target}", style="bold")]
     if images:
         out.append(_table(checks))
     for f in findings:
-        out.append(Text(f"finding: {f.path} fatbin {f.fatbin_offset:#x} {f.what}: predicted {f.predicted}, "
-                        f"driver says {f.actual}. Prediction's reason: {f.reason}", style="red"))
+        out.append(
+            Text(
+                f"finding: {f.path} fatbin {f.fatbin_offset:#x} {f.what}: predicted {f.predicted}, "
+                f"driver says {f.actual}. Prediction's reason: {f.reason}",
+                style="red",
+            )
+        )
     out.append(Text(", ".join(f"{label} {n}" for label, n in summary(checks)), style="bold"))
     return render(out, color)

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple, Union
 
 from fatbin_inspect.formats.model import FileError, FileReport
 from fatbin_inspect.scan.cache import MISS, ScanCache, default_dir
@@ -39,17 +40,18 @@ ProgressFn = Callable[[int, int, int], None]  # (files done, files seen, bytes d
 
 # the ``inventory.Options`` fields the records depend on (the cache fingerprint), with their
 # defaults (a test holds them equal to Options'), so options given as a dict need no parser import
-FINGERPRINT_DEFAULTS = dict(kernels=False, details=False, resources=True, probe_small=False, scan_hidden=True,
-                            members="device")
+FINGERPRINT_DEFAULTS = dict(
+    kernels=False, details=False, resources=True, probe_small=False, scan_hidden=True, members="device"
+)
 
 
 @dataclass(frozen=True)
 class ScanOptions:
     # an ``inventory.Options``, or a dict of its fields (built where a file is read: a warm scan
     # then imports no parser); None: the defaults
-    inventory: Union["Options", Mapping[str, Any], None] = None
+    inventory: Options | Mapping[str, Any] | None = None
     jobs: int = 0  # worker processes; 0 = every available core, 1 = no pool
-    cache_dir: Optional[str] = "default"  # None: no cache; "default": user cache dir / env override
+    cache_dir: str | None = "default"  # None: no cache; "default": user cache dir / env override
     summary: bool = False  # records are ``coverage.FileSummary`` (enough for the matrix), not FileReport
 
 
@@ -60,13 +62,13 @@ class ScanStats:
     inspected: int = 0  # passed the head test (binary, archive, fatbin or PTX)
     cache_hits: int = 0
     skipped: int = 0  # symlinks, special files
-    cache: Optional[str] = None  # the cache file used, if any
+    cache: str | None = None  # the cache file used, if any
 
 
 @dataclass(frozen=True)
 class ScanResult:
-    roots: Tuple[Root, ...]
-    reports: Tuple[FileReport, ...]  # sorted by path; ``distribution`` set where metadata claims the file
+    roots: tuple[Root, ...]
+    reports: tuple[FileReport, ...]  # sorted by path; ``distribution`` set where metadata claims the file
     # (``coverage.FileSummary`` records with ``ScanOptions.summary``)
     stats: ScanStats
 
@@ -80,32 +82,38 @@ def _jobs(n: int) -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _options_fingerprint(o: Union["Options", Mapping[str, Any], None]) -> str:
+def _options_fingerprint(o: Options | Mapping[str, Any] | None) -> str:
     o = o if o is not None else {}
     v = {k: o.get(k, d) if isinstance(o, Mapping) else getattr(o, k) for k, d in FINGERPRINT_DEFAULTS.items()}
-    return (f"k{int(v['kernels'])}d{int(v['details'])}r{int(v['resources'])}p{int(v['probe_small'])}"
-            f"h{int(v['scan_hidden'])}m{v['members']}")
+    return (
+        f"k{int(v['kernels'])}d{int(v['details'])}r{int(v['resources'])}p{int(v['probe_small'])}"
+        f"h{int(v['scan_hidden'])}m{v['members']}"
+    )
 
 
 class _Scanner:
-    def __init__(self, opts: ScanOptions, progress: Optional[ProgressFn]):
+    def __init__(self, opts: ScanOptions, progress: ProgressFn | None):
         self.opts = opts
         self.progress = progress
         cache_dir = default_dir() if opts.cache_dir == "default" else opts.cache_dir
         self.cache = ScanCache(cache_dir, _options_fingerprint(opts.inventory))
         self.full = not opts.summary
         self.attributor = Attributor()
-        self.reports: List[FileReport] = []
+        self.reports: list[FileReport] = []
         self.stats = dict(files=0, bytes=0, inspected=0, cache_hits=0, skipped=0)
         self.done = 0
         self.bytes_done = 0
         self.jobs = _jobs(opts.jobs)
         o = opts.inventory
-        members = (o.get("members", "device") if isinstance(o, Mapping) else o.members) if o is not None else "device"
+        members = (
+            (o.get("members", "device") if isinstance(o, Mapping) else o.members)
+            if o is not None
+            else "device"
+        )
         self.all_members = members == "all"
         self.pool = None
         self.inflight = set()
-        self.batch: List[Tuple[str, tuple]] = []
+        self.batch: list[tuple[str, tuple]] = []
         self.batch_bytes = 0
         self.apaths = {}  # path in a batch -> its absolute path (the cache key)
         self.spans = {}  # future of one span of a split zip -> (path, index of the span)
@@ -195,14 +203,17 @@ class _Scanner:
             path = state[0]
             self._finish([(path, state[1], _join_spans(path, state[2]))])
 
-    def _file(self, path: str, apath: str, st: Optional[os.stat_result]) -> None:
+    def _file(self, path: str, apath: str, st: os.stat_result | None) -> None:
         """One regular file: ``apath`` its absolute path, ``st`` its stat when the walk had it."""
         if st is None:
             try:
                 st = os.stat(path)
             except OSError as exc:
-                self.reports.append(FileReport(path=path, format="unknown", size=0,
-                                               error=FileError(f"unreadable: {exc.strerror}")))
+                self.reports.append(
+                    FileReport(
+                        path=path, format="unknown", size=0, error=FileError(f"unreadable: {exc.strerror}")
+                    )
+                )
                 return
         size = st.st_size
         self.stats["files"] += 1
@@ -224,8 +235,11 @@ class _Scanner:
         try:
             fmt = worker.head_format(path)
         except OSError as exc:
-            self.reports.append(FileReport(path=path, format="unknown", size=size,
-                                           error=FileError(f"cannot open: {exc.strerror}")))
+            self.reports.append(
+                FileReport(
+                    path=path, format="unknown", size=size, error=FileError(f"cannot open: {exc.strerror}")
+                )
+            )
             return
         if fmt == worker.NOT_DEVICE:
             self.cache.put(apath, key, None)  # remembered too: a warm scan reads no file at all
@@ -257,7 +271,13 @@ class _Scanner:
                 size = st.st_size
                 if size >= MIN_SIZE:
                     k = known.get(apath)
-                    if k is None or k[3] is not None or k[0] != size or k[1] != st.st_mtime_ns or k[2] != st.st_ino:
+                    if (
+                        k is None
+                        or k[3] is not None
+                        or k[0] != size
+                        or k[1] != st.st_mtime_ns
+                        or k[2] != st.st_ino
+                    ):
                         self._file(path, apath, st)
                         continue
                 n += 1
@@ -273,7 +293,7 @@ class _Scanner:
                 self.stats["skipped"] += 1
         self._quiet(n, nbytes)
 
-    def run(self, roots: Tuple[Root, ...]) -> ScanResult:
+    def run(self, roots: tuple[Root, ...]) -> ScanResult:
         try:
             for root in _largest_files_first(roots):
                 self._root(root)
@@ -303,9 +323,10 @@ def _join_spans(path: str, parts) -> tuple:
     return tuple(members)
 
 
-def _largest_files_first(roots: Tuple[Root, ...]) -> List[Root]:
+def _largest_files_first(roots: tuple[Root, ...]) -> list[Root]:
     """Roots that are files (wheels, archives) by size, largest first, so that the pool ends on
     small units; then the folders, in the order given. Only the order of the work changes."""
+
     def size(root: Root) -> int:
         try:
             return os.path.getsize(root.path)
@@ -316,7 +337,8 @@ def _largest_files_first(roots: Tuple[Root, ...]) -> List[Root]:
     return sorted(files, key=size, reverse=True) + [r for r in roots if os.path.isdir(r.path)]
 
 
-def scan(paths: Iterable[str] = (), opts: ScanOptions = ScanOptions(),
-         progress: Optional[ProgressFn] = None) -> ScanResult:
+def scan(
+    paths: Iterable[str] = (), opts: ScanOptions = ScanOptions(), progress: ProgressFn | None = None
+) -> ScanResult:
     """Scan ``paths`` (none: the running interpreter's site-packages) and return device-code records."""
     return _Scanner(opts, progress).run(resolve_roots(paths))

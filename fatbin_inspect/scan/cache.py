@@ -13,22 +13,30 @@ Any cache failure (read-only dir, corrupt file, locked) degrades to a miss.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import pickle
 import sqlite3
 import sys
-import dataclasses
-from typing import Dict, List, Optional, Tuple
 
 from fatbin_inspect import __version__
+
 CACHE_VERSION = 2
 ENV_DIR = "FATBIN_INSPECT_CACHE_DIR"
 COMMIT_EVERY = 256
 
-Key = Tuple[int, int, int]  # (size, mtime_ns, inode)
+Key = tuple[int, int, int]  # (size, mtime_ns, inode)
 MISS = object()  # ``get`` on an absent or stale row; a hit is a records tuple, or None (not a binary)
-_LOAD_ERRORS = (pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError, IndexError)
+_LOAD_ERRORS = (
+    pickle.UnpicklingError,
+    EOFError,
+    AttributeError,
+    ImportError,
+    TypeError,
+    ValueError,
+    IndexError,
+)
 
 
 def default_dir() -> str:
@@ -64,13 +72,13 @@ def _loads(data: bytes):
 class ScanCache:
     """``get``/``put`` by absolute path; ``options`` is a fingerprint of what the records contain."""
 
-    def __init__(self, directory: Optional[str], options: str):
+    def __init__(self, directory: str | None, options: str):
         self.options = f"{__version__}|{options}"
         self.path = None
         self._db = None
-        self._pending: List[tuple] = []  # rows not yet written
-        self._meta: Dict[str, tuple] = {}  # path -> (size, mtime, ino, summary blob), from ``preload``
-        self._preloaded: List[str] = []  # prefixes whose rows are all in ``_meta``
+        self._pending: list[tuple] = []  # rows not yet written
+        self._meta: dict[str, tuple] = {}  # path -> (size, mtime, ino, summary blob), from ``preload``
+        self._preloaded: list[str] = []  # prefixes whose rows are all in ``_meta``
         if directory is None:
             return
         self.path = os.path.join(directory, f"scan-v{CACHE_VERSION}.sqlite3")
@@ -90,15 +98,17 @@ class ScanCache:
         db = sqlite3.connect(self.path, timeout=5)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER,"
-                   " ino INTEGER, options TEXT, summary BLOB, records BLOB)")
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER,"
+            " ino INTEGER, options TEXT, summary BLOB, records BLOB)"
+        )
         return db
 
     @property
     def enabled(self) -> bool:
         return self._db is not None
 
-    def preload(self, prefix: str) -> Dict[str, tuple]:
+    def preload(self, prefix: str) -> dict[str, tuple]:
         """Read the keys and summaries (not the records) of every row under ``prefix`` written with
         these options, in one query: a warm scan of 15,000 files costs one query, not 15,000.
         Returns them, ``{path: (size, mtime, ino, summary)}`` (summary None: not a binary), for a
@@ -106,9 +116,11 @@ class ScanCache:
         if self._db is None:
             return {}
         try:
-            rows = self._db.execute("SELECT path, size, mtime, ino, summary FROM files "
-                                    "WHERE path >= ? AND path < ? AND options = ?",
-                                    (prefix, prefix + "\U0010ffff", self.options)).fetchall()
+            rows = self._db.execute(
+                "SELECT path, size, mtime, ino, summary FROM files "
+                "WHERE path >= ? AND path < ? AND options = ?",
+                (prefix, prefix + "\U0010ffff", self.options),
+            ).fetchall()
         except sqlite3.Error:
             return {}
         found = {r[0]: r[1:] for r in rows}
@@ -121,15 +133,17 @@ class ScanCache:
         meta = self._meta.get(path)
         if meta is None and not any(path.startswith(p) for p in self._preloaded):
             try:
-                meta = self._db.execute("SELECT size, mtime, ino, summary FROM files WHERE path=? AND options=?",
-                                        (path, self.options)).fetchone()
+                meta = self._db.execute(
+                    "SELECT size, mtime, ino, summary FROM files WHERE path=? AND options=?",
+                    (path, self.options),
+                ).fetchone()
             except sqlite3.Error:
                 return MISS
         if meta is None or meta[0] != key[0] or meta[1] != key[1] or meta[2] != key[2]:
             return MISS
         return meta[3]
 
-    def get(self, path: str, key: Key, shown: Optional[str] = None, full: bool = True):
+    def get(self, path: str, key: Key, shown: str | None = None, full: bool = True):
         """The cached records (a tuple; None: not a binary), or ``MISS`` (absent, stale, unreadable).
         ``full``: ``FileReport`` records, else ``FileSummary`` records; ``shown``: the path as the
         scan was given it (records are rebased onto it)."""
@@ -141,18 +155,19 @@ class ScanCache:
         try:
             if not full:
                 return _summaries(summary, shown or path)
-            row = self._db.execute("SELECT size, mtime, ino, options, records FROM files WHERE path=?",
-                                   (path,)).fetchone()
+            row = self._db.execute(
+                "SELECT size, mtime, ino, options, records FROM files WHERE path=?", (path,)
+            ).fetchone()
             if row is None or tuple(row[:3]) != key or row[3] != self.options or row[4] is None:
                 return MISS
             records = _loads(row[4])
             if shown is not None and shown != path:
-                records = tuple(dataclasses.replace(r, path=shown + r.path[len(path):]) for r in records)
+                records = tuple(dataclasses.replace(r, path=shown + r.path[len(path) :]) for r in records)
             return records
         except (sqlite3.Error,) + _LOAD_ERRORS:
             return MISS
 
-    def put(self, path: str, key: Key, records, shown: Optional[str] = None) -> None:
+    def put(self, path: str, key: Key, records, shown: str | None = None) -> None:
         """``records``: a tuple (possibly empty), or None for a file that is no binary at all;
         ``shown``: the path the records carry, when it is not ``path`` (a relative one)."""
         if self._db is None:
@@ -163,7 +178,7 @@ class ScanCache:
             else:
                 records = tuple(records)
                 if shown is not None and shown != path:
-                    records = tuple(dataclasses.replace(r, path=path + r.path[len(shown):]) for r in records)
+                    records = tuple(dataclasses.replace(r, path=path + r.path[len(shown) :]) for r in records)
                 blob = pickle.dumps(records, protocol=4)
                 summary = pickle.dumps(tuple(_summary_row(r, path) for r in records), protocol=4)
         except (pickle.PicklingError,) + _LOAD_ERRORS:  # a record that does not pickle is not cached
@@ -199,12 +214,14 @@ def _summary_row(report, path: str) -> tuple:
 
     s = summarize(report)
     err = (s.error.message, s.error.offset) if s.error is not None else None
-    return (s.path[len(path):], s.format, s.size, s.arches, err)
+    return (s.path[len(path) :], s.format, s.size, s.arches, err)
 
 
 def _summaries(blob: bytes, shown: str) -> tuple:
     from fatbin_inspect.checks.coverage import FileSummary
     from fatbin_inspect.formats.model import FileError
 
-    return tuple(FileSummary(shown + suffix, fmt, size, arches, FileError(*err) if err else None)
-                 for suffix, fmt, size, arches, err in pickle.loads(blob))
+    return tuple(
+        FileSummary(shown + suffix, fmt, size, arches, FileError(*err) if err else None)
+        for suffix, fmt, size, arches, err in pickle.loads(blob)
+    )

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Dict, List, Optional, Set, Tuple
 
 _WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-[^-]+)?-[^-]+-[^-]+-[^-]+\.whl$", re.I)
 _INFO_DIR = re.compile(r"^(?P<name>.+?)-(?P<version>[^-]+)\.(dist-info|egg-info)$")
@@ -21,7 +20,7 @@ _INFO_DIR = re.compile(r"^(?P<name>.+?)-(?P<version>[^-]+)\.(dist-info|egg-info)
 _TEXT_SUFFIXES = (".py", ".pyc", ".pyi")
 
 
-def wheel_distribution(filename: str) -> Optional[str]:
+def wheel_distribution(filename: str) -> str | None:
     """``torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl`` -> ``torch 2.14.1``."""
     m = _WHEEL.match(os.path.basename(filename))
     if not m:
@@ -29,7 +28,7 @@ def wheel_distribution(filename: str) -> Optional[str]:
     return f"{m.group('name').replace('_', '-')} {m.group('version')}"
 
 
-def innermost_wheel(path: str) -> Optional[str]:
+def innermost_wheel(path: str) -> str | None:
     """The distribution of the innermost ``.whl`` in an archive path ``A!B.whl!C``, if any."""
     parts = path.split("!")
     for part in reversed(parts[:-1]):
@@ -38,7 +37,7 @@ def innermost_wheel(path: str) -> Optional[str]:
     return None
 
 
-def _metadata_label(info_dir: str) -> Optional[str]:
+def _metadata_label(info_dir: str) -> str | None:
     """``Name Version`` from METADATA (or PKG-INFO), falling back to the folder name."""
     for meta in ("METADATA", "PKG-INFO"):
         try:
@@ -84,10 +83,12 @@ class _Record:
                 self.data = b"\n" + fh.read()
         except OSError:
             self.data = b"\n"
-        self.special: Set[str] = set()
+        self.special: set[str] = set()
         if b'"' in self.data or b"\n/" in self.data or b"../" in self.data:
             for m in _SPECIAL_LINE.finditer(self.data):
-                self.special.update(_line_paths(m.group(0).decode("utf-8", "replace").rstrip("\r"), self.base))
+                self.special.update(
+                    _line_paths(m.group(0).decode("utf-8", "replace").rstrip("\r"), self.base)
+                )
 
     def claims(self, path: str) -> bool:
         if path.endswith(_TEXT_SUFFIXES):
@@ -96,11 +97,11 @@ class _Record:
             return True
         if not path.startswith(self.base):
             return False
-        rel = path[len(self.base):].encode("utf-8", "surrogateescape")
+        rel = path[len(self.base) :].encode("utf-8", "surrogateescape")
         return b"\n" + rel + b"," in self.data
 
 
-def _line_paths(line: str, base: str) -> List[str]:
+def _line_paths(line: str, base: str) -> list[str]:
     try:
         rel = _unquote(line) if line.startswith('"') else line.rsplit(",", 2)[0]
     except ValueError:
@@ -110,7 +111,7 @@ def _line_paths(line: str, base: str) -> List[str]:
     return [os.path.normpath(os.path.join(base, rel))]
 
 
-def _conda_paths(meta_file: str, prefix: str) -> Tuple[Optional[str], List[str]]:
+def _conda_paths(meta_file: str, prefix: str) -> tuple[str | None, list[str]]:
     import json
 
     try:
@@ -120,12 +121,15 @@ def _conda_paths(meta_file: str, prefix: str) -> Tuple[Optional[str], List[str]]
         return None, []
     if not isinstance(meta, dict) or "name" not in meta:
         return None, []
-    files = [os.path.normpath(os.path.join(prefix, f)) for f in meta.get("files", ())
-             if isinstance(f, str) and not f.endswith(_TEXT_SUFFIXES)]
+    files = [
+        os.path.normpath(os.path.join(prefix, f))
+        for f in meta.get("files", ())
+        if isinstance(f, str) and not f.endswith(_TEXT_SUFFIXES)
+    ]
     return f"{meta['name']} {meta.get('version', '?')}", files
 
 
-def _site_dirs(prefix: str) -> List[str]:
+def _site_dirs(prefix: str) -> list[str]:
     """``lib/pythonX.Y/site-packages`` (or ``dist-packages``) and ``Lib/site-packages`` of a prefix."""
     out = []
     try:
@@ -146,14 +150,16 @@ class Attributor:
     the folder's ``lib/python*/site-packages`` when it is a prefix), whatever order files come in."""
 
     def __init__(self) -> None:
-        self._dirs: Dict[str, list] = {}  # folder -> [(label, _Record | set of paths), ...]
+        self._dirs: dict[str, list] = {}  # folder -> [(label, _Record | set of paths), ...]
 
     def _claims(self, d: str) -> list:
         """The claims made in folder ``d``, then those of the site-packages of a prefix ``d``
         (RECORD lines ``../../../bin/x`` reach the prefix's ``bin/`` and ``lib/``)."""
         found = self._dirs.get(d)
         if found is None:
-            found = self._dirs[d] = self._read_dir(d) + [c for sp in _site_dirs(d) for c in self._read_dir(sp)]
+            found = self._dirs[d] = self._read_dir(d) + [
+                c for sp in _site_dirs(d) for c in self._read_dir(sp)
+            ]
         return found
 
     def _read_dir(self, d: str) -> list:
@@ -181,7 +187,7 @@ class Attributor:
                         found.append((label, set(files)))
         return found
 
-    def distribution(self, path: str) -> Optional[str]:
+    def distribution(self, path: str) -> str | None:
         """The owner of ``path`` (a file on disk). Every ancestor folder is looked at, so a file is
         attributed even when the scan started below its site-packages."""
         real = os.path.realpath(path)

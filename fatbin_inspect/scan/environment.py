@@ -10,8 +10,8 @@ The tree walk itself is ``walk.iter_stat`` (re-exported here for the scan).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Tuple
 
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.inventory.walk import StatItem, iter_stat  # noqa: F401  (the scan's walk)
@@ -23,7 +23,7 @@ class Root:
     kind: str  # site-packages | venv | conda | directory | wheel | archive | file
 
 
-def interpreter_site_packages() -> Tuple[str, ...]:
+def interpreter_site_packages() -> tuple[str, ...]:
     """purelib and platlib of the running interpreter, once each (they are often one folder)."""
     import sysconfig
 
@@ -53,7 +53,7 @@ def kind_of(path: str) -> str:
     return "file"
 
 
-def resolve_roots(paths: Iterable[str]) -> Tuple[Root, ...]:
+def resolve_roots(paths: Iterable[str]) -> tuple[Root, ...]:
     paths = tuple(paths) or interpreter_site_packages()
     roots, seen = [], set()
     for p in paths:

@@ -11,14 +11,13 @@ costs ``CHUNK`` bytes of memory, not 500 MB.
 from __future__ import annotations
 
 import os
-from typing import List, Optional, Tuple
 
-from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.containers import archives, detect
 from fatbin_inspect.errors import InputError
+from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.fatbin import MAGIC_BYTES
-from fatbin_inspect.inventory.core import Options, inspect_blob, inspect_zip_span
 from fatbin_inspect.formats.model import FileError, FileReport
+from fatbin_inspect.inventory.core import Options, inspect_blob, inspect_zip_span
 
 CHUNK = 32 << 20
 HEAD = 512
@@ -48,7 +47,7 @@ def has_magic(blob: Blob) -> bool:
     return False
 
 
-def inspect_file(path: str, opts: Options) -> Tuple[FileReport, ...]:
+def inspect_file(path: str, opts: Options) -> tuple[FileReport, ...]:
     """Records worth reporting for one file on disk: those with device code or an error."""
     try:
         blob = open_blob(path)
@@ -57,14 +56,14 @@ def inspect_file(path: str, opts: Options) -> Tuple[FileReport, ...]:
     fmt = detect(blob.head(HEAD))
     if fmt == NOT_DEVICE or (fmt in HOST_BINARIES and not has_magic(blob)):
         return ()
-    out: List[FileReport] = []
+    out: list[FileReport] = []
     for rec in inspect_blob(path, blob, opts, 0):
         if rec.fatbins or rec.error:
             out.append(rec)
     return tuple(out)
 
 
-def zip_spans(path: str, all_members: bool, parts: int, min_bytes: int) -> Optional[List[Tuple[int, int, int]]]:
+def zip_spans(path: str, all_members: bool, parts: int, min_bytes: int) -> list[tuple[int, int, int]] | None:
     """Split a zip on disk (a large wheel) into about ``parts`` work units for ``inspect_span``:
     contiguous ``(start, stop, inflated bytes)`` ranges of central-directory indices covering it all, cut between
     wanted members so that each holds about ``1/parts`` of their inflated bytes and at least
@@ -91,7 +90,7 @@ def zip_spans(path: str, all_members: bool, parts: int, min_bytes: int) -> Optio
 _ZIP = None  # ((path, key), blob, directory or None): the zip this process has inspect_span units of
 
 
-def inspect_span(path: str, key, span: Tuple[int, int], opts) -> Tuple[FileReport, ...]:
+def inspect_span(path: str, key, span: tuple[int, int], opts) -> tuple[FileReport, ...]:
     """Pool entry point: the records of one span of a zip (see ``inventory.inspect_zip_span``)
     worth reporting, as ``inspect_file`` keeps them. The mapping and directory of the zip are kept
     for the next span of the same zip (read once per process, not once per span)."""
@@ -103,7 +102,9 @@ def inspect_span(path: str, key, span: Tuple[int, int], opts) -> Tuple[FileRepor
         try:
             blob = open_blob(path)
         except InputError as exc:
-            return (FileReport(path=path, format="unknown", size=0, error=FileError(exc.message, exc.offset)),)
+            return (
+                FileReport(path=path, format="unknown", size=0, error=FileError(exc.message, exc.offset)),
+            )
         try:
             zf = archives.open_zip(blob.stream())
         except InputError:

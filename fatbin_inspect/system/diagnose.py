@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
 
 from fatbin_inspect.compat import data
 from fatbin_inspect.compat.targets import Driver, resolve_driver
@@ -41,26 +40,26 @@ class Advice:
 
 @dataclass(frozen=True)
 class Diagnosis:
-    driver_cuda: Optional[str]  # "13.0": CUDA version the driver in use implements
-    driver_cuda_from: Optional[str]  # "cuDriverGetVersion" | "driver branch R580"
-    max_ptx_isa: Optional[str]  # newest PTX ISA the driver's JIT compiles
-    runtime_in_use: Optional[Runtime]
-    conditions: Tuple[Condition, ...]
-    warnings: Tuple[Advice, ...]
+    driver_cuda: str | None  # "13.0": CUDA version the driver in use implements
+    driver_cuda_from: str | None  # "cuDriverGetVersion" | "driver branch R580"
+    max_ptx_isa: str | None  # newest PTX ISA the driver's JIT compiles
+    runtime_in_use: Runtime | None
+    conditions: tuple[Condition, ...]
+    warnings: tuple[Advice, ...]
 
     @property
     def failed(self) -> bool:
         return any(c.status == FAIL for c in self.conditions)
 
 
-def _mm(version: Optional[str]) -> Optional[Tuple[int, int]]:
+def _mm(version: str | None) -> tuple[int, int] | None:
     if not version:
         return None
     parts = data.version_tuple(version)
     return (parts[0], parts[1] if len(parts) > 1 else 0) if parts else None
 
 
-def _branch_driver(stack: Stack) -> Optional[Driver]:
+def _branch_driver(stack: Stack) -> Driver | None:
     if stack.kernel_driver is None:
         return None
     try:
@@ -69,7 +68,7 @@ def _branch_driver(stack: Stack) -> Optional[Driver]:
         return None
 
 
-def runtime_in_use(stack: Stack) -> Optional[Runtime]:
+def runtime_in_use(stack: Stack) -> Runtime | None:
     """The libcudart a program without an RPATH gets (loader order), else the first in a wheel."""
     loader = [r for r in stack.runtimes if r.found_via != "site-packages"]
     return (loader or list(stack.runtimes) or [None])[0]
@@ -86,14 +85,16 @@ def diagnose(stack: Stack) -> Diagnosis:
         drv_cuda, source = None, None
     max_isa = _max_ptx_isa(drv_cuda) or (branch.max_ptx_isa if branch else None)
     rt = runtime_in_use(stack)
-    warnings: List[Advice] = []
-    conds = (_driver_condition(stack, rt, drv_cuda, source, branch, warnings),
-             _gpu_condition(stack, branch, max_isa))
+    warnings: list[Advice] = []
+    conds = (
+        _driver_condition(stack, rt, drv_cuda, source, branch, warnings),
+        _gpu_condition(stack, branch, max_isa),
+    )
     _mismatch_warnings(stack, rt, drv_cuda, warnings)
     return Diagnosis(drv_cuda, source, max_isa, rt, conds, tuple(warnings))
 
 
-def _max_ptx_isa(cuda: Optional[str]) -> Optional[str]:
+def _max_ptx_isa(cuda: str | None) -> str | None:
     """drivers.json: the branch whose max_cuda_version is ``cuda`` gives its JIT's PTX ISA."""
     for row in data.branches():
         if cuda and row["max_cuda_version"] == cuda:
@@ -101,51 +102,83 @@ def _max_ptx_isa(cuda: Optional[str]) -> Optional[str]:
     return None
 
 
-def _driver_condition(stack: Stack, rt: Optional[Runtime], drv_cuda: Optional[str], source: Optional[str],
-                      branch: Optional[Driver], warnings: List[Advice]) -> Condition:
+def _driver_condition(
+    stack: Stack,
+    rt: Runtime | None,
+    drv_cuda: str | None,
+    source: str | None,
+    branch: Driver | None,
+    warnings: list[Advice],
+) -> Condition:
     if drv_cuda is None:
-        return Condition("R-DRV", UNKNOWN, "No NVIDIA driver found, so no CUDA program can start here "
-                                           "(cudaErrorInsufficientDriver 35 or cudaErrorNoDevice 100).")
+        return Condition(
+            "R-DRV",
+            UNKNOWN,
+            "No NVIDIA driver found, so no CUDA program can start here "
+            "(cudaErrorInsufficientDriver 35 or cudaErrorNoDevice 100).",
+        )
     if rt is None or _mm(rt.version) is None:
-        return Condition("R-DRV", UNKNOWN, f"The driver implements CUDA {drv_cuda} ({source}); no CUDA runtime "
-                                           "with a known version was found to compare it with.")
+        return Condition(
+            "R-DRV",
+            UNKNOWN,
+            f"The driver implements CUDA {drv_cuda} ({source}); no CUDA runtime "
+            "with a known version was found to compare it with.",
+        )
     rmaj, rmin = _mm(rt.version)
     dmaj, dmin = _mm(drv_cuda)
     label = f"CUDA runtime {rt.version} ({rt.path})"
     if rmaj > dmaj:
-        return Condition("R-DRV", FAIL, f"{label} needs a CUDA {rmaj}.x driver; the driver implements CUDA "
-                                        f"{drv_cuda}: programs fail at start with cudaErrorInsufficientDriver (35).")
+        return Condition(
+            "R-DRV",
+            FAIL,
+            f"{label} needs a CUDA {rmaj}.x driver; the driver implements CUDA "
+            f"{drv_cuda}: programs fail at start with cudaErrorInsufficientDriver (35).",
+        )
     floor = data.mvc_floor(rmaj) if rmaj == dmaj and rmaj >= 11 else None
     kver = stack.kernel_driver.version if stack.kernel_driver else None
     compat = _compat_build(stack)
     if floor and kver and not compat and data.version_tuple(kver) < floor:
-        return Condition("R-MVC", FAIL, f"{label}: driver {kver} is below the CUDA {rmaj}.x floor "
-                                        f"{'.'.join(map(str, floor))}: cudaErrorInsufficientDriver (35).")
+        return Condition(
+            "R-MVC",
+            FAIL,
+            f"{label}: driver {kver} is below the CUDA {rmaj}.x floor "
+            f"{'.'.join(map(str, floor))}: cudaErrorInsufficientDriver (35).",
+        )
     if (rmaj, rmin) > (dmaj, dmin):
-        return Condition("R-MVC", OK, f"{label} runs on the CUDA {drv_cuda} driver by minor-version "
-                                      "compatibility: SASS runs; its newer PTX would not JIT (222) and newer "
-                                      "APIs return cudaErrorCallRequiresNewerDriver (36).")
+        return Condition(
+            "R-MVC",
+            OK,
+            f"{label} runs on the CUDA {drv_cuda} driver by minor-version "
+            "compatibility: SASS runs; its newer PTX would not JIT (222) and newer "
+            "APIs return cudaErrorCallRequiresNewerDriver (36).",
+        )
     return Condition("R-DRV", OK, f"{label} is not newer than the driver (CUDA {drv_cuda}, {source}).")
 
 
-def _gpu_condition(stack: Stack, branch: Optional[Driver], max_isa: Optional[str]) -> Condition:
+def _gpu_condition(stack: Stack, branch: Driver | None, max_isa: str | None) -> Condition:
     if not stack.gpus:
-        return Condition("R-GPU", UNKNOWN, "No GPU is visible, so no kernel can run here (see what is missing below).")
+        return Condition(
+            "R-GPU", UNKNOWN, "No GPU is visible, so no kernel can run here (see what is missing below)."
+        )
     parts = []
     for g in stack.gpus:
         sm = g.cc.replace(".", "")
         kind = f"only sm_{sm} cubins (Tegra)" if g.tegra else f"sm_{g.cc.split('.')[0]}x cubins up to sm_{sm}"
-        parts.append(f"GPU {g.index} {g.name} (CC {g.cc}) runs {kind}, or PTX up to compute_{sm}"
-                     + (f" with PTX ISA <= {max_isa}" if max_isa else ""))
+        parts.append(
+            f"GPU {g.index} {g.name} (CC {g.cc}) runs {kind}, or PTX up to compute_{sm}"
+            + (f" with PTX ISA <= {max_isa}" if max_isa else "")
+        )
     text = "; ".join(parts) + "."
     t = stack.torch
     if t and t.archs and branch:
         status, verdict = _torch_coverage(stack, t, branch)
         return Condition("R-SEL", status, f"{text} torch {t.version}: {verdict}")
-    return Condition("R-GPU", OK, text + " Check a binary with `fatbin-inspect check PATH --gpu auto --driver auto`.")
+    return Condition(
+        "R-GPU", OK, text + " Check a binary with `fatbin-inspect check PATH --gpu auto --driver auto`."
+    )
 
 
-def _torch_coverage(stack: Stack, torch: Torch, branch: Driver) -> Tuple[str, str]:
+def _torch_coverage(stack: Stack, torch: Torch, branch: Driver) -> tuple[str, str]:
     """The engine's R-SEL over one image per arch of libtorch_cuda.so (PTX at its newest ISA)."""
     from fatbin_inspect.compat.rules import select
     from fatbin_inspect.compat.targets import Target, gpu_for_cc
@@ -162,16 +195,31 @@ def _torch_coverage(stack: Stack, torch: Torch, branch: Driver) -> Tuple[str, st
     return OK, f"{torch.archs_from} carries code for every GPU ({' '.join(torch.archs)})."
 
 
-def _arch_entry(arch: str, isa: Optional[str]) -> Entry:
+def _arch_entry(arch: str, isa: str | None) -> Entry:
     m = re.fullmatch(r"(sm|compute)_(\d+)([af]?)", arch)
     kind = KIND_SASS if m.group(1) == "sm" else KIND_PTX
     version = tuple(data.version_tuple(isa or "0.0")[:2]) if kind == KIND_PTX else (1, 8)
-    return Entry(offset=0, kind=kind, kind_code=2 if kind == KIND_SASS else 1, sm=int(m.group(2)),
-                 variant=m.group(3), compression="none", stored_size=0, size=0, flags=0, code_version=version,
-                 header_size=0, payload_offset=0, host=None, debug=False, identifier=None, options=None)
+    return Entry(
+        offset=0,
+        kind=kind,
+        kind_code=2 if kind == KIND_SASS else 1,
+        sm=int(m.group(2)),
+        variant=m.group(3),
+        compression="none",
+        stored_size=0,
+        size=0,
+        flags=0,
+        code_version=version,
+        header_size=0,
+        payload_offset=0,
+        host=None,
+        debug=False,
+        identifier=None,
+        options=None,
+    )
 
 
-def _compat_build(stack: Stack) -> Optional[str]:
+def _compat_build(stack: Stack) -> str | None:
     """The libcuda build when it differs from the kernel driver (a cuda-compat package)."""
     u, k = stack.user_driver, stack.kernel_driver
     if u and u.build and k and u.build != k.version:
@@ -179,37 +227,64 @@ def _compat_build(stack: Stack) -> Optional[str]:
     return None
 
 
-def _mismatch_warnings(stack: Stack, rt: Optional[Runtime], drv_cuda: Optional[str], out: List[Advice]) -> None:
+def _mismatch_warnings(stack: Stack, rt: Runtime | None, drv_cuda: str | None, out: list[Advice]) -> None:
     dmm = _mm(drv_cuda)
     for r in stack.runtimes:
         rmm = _mm(r.version)
         if dmm and rmm and rmm > dmm and r is not rt:
-            out.append(Advice("runtime-newer-than-driver",
-                               f"CUDA runtime {r.version} at {r.path} is newer than the driver (CUDA {drv_cuda})"
-                               + (": it cannot start (35)." if rmm[0] > dmm[0] else
-                                  ": it runs by minor-version compatibility only (no JIT of its PTX).")))
+            out.append(
+                Advice(
+                    "runtime-newer-than-driver",
+                    f"CUDA runtime {r.version} at {r.path} is newer than the driver (CUDA {drv_cuda})"
+                    + (
+                        ": it cannot start (35)."
+                        if rmm[0] > dmm[0]
+                        else ": it runs by minor-version compatibility only (no JIT of its PTX)."
+                    ),
+                )
+            )
     if rt and dmm and _mm(rt.version) and _mm(rt.version) > dmm:
-        out.append(Advice("runtime-newer-than-driver",
-                           f"the runtime in use ({rt.version}) is newer than the driver (CUDA {drv_cuda})."))
+        out.append(
+            Advice(
+                "runtime-newer-than-driver",
+                f"the runtime in use ({rt.version}) is newer than the driver (CUDA {drv_cuda}).",
+            )
+        )
     if stack.nvcc and stack.nvcc.version and rt and _mm(rt.version):
         if _mm(stack.nvcc.version) != _mm(rt.version) and len(data.version_tuple(rt.version)) > 1:
-            out.append(Advice("nvcc-differs-from-runtime",
-                               f"nvcc on PATH is {stack.nvcc.version} but the runtime in use is {rt.version}: "
-                               "code built here targets another CUDA version than programs load."))
+            out.append(
+                Advice(
+                    "nvcc-differs-from-runtime",
+                    f"nvcc on PATH is {stack.nvcc.version} but the runtime in use is {rt.version}: "
+                    "code built here targets another CUDA version than programs load.",
+                )
+            )
     if stack.nvcc and stack.nvcc.version and dmm and _mm(stack.nvcc.version) > dmm:
-        out.append(Advice("nvcc-newer-than-driver",
-                           f"nvcc {stack.nvcc.version} is newer than the driver (CUDA {drv_cuda}): PTX it "
-                           "emits will not JIT here (222); build cubins for this GPU (-arch=sm_XY)."))
+        out.append(
+            Advice(
+                "nvcc-newer-than-driver",
+                f"nvcc {stack.nvcc.version} is newer than the driver (CUDA {drv_cuda}): PTX it "
+                "emits will not JIT here (222); build cubins for this GPU (-arch=sm_XY).",
+            )
+        )
     compat = _compat_build(stack)
     if compat:
-        out.append(Advice("compat-package",
-                           f"libcuda {compat} ({stack.user_driver.path}) differs from the kernel driver "
-                           f"{stack.kernel_driver.version}: a cuda-compat package is in use (R-FWD); on "
-                           "unsupported GPUs this fails with 804, on an unsupported branch with 803."))
+        out.append(
+            Advice(
+                "compat-package",
+                f"libcuda {compat} ({stack.user_driver.path}) differs from the kernel driver "
+                f"{stack.kernel_driver.version}: a cuda-compat package is in use (R-FWD); on "
+                "unsupported GPUs this fails with 804, on an unsupported branch with 803.",
+            )
+        )
     u = stack.user_driver
     if u and u.error:
         out.append(Advice("libcuda-unusable", f"{u.path}: {u.error}."))
     for sw in stack.env:
-        if sw.name in ("CUDA_FORCE_PTX_JIT", "CUDA_FORCE_JIT", "CUDA_DISABLE_PTX_JIT", "CUDA_DISABLE_JIT") \
-                and sw.value.strip().lower() in ("1", "true", "yes", "on"):
+        if sw.name in (
+            "CUDA_FORCE_PTX_JIT",
+            "CUDA_FORCE_JIT",
+            "CUDA_DISABLE_PTX_JIT",
+            "CUDA_DISABLE_JIT",
+        ) and sw.value.strip().lower() in ("1", "true", "yes", "on"):
             out.append(Advice("jit-switch", f"{sw.name}={sw.value}: {sw.effect}."))

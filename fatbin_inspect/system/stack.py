@@ -23,19 +23,32 @@ import os
 import re
 import site
 import subprocess
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, List, Mapping, Optional, Tuple
 
 STANDARD_LIB_DIRS = (
-    "/usr/local/cuda/lib64", "/usr/local/cuda/lib", "/usr/local/cuda/targets/x86_64-linux/lib",
-    "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+    "/usr/local/cuda/lib64",
+    "/usr/local/cuda/lib",
+    "/usr/local/cuda/targets/x86_64-linux/lib",
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
     "/usr/lib/wsl/lib",
 )
 # where wheels put libcudart, relative to a site-packages folder (nvidia-cuda-runtime-cu12:
 # nvidia/cuda_runtime/lib; CUDA 13 wheels: nvidia/cu13/lib; vendored copies: torch/lib, *.libs)
 SITE_CUDART_GLOBS = ("nvidia/*/lib/libcudart*.so*", "*/lib/libcudart*.so*", "*.libs/libcudart*.so*")
-ENV_SWITCHES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "CUDA_FORCE_PTX_JIT",
-                "CUDA_FORCE_JIT", "CUDA_DISABLE_PTX_JIT", "CUDA_DISABLE_JIT", "CUDA_FORCE_PRELOAD_LIBRARIES")
+ENV_SWITCHES = (
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "CUDA_MODULE_LOADING",
+    "CUDA_FORCE_PTX_JIT",
+    "CUDA_FORCE_JIT",
+    "CUDA_DISABLE_PTX_JIT",
+    "CUDA_DISABLE_JIT",
+    "CUDA_FORCE_PRELOAD_LIBRARIES",
+)
 ENV_EFFECT = {
     "CUDA_VISIBLE_DEVICES": "limits and reorders the GPUs CUDA programs see (NVML still lists all)",
     "CUDA_DEVICE_ORDER": "FASTEST_FIRST (default) or PCI_BUS_ID ordering of device numbers",
@@ -59,7 +72,7 @@ class Gpu:
     name: str
     cc: str  # "9.0"
     tegra: bool
-    uuid: Optional[str] = None
+    uuid: str | None = None
 
 
 @dataclass(frozen=True)
@@ -73,9 +86,9 @@ class UserDriver:
     """``libcuda.so.1`` as the loader finds it."""
 
     path: str
-    build: Optional[str]  # "590.44.01" from the real file name, None when it has no version
-    api_version: Optional[int]  # cuDriverGetVersion: 13000 = CUDA 13.0
-    error: Optional[str] = None  # why api_version is missing (stub library, load failure)
+    build: str | None  # "590.44.01" from the real file name, None when it has no version
+    api_version: int | None  # cuDriverGetVersion: 13000 = CUDA 13.0
+    error: str | None = None  # why api_version is missing (stub library, load failure)
 
 
 @dataclass(frozen=True)
@@ -83,25 +96,25 @@ class Runtime:
     """One ``libcudart`` found on disk."""
 
     path: str
-    version: Optional[str]  # "12.8" (major.minor), or "12" when only the soname tells
+    version: str | None  # "12.8" (major.minor), or "12" when only the soname tells
     found_via: str  # "LD_LIBRARY_PATH" | "ldconfig" | "standard dir" | "site-packages"
-    distribution: Optional[str] = None  # "nvidia-cuda-runtime-cu12 12.8.90" (dist-info RECORD, conda-meta)
+    distribution: str | None = None  # "nvidia-cuda-runtime-cu12 12.8.90" (dist-info RECORD, conda-meta)
 
 
 @dataclass(frozen=True)
 class Nvcc:
     path: str
-    version: Optional[str]  # "13.0.88"
+    version: str | None  # "13.0.88"
 
 
 @dataclass(frozen=True)
 class Torch:
     path: str  # the torch package folder
-    version: Optional[str]  # "2.8.0+cu128"
-    cuda: Optional[str]  # torch.version.cuda: "12.8", None for a CPU build
-    archs: Tuple[str, ...] = ()  # "sm_90", "compute_120" read from libtorch_cuda.so's fatbins
-    archs_from: Optional[str] = None  # the library the archs were read from
-    ptx_isa: Optional[str] = None  # newest PTX ISA among its PTX entries
+    version: str | None  # "2.8.0+cu128"
+    cuda: str | None  # torch.version.cuda: "12.8", None for a CPU build
+    archs: tuple[str, ...] = ()  # "sm_90", "compute_120" read from libtorch_cuda.so's fatbins
+    archs_from: str | None = None  # the library the archs were read from
+    ptx_isa: str | None = None  # newest PTX ISA among its PTX entries
 
 
 @dataclass(frozen=True)
@@ -113,15 +126,15 @@ class EnvSwitch:
 
 @dataclass(frozen=True)
 class Stack:
-    gpus: Tuple[Gpu, ...] = ()
-    kernel_driver: Optional[KernelDriver] = None
-    user_driver: Optional[UserDriver] = None
-    runtimes: Tuple[Runtime, ...] = ()  # loader order first (the one a plain program gets), then wheels
-    nvcc: Optional[Nvcc] = None
-    torch: Optional[Torch] = None
-    env: Tuple[EnvSwitch, ...] = ()
-    missing: Tuple[str, ...] = ()  # what could not be found, and why, one sentence each
-    gpu_source: Optional[str] = None  # "nvml" | "cuda-python"
+    gpus: tuple[Gpu, ...] = ()
+    kernel_driver: KernelDriver | None = None
+    user_driver: UserDriver | None = None
+    runtimes: tuple[Runtime, ...] = ()  # loader order first (the one a plain program gets), then wheels
+    nvcc: Nvcc | None = None
+    torch: Torch | None = None
+    env: tuple[EnvSwitch, ...] = ()
+    missing: tuple[str, ...] = ()  # what could not be found, and why, one sentence each
+    gpu_source: str | None = None  # "nvml" | "cuda-python"
 
 
 # ------------------------------------------------------------------------------- roots and hooks
@@ -132,12 +145,12 @@ class Roots:
     proc: str = "/proc"
     etc: str = "/etc"
     env: Mapping[str, str] = field(default_factory=dict)
-    lib_dirs: Tuple[str, ...] = STANDARD_LIB_DIRS
-    site_dirs: Tuple[str, ...] = ()
-    ldconfig: Optional[str] = None  # `ldconfig -p` text; None: run it
+    lib_dirs: tuple[str, ...] = STANDARD_LIB_DIRS
+    site_dirs: tuple[str, ...] = ()
+    ldconfig: str | None = None  # `ldconfig -p` text; None: run it
 
     @classmethod
-    def from_environment(cls) -> "Roots":
+    def from_environment(cls) -> Roots:
         sites = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
         user = site.getusersitepackages() if hasattr(site, "getusersitepackages") else None
         if user:
@@ -151,17 +164,22 @@ class Roots:
         return cls(env=dict(os.environ), site_dirs=tuple(dirs))
 
 
-GpuProbe = Callable[[], Tuple[List[Gpu], Optional[str], Optional[str]]]  # gpus, driver version, error
-DriverApiProbe = Callable[[str], Tuple[Optional[int], Optional[str]]]  # path -> version, error
-RuntimeApiProbe = Callable[[str], Optional[int]]  # libcudart path -> cudaRuntimeGetVersion
+GpuProbe = Callable[[], tuple[list[Gpu], str | None, str | None]]  # gpus, driver version, error
+DriverApiProbe = Callable[[str], tuple[int | None, str | None]]  # path -> version, error
+RuntimeApiProbe = Callable[[str], int | None]  # libcudart path -> cudaRuntimeGetVersion
 
 
-def discover(roots: Optional[Roots] = None, gpu_probe: Optional[GpuProbe] = None,
-             driver_api: Optional[DriverApiProbe] = None, runtime_api: Optional[RuntimeApiProbe] = None,
-             torch_archs: bool = True, tegra_ccs: Iterable[str] = ()) -> Stack:
+def discover(
+    roots: Roots | None = None,
+    gpu_probe: GpuProbe | None = None,
+    driver_api: DriverApiProbe | None = None,
+    runtime_api: RuntimeApiProbe | None = None,
+    torch_archs: bool = True,
+    tegra_ccs: Iterable[str] = (),
+) -> Stack:
     """The whole stack. ``tegra_ccs``: compute capabilities that are Tegra iGPUs (data)."""
     roots = roots or Roots.from_environment()
-    missing: List[str] = []
+    missing: list[str] = []
     gpus, nvml_driver, gpu_err, gpu_source = _gpus(gpu_probe, roots, set(tegra_ccs))
     if gpu_err:
         missing.append(gpu_err)
@@ -169,8 +187,10 @@ def discover(roots: Optional[Roots] = None, gpu_probe: Optional[GpuProbe] = None
     if kdrv is None and nvml_driver:
         kdrv = KernelDriver(nvml_driver, "nvml")
     if kdrv is None:
-        missing.append(f"no NVIDIA kernel driver: {os.path.join(roots.proc, 'driver/nvidia/version')} "
-                       "is absent and NVML gave no version")
+        missing.append(
+            f"no NVIDIA kernel driver: {os.path.join(roots.proc, 'driver/nvidia/version')} "
+            "is absent and NVML gave no version"
+        )
     ldcache = _ldconfig_entries(roots)
     udrv = user_driver(roots, ldcache, driver_api or driver_api_version)
     if udrv is None:
@@ -181,13 +201,23 @@ def discover(roots: Optional[Roots] = None, gpu_probe: Optional[GpuProbe] = None
     nvcc = find_nvcc(roots.env.get("PATH", ""))
     if nvcc is None:
         missing.append("no nvcc on PATH")
-    return Stack(gpus=tuple(gpus), kernel_driver=kdrv, user_driver=udrv, runtimes=tuple(runtimes),
-                 nvcc=nvcc, torch=find_torch(roots.site_dirs, torch_archs), env=env_switches(roots.env),
-                 missing=tuple(missing), gpu_source=gpu_source)
+    return Stack(
+        gpus=tuple(gpus),
+        kernel_driver=kdrv,
+        user_driver=udrv,
+        runtimes=tuple(runtimes),
+        nvcc=nvcc,
+        torch=find_torch(roots.site_dirs, torch_archs),
+        env=env_switches(roots.env),
+        missing=tuple(missing),
+        gpu_source=gpu_source,
+    )
 
 
 # ------------------------------------------------------------------------------------- GPUs
-def _gpus(probe: Optional[GpuProbe], roots: Roots, tegra_ccs) -> Tuple[List[Gpu], Optional[str], Optional[str], Optional[str]]:
+def _gpus(
+    probe: GpuProbe | None, roots: Roots, tegra_ccs
+) -> tuple[list[Gpu], str | None, str | None, str | None]:
     if probe is not None:
         gpus, drv, err = probe()
         return gpus, drv, err, "injected"
@@ -196,13 +226,15 @@ def _gpus(probe: Optional[GpuProbe], roots: Roots, tegra_ccs) -> Tuple[List[Gpu]
         gpus, drv, err = fn()
         if err is None:
             tegra_board = os.path.exists(os.path.join(roots.etc, "nv_tegra_release"))
-            gpus = [Gpu(g.index, g.name, g.cc, g.tegra or tegra_board or g.cc in tegra_ccs, g.uuid) for g in gpus]
+            gpus = [
+                Gpu(g.index, g.name, g.cc, g.tegra or tegra_board or g.cc in tegra_ccs, g.uuid) for g in gpus
+            ]
             return gpus, drv, None if gpus else f"{name}: no GPU visible", name
         errors.append(f"{name}: {err}")
     return [], None, "no GPU found (" + "; ".join(errors) + ")", None
 
 
-def nvml_gpus() -> Tuple[List[Gpu], Optional[str], Optional[str]]:
+def nvml_gpus() -> tuple[list[Gpu], str | None, str | None]:
     """GPUs and the kernel driver version through NVML (``pip install nvidia-ml-py``)."""
     try:
         import pynvml
@@ -218,8 +250,15 @@ def nvml_gpus() -> Tuple[List[Gpu], Optional[str], Optional[str]]:
         for i in range(pynvml.nvmlDeviceGetCount()):
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
             major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
-            gpus.append(Gpu(i, _text(pynvml.nvmlDeviceGetName(h)), f"{major}.{minor}", False,
-                            _text(pynvml.nvmlDeviceGetUUID(h))))
+            gpus.append(
+                Gpu(
+                    i,
+                    _text(pynvml.nvmlDeviceGetName(h)),
+                    f"{major}.{minor}",
+                    False,
+                    _text(pynvml.nvmlDeviceGetUUID(h)),
+                )
+            )
         return gpus, drv, None
     except Exception as exc:
         return [], None, f"NVML query failed ({exc})"
@@ -230,9 +269,10 @@ def nvml_gpus() -> Tuple[List[Gpu], Optional[str], Optional[str]]:
             pass
 
 
-def cuda_python_gpus() -> Tuple[List[Gpu], Optional[str], Optional[str]]:
+def cuda_python_gpus() -> tuple[list[Gpu], str | None, str | None]:
     """GPUs through cuda-python (``cuInit``: used only when NVML is missing, e.g. on Jetson)."""
     from fatbin_inspect.system import cudadrv
+
     try:
         drv = cudadrv.bindings()
         cudadrv.check(drv.cuInit(0), "cuInit")
@@ -242,8 +282,12 @@ def cuda_python_gpus() -> Tuple[List[Gpu], Optional[str], Optional[str]]:
         for i in range(count):
             dev = cudadrv.check(drv.cuDeviceGet(i), "cuDeviceGet")
             name = cudadrv.check(drv.cuDeviceGetName(256, dev), "cuDeviceGetName")
-            major = cudadrv.check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "")
-            minor = cudadrv.check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "")
+            major = cudadrv.check(
+                drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), ""
+            )
+            minor = cudadrv.check(
+                drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), ""
+            )
             gpus.append(Gpu(i, _text(name).split("\0", 1)[0], f"{major}.{minor}", False))
         return gpus, None, None
     except Exception as exc:  # DeviceError from cudadrv, or a binding mismatch
@@ -258,7 +302,7 @@ def _text(v) -> str:
 _PROC_VERSION = re.compile(r"Kernel Module(?: for [\w]+)?\s+(\d+\.\d+(?:\.\d+)?)")
 
 
-def proc_driver_version(proc: str) -> Optional[KernelDriver]:
+def proc_driver_version(proc: str) -> KernelDriver | None:
     """``NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Tue ...`` (open modules say
     ``Open Kernel Module for x86_64``)."""
     path = os.path.join(proc, "driver", "nvidia", "version")
@@ -271,7 +315,9 @@ def proc_driver_version(proc: str) -> Optional[KernelDriver]:
     return KernelDriver(m.group(1), path) if m else None
 
 
-def user_driver(roots: Roots, ldcache: List[Tuple[str, str]], driver_api: DriverApiProbe) -> Optional[UserDriver]:
+def user_driver(
+    roots: Roots, ldcache: list[tuple[str, str]], driver_api: DriverApiProbe
+) -> UserDriver | None:
     hits = _loader_hits("libcuda.so.1", roots, ldcache)
     if not hits:
         return None
@@ -282,7 +328,7 @@ def user_driver(roots: Roots, ldcache: List[Tuple[str, str]], driver_api: Driver
     return UserDriver(path=path, build=m.group(1) if m else None, api_version=api, error=err)
 
 
-def driver_api_version(path: str) -> Tuple[Optional[int], Optional[str]]:
+def driver_api_version(path: str) -> tuple[int | None, str | None]:
     """``cuDriverGetVersion`` through ctypes: needs no GPU and creates no context."""
     try:
         lib = ctypes.CDLL(path)
@@ -296,7 +342,7 @@ def driver_api_version(path: str) -> Tuple[Optional[int], Optional[str]]:
 
 
 # --------------------------------------------------------------------------------- runtimes
-def _ldconfig_entries(roots: Roots) -> List[Tuple[str, str]]:
+def _ldconfig_entries(roots: Roots) -> list[tuple[str, str]]:
     """(soname, path) pairs of the loader cache."""
     text = roots.ldconfig
     if text is None:
@@ -314,14 +360,14 @@ def _ldconfig_entries(roots: Roots) -> List[Tuple[str, str]]:
     return out
 
 
-def _ld_library_path(env: Mapping[str, str]) -> List[str]:
+def _ld_library_path(env: Mapping[str, str]) -> list[str]:
     return [d for d in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
 
 
-def _loader_hits(prefix: str, roots: Roots, ldcache: List[Tuple[str, str]]) -> List[Tuple[str, str]]:
+def _loader_hits(prefix: str, roots: Roots, ldcache: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """Files whose name starts with ``prefix``, in the loader's order: LD_LIBRARY_PATH, the ldconfig
     cache, then standard folders (a program with an RPATH may still pick another one)."""
-    hits: List[Tuple[str, str]] = []
+    hits: list[tuple[str, str]] = []
     seen = set()
 
     def add(path: str, via: str) -> None:
@@ -342,7 +388,9 @@ def _loader_hits(prefix: str, roots: Roots, ldcache: List[Tuple[str, str]]) -> L
     return hits
 
 
-def find_runtimes(roots: Roots, ldcache: List[Tuple[str, str]], runtime_api: RuntimeApiProbe) -> List[Runtime]:
+def find_runtimes(
+    roots: Roots, ldcache: list[tuple[str, str]], runtime_api: RuntimeApiProbe
+) -> list[Runtime]:
     from fatbin_inspect.scan.distributions import Attributor
 
     found = [(p, via) for p, via in _loader_hits("libcudart.so", roots, ldcache)]
@@ -362,7 +410,7 @@ def find_runtimes(roots: Roots, ldcache: List[Tuple[str, str]], runtime_api: Run
     return out
 
 
-def runtime_version(path: str, dist: Optional[str], runtime_api: RuntimeApiProbe) -> Optional[str]:
+def runtime_version(path: str, dist: str | None, runtime_api: RuntimeApiProbe) -> str | None:
     """File name (libcudart.so.12.8.90), then ``cudaRuntimeGetVersion``, then the wheel's version
     (nvidia-cuda-runtime-cu12 12.8.90), then the soname major alone."""
     real = os.path.basename(os.path.realpath(path))
@@ -380,7 +428,7 @@ def runtime_version(path: str, dist: Optional[str], runtime_api: RuntimeApiProbe
     return m.group(1) if m else None
 
 
-def runtime_api_version(path: str) -> Optional[int]:
+def runtime_api_version(path: str) -> int | None:
     """``cudaRuntimeGetVersion`` through ctypes; the runtime answers without a driver."""
     try:
         lib = ctypes.CDLL(path)
@@ -391,7 +439,7 @@ def runtime_api_version(path: str) -> Optional[int]:
 
 
 # ------------------------------------------------------------------------------ nvcc, torch
-def find_nvcc(path_var: str) -> Optional[Nvcc]:
+def find_nvcc(path_var: str) -> Nvcc | None:
     for d in path_var.split(os.pathsep):
         exe = os.path.join(d, "nvcc")
         if d and os.path.isfile(exe) and os.access(exe, os.X_OK):
@@ -407,7 +455,7 @@ def find_nvcc(path_var: str) -> Optional[Nvcc]:
 _PY_ASSIGN = r"^{name}\s*(?::[^=]*)?=\s*['\"]([^'\"]*)['\"]"
 
 
-def find_torch(site_dirs: Iterable[str], archs: bool = True) -> Optional[Torch]:
+def find_torch(site_dirs: Iterable[str], archs: bool = True) -> Torch | None:
     """torch from its ``version.py`` text (never imported, so CUDA is never initialised); the archs
     from the fatbins of ``lib/libtorch_cuda.so`` (what ``torch.cuda.get_arch_list()`` reports)."""
     for sd in site_dirs:
@@ -420,16 +468,22 @@ def find_torch(site_dirs: Iterable[str], archs: bool = True) -> Optional[Torch]:
         ver = re.search(_PY_ASSIGN.format(name="__version__"), text, re.M)
         cuda = re.search(_PY_ASSIGN.format(name="cuda"), text, re.M)
         lib = os.path.join(sd, "torch", "lib", "libtorch_cuda.so")
-        found: Tuple[str, ...] = ()
+        found: tuple[str, ...] = ()
         isa = None
         if archs and os.path.isfile(lib):
             found, isa = library_archs(lib)
-        return Torch(os.path.join(sd, "torch"), ver.group(1) if ver else None, cuda.group(1) if cuda else None,
-                     found, lib if found else None, isa)
+        return Torch(
+            os.path.join(sd, "torch"),
+            ver.group(1) if ver else None,
+            cuda.group(1) if cuda else None,
+            found,
+            lib if found else None,
+            isa,
+        )
     return None
 
 
-def library_archs(path: str) -> Tuple[Tuple[str, ...], Optional[str]]:
+def library_archs(path: str) -> tuple[tuple[str, ...], str | None]:
     """Distinct cubin and PTX archs in a library, ordered as torch prints them (sm_ first), and the
     newest PTX ISA among them."""
     from fatbin_inspect.inventory.core import Options, inspect_path
@@ -445,7 +499,7 @@ def library_archs(path: str) -> Tuple[Tuple[str, ...], Optional[str]]:
 
 
 # --------------------------------------------------------------------------------------- env
-def env_switches(env: Mapping[str, str]) -> Tuple[EnvSwitch, ...]:
+def env_switches(env: Mapping[str, str]) -> tuple[EnvSwitch, ...]:
     out = [EnvSwitch(n, env[n], ENV_EFFECT[n]) for n in ENV_SWITCHES if n in env]
     for n in sorted(k for k in env if k.startswith("CUDA_CACHE_")):
         out.append(EnvSwitch(n, env[n], ENV_EFFECT.get(n, "JIT cache setting")))

@@ -24,6 +24,7 @@ def main() -> int:
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     try:
         from fatbin_inspect.system import cudadrv
+
         drv = cudadrv.bindings()
     except Exception as exc:
         write_reply(out, {"fatal": "cuda-python", "message": str(exc)})
@@ -50,14 +51,23 @@ def main() -> int:
         if rc == 0:
             drv.cuModuleUnload(ret[1])
         exiting = rc != 0 and rc not in LOAD_ERRORS
-        write_reply(out, {"code": rc, "name": getattr(ret[0], "name", None), "jit": image_jit(image),
-                          "ms": round(ms, 3), "exiting": exiting})
+        write_reply(
+            out,
+            {
+                "code": rc,
+                "name": getattr(ret[0], "name", None),
+                "jit": image_jit(image),
+                "ms": round(ms, 3),
+                "exiting": exiting,
+            },
+        )
         if exiting:
             return 0
 
 
 def _context(drv, cudadrv, device: int):
     """The device's primary context made current, or the fatal reply saying why not."""
+
     def fatal(what, ret):
         rc = cudadrv.code(ret[0])
         return {"fatal": "init", "code": rc, "message": f"{what} returned CUresult {rc}"} if rc else None

@@ -10,14 +10,14 @@ prediction and the driver is a ``Finding`` that quotes both sides.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator, List, Optional, Tuple
 
-from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.compat import data
 from fatbin_inspect.errors import InputError
-from fatbin_inspect.inventory.core import Options, inspect_pairs, payload
+from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Entry, Fatbin
+from fatbin_inspect.inventory.core import Options, inspect_pairs, payload
 from fatbin_inspect.verify.runner import CRASH, FAILED, LOADED, TIMEOUT, LoadResult
 
 NATIVE, JIT, FAIL, NOT_ALONE, EMPTY, ERROR = "native", "jit", "fail", "not-loadable-alone", "empty", "error"
@@ -28,8 +28,8 @@ EQUIVALENT = ({209, 223}, {35, 3})
 @dataclass(frozen=True)
 class Prediction:
     verdict: str  # native | jit | fail | no-device-code
-    code: Optional[int]  # the CUDA error a failure surfaces as
-    rule: Optional[str]
+    code: int | None  # the CUDA error a failure surfaces as
+    rule: str | None
     reason: str
 
 
@@ -39,19 +39,19 @@ class ImageCheck:
 
     path: str
     fatbin_offset: int
-    entry: Optional[Entry]  # None: the whole fatbin
+    entry: Entry | None  # None: the whole fatbin
     actual: str  # native | jit | fail | not-loadable-alone | empty | error
-    load: Optional[LoadResult] = None
-    load_nojit: Optional[LoadResult] = None  # whole fatbin only
-    predicted: Optional[Prediction] = None
-    agree: Optional[bool] = None  # None: nothing to compare (no prediction, timeout, not loadable)
+    load: LoadResult | None = None
+    load_nojit: LoadResult | None = None  # whole fatbin only
+    predicted: Prediction | None = None
+    agree: bool | None = None  # None: nothing to compare (no prediction, timeout, not loadable)
 
     @property
     def what(self) -> str:
         return "fatbin" if self.entry is None else self.entry.arch
 
     @property
-    def code(self) -> Optional[int]:
+    def code(self) -> int | None:
         return self.load.code if self.load else None
 
 
@@ -65,7 +65,7 @@ class Finding:
     reason: str  # the engine's reason for its prediction
 
 
-def error_name(code: Optional[int]) -> str:
+def error_name(code: int | None) -> str:
     """CUresult number -> driver API name from errors.json (runtime name for runtime-only codes)."""
     if code is None:
         return ""
@@ -78,7 +78,7 @@ def error_name(code: Optional[int]) -> str:
 RELOCATABLE_SECTION = "__nv_relfatbin"  # device code of an -rdc object, input to nvlink
 
 
-def not_loadable_alone(e: Entry, fb: Optional[Fatbin] = None) -> Optional[str]:
+def not_loadable_alone(e: Entry, fb: Fatbin | None = None) -> str | None:
     if fb is not None and fb.section == RELOCATABLE_SECTION:
         return f"in {RELOCATABLE_SECTION}: -rdc device code that needs device linking"
     if e.kind == KIND_SASS and e.cubin is not None and e.cubin.elf_type == "rel":
@@ -90,14 +90,14 @@ def not_loadable_alone(e: Entry, fb: Optional[Fatbin] = None) -> Optional[str]:
     return None
 
 
-Predictor = Callable[[Fatbin, bool], Optional[Prediction]]  # (fatbin, JIT disabled) -> prediction
+Predictor = Callable[[Fatbin, bool], Prediction | None]  # (fatbin, JIT disabled) -> prediction
 
 
 def engine_predictor(target) -> Predictor:
     """Predictions of the compatibility engine (``evaluate_fatbin``) for ``target``."""
     from fatbin_inspect.compat.engine import evaluate_fatbin
 
-    def predict(fb: Fatbin, nojit: bool) -> Optional[Prediction]:
+    def predict(fb: Fatbin, nojit: bool) -> Prediction | None:
         t = dataclasses.replace(target, disable_ptx_jit=True) if nojit else target
         return as_prediction(evaluate_fatbin(fb, t))
 
@@ -118,7 +118,7 @@ def as_prediction(res) -> Prediction:
     return Prediction(res.verdict, err, rule, reason)
 
 
-def _same(pred: Prediction, actual: str, code: Optional[int]) -> bool:
+def _same(pred: Prediction, actual: str, code: int | None) -> bool:
     if pred.verdict != actual:
         return False
     if actual != FAIL or pred.code is None or pred.code == code:
@@ -126,8 +126,16 @@ def _same(pred: Prediction, actual: str, code: Optional[int]) -> bool:
     return any(pred.code in s and code in s for s in EQUIVALENT)
 
 
-def check_fatbin(path: str, fb: Fatbin, whole: bytes, images: Callable[[Entry], bytes], load, load_nojit,
-                 predict: Optional[Predictor], entries: bool = True) -> Iterator[ImageCheck]:
+def check_fatbin(
+    path: str,
+    fb: Fatbin,
+    whole: bytes,
+    images: Callable[[Entry], bytes],
+    load,
+    load_nojit,
+    predict: Predictor | None,
+    entries: bool = True,
+) -> Iterator[ImageCheck]:
     """``load``/``load_nojit``: image bytes -> LoadResult in the normal / JIT-disabled child."""
     if not fb.entries:
         yield ImageCheck(path, fb.offset, None, EMPTY)
@@ -154,7 +162,7 @@ def _actual(res: LoadResult, how: str) -> str:
     return how if res.status == LOADED else FAIL
 
 
-def _agree(pred: Optional[Prediction], actual: str, res: LoadResult) -> Optional[bool]:
+def _agree(pred: Prediction | None, actual: str, res: LoadResult) -> bool | None:
     if pred is None or actual == ERROR:
         return None
     return _same(pred, actual, res.code)
@@ -183,7 +191,7 @@ def describe_actual(c: ImageCheck) -> str:
     return c.actual
 
 
-def describe_prediction(p: Optional[Prediction]) -> str:
+def describe_prediction(p: Prediction | None) -> str:
     if p is None:
         return "no prediction"
     if p.verdict == FAIL:
@@ -191,36 +199,53 @@ def describe_prediction(p: Optional[Prediction]) -> str:
     return p.verdict
 
 
-def findings(checks: List[ImageCheck]) -> List[Finding]:
+def findings(checks: list[ImageCheck]) -> list[Finding]:
     out = []
     for c in checks:
         if c.agree is False:
             actual = describe_actual(c)
             if c.actual == c.predicted.verdict and c.load_nojit is not None:
                 actual += f"; with CUDA_DISABLE_PTX_JIT=1: {c.load_nojit.status} {c.load_nojit.code}"
-            out.append(Finding(c.path, c.fatbin_offset, c.what, describe_prediction(c.predicted), actual,
-                               c.predicted.reason))
+            out.append(
+                Finding(
+                    c.path,
+                    c.fatbin_offset,
+                    c.what,
+                    describe_prediction(c.predicted),
+                    actual,
+                    c.predicted.reason,
+                )
+            )
     return out
 
 
-def summary(checks: List[ImageCheck]) -> Tuple[Tuple[str, int], ...]:
+def summary(checks: list[ImageCheck]) -> tuple[tuple[str, int], ...]:
     """Counts over whole fatbins and entries: loaded natively, by JIT, failed, predictions confirmed."""
+
     def n(pred) -> int:
         return sum(1 for c in checks if pred(c))
 
-    return (("fatbins native", n(lambda c: c.entry is None and c.actual == NATIVE)),
-            ("fatbins by JIT", n(lambda c: c.entry is None and c.actual == JIT)),
-            ("fatbins failed", n(lambda c: c.entry is None and c.actual == FAIL)),
-            ("entries loaded", n(lambda c: c.entry is not None and c.actual in (NATIVE, JIT))),
-            ("entries failed", n(lambda c: c.entry is not None and c.actual == FAIL)),
-            ("not loadable alone", n(lambda c: c.actual == NOT_ALONE)),
-            ("timeouts/crashes", n(lambda c: c.actual == ERROR)),
-            ("predictions confirmed", n(lambda c: c.agree is True)),
-            ("predictions contradicted", n(lambda c: c.agree is False)))
+    return (
+        ("fatbins native", n(lambda c: c.entry is None and c.actual == NATIVE)),
+        ("fatbins by JIT", n(lambda c: c.entry is None and c.actual == JIT)),
+        ("fatbins failed", n(lambda c: c.entry is None and c.actual == FAIL)),
+        ("entries loaded", n(lambda c: c.entry is not None and c.actual in (NATIVE, JIT))),
+        ("entries failed", n(lambda c: c.entry is not None and c.actual == FAIL)),
+        ("not loadable alone", n(lambda c: c.actual == NOT_ALONE)),
+        ("timeouts/crashes", n(lambda c: c.actual == ERROR)),
+        ("predictions confirmed", n(lambda c: c.agree is True)),
+        ("predictions contradicted", n(lambda c: c.agree is False)),
+    )
 
 
-def check_file(path: str, load, load_nojit, predict: Optional[Predictor], entries: bool = True,
-               max_fatbins: Optional[int] = None) -> Iterator[ImageCheck]:
+def check_file(
+    path: str,
+    load,
+    load_nojit,
+    predict: Predictor | None,
+    entries: bool = True,
+    max_fatbins: int | None = None,
+) -> Iterator[ImageCheck]:
     """Every fatbin of ``path`` (members of archives included), at most ``max_fatbins`` per file."""
     try:
         blob = open_blob(path)
@@ -228,8 +253,16 @@ def check_file(path: str, load, load_nojit, predict: Optional[Predictor], entrie
         return  # the caller reports unreadable inputs through the inventory
     for rec, b in inspect_pairs(path, blob, Options(details=True), 0):
         for fb in rec.fatbins[:max_fatbins]:
-            yield from check_fatbin(rec.path, fb, whole_image(b, fb), lambda e: entry_image(b, e),
-                                    load, load_nojit, predict, entries)
+            yield from check_fatbin(
+                rec.path,
+                fb,
+                whole_image(b, fb),
+                lambda e: entry_image(b, e),
+                load,
+                load_nojit,
+                predict,
+                entries,
+            )
 
 
 def whole_image(blob: Blob, fb: Fatbin) -> bytes:

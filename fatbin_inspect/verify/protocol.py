@@ -12,7 +12,7 @@ before it touches the driver, so a hang never blocks the parent's write.
 from __future__ import annotations
 
 import json
-from typing import Any, BinaryIO, Dict, Optional, Tuple
+from typing import Any, BinaryIO
 
 PROTOCOL = 1
 
@@ -24,7 +24,7 @@ def write_request(out: BinaryIO, image: bytes, device: int = 0) -> None:
     out.flush()
 
 
-def read_request(inp: BinaryIO) -> Optional[Tuple[Dict[str, Any], bytes]]:
+def read_request(inp: BinaryIO) -> tuple[dict[str, Any], bytes] | None:
     """The next request, or None at end of input."""
     line = inp.readline()
     if not line:
@@ -41,12 +41,12 @@ def read_request(inp: BinaryIO) -> Optional[Tuple[Dict[str, Any], bytes]]:
     return head, b"".join(chunks)
 
 
-def write_reply(out: BinaryIO, reply: Dict[str, Any]) -> None:
+def write_reply(out: BinaryIO, reply: dict[str, Any]) -> None:
     out.write(json.dumps(reply).encode() + b"\n")
     out.flush()
 
 
-def image_jit(image: bytes) -> Optional[bool]:
+def image_jit(image: bytes) -> bool | None:
     """PTX always needs the JIT, an ELF cubin never; for a fatbin only the parent can tell."""
     if image[:4] == b"\x7fELF":
         return False

@@ -14,8 +14,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Dict, Mapping, Optional, Sequence
 
 from fatbin_inspect.errors import DeviceError
 from fatbin_inspect.verify.protocol import write_request
@@ -27,10 +27,10 @@ LOADED, FAILED, TIMEOUT, CRASH = "loaded", "failed", "timeout", "crash"
 @dataclass(frozen=True)
 class LoadResult:
     status: str  # loaded | failed | timeout | crash
-    code: Optional[int] = None  # CUresult (0 when loaded)
-    ms: Optional[float] = None  # time in cuModuleLoadData
-    jit: Optional[bool] = None  # the image needed the JIT (PTX); None: the child cannot tell
-    detail: Optional[str] = None  # why a timeout/crash ended, the child's last stderr line
+    code: int | None = None  # CUresult (0 when loaded)
+    ms: float | None = None  # time in cuModuleLoadData
+    jit: bool | None = None  # the image needed the JIT (PTX); None: the child cannot tell
+    detail: str | None = None  # why a timeout/crash ended, the child's last stderr line
 
 
 class NoDevice(DeviceError):
@@ -38,14 +38,19 @@ class NoDevice(DeviceError):
 
 
 class ChildSession:
-    def __init__(self, env: Mapping[str, str], timeout: float = 120.0, device: int = 0,
-                 child_cmd: Sequence[str] = CHILD_CMD):
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        timeout: float = 120.0,
+        device: int = 0,
+        child_cmd: Sequence[str] = CHILD_CMD,
+    ):
         self.env, self.timeout, self.device, self.cmd = dict(env), timeout, device, list(child_cmd)
-        self.proc: Optional[subprocess.Popen] = None
+        self.proc: subprocess.Popen | None = None
         self.errfile = None
         self.started = 0  # children started, for the report
 
-    def __enter__(self) -> "ChildSession":
+    def __enter__(self) -> ChildSession:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -53,8 +58,9 @@ class ChildSession:
 
     def _start(self) -> None:
         self.errfile = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.errfile, env=self.env)
+        self.proc = subprocess.Popen(
+            self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errfile, env=self.env
+        )
         self.started += 1
 
     def close(self) -> None:
@@ -107,7 +113,7 @@ class ChildSession:
                 buf += part
         return buf.split(b"\n", 1)[0], None
 
-    def _ended(self, status: str, detail: Optional[str]) -> LoadResult:
+    def _ended(self, status: str, detail: str | None) -> LoadResult:
         """Kill what is left of the child; a crash reports its exit status and last stderr line."""
         proc = self.proc
         if proc.poll() is None:
@@ -123,7 +129,7 @@ class ChildSession:
         return LoadResult(status, detail=detail)
 
 
-def child_env(base: Mapping[str, str], disable_jit: bool) -> Dict[str, str]:
+def child_env(base: Mapping[str, str], disable_jit: bool) -> dict[str, str]:
     """The child's environment: the caller's, with the JIT cache off so every JIT is real and timed,
     and with ``CUDA_DISABLE_PTX_JIT=1`` for the run that tells native loading from JIT."""
     env = dict(base)
