@@ -116,14 +116,16 @@ def test_kernels_json_encoded_in_workers_is_the_same_document(monkeypatch, schem
     # large files take the path where worker processes decode *and* encode their fatbins
     from fatbin_inspect.inventory import core as inventory
     from fatbin_inspect.inventory.core import Options, inspect_path
-    from fatbin_inspect.render import records
+    from fatbin_inspect.render import inventory_json
 
     files = [
         fixture_path("bin", "t05_exe_af_targets"),
         fixture_path("bin", "t10_rdc_lib_sm80.a"),
         fixture_path("bin", "t15_c90a.ptx"),
     ]
-    expected = records.inventory_document([r for f in files for r in inspect_path(f, Options(kernels=True))])
+    expected = inventory_json.inventory_document(
+        [r for f in files for r in inspect_path(f, Options(kernels=True))]
+    )
     monkeypatch.setattr(inventory, "PARALLEL_MIN_BYTES", 0)
     doc = json.loads(run(*files, "--kernels", "--format", "json").output)
     jsonschema.validate(doc, schema)

@@ -21,12 +21,14 @@ from fatbin_inspect.checks import policy as P
 from fatbin_inspect.checks.findings import RULES, fails
 from fatbin_inspect.checks.gate import gate
 from fatbin_inspect.inventory.core import Options, inspect_path
-from fatbin_inspect.render.findings_json import render_json, render_jsonl
-from fatbin_inspect.render.gate_table import render_gate_table
-from fatbin_inspect.render.github import render_github
-from fatbin_inspect.render.junit import render_junit
-from fatbin_inspect.render.markdown import render_markdown
-from fatbin_inspect.render.sarif import render_sarif
+from fatbin_inspect.render import findings as formats
+from fatbin_inspect.render.findings import github
+from fatbin_inspect.render.findings.json import render as render_json
+from fatbin_inspect.render.findings.jsonl import render as render_jsonl
+from fatbin_inspect.render.findings.junit import render as render_junit
+from fatbin_inspect.render.findings.markdown import render as render_markdown
+from fatbin_inspect.render.findings.sarif import render as render_sarif
+from fatbin_inspect.render.findings.table import render as render_gate_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GOLDEN = os.path.join(HERE, "golden")
@@ -146,13 +148,13 @@ def test_junit_one_case_per_artifact_and_target(report):
 
 
 def test_github_annotations_are_capped(report):
-    text, summary = render_github(report, "error", cap=2)
+    text, summary = github.render(report, "error", cap=2), github.job_summary(report, "error")
     lines = text.splitlines()
     assert sum(line.startswith("::error ") for line in lines) == 2
     assert lines[-1].startswith("::notice ") and "more findings" in lines[-1]
     assert "title=FBI" in lines[0] and ",line=1," in lines[0]
     assert summary.startswith("## fatbin-inspect gate: failed")
-    full, _ = render_github(report, "error")
+    full, _ = formats.render(report, "github", "error")
     check_golden("gate.github.txt", full)
 
 
@@ -165,3 +167,13 @@ def test_markdown_and_table(report):
     assert "\x1b[" not in table
     check_golden("gate.table.txt", table)
     assert not fails([f for f in report.findings if f.severity == "warning"], "error")
+
+
+def test_every_findings_format_renders_through_the_registry(report):
+    """One signature behind the registry: each --format renders the same report, and gives a job
+    summary only where it has one (github)."""
+    for fmt in formats.FORMATS:
+        text, summary = formats.render(report, fmt, "error")
+        assert text and isinstance(text, str), fmt
+        assert (summary is not None) == (fmt == "github"), fmt
+    assert formats.render(report, "json", "error")[0] == render_json(report, "error")

@@ -22,7 +22,7 @@ from fatbin_inspect.cli.common import (
     output_option,
     write_output,
 )
-from fatbin_inspect.cli.gate import findings_format_option, write_findings
+from fatbin_inspect.cli.findings import findings_format_option, write_findings
 from fatbin_inspect.cli.inventory import iter_reports
 from fatbin_inspect.compat import runtime
 from fatbin_inspect.compat.engine import evaluate
@@ -100,11 +100,11 @@ def check_cmd(paths, gpus, driver, env_pairs, inherit_env, fail_on, per_fatbin, 
             rt = runtime.for_file(report, wheel)
             verdicts += [evaluate(report, t, rt) for t in targets]
     if fmt == "json":
-        from fatbin_inspect.render import json_format
-        from fatbin_inspect.render.check_records import check_document
+        from fatbin_inspect.render import jsondump
+        from fatbin_inspect.render.check_json import check_document
 
         errors = [{"path": r.path, "message": r.error.message, "offset": r.error.offset} for r in unreadable]
-        write_output(json_format.dumps(check_document(targets, verdicts, per_fatbin, errors)), output)
+        write_output(jsondump.dumps(check_document(targets, verdicts, per_fatbin, errors)), output)
     elif fmt == "table":
         from fatbin_inspect.render.check_table import render_check
 

@@ -11,7 +11,7 @@ import click
 
 from fatbin_inspect.checks.findings import fails
 from fatbin_inspect.cli.common import EXIT_FINDINGS, EXIT_OK, color_for, output_option, write_output
-from fatbin_inspect.cli.gate import emit_findings, findings_format_option
+from fatbin_inspect.cli.findings import emit_findings, findings_format_option
 from fatbin_inspect.inventory.core import Options
 
 
@@ -43,16 +43,19 @@ def diff_cmd(old, new, fail_on_dropped, kernels, fmt, output):
     report = diff_mod.findings(d)
     level = "warning" if fail_on_dropped else "never"
     if fmt in ("table", "markdown", "json"):
-        from fatbin_inspect.render import diff_format, findings_json, json_format
-
         if fmt == "table":
-            text = diff_format.render_diff_table(d, color=color_for(output))
+            from fatbin_inspect.render import diff_table
+
+            text = diff_table.render_diff_table(d, color=color_for(output))
         elif fmt == "markdown":
-            text = diff_format.render_diff_markdown(d)
+            from fatbin_inspect.render import diff_markdown
+
+            text = diff_markdown.render_diff_markdown(d)
         else:
-            text = json_format.dumps(
-                {**findings_json.document(report, level), "diff": diff_format.diff_dict(d)}
-            )
+            from fatbin_inspect.render import diff_json, jsondump
+            from fatbin_inspect.render.findings import json as findings_json
+
+            text = jsondump.dumps({**findings_json.document(report, level), "diff": diff_json.diff_dict(d)})
         write_output(text, output)
         raise SystemExit(EXIT_FINDINGS if fails(report.findings, level) else EXIT_OK)
     emit_findings(report, fmt, level, output, exit_zero=False)

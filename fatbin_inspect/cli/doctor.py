@@ -33,8 +33,8 @@ def doctor_cmd(no_torch_archs, fmt, output):
     (the report is printed all the same).
     """
     from fatbin_inspect.compat import data
-    from fatbin_inspect.render import json_format
-    from fatbin_inspect.render.device_records import doctor_document
+    from fatbin_inspect.render import jsondump
+    from fatbin_inspect.render.doctor_json import doctor_document
     from fatbin_inspect.system import stack as stack_mod
     from fatbin_inspect.system.diagnose import diagnose
 
@@ -43,7 +43,7 @@ def doctor_cmd(no_torch_archs, fmt, output):
     )
     diag = diagnose(st)
     if fmt == "json":
-        text = json_format.dumps(doctor_document(st, diag))
+        text = jsondump.dumps(doctor_document(st, diag))
     else:
         from fatbin_inspect.render.doctor_table import render_doctor
 

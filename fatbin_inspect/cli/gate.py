@@ -12,91 +12,17 @@ import os
 
 import click
 
-from fatbin_inspect.checks.findings import FAIL_LEVELS, FindingsReport, fails
-from fatbin_inspect.cli.common import EXIT_FINDINGS, EXIT_OK, output_option
+from fatbin_inspect.cli.common import output_option
+from fatbin_inspect.cli.findings import emit_findings, fail_options, findings_format_option
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.formats.model import FileReport
 from fatbin_inspect.inventory.core import Options, inspect_path
 
-FORMATS = ["table", "json", "jsonl", "sarif", "junit", "github", "markdown"]
 TORCH_LIB = "torch/lib/libtorch_cuda.so"
 
 
 def _env(name: str) -> str:
     return f"FATBIN_INSPECT_{name}"
-
-
-def findings_format_option(f):
-    return click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(FORMATS),
-        default="table",
-        show_default=True,
-        envvar=_env("FORMAT"),
-        help="Output format (env FATBIN_INSPECT_FORMAT).",
-    )(f)
-
-
-def fail_options(f):
-    f = click.option(
-        "--exit-zero",
-        is_flag=True,
-        envvar=_env("EXIT_ZERO"),
-        help="Exit 0 even when findings reach the fail level (env FATBIN_INSPECT_EXIT_ZERO).",
-    )(f)
-    return click.option(
-        "--fail-on",
-        type=click.Choice(FAIL_LEVELS),
-        default=None,
-        envvar=_env("FAIL_ON"),
-        help="Lowest severity that fails (default: error; env FATBIN_INSPECT_FAIL_ON).",
-    )(f)
-
-
-def emit_findings(
-    report: FindingsReport, fmt: str, fail_on: str, output: str | None, exit_zero: bool
-) -> None:
-    """``write_findings``, then exit 0/1 by the fail level. Shared by every command that reports findings."""
-    write_findings(report, fmt, fail_on, output)
-    if fails(report.findings, fail_on) and not exit_zero:
-        raise SystemExit(EXIT_FINDINGS)
-    raise SystemExit(EXIT_OK)
-
-
-def write_findings(report: FindingsReport, fmt: str, fail_on: str, output: str | None) -> None:
-    """Render ``report`` in ``fmt`` to ``output`` (stdout) and append the job summary for ``github``."""
-    from fatbin_inspect.cli.common import color_for, write_output
-
-    summary = None
-    if fmt == "json":
-        from fatbin_inspect.render.findings_json import render_json as render
-    elif fmt == "jsonl":
-        from fatbin_inspect.render.findings_json import render_jsonl as render
-    elif fmt == "sarif":
-        from fatbin_inspect.render.sarif import render_sarif as render
-    elif fmt == "junit":
-        from fatbin_inspect.render.junit import render_junit as render
-    elif fmt == "markdown":
-        from fatbin_inspect.render.markdown import render_markdown as render
-    elif fmt == "github":
-        from fatbin_inspect.render.github import render_github
-
-        def render(rep, level):
-            nonlocal summary
-            text, summary = render_github(rep, level)
-            return text
-    else:
-        from fatbin_inspect.render.gate_table import render_gate_table
-
-        def render(rep, level):
-            return render_gate_table(rep, level, color=color_for(output))
-
-    write_output(render(report, fail_on), output)
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary is not None and step_summary:
-        with open(step_summary, "a", encoding="utf-8") as fh:
-            fh.write(summary + "\n")
 
 
 def torch_reference(match: str, reports) -> FileReport:

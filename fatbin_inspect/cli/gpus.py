@@ -16,14 +16,14 @@ from fatbin_inspect.errors import UsageError
 @output_option
 def gpus_cmd(query, fmt, output):
     """List known GPUs; QUERY filters by name words ('4090', 'jetson orin') or compute capability (8.9, sm_89)."""
-    from fatbin_inspect.render import gpus_table, json_format
+    from fatbin_inspect.render import gpus_json, gpus_table, jsondump
 
     rows = search_gpus(query)
     if not rows:
         raise UsageError(f"gpus: nothing matches {query!r}")
     if fmt == "json":
-        doc = {"schema_version": 1, "as_of": data.load("gpus")["as_of"], "gpus": gpus_table.gpu_dicts(rows)}
-        text = json_format.dumps(doc)
+        doc = {"schema_version": 1, "as_of": data.load("gpus")["as_of"], "gpus": gpus_json.gpu_dicts(rows)}
+        text = jsondump.dumps(doc)
     else:
         text = gpus_table.render_gpus(rows, color=color_for(output))
     write_output(text, output)

@@ -64,7 +64,7 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
     """List every CUDA fat binary and entry in PATHS (files, archives, wheels, directories).
 
     With --gpu, add the verdict per file and target: native, jit or fail (CUDA error, rule)."""
-    from fatbin_inspect.render import json_format, records
+    from fatbin_inspect.render import inventory_json, jsondump
 
     targets = ()
     if gpus:
@@ -89,20 +89,22 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
     verdicts = _verdicts(paths, reports, targets) if targets else []
     if fmt == "json":
         big = sum(len(fb.entries) for r in reports for fb in r.fatbins) > PRETTY_MAX_ENTRIES
-        doc = records.inventory_document(reports)
+        doc = inventory_json.inventory_document(reports)
         if targets:
-            from fatbin_inspect.render.check_records import check_document
+            from fatbin_inspect.render.check_json import check_document
 
             check = check_document(targets, verdicts, False, [])
             doc.update(targets=check["targets"], results=check["results"])
-        text = json_format.dumps(doc, pretty=not big)
+        text = jsondump.dumps(doc, pretty=not big)
     elif fmt == "jsonl":
         text = "".join(
-            json_format.dumps_line({"schema_version": records.SCHEMA_VERSION, **records.file_dict(r)})
+            jsondump.dumps_line(
+                {"schema_version": inventory_json.SCHEMA_VERSION, **inventory_json.file_dict(r)}
+            )
             for r in reports
         )
     else:
-        from fatbin_inspect.render.table import render_inventory
+        from fatbin_inspect.render.inventory_table import render_inventory
 
         text = render_inventory(reports, color=color_for(output), entries=entries, kernels=kernels)
         if targets:
@@ -136,14 +138,14 @@ def _verdicts(paths, reports, targets):
 def _json_by_pieces(paths, opts: Options):
     """``--kernels --format json``: a large binary's fatbins are decoded *and encoded* by worker
     processes (inventory.map_decoded), so 150k kernel records never cross a process boundary and
-    the encoding runs in parallel too. Same document as ``records.inventory_document``, compact."""
+    the encoding runs in parallel too. Same document as ``inventory_json.inventory_document``, compact."""
     import dataclasses
     import os
 
     from fatbin_inspect.errors import InputError
     from fatbin_inspect.formats.binio import open_blob
     from fatbin_inspect.inventory import core as inventory
-    from fatbin_inspect.render import json_format
+    from fatbin_inspect.render import jsondump
 
     light = dataclasses.replace(opts, kernels=False, details=False)
     pieces, failed = [], False
@@ -152,7 +154,7 @@ def _json_by_pieces(paths, opts: Options):
             if skip:
                 r = FileReport(path=path, format="unknown", size=0, error=FileError(skip))
                 note_error(r)
-                pieces.append(json_format.file_text(r))
+                pieces.append(jsondump.file_text(r))
                 failed = True
                 continue
             if os.path.getsize(path) >= inventory.PARALLEL_MIN_BYTES and _is_binary(path):
@@ -166,16 +168,14 @@ def _json_by_pieces(paths, opts: Options):
                     if blob is not None and inventory.parallel_worthwhile(blob, r.fatbins, opts, path):
                         note_error(r)
                         failed |= r.error is not None
-                        frags = inventory.map_decoded(
-                            blob, r.fatbins, opts, path, json_format.fatbins_fragment
-                        )
-                        pieces.append(json_format.file_text(r, frags))
+                        frags = inventory.map_decoded(blob, r.fatbins, opts, path, jsondump.fatbins_fragment)
+                        pieces.append(jsondump.file_text(r, frags))
                         continue
             for r in inspect_path(path, opts):
                 note_error(r)
                 failed |= r.error is not None
-                pieces.append(json_format.file_text(r))
-    return json_format.inventory_text(pieces), failed
+                pieces.append(jsondump.file_text(r))
+    return jsondump.inventory_text(pieces), failed
 
 
 def _is_binary(path: str) -> bool:

@@ -105,12 +105,12 @@ def scan_cmd(paths, gpus, driver, show_files, kernels, jobs, no_cache, strict, f
     labels = [t.label for t in targets]
     cov = coverage.build(result.reports, verdicts, labels)
     if fmt == "json":
-        from fatbin_inspect.render import json_format
-        from fatbin_inspect.render.scan_records import scan_document
+        from fatbin_inspect.render import jsondump
+        from fatbin_inspect.render.scan_json import scan_document
 
-        text = json_format.dumps(scan_document(result, cov, seconds, [_target_dict(t) for t in targets]))
+        text = jsondump.dumps(scan_document(result, cov, seconds, [_target_dict(t) for t in targets]))
     else:
-        from fatbin_inspect.render.coverage_table import render_coverage, summary_line
+        from fatbin_inspect.render.scan_table import render_coverage, summary_line
 
         s = result.stats
         summary = summary_line(

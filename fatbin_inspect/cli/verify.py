@@ -52,8 +52,8 @@ def verify_cmd(paths, device, timeout, no_entries, max_fatbins, findings_only, f
     2 usage error, 4 no GPU, driver or cuda-python (pip install 'fatbin-inspect[gpu]').
     """
     from fatbin_inspect.inventory.walk import iter_files
-    from fatbin_inspect.render import json_format
-    from fatbin_inspect.render.device_records import verify_document
+    from fatbin_inspect.render import jsondump
+    from fatbin_inspect.render.verify_json import verify_document
     from fatbin_inspect.verify import compare
     from fatbin_inspect.verify.runner import ChildSession, NoDevice, child_env
 
@@ -83,7 +83,7 @@ def verify_cmd(paths, device, timeout, no_entries, max_fatbins, findings_only, f
         raise SystemExit(EXIT_NO_DEVICE)
     found = compare.findings(checks)
     if fmt == "json":
-        text = json_format.dumps(verify_document(label, checks, found))
+        text = jsondump.dumps(verify_document(label, checks, found))
     else:
         from fatbin_inspect.render.verify_table import render_verify
 

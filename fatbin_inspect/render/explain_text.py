@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fatbin_inspect.compat.explain import Explanation
 
 
@@ -25,21 +23,3 @@ def explanation_text(e: Explanation) -> str:
     if e.command:
         lines.append(f"  catch it before deploying:\n    {e.command}")
     return "\n".join(lines) + "\n"
-
-
-def explanation_dict(e: Explanation) -> dict[str, Any]:
-    return {
-        "schema_version": 1,
-        "number": e.number,
-        "runtime_name": e.runtime_name,
-        "driver_name": e.driver_name,
-        "message": e.message,
-        "meaning": e.meaning,
-        "signals": e.signals,
-        "rules": list(e.rules),
-        "phase": e.phase,
-        "checks": list(e.checks),
-        "command": e.command,
-        "legacy_number": e.legacy_number,
-        "matched_as": e.matched_as,
-    }

@@ -1,4 +1,4 @@
-"""Table and dicts for ``gpus``: what the packaged data knows about each GPU."""
+"""Table for ``gpus``: what the packaged data knows about each GPU."""
 
 from __future__ import annotations
 
@@ -8,20 +8,6 @@ from typing import Any
 from rich.table import Table
 
 from fatbin_inspect.render.console import render
-
-FIELDS = (
-    "name",
-    "compute_capability",
-    "architecture",
-    "segment",
-    "tegra_igpu",
-    "nvidia_smi_names",
-    "confidence",
-)
-
-
-def gpu_dicts(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: r.get(k) for k in FIELDS} for r in rows]
 
 
 def render_gpus(rows: Sequence[dict[str, Any]], color: bool = False) -> str:

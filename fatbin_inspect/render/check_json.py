@@ -11,7 +11,7 @@ from typing import Any
 
 from fatbin_inspect.compat.engine import Chosen, EntryVerdict, ErrorRef, FatbinVerdict, FileVerdict
 from fatbin_inspect.compat.targets import Target
-from fatbin_inspect.render.records import SCHEMA_VERSION, tool
+from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, tool
 
 MISSING_KERNELS_LISTED = 200  # names listed per result; the count is always complete
 

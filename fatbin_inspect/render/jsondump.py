@@ -22,14 +22,14 @@ def dumps_line(record: dict[str, Any]) -> str:
 def fatbins_fragment(fatbins) -> str:
     """Compact JSON of some fatbins, comma-joined: a piece of one file's ``"fatbins"`` array.
     Module-level so worker processes can encode the slice they decoded (inventory.map_decoded)."""
-    from fatbin_inspect.render.records import fatbin_dict
+    from fatbin_inspect.render.inventory_json import fatbin_dict
 
     return ",".join(json.dumps(fatbin_dict(fb), separators=(",", ":")) for fb in fatbins)
 
 
 def file_text(report, fragments=None) -> str:
     """One ``files[]`` element; ``fragments`` (from ``fatbins_fragment``) replace its fatbins."""
-    from fatbin_inspect.render.records import file_dict
+    from fatbin_inspect.render.inventory_json import file_dict
 
     d = file_dict(report)
     if fragments is None:
@@ -41,7 +41,7 @@ def file_text(report, fragments=None) -> str:
 
 def inventory_text(file_texts) -> str:
     """The inventory document (schema_version 1), compact, from ``file_text`` pieces."""
-    from fatbin_inspect.render.records import SCHEMA_VERSION, tool
+    from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, tool
 
     head = json.dumps({"schema_version": SCHEMA_VERSION, "tool": tool()}, separators=(",", ":"))
     return head[:-1] + ',"files":[' + ",".join(file_texts) + "]}\n"

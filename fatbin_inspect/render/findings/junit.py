@@ -14,7 +14,7 @@ from fatbin_inspect.checks.findings import Check, FindingsReport, fails, finding
 FILE_WIDE_NAME = "policy"  # test case name of the file-wide rules (no target)
 
 
-def render_junit(report: FindingsReport, fail_on: str = "error") -> str:
+def render(report: FindingsReport, fail_on: str = "error", color: bool = False) -> str:
     suites: dict[str, list[Check]] = {}
     for c in report.checks:
         suites.setdefault(split_path(c.path)[0], []).append(c)

@@ -1,4 +1,4 @@
-"""Findings -> the JSON contract of ``gate.schema.json`` (``--format json`` and ``jsonl``).
+"""Findings -> the JSON contract of ``gate.schema.json`` (``--format json``; ``jsonl`` reuses its records).
 
 schema_version 1. Fields are only ever added. ``jsonl`` streams one ``finding`` line per finding
 and ends with one ``summary`` line, so ``jq 'select(.type=="finding")'`` works line by line.
@@ -17,8 +17,8 @@ from fatbin_inspect.checks.findings import (
     findings_for,
     split_path,
 )
-from fatbin_inspect.render import json_format
-from fatbin_inspect.render.records import tool
+from fatbin_inspect.render import jsondump
+from fatbin_inspect.render.inventory_json import tool
 
 SCHEMA_VERSION = 1
 
@@ -81,23 +81,5 @@ def document(report: FindingsReport, fail_on: str) -> dict[str, Any]:
     }
 
 
-def render_json(report: FindingsReport, fail_on: str = "error") -> str:
-    return json_format.dumps(document(report, fail_on))
-
-
-def render_jsonl(report: FindingsReport, fail_on: str = "error") -> str:
-    lines = [
-        json_format.dumps_line({"schema_version": SCHEMA_VERSION, "type": "finding", **finding_dict(f)})
-        for f in report.findings
-    ]
-    lines.append(
-        json_format.dumps_line(
-            {
-                "schema_version": SCHEMA_VERSION,
-                "type": "summary",
-                "command": report.command,
-                **summary_dict(report, fail_on),
-            }
-        )
-    )
-    return "".join(lines)
+def render(report: FindingsReport, fail_on: str = "error", color: bool = False) -> str:
+    return jsondump.dumps(document(report, fail_on))

@@ -11,7 +11,7 @@ def cell(text: str) -> str:
     return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(report: FindingsReport, fail_on: str = "error") -> str:
+def render(report: FindingsReport, fail_on: str = "error", color: bool = False) -> str:
     n = counts(report.findings)
     artifacts = sorted({c.path for c in report.checks})
     verdict = "failed" if fails(report.findings, fail_on) else "passed"

@@ -8,7 +8,7 @@ the Markdown job summary, which the command appends to ``$GITHUB_STEP_SUMMARY`` 
 from __future__ import annotations
 
 from fatbin_inspect.checks.findings import FindingsReport, split_path
-from fatbin_inspect.render.markdown import render_markdown
+from fatbin_inspect.render.findings import markdown
 
 CAP = 10  # per severity, GitHub's per-step display limit
 _COMMAND = {"error": "error", "warning": "warning", "note": "notice"}
@@ -22,8 +22,8 @@ def escape_property(s: str) -> str:
     return escape_data(s).replace(":", "%3A").replace(",", "%2C")
 
 
-def render_github(report: FindingsReport, fail_on: str = "error", cap: int = CAP) -> tuple[str, str]:
-    """(workflow commands for stdout, Markdown for the job summary)."""
+def render(report: FindingsReport, fail_on: str = "error", color: bool = False, cap: int = CAP) -> str:
+    """Workflow commands for stdout; at most ``cap`` annotations per severity."""
     lines: list[str] = []
     shown = dict.fromkeys(_COMMAND, 0)
     left = 0
@@ -42,4 +42,9 @@ def render_github(report: FindingsReport, fail_on: str = "error", cap: int = CAP
         lines.append(
             f"::notice title=fatbin-inspect::{left} more findings not annotated (see the job summary)"
         )
-    return "".join(line + "\n" for line in lines), render_markdown(report, fail_on)
+    return "".join(line + "\n" for line in lines)
+
+
+def job_summary(report: FindingsReport, fail_on: str = "error") -> str:
+    """The Markdown for ``$GITHUB_STEP_SUMMARY``: every finding, uncapped."""
+    return markdown.render(report, fail_on)

@@ -6,12 +6,12 @@ from rich.table import Table
 from rich.text import Text
 
 from fatbin_inspect.checks.findings import Finding, FindingsReport, counts, fails
-from fatbin_inspect.render.console import render
+from fatbin_inspect.render import console
 
 STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}
 
 
-def render_gate_table(report: FindingsReport, fail_on: str = "error", color: bool = False) -> str:
+def render(report: FindingsReport, fail_on: str = "error", color: bool = False) -> str:
     by_path: dict[str, list[Finding]] = {}
     for f in report.findings:
         by_path.setdefault(f.path, []).append(f)
@@ -43,4 +43,4 @@ def render_gate_table(report: FindingsReport, fail_on: str = "error", color: boo
     if report.targets:
         line.append(f"; targets {', '.join(report.targets)}", style="dim")
     out.append(line)
-    return render(out, color)
+    return console.render(out, color)

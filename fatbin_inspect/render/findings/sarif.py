@@ -97,5 +97,5 @@ def document(report: FindingsReport) -> dict[str, Any]:
     }
 
 
-def render_sarif(report: FindingsReport, fail_on: str = "error") -> str:
+def render(report: FindingsReport, fail_on: str = "error", color: bool = False) -> str:
     return json.dumps(document(report), indent=2) + "\n"

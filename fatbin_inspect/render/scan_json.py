@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fatbin_inspect.checks.coverage import Coverage, Row
-from fatbin_inspect.render.records import SCHEMA_VERSION, file_dict, tool
+from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, file_dict, tool
 
 
 def row_dict(cov: Coverage, row: Row) -> dict[str, Any]:

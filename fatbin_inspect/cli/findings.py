@@ -1,0 +1,55 @@
+"""Options and output shared by the commands that report findings (``gate``, ``check``, ``diff``).
+
+The ``--format`` choices are the findings-format registry (``render.findings.FORMATS``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from fatbin_inspect.checks.findings import FAIL_LEVELS, FindingsReport, fails
+from fatbin_inspect.cli.common import EXIT_FINDINGS, EXIT_OK, color_for, format_option, write_output
+from fatbin_inspect.render.findings import FORMATS
+
+findings_format_option = format_option(list(FORMATS))
+
+
+def fail_options(f):
+    f = click.option(
+        "--exit-zero",
+        is_flag=True,
+        envvar="FATBIN_INSPECT_EXIT_ZERO",
+        help="Exit 0 even when findings reach the fail level (env FATBIN_INSPECT_EXIT_ZERO).",
+    )(f)
+    return click.option(
+        "--fail-on",
+        type=click.Choice(FAIL_LEVELS),
+        default=None,
+        envvar="FATBIN_INSPECT_FAIL_ON",
+        help="Lowest severity that fails (default: error; env FATBIN_INSPECT_FAIL_ON).",
+    )(f)
+
+
+def emit_findings(
+    report: FindingsReport, fmt: str, fail_on: str, output: str | None, exit_zero: bool
+) -> None:
+    """``write_findings``, then exit 0/1 by the fail level. Shared by every command that reports findings."""
+    write_findings(report, fmt, fail_on, output)
+    if fails(report.findings, fail_on) and not exit_zero:
+        raise SystemExit(EXIT_FINDINGS)
+    raise SystemExit(EXIT_OK)
+
+
+def write_findings(report: FindingsReport, fmt: str, fail_on: str, output: str | None) -> None:
+    """Render ``report`` in ``fmt`` to ``output`` (stdout) and append the job summary (``github``) to
+    ``$GITHUB_STEP_SUMMARY`` when it is set."""
+    from fatbin_inspect.render import findings
+
+    text, summary = findings.render(report, fmt, fail_on, color=color_for(output))
+    write_output(text, output)
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary is not None and step_summary:
+        with open(step_summary, "a", encoding="utf-8") as fh:
+            fh.write(summary + "\n")

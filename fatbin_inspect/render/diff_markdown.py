@@ -1,0 +1,26 @@
+"""``diff --format markdown``: the distributions' and files' changes as Markdown tables."""
+
+from __future__ import annotations
+
+from fatbin_inspect.checks.diff import DiffReport
+from fatbin_inspect.render.diff_table import kernels_cell
+from fatbin_inspect.render.findings.markdown import cell
+
+
+def render_diff_markdown(d: DiffReport) -> str:
+    out: list[str] = [f"## fatbin-inspect diff: `{cell(d.old)}` → `{cell(d.new)}`", ""]
+    if d.distributions:
+        out += ["| distribution | old | new | archs added | archs dropped |", "|---|---|---|---|---|"]
+        for x in d.distributions:
+            out.append(
+                f"| {cell(x.name)} | {x.old_version or '-'} | {x.new_version or '-'} | "
+                f"{', '.join(x.archs_added)} | {', '.join(x.archs_dropped)} |"
+            )
+        out.append("")
+    out += ["| file | status | archs added | archs dropped | kernels |", "|---|---|---|---|---|"]
+    for f in d.files:
+        out.append(
+            f"| `{cell(f.key)}` | {f.status} | {', '.join(f.archs_added)} | "
+            f"{', '.join(f.archs_dropped)} | {kernels_cell(f)} |"
+        )
+    return "\n".join(out) + "\n"

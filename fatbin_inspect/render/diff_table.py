@@ -1,0 +1,49 @@
+"""``diff`` table: the distributions' and files' archs and kernels added and dropped."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from fatbin_inspect.checks.diff import DiffReport, FileDiff
+from fatbin_inspect.render.console import render
+
+
+def kernels_cell(f: FileDiff) -> str:
+    parts = []
+    if f.kernels_added:
+        parts.append(f"+{len(f.kernels_added)}")
+    if f.kernels_dropped:
+        parts.append(f"-{len(f.kernels_dropped)}")
+    return " ".join(parts)
+
+
+def render_diff_table(d: DiffReport, color: bool = False) -> str:
+    out: list = [Text(f"{d.old} -> {d.new}", style="bold")]
+    if d.distributions:
+        tab = Table(box=None, pad_edge=False, header_style="bold")
+        for col in ("distribution", "old", "new", "archs added", "archs dropped"):
+            tab.add_column(col)
+        for x in d.distributions:
+            tab.add_row(
+                x.name,
+                x.old_version or "-",
+                x.new_version or "-",
+                ", ".join(x.archs_added),
+                Text(", ".join(x.archs_dropped), style="red"),
+            )
+        out += [tab, Text("")]
+    tab = Table(box=None, pad_edge=False, header_style="bold")
+    for col in ("file", "status", "archs added", "archs dropped", "kernels"):
+        tab.add_column(col, no_wrap=col in ("file", "status"))
+    style = {"added": "green", "dropped": "red", "changed": "yellow", "same": "dim"}
+    for f in d.files:
+        tab.add_row(
+            f.key,
+            Text(f.status, style=style[f.status]),
+            ", ".join(f.archs_added),
+            Text(", ".join(f.archs_dropped), style="red"),
+            kernels_cell(f),
+        )
+    out.append(tab)
+    return render(out, color)
