@@ -6,7 +6,7 @@ import os
 import shutil
 
 import pytest
-from builders import tar_archive, zip_archive
+from builders import ar_archive, tar_archive, zip_archive
 from click.testing import CliRunner
 from conftest import fixture_path
 
@@ -436,3 +436,31 @@ def test_cli_output_is_the_same_cold_warm_and_uncached(site, tmp_path, monkeypat
     cold, warm, uncached = table(), table(), table("--no-cache")
     assert cold == warm == uncached and "libalpha.so" in warm
     assert doc() == doc() == doc("--no-cache")
+
+
+def test_archive_members_belong_to_the_distribution_owning_the_archive(tmp_path):
+    """``site/cumm/lib/libcudadevrt.a!cuda_device_runtime.o``: the RECORD lists the archive."""
+    s = tmp_path / "site-packages"
+    lib = ar_archive([("dev_rt.o", _read(fixture_path("bin", "t17_nonrdc_sm80.o")))])
+    nested = tar_archive([("inner/kernels.a", lib)])
+    _dist(s, "cumm", "0.7", {"cumm/lib/libdevrt.a": lib, "cumm/data/blob.tar": nested})
+    res = scan([str(s)], _opts(tmp_path))
+    got = {os.path.relpath(r.path, s): r.distribution for r in res.reports}
+    assert got == {
+        "cumm/lib/libdevrt.a!dev_rt.o": "cumm 0.7",
+        "cumm/data/blob.tar!inner/kernels.a!dev_rt.o": "cumm 0.7",
+    }
+
+
+@pytest.mark.parametrize("kind", ["tar", "tgz", "zip", "zip-stored"])
+def test_extensionless_executable_inside_an_archive_is_found_by_content(tmp_path, kind):
+    members = [("usr/bin/cuda_app", _read(SM80)), ("usr/share/doc/README", b"plain text\n" * 100)]
+    if kind.startswith("zip"):
+        data = zip_archive(members, stored=kind == "zip-stored")
+    else:
+        data = tar_archive(members, gz=kind == "tgz")
+    arc = tmp_path / f"image.{kind}"
+    arc.write_bytes(data)
+    recs = list(inspect_path(str(arc)))
+    assert [r.path.split("!", 1)[1] for r in recs[1:]] == ["usr/bin/cuda_app"]
+    assert "sm_80" in {e.arch for e in recs[1].entries} and recs[0].error is None

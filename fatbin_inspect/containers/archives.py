@@ -17,6 +17,7 @@ import struct
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -38,8 +39,27 @@ _CANDIDATE = re.compile(
 
 
 def is_candidate(name: str) -> bool:
+    """The fast path: a name that may hold device code is inflated without looking at it first."""
     base = name.rsplit("/", 1)[-1]
     return bool(_CANDIDATE.search(base))
+
+
+HEAD_BYTES = 512  # a member's first block: enough for every magic ``detect`` knows (tar needs 262)
+# formats whose first bytes make a member worth inflating whole whatever its name; COFF (two
+# bytes) and PTX (text) are too weak a signature on their own and keep to the name filter
+_CONTENT_FORMATS = frozenset(("elf", "cubin", "pe", "ar", "fatbin", "zip", "gzip", "tar", "bzip2"))
+
+
+def by_content(head: bytes) -> bool:
+    """Whether a member named like no binary is one by its first bytes (an extensionless
+    executable, ``libfoo.so.1.2.3-rc``, a fatbin called ``kernels.dat``)."""
+    from fatbin_inspect.containers import detect
+
+    fmt = detect(head)
+    if fmt == "pe":  # "MZ" alone is two bytes; where the header is in the block, ask for "PE\0\0"
+        lfanew = int.from_bytes(head[0x3C:0x40], "little") if len(head) >= 0x40 else -1
+        return lfanew < 0 or lfanew + 4 > len(head) or head[lfanew : lfanew + 4] == b"PE\0\0"
+    return fmt in _CONTENT_FORMATS
 
 
 @dataclass(frozen=True)
@@ -107,18 +127,20 @@ def _ar_decimal(raw: bytes, what: str, pos: int) -> int:
 
 
 # -------------------------------------------------------------------------------------------- zip
-def _spill(reader, declared: int, what: str, over=CorruptError) -> Blob:
+def _spill(reader, declared: int, what: str, over=CorruptError, head: bytes = b"") -> Blob:
     """Copy a stream into memory or an unlinked temp file; more than ``declared`` bytes raise
-    ``over`` (a lying header is corrupt; past a limit that is no header's claim, LimitExceeded)."""
+    ``over`` (a lying header is corrupt; past a limit that is no header's claim, LimitExceeded).
+    ``head``: bytes already read from ``reader`` (they count towards ``declared``)."""
     if declared > MAX_MEMBER_BYTES:
         raise LimitExceeded(f"{what} declares {declared} bytes, over the {MAX_MEMBER_BYTES}-byte limit")
     if declared <= SPILL_BYTES:
-        data = reader.read(declared + 1)
+        data = head + reader.read(declared + 1 - len(head))
         if len(data) > declared:
             raise over(f"{what} inflates past {declared} bytes")
         return Blob(data)
     tmp = _scratch_file(declared)
-    total = 0
+    tmp.write(head)
+    total = len(head)
     while True:
         chunk = reader.read(CHUNK)
         if not chunk:
@@ -175,8 +197,16 @@ def open_zip(source) -> zipfile.ZipFile:
 
 
 def zip_wanted(info: zipfile.ZipInfo, all_members: bool = False) -> bool:
-    """Whether ``zip_members`` inflates this member (a file, and a candidate unless ``all_members``)."""
+    """Whether ``zip_members`` inflates this member on its name alone (a file, and a candidate
+    unless ``all_members``); any other file member is inflated only if its first block says so."""
     return bool(info.filename) and not info.is_dir() and (all_members or is_candidate(info.filename))
+
+
+def _zip_file(info: zipfile.ZipInfo) -> bool:
+    return bool(info.filename) and not info.is_dir() and info.file_size >= MIN_CONTENT_BYTES
+
+
+MIN_CONTENT_BYTES = 64  # smaller than any ELF/PE header or a fatbin header with one entry
 
 
 def zip_members(
@@ -191,7 +221,8 @@ def zip_members(
         zf = open_zip(blob.stream())
     infos = zf.infolist()
     for info in infos if span is None else infos[span[0] : span[1]]:
-        if not zip_wanted(info, all_members):
+        named = zip_wanted(info, all_members)
+        if not named and not _zip_file(info):
             continue
         name = info.filename
         try:
@@ -205,19 +236,39 @@ def zip_members(
                 raise LimitExceeded(
                     f"member inflates {info.file_size / info.compress_size:.0f}:1 (zip bomb?)"
                 )
-            if info.compress_type == zipfile.ZIP_STORED and not info.flag_bits & 0x1:
-                hdr = blob.unpack(struct.Struct("<IHHHHHIIIHH"), info.header_offset, "zip local header")
+            plain = not info.flag_bits & 0x1
+            if plain and (info.compress_type == zipfile.ZIP_STORED or not named):
+                hdr = blob.unpack(_ZIP_LOCAL, info.header_offset, "zip local header")
                 if hdr[0] != 0x04034B50:
                     raise CorruptError("zip local header signature missing", info.header_offset)
                 data = info.header_offset + 30 + hdr[9] + hdr[10]
-                yield Member(name, blob.view(data, info.file_size, "stored zip member"))
-                continue
+                if info.compress_type == zipfile.ZIP_STORED:
+                    if named or by_content(blob.read(data, min(HEAD_BYTES, info.file_size), "zip member")):
+                        yield Member(name, blob.view(data, info.file_size, "stored zip member"))
+                    continue
+                if not by_content(_deflated_head(blob, data, info)):
+                    continue
             with zf.open(info) as fh:
                 yield Member(name, _spill(fh, info.file_size, "zip member"))
         except InputError as exc:
             yield Member(name, error=exc)
         except Exception as exc:  # zlib.error, BadZipFile, NotImplementedError (method), RuntimeError...
             yield Member(name, error=CorruptError(f"cannot inflate: {_why(exc)}"))
+
+
+_ZIP_LOCAL = struct.Struct("<IHHHHHIIIHH")
+
+
+def _deflated_head(blob: Blob, data: int, info: zipfile.ZipInfo) -> bytes:
+    """The first ``HEAD_BYTES`` of a member, inflated from its first compressed bytes only (a
+    tenth of the cost of opening it through ``zipfile``); b"" when it is not raw deflate."""
+    if info.compress_type != zipfile.ZIP_DEFLATED:
+        return b""
+    raw = blob.read(data, min(info.compress_size, 4096), "zip member")
+    try:
+        return zlib.decompressobj(-15).decompress(raw, HEAD_BYTES)
+    except zlib.error:
+        return b""  # inflated whole, the member reports its own error if it is a candidate
 
 
 # -------------------------------------------------------------------------------------------- tar
@@ -233,14 +284,20 @@ def tar_members(blob: Blob, compressed: bool) -> Iterator[Member]:
             count += 1
             if count > MAX_MEMBERS:
                 raise LimitExceeded(f"more than {MAX_MEMBERS} members")
-            if not ti.isreg() or not is_candidate(ti.name):
+            if not ti.isreg():
+                continue
+            named = is_candidate(ti.name)
+            if not named and ti.size < MIN_CONTENT_BYTES:
                 continue
             if not compressed:
-                yield Member(ti.name, blob.view(ti.offset_data, ti.size, "tar member"))
+                if named or by_content(blob.read(ti.offset_data, min(HEAD_BYTES, ti.size), "tar member")):
+                    yield Member(ti.name, blob.view(ti.offset_data, ti.size, "tar member"))
                 continue
             try:
                 fh = tf.extractfile(ti)
-                yield Member(ti.name, _spill(fh, ti.size, "tar member"))
+                head = b"" if named else fh.read(HEAD_BYTES)
+                if named or by_content(head):
+                    yield Member(ti.name, _spill(fh, ti.size, "tar member", head=head))
             except InputError as exc:
                 yield Member(ti.name, error=exc)
     except InputError:

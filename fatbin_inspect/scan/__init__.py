@@ -128,13 +128,17 @@ class _Scanner:
             self.progress(self.done, self.stats["files"], self.bytes_done)
 
     def _accept(self, path: str, records: Iterable[FileReport]) -> None:
+        owner = MISS  # the distribution of ``path`` itself, looked up once for all its members
         for rec in records:
-            if "!" in rec.path:
-                dist = innermost_wheel(rec.path)
-            elif path.lower().endswith(".whl"):
-                dist = wheel_distribution(path)
-            else:
-                dist = self.attributor.distribution(path)
+            dist = innermost_wheel(rec.path) if "!" in rec.path else None
+            if dist is None:  # a member of an archive belongs to the owner of the archive
+                if owner is MISS:
+                    owner = (
+                        wheel_distribution(path)
+                        if path.lower().endswith(".whl")
+                        else self.attributor.distribution(path)
+                    )
+                dist = owner
             self.reports.append(dataclasses.replace(rec, distribution=dist) if dist else rec)
 
     def _finish(self, results) -> None:
