@@ -233,14 +233,20 @@ def _required(required, sm: int, variant: str) -> bool:
 
 # --------------------------------------------------------------------------------- the gate
 def gate(
-    reports: Iterable[FileReport], policy: Policy, flags=None, reference: FileReport | None = None
+    reports: Iterable[FileReport],
+    policy: Policy,
+    flags=None,
+    reference: FileReport | None = None,
+    fleet: Sequence[Target] = (),
 ) -> FindingsReport:
     """Findings for every artifact. ``flags`` are reapplied after per-distribution overrides;
     ``reference`` is torch's libtorch_cuda.so for ``--match torch`` (its archs become FBI009
-    requirements, and torch's own files are not checked)."""
+    requirements, and torch's own files are not checked); ``fleet``: resolved ``--targets``, each
+    judged on its own driver like a named GPU."""
     ref_archs = reference_archs(reference) if reference is not None else ()
+    fleet_reqs = tuple(Requirement(t.label, t, None) for t in fleet)
     labels: list[str] = [
-        r.label for r in requirements(policy.require, policy.gpus, policy.min_driver, ref_archs)
+        r.label for r in requirements(policy.require, policy.gpus, policy.min_driver, ref_archs) + fleet_reqs
     ]
     findings: list[Finding] = []
     checks: list[Check] = []
@@ -260,7 +266,7 @@ def gate(
             emit("FBI008", "error", report.error.message, FILE_WIDE, None, report.error.offset)
         if fatbins:
             check_file_wide(emit, fatbins, pol)
-            reqs = requirements(pol.require, pol.gpus, pol.min_driver, ref_archs)
+            reqs = requirements(pol.require, pol.gpus, pol.min_driver, ref_archs) + fleet_reqs
             if reqs and pol.min_driver:
                 check_runtime(
                     emit, report, dataclasses.replace(reqs[0].target, driver=resolve_driver(pol.min_driver))

@@ -16,6 +16,7 @@ accept-missing-ptx); SASS for archs not required is "surplus" and reported only 
     gpus = ["H100", "RTX 5090"]
     min-driver = "535"
     ignore = ["*/libcudart.so*"]
+    targets = [{ name = "ci-a100", gpu = "A100", driver = "535" }, "fleet/doctor-*.json"]
     disable = ["FBI007"]
     severity = { FBI006 = "error" }
 
@@ -71,6 +72,8 @@ class Policy:
     severity: tuple[tuple[str, str], ...] = ()  # (rule id, severity) re-grades
     disable: tuple[str, ...] = ()  # rule ids never reported
     fail_on: str = "error"
+    # fleet targets: {name, gpu, driver} tables as sorted item tuples, or file globs (the CLI reads them)
+    targets: tuple[str | tuple[tuple[str, Any], ...], ...] = ()
     overrides: tuple[Override, ...] = ()
     source: str | None = None  # the pyproject.toml read, for messages
 
@@ -181,6 +184,8 @@ def normalize(values: Mapping[str, Any], where: str) -> dict[str, Any]:
             if not re.fullmatch(r"\d+(\.\d+)*", str(val).strip()):
                 raise UsageError(f"{here}: expected a driver version like 535 or 550.54.14")
             out[key] = str(val).strip()
+        elif key == "targets":
+            out[key] = _targets(val, here)
         elif key == "fail_on":
             if val not in FAIL_LEVELS:
                 raise UsageError(f"{here}: expected one of {', '.join(FAIL_LEVELS)}")
@@ -198,6 +203,24 @@ def normalize(values: Mapping[str, Any], where: str) -> dict[str, Any]:
                 grades.append((_rule_id(rid, here), sev))
             out[key] = tuple(grades)
     return out
+
+
+def _targets(val: Any, where: str) -> tuple[str | tuple[tuple[str, Any], ...], ...]:
+    """Fleet targets: ``{name, gpu, driver}`` tables and globs of ``--targets`` files."""
+    items = [val] if isinstance(val, str) else val
+    if not isinstance(items, (list, tuple)):
+        raise UsageError(f"{where}: expected a list of {{name, gpu, driver}} tables or file globs")
+    out: list[str | tuple[tuple[str, Any], ...]] = []
+    for i, it in enumerate(items):
+        if isinstance(it, str) and it.strip():
+            out.append(it.strip())
+        elif isinstance(it, Mapping):
+            out.append(tuple(sorted(it.items())))
+        elif isinstance(it, tuple):
+            out.append(it)
+        else:
+            raise UsageError(f"{where}[{i}]: expected a {{name, gpu, driver}} table or a file glob")
+    return tuple(out)
 
 
 def _rule_id(text: Any, where: str) -> str:

@@ -23,10 +23,10 @@ from fatbin_inspect.cli.common import (
     write_output,
 )
 from fatbin_inspect.cli.findings import findings_format_option, write_findings
+from fatbin_inspect.cli.fleet import nearest_policy_targets, resolve_all, targets_option
 from fatbin_inspect.cli.inventory import iter_reports
 from fatbin_inspect.compat import runtime
 from fatbin_inspect.compat.engine import evaluate
-from fatbin_inspect.compat.targets import resolve_targets
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.inventory.core import Options
 
@@ -62,6 +62,7 @@ def wheel_runtime(path: str):
     envvar="FATBIN_INSPECT_DRIVER",
     help="Linux driver version (550.54.14), branch (550) or 'auto'; default: newest known branch.",
 )
+@targets_option
 @click.option(
     "--env",
     "env_pairs",
@@ -83,9 +84,16 @@ def wheel_runtime(path: str):
 @click.option("--kernels", "all_kernels", is_flag=True, help="Table: list every kernel without an image.")
 @findings_format_option
 @output_option
-def check_cmd(paths, gpus, driver, env_pairs, inherit_env, fail_on, per_fatbin, all_kernels, fmt, output):
-    """Predict whether the CUDA code in PATHS loads on each --gpu with --driver (native / jit / fail)."""
-    targets = resolve_targets(list(gpus), driver, parse_env(env_pairs, inherit_env))
+def check_cmd(
+    paths, gpus, driver, target_files, env_pairs, inherit_env, fail_on, per_fatbin, all_kernels, fmt, output
+):
+    """Predict whether the CUDA code in PATHS loads on each --gpu with --driver (native / jit / fail).
+
+    Without --gpu and --targets, the targets of the nearest pyproject.toml's [tool.fatbin-inspect]
+    are used.
+    """
+    env = parse_env(env_pairs, inherit_env)
+    targets = resolve_all(gpus, driver, env, target_files, nearest_policy_targets(driver))
     verdicts, unreadable = [], []
     for root in paths:
         wheel = wheel_runtime(root) if os.path.isfile(root) else None

@@ -14,6 +14,7 @@ import click
 
 from fatbin_inspect.cli.common import output_option
 from fatbin_inspect.cli.findings import emit_findings, fail_options, findings_format_option
+from fatbin_inspect.cli.fleet import targets_option
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.formats.model import FileReport
 from fatbin_inspect.inventory.core import Options, inspect_path
@@ -85,6 +86,7 @@ def installed_torch_lib() -> str | None:
     envvar=_env("GPU"),
     help="Target GPUs, comma-separated ('H100,RTX 5090,8.9'): checked with the compatibility engine.",
 )
+@targets_option
 @click.option(
     "--min-driver",
     default=None,
@@ -123,6 +125,7 @@ def gate_cmd(
     forbid,
     allow_surplus,
     gpus,
+    target_files,
     min_driver,
     ignore,
     disable,
@@ -162,12 +165,24 @@ def gate_cmd(
         if lib is None:
             raise UsageError("gate: give at least one PATH (file, wheel or directory)")
         paths = (os.path.dirname(os.path.dirname(os.path.dirname(lib))),)  # torch's site-packages
-    if not (pol.require or pol.gpus or pol.forbid or match or pol.overrides):
+    fleet: tuple = ()
+    if target_files or pol.targets:
+        from fatbin_inspect.cli import fleet as fleet_mod
+
+        found = (
+            [t for f in target_files for t in fleet_mod.read_targets(f, pol.min_driver)]
+            if target_files
+            else fleet_mod.policy_targets(pol.targets, pol.source, pol.min_driver)
+        )
+        if not found:
+            raise UsageError("gate: --targets: no GPU in any of the files given")
+        fleet = fleet_mod.merge(found)
+    if not (pol.require or pol.gpus or pol.forbid or match or pol.overrides or fleet):
         raise UsageError(
-            "gate: nothing to check: give --require, --gpu, --forbid or --match, "
+            "gate: nothing to check: give --require, --gpu, --targets, --forbid or --match, "
             "or a [tool.fatbin-inspect] policy"
         )
     reports = list(iter_reports(paths, Options(details=True)))
     reference = torch_reference(match, reports) if match else None
-    report = gate(reports, pol, given, reference)
+    report = gate(reports, pol, given, reference, fleet)
     emit_findings(report, fmt, pol.fail_on, output, exit_zero)

@@ -16,6 +16,7 @@ from fatbin_inspect.cli.common import (
     output_option,
     write_output,
 )
+from fatbin_inspect.cli.fleet import targets_option
 
 
 def _verdicts(reports, targets):
@@ -35,6 +36,7 @@ def _target_dict(t):
         "driver_cuda": t.driver.cuda,
         "max_ptx_isa": t.driver.max_ptx_isa,
         "driver_assumed": t.driver.assumed,
+        "hosts": list(t.hosts),
     }
 
 
@@ -49,6 +51,7 @@ def _target_dict(t):
 @click.option(
     "--driver", default=None, help="Driver for --gpu targets (550.54.14, 550, auto; default: newest known)."
 )
+@targets_option
 @click.option("--files", "show_files", is_flag=True, help="Table: expand every distribution into its files.")
 @click.option("--kernels", is_flag=True, help="Decode payloads: kernel names (slower; JSON only shows them).")
 @click.option(
@@ -64,7 +67,7 @@ def _target_dict(t):
 @click.option("--strict", is_flag=True, help="Exit 3 when any file could not be read.")
 @format_option(["table", "json"])
 @output_option
-def scan_cmd(paths, gpus, driver, show_files, kernels, jobs, no_cache, strict, fmt, output):
+def scan_cmd(paths, gpus, driver, target_files, show_files, kernels, jobs, no_cache, strict, fmt, output):
     """Which installed distributions have device code for which GPUs.
 
     PATHS: folders, virtualenv or conda prefixes, wheels, .tar/.tar.gz images (none: the running
@@ -75,11 +78,11 @@ def scan_cmd(paths, gpus, driver, show_files, kernels, jobs, no_cache, strict, f
     from fatbin_inspect.cli.progress import Progress
     from fatbin_inspect.scan import ScanOptions, scan
 
-    targets = ()
-    if gpus:
-        from fatbin_inspect.compat.targets import resolve_targets
+    targets: tuple = ()
+    if gpus or target_files:
+        from fatbin_inspect.cli.fleet import resolve_all
 
-        targets = resolve_targets(gpus, driver)
+        targets = resolve_all(gpus, driver, None, target_files)
     # files are already spread over processes: no second level of processes inside one file;
     # with targets, small cubins are decoded so device-link output is not judged as code
     # (inventory.Options fields as a dict: the parsers are imported only if a file must be read)
@@ -122,7 +125,9 @@ def scan_cmd(paths, gpus, driver, show_files, kernels, jobs, no_cache, strict, f
             color=color_for(output),
             files=show_files,
             target_sms=[t.gpu.sm for t in targets],
-            headers=[t.gpu.name.replace("NVIDIA ", "").replace("GeForce ", "") for t in targets],
+            headers=[
+                t.host_label or t.gpu.name.replace("NVIDIA ", "").replace("GeForce ", "") for t in targets
+            ],
         )
     write_output(text, output)
     if strict and any(r.error for r in result.reports):

@@ -55,16 +55,26 @@ class Target:
     driver: Driver
     force_ptx_jit: bool = False  # CUDA_FORCE_PTX_JIT=1: cubins are ignored
     disable_ptx_jit: bool = False  # CUDA_DISABLE_PTX_JIT=1: PTX is never compiled
+    hosts: tuple[str, ...] = ()  # fleet targets: the machines with this GPU and driver (sorted)
 
     @property
     def cc(self) -> CC:
         return self.gpu.cc
 
     @property
+    def host_label(self) -> str | None:
+        """``node01``, ``node01, node02``, ``node01, node02 +3`` (None for a target not from a fleet)."""
+        if not self.hosts:
+            return None
+        more = f" +{len(self.hosts) - 2}" if len(self.hosts) > 3 else ""
+        return ", ".join(self.hosts[: 2 if more else 3]) + more
+
+    @property
     def label(self) -> str:
         cc = f"CC {self.cc[0]}.{self.cc[1]}"
         gpu = cc if self.gpu.name == cc else f"{self.gpu.name} ({cc})"
-        return f"{gpu}, driver {self.driver.version}{' (assumed)' if self.driver.assumed else ''}"
+        where = f"{self.host_label}: " if self.hosts else ""
+        return f"{where}{gpu}, driver {self.driver.version}{' (assumed)' if self.driver.assumed else ''}"
 
 
 def resolve_targets(

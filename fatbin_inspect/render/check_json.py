@@ -30,6 +30,7 @@ def target_dict(t: Target) -> dict[str, Any]:
         "matched": list(t.gpu.matched),
         "confidence": t.gpu.confidence,
         "env": {"CUDA_FORCE_PTX_JIT": t.force_ptx_jit, "CUDA_DISABLE_PTX_JIT": t.disable_ptx_jit},
+        "hosts": list(t.hosts),
     }
 
 

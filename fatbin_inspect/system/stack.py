@@ -22,6 +22,7 @@ import glob
 import os
 import re
 import site
+import socket
 import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -135,6 +136,7 @@ class Stack:
     env: tuple[EnvSwitch, ...] = ()
     missing: tuple[str, ...] = ()  # what could not be found, and why, one sentence each
     gpu_source: str | None = None  # "nvml" | "cuda-python"
+    host: str | None = None  # this machine's host name: names the node when the report is a --targets file
 
 
 # ------------------------------------------------------------------------------- roots and hooks
@@ -211,6 +213,7 @@ def discover(
         env=env_switches(roots.env),
         missing=tuple(missing),
         gpu_source=gpu_source,
+        host=socket.gethostname() or None,
     )
 
 

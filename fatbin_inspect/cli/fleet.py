@@ -1,0 +1,238 @@
+"""``--targets FILE``: the machines of a fleet as ``check``/``scan``/``gate`` targets.
+
+A FILE is recognised by its content, not its name:
+
+- a ``doctor --format json`` report: each distinct GPU model of ``stack.gpus`` (name and compute
+  capability as NVML saw them) on the kernel driver ``stack.kernel_driver.version`` (else the
+  ``libcuda`` build); the node is named by ``stack.host``, else by the file name without
+  ``doctor-`` and ``.json``. A report without GPUs adds nothing (a warning says so);
+- a JSON list of such reports;
+- TOML with ``targets = [{name = "...", gpu = "H100", driver = "550"}, ...]`` (``[[targets]]``
+  tables; ``driver`` defaults to ``--driver``, then to the newest branch).
+
+``[tool.fatbin-inspect] targets`` in pyproject.toml lists such tables and file globs (relative to
+the pyproject.toml). Targets with the same GPU, driver and JIT switches become one target that
+names every host, so a hundred identical nodes are checked once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import click
+
+from fatbin_inspect.compat import data
+from fatbin_inspect.compat.targets import Target, gpu_for_cc, jit_switches, resolve_driver, resolve_gpu
+from fatbin_inspect.errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+ENTRY_KEYS = {"name", "gpu", "driver"}
+
+targets_option = click.option(
+    "--targets",
+    "target_files",
+    multiple=True,
+    metavar="FILE",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Fleet targets: `doctor --format json` reports or a fleet TOML of {name, gpu, driver}. Repeatable.",
+)
+
+
+def _warn(message: str) -> None:
+    click.echo(f"fatbin-inspect: {message}", err=True)
+
+
+def _host_of(path: str) -> str:
+    base = os.path.basename(path)
+    for suffix in (".json", ".JSON"):
+        base = base.removesuffix(suffix)
+    return base.removeprefix("doctor-").removeprefix("doctor_") or base
+
+
+def _doctor_targets(doc: dict, path: str, default_driver: str | None, warn) -> list[Target]:
+    stack = doc.get("stack")
+    if not isinstance(stack, dict) or not isinstance(stack.get("gpus", []), list):
+        raise UsageError(
+            f"{path}: a JSON object without a doctor 'stack': not a `doctor --format json` report"
+        )
+    host = stack.get("host") if isinstance(stack.get("host"), str) and stack.get("host") else _host_of(path)
+    kdrv, udrv = stack.get("kernel_driver") or {}, stack.get("user_driver") or {}
+    version = kdrv.get("version") if isinstance(kdrv, dict) else None
+    version = version or (udrv.get("build") if isinstance(udrv, dict) else None) or default_driver
+    out: list[Target] = []
+    for i, g in enumerate(stack.get("gpus") or ()):
+        if not isinstance(g, dict) or not isinstance(g.get("cc"), str) or not isinstance(g.get("name"), str):
+            raise UsageError(f"{path}: stack.gpus[{i}]: expected an object with 'name' and 'cc'")
+        try:
+            cc = data.parse_cc(g["cc"])
+        except (ValueError, TypeError):
+            raise UsageError(f"{path}: stack.gpus[{i}]: compute capability {g['cc']!r} is not X.Y") from None
+        gpu = gpu_for_cc(cc, name=g["name"])
+        if g.get("tegra") is True and not gpu.tegra:
+            gpu = dataclasses.replace(gpu, tegra=True)
+        t = Target(gpu, _driver(version, path), hosts=(host,))
+        if t not in out:
+            out.append(t)
+    if not out:
+        warn(f"{path}: no GPU in this doctor report ({host}): no target from it")
+    return out
+
+
+def _driver(version: str | None, where: str):
+    try:
+        return resolve_driver(version)
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc}") from None
+
+
+def _entry_targets(entries: Any, where: str, default_driver: str | None) -> list[Target]:
+    """Targets from a list of ``{name, gpu, driver}`` tables."""
+    if not isinstance(entries, list):
+        raise UsageError(f"{where}: targets: expected a list of {{name, gpu, driver}} tables")
+    out = []
+    for i, e in enumerate(entries):
+        here = f"{where}: targets[{i}]"
+        if not isinstance(e, dict):
+            raise UsageError(f"{here}: expected a table {{name, gpu, driver}}")
+        unknown = set(e) - ENTRY_KEYS
+        if unknown:
+            raise UsageError(f"{here}: unknown key {sorted(unknown)[0]!r} (known: driver, gpu, name)")
+        gpu, name, driver = e.get("gpu"), e.get("name"), e.get("driver", default_driver)
+        if not isinstance(gpu, str) or not gpu.strip():
+            raise UsageError(f'{here}: needs gpu = "NAME" (a product name, 8.9 or sm_89)')
+        if name is not None and not isinstance(name, str):
+            raise UsageError(f"{here}: name: expected a string")
+        if driver is not None and not isinstance(driver, (str, int)):
+            raise UsageError(f'{here}: driver: expected a version such as "550.54.14" or 550')
+        try:
+            g = resolve_gpu(gpu)
+        except UsageError as exc:
+            raise UsageError(f"{here}: {exc}") from None
+        drv = _driver(None if driver is None else str(driver), here)
+        out.append(Target(g, drv, hosts=(name,) if name else ()))
+    return out
+
+
+def read_targets(
+    path: str, default_driver: str | None = None, warn: Callable[[str], None] = _warn
+) -> list[Target]:
+    """The targets one ``--targets`` file describes (doctor JSON, a list of them, or fleet TOML)."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"{path} at offset {exc.start:#x}: not UTF-8 text: not a doctor report or fleet TOML"
+        ) from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        json_error = exc
+    else:
+        return _json_targets(doc, path, default_driver, warn)
+    try:
+        toml_doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        if text.lstrip()[:1] == "{":  # it meant to be JSON (a TOML file cannot start with "{")
+            raise UsageError(
+                f"{path} at offset {json_error.pos:#x}: invalid JSON: {json_error.msg}"
+            ) from None
+        raise UsageError(f"{path}: neither a doctor JSON report nor valid TOML: {exc}") from None
+    entries = toml_doc.get("targets", toml_doc.get("tool", {}).get("fatbin-inspect", {}).get("targets"))
+    if entries is None:
+        raise UsageError(f"{path}: no targets = [{{name, gpu, driver}}, ...] in this TOML file")
+    return _entry_targets(entries, path, default_driver)
+
+
+def _json_targets(doc: Any, path: str, default_driver: str | None, warn) -> list[Target]:
+    out: list[Target] = []
+    for d in doc if isinstance(doc, list) else [doc]:
+        if isinstance(d, dict) and "targets" in d and "stack" not in d:
+            out += _entry_targets(d["targets"], path, default_driver)
+        elif isinstance(d, dict):
+            out += _doctor_targets(d, path, default_driver, warn)
+        else:
+            raise UsageError(f"{path}: expected doctor reports (JSON objects)")
+    return out
+
+
+def merge(targets: Iterable[Target]) -> tuple[Target, ...]:
+    """One target per GPU, driver and switches, naming every host that has it (first-seen order)."""
+    groups: dict[Target, set[str]] = {}
+    for t in targets:
+        key = dataclasses.replace(t, hosts=())
+        groups.setdefault(key, set()).update(t.hosts)
+    return tuple(dataclasses.replace(k, hosts=tuple(sorted(h))) for k, h in groups.items())
+
+
+def policy_targets(items: Sequence[Any], source: str | None, default_driver: str | None) -> list[Target]:
+    """``[tool.fatbin-inspect] targets``: tables, and globs of files relative to ``source``."""
+    where = f"{source or 'pyproject.toml'} [tool.fatbin-inspect]"
+    base = os.path.dirname(os.path.abspath(source)) if source else os.getcwd()
+    out: list[Target] = []
+    tables = [dict(i) for i in items if not isinstance(i, str)]  # Policy keeps tables as item tuples
+    if tables:
+        out += _entry_targets(tables, where, default_driver)
+    for pattern in (i for i in items if isinstance(i, str)):
+        found = sorted(glob.glob(os.path.join(base, pattern)))
+        if not found:
+            raise UsageError(f"{where}: targets: {pattern!r} matches no file (relative to {base})")
+        for path in found:
+            out += read_targets(path, default_driver)
+    return out
+
+
+def resolve_all(
+    gpus: Sequence[str],
+    driver: str | None,
+    env: dict[str, str] | None,
+    target_files: Sequence[str],
+    fallback: Callable[[], list[Target]] | None = None,
+) -> tuple[Target, ...]:
+    """``--gpu`` targets (one ``--driver``), then every ``--targets`` file's; ``fallback`` (the
+    pyproject.toml's) when neither is given. The JIT switches of ``env`` apply to all of them."""
+    from fatbin_inspect.compat.targets import resolve_targets
+
+    found: list[Target] = list(resolve_targets(list(gpus), driver, env)) if gpus else []
+    for path in target_files:
+        found += read_targets(path, driver)
+    if not found and not target_files and fallback is not None:
+        found = fallback()
+    if not found:
+        if target_files:
+            raise UsageError("--targets: no GPU in any of the files given")
+        resolve_targets([], driver)  # raises the "no --gpu given" error
+    force, disable = jit_switches(env or {})
+    found = [dataclasses.replace(t, force_ptx_jit=force, disable_ptx_jit=disable) for t in found]
+    return merge(found)
+
+
+def nearest_policy_targets(driver: str | None) -> Callable[[], list[Target]]:
+    """The fallback for ``check``: the targets of the nearest pyproject.toml, if it lists any."""
+
+    def load() -> list[Target]:
+        from fatbin_inspect.checks import policy
+
+        path = policy.find_pyproject()
+        if path is None:
+            return []
+        items = policy.read_section(path).get("targets")
+        if items is None:
+            return []
+        return policy_targets(policy.normalize({"targets": items}, path)["targets"], path, driver)
+
+    return load

@@ -1,0 +1,188 @@
+"""``--targets``: doctor JSON reports, fleet TOML and ``[tool.fatbin-inspect] targets`` as targets."""
+
+import json
+
+import pytest
+from conftest import fixture_path
+
+from fatbin_inspect.cli import fleet
+from fatbin_inspect.cli.main import main
+from fatbin_inspect.errors import UsageError
+
+MULTI = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")  # sm_75 sm_80 sm_90 + compute_90, cudart 13
+
+
+def doctor(tmp_path, file, host, gpus, driver):
+    """A ``doctor --format json`` report (the fields ``--targets`` reads, as doctor writes them)."""
+    doc = {
+        "schema_version": 1,
+        "tool": {"name": "fatbin-inspect", "version": "0.1.0"},
+        "stack": {
+            "gpus": [
+                {"index": i, "name": n, "cc": cc, "tegra": False, "uuid": None}
+                for i, (n, cc) in enumerate(gpus)
+            ],
+            "kernel_driver": {"version": driver, "source": "nvml"} if driver else None,
+            "user_driver": None,
+            "host": host,
+        },
+    }
+    p = tmp_path / file
+    p.write_text(json.dumps(doc))
+    return str(p)
+
+
+def run(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+@pytest.fixture
+def nodes(tmp_path):
+    h100 = [("NVIDIA H100 80GB HBM3", "9.0")] * 8
+    return [
+        doctor(tmp_path, "doctor-a.json", "node01", h100, "580.95.05"),
+        doctor(tmp_path, "doctor-b.json", "node02", h100, "580.95.05"),
+        doctor(tmp_path, "doctor-c.json", "old03", h100, "550.54.14"),
+        doctor(tmp_path, "doctor-d.json", "ws", [("NVIDIA GeForce GTX 1080", "6.1")], "580.95.05"),
+    ]
+
+
+def test_doctor_reports_dedup_by_gpu_and_driver_named_by_host(nodes):
+    ts = fleet.merge(t for p in nodes for t in fleet.read_targets(p))
+    assert [(t.hosts, t.gpu.cc, t.driver.version) for t in ts] == [
+        (("node01", "node02"), (9, 0), "580.95.05"),
+        (("old03",), (9, 0), "550.54.14"),
+        (("ws",), (6, 1), "580.95.05"),
+    ]
+    assert ts[0].label.startswith("node01, node02: NVIDIA H100 80GB HBM3 (CC 9.0), driver 580.95.05")
+    assert not ts[0].driver.assumed
+
+
+def test_host_falls_back_to_the_file_name_and_gpu_less_reports_warn(tmp_path):
+    p = doctor(tmp_path, "doctor-gpu7.json", None, [("NVIDIA A100-SXM4-80GB", "8.0")], None)
+    (t,) = fleet.read_targets(p)
+    assert t.hosts == ("gpu7",) and t.driver.assumed  # no driver in the report: the newest branch
+    warned = []
+    assert fleet.read_targets(doctor(tmp_path, "cpu.json", "cpu", [], None), warn=warned.append) == []
+    assert "no GPU" in warned[0] and "cpu" in warned[0]
+
+
+def test_fleet_toml_and_json_lists(tmp_path):
+    toml = tmp_path / "fleet.toml"
+    toml.write_text(
+        '[[targets]]\nname = "orin"\ngpu = "Jetson AGX Orin"\ndriver = "540.4.0"\n\n'
+        '[[targets]]\nname = "train"\ngpu = "sm_90"\n'
+    )
+    orin, train = fleet.read_targets(str(toml), default_driver="570")
+    assert orin.gpu.tegra and orin.hosts == ("orin",) and orin.driver.version == "540.4.0"
+    assert train.gpu.cc == (9, 0) and train.driver.version == "570"  # --driver fills the gap
+    js = tmp_path / "fleet.json"
+    js.write_text(json.dumps({"targets": [{"name": "x", "gpu": "A100", "driver": 535}]}))
+    (x,) = fleet.read_targets(str(js))
+    assert x.driver.branch == 535
+
+
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ('{"stack": ', "offset 0xa: invalid JSON"),
+        ("[[targets]]\nname = 1\ngpu = 'A100'", "name: expected a string"),
+        ("[[targets]]\ngpu = 'A100'\nhost = 'x'", "unknown key 'host'"),
+        ("[[targets]]\nname = 'x'", 'needs gpu = "NAME"'),
+        ("[[targets]]\ngpu = 'no such gpu at all'", "targets[0]: --gpu 'no such gpu at all'"),
+        ("[[targets]]\ngpu = 'A100'\ndriver = 'x'", "--driver 'x'"),
+        ("title = 'no targets'", "no targets ="),
+        ("not = toml = at all", "neither a doctor JSON report nor valid TOML"),
+        ('{"schema_version": 1}', "not a `doctor --format json` report"),
+    ],
+)
+def test_bad_files_are_one_line_usage_errors_naming_the_file(tmp_path, text, needle):
+    p = tmp_path / "t.txt"
+    p.write_text(text)
+    with pytest.raises(UsageError) as exc:
+        fleet.read_targets(str(p))
+    assert str(p) in str(exc.value) and needle in str(exc.value)
+
+
+def test_check_against_a_fleet_is_one_command(nodes, capsys):
+    code, out, err = run(
+        ["check", MULTI, *(a for p in nodes for a in ("--targets", p)), "--format", "json"], capsys
+    )
+    doc = json.loads(out)
+    assert [t["hosts"] for t in doc["targets"]] == [["node01", "node02"], ["old03"], ["ws"]]
+    by_target = {r["target"]: r["verdict"] for r in doc["results"]}
+    # cudart 13 needs R580 (old03 fails with 35); the GTX 1080 has no 6.x image (209)
+    assert by_target == {0: "native", 1: "fail", 2: "fail"}
+    assert code == 1 and err == ""
+
+
+def test_gpu_and_targets_combine_and_env_switches_apply(nodes, capsys):
+    code, out, _ = run(
+        [
+            "check",
+            MULTI,
+            "--gpu",
+            "RTX 5090",
+            "--driver",
+            "580",
+            "--targets",
+            nodes[0],
+            "--format",
+            "json",
+            "--env",
+            "CUDA_FORCE_PTX_JIT=1",
+        ],
+        capsys,
+    )
+    doc = json.loads(out)
+    assert doc["targets"][0]["cc"] == "12.0" and doc["targets"][0]["hosts"] == []
+    assert doc["targets"][1]["hosts"] == ["node01"]
+    assert all(t["env"]["CUDA_FORCE_PTX_JIT"] for t in doc["targets"])
+    assert {r["verdict"] for r in doc["results"]} == {"jit"}  # cubins ignored, compute_90 PTX
+
+
+def test_pyproject_targets_for_check_and_gate(nodes, tmp_path, capsys, monkeypatch):
+    proj = tmp_path / "proj"
+    (proj / "fleet").mkdir(parents=True)
+    for p in nodes[:2]:
+        (proj / "fleet" / p.rsplit("/", 1)[1]).write_text(open(p).read())
+    (proj / "pyproject.toml").write_text(
+        '[tool.fatbin-inspect]\ntargets = [{ name = "ci", gpu = "GTX 1080", driver = "580" }, "fleet/doctor-*.json"]\n'
+    )
+    monkeypatch.chdir(proj)
+    code, out, _ = run(["check", MULTI, "--format", "json"], capsys)
+    assert [t["hosts"] for t in json.loads(out)["targets"]] == [["ci"], ["node01", "node02"]]
+    assert code == 1
+    code, out, _ = run(["gate", MULTI, "--format", "json"], capsys)
+    findings = json.loads(out)["findings"]
+    assert {(f["rule_id"], f["target"].split(":")[0]) for f in findings} == {("FBI001", "ci")}
+    assert code == 1
+    # the command line wins over the file
+    code, out, _ = run(["gate", MULTI, "--targets", nodes[0], "--format", "json"], capsys)
+    assert json.loads(out)["findings"] == [] and code == 0
+
+
+def test_scan_takes_targets(nodes, capsys):
+    code, out, _ = run(
+        ["scan", MULTI, "--targets", nodes[2], "--targets", nodes[3], "--format", "json", "--no-cache"],
+        capsys,
+    )
+    doc = json.loads(out)
+    assert [t["hosts"] for t in doc["targets"]] == [["old03"], ["ws"]]
+    assert code == 1
+
+
+def test_no_gpu_anywhere_is_a_usage_error(tmp_path, capsys):
+    p = doctor(tmp_path, "cpu.json", "cpu", [], None)
+    code, _, err = run(["check", MULTI, "--targets", p], capsys)
+    assert code == 2 and "no GPU in any of the files" in err
+
+
+def test_doctor_json_names_its_host(capsys):
+    import socket
+
+    code, out, _ = run(["doctor", "--format", "json", "--no-torch-archs"], capsys)
+    assert json.loads(out)["stack"]["host"] == socket.gethostname()
