@@ -110,3 +110,45 @@ def test_packaged_data_keeps_sources_and_as_of():
         doc = data.load(name)
         assert doc["as_of"] and doc["sources"], name
     assert all(g["confidence"] in ("high", "medium", "low") for g in data.gpus())
+
+
+@pytest.mark.parametrize(
+    "query,name",
+    [
+        ("h100 sxm", "NVIDIA H100"),  # board words nvidia-smi does not print
+        ("H100-SXM5-80GB", "NVIDIA H100 80GB HBM3"),  # the 80GB HBM3 board is the SXM5 one
+        ("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"),  # the nvidia-smi string
+        ("nvidia h100 pcie", "NVIDIA H100 PCIe"),
+    ],
+)
+def test_token_matching_resolves_board_names(query, name):
+    g = resolve_gpu(query)
+    assert g.cc == (9, 0) and g.name == name
+
+
+def test_the_more_specific_or_more_confident_product_wins_a_shared_name():
+    from fatbin_inspect.compat import gpu_names
+
+    rows = [
+        {"name": "X 10", "compute_capability": "3.0", "tegra_igpu": False, "confidence": "medium"},
+        {"name": "X 10 Ti", "compute_capability": "5.0", "tegra_igpu": False, "confidence": "high"},
+        {"name": "Y 20", "compute_capability": "3.0", "tegra_igpu": False, "confidence": "medium"},
+        {"name": "Y 20", "compute_capability": "6.1", "tegra_igpu": False, "confidence": "high"},
+        {"name": "Z 30", "compute_capability": "3.0", "tegra_igpu": False, "confidence": "medium"},
+        {"name": "Z 30", "compute_capability": "6.1", "tegra_igpu": False, "confidence": "medium"},
+    ]
+    assert [m.row["name"] for m in gpu_names.narrow(gpu_names.match("x", rows))] == ["X 10"]
+    assert [m.cc for m in gpu_names.narrow(gpu_names.match("y 20", rows))] == [(6, 1)]
+    assert len(gpu_names.narrow(gpu_names.match("z 30", rows))) == 2  # a real tie stays an error
+    assert gpu_names.match("x 11", rows) == []  # the model number must match
+
+
+def test_search_is_sorted_by_capability_then_name():
+    rows = targets.search_gpus()
+    keys = [(data.parse_cc(r["compute_capability"]), r["name"].lower()) for r in rows]
+    assert keys == sorted(keys) and len(rows) == len(data.gpus())
+    hopper = targets.search_gpus(cc="9.0")
+    assert hopper and {r["compute_capability"] for r in hopper} == {"9.0"}
+    assert {r["name"] for r in targets.search_gpus("h100 sxm")} >= {"NVIDIA H100 80GB HBM3"}
+    with pytest.raises(UsageError):
+        targets.search_gpus(cc="hopper")

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fatbin_inspect.compat import data
+from fatbin_inspect.compat import data, gpu_names
 from fatbin_inspect.compat.data import CC
 from fatbin_inspect.errors import DeviceError, UsageError
 
@@ -136,31 +136,18 @@ def gpu_for_cc(cc: CC, name: str | None = None) -> Gpu:
     )
 
 
-def _tokens(text: str) -> tuple[str, ...]:
-    return tuple(t for t in re.split(r"[^a-z0-9]+", text.lower()) if t and t != "nvidia")
-
-
 def _by_name(query: str) -> Gpu:
-    qt = _tokens(query)
-    if not qt:
+    if not gpu_names.tokens(query):
         raise UsageError(f"--gpu {query!r}: empty GPU name")
-    exact, partial = [], []
-    for g in data.gpus():
-        names = [g["name"], *g.get("nvidia_smi_names", ())]
-        toks = [_tokens(n) for n in names]
-        if any(t == qt for t in toks):
-            exact.append(g)
-        elif any(set(qt) <= set(t) for t in toks):
-            partial.append(g)
-    found = exact or partial
+    found = gpu_names.narrow(gpu_names.match(query))
     if not found:
         raise UsageError(
             f"--gpu {query!r}: no known GPU matches; closest: {', '.join(_closest(query)) or 'none'} "
             "(see `fatbin-inspect gpus`)"
         )
     groups: dict[tuple[CC, bool], list[dict]] = {}
-    for g in found:
-        groups.setdefault((data.parse_cc(g["compute_capability"]), g["tegra_igpu"]), []).append(g)
+    for m in found:
+        groups.setdefault((m.cc, bool(m.row["tegra_igpu"])), []).append(m.row)
     if len(groups) > 1:
         listed = "; ".join(
             f"{', '.join(x['name'] for x in gs[:4])} ({cc[0]}.{cc[1]})"
@@ -171,7 +158,7 @@ def _by_name(query: str) -> Gpu:
             "Give a fuller name or the compute capability"
         )
     (cc, tegra), gs = next(iter(groups.items()))
-    best = min(gs, key=lambda g: (len(_tokens(g["name"])), g["confidence"] != "high", g["name"]))
+    best = min(gs, key=lambda g: (len(gpu_names.tokens(g["name"])), g["confidence"] != "high", g["name"]))
     return Gpu(
         name=best["name"],
         cc=cc,
@@ -184,12 +171,12 @@ def _by_name(query: str) -> Gpu:
 
 def _closest(query: str, n: int = 5) -> list[str]:
     """Known names whose best run of as many words as the query looks most like it."""
-    qt = _tokens(query)
+    qt = gpu_names.tokens(query)
     q = " ".join(qt)
     scores: dict[str, float] = {}
     for g in data.gpus():
-        for nm in (g["name"], *g.get("nvidia_smi_names", ())):
-            toks = _tokens(nm)
+        for nm in gpu_names.names_of(g):
+            toks = gpu_names.tokens(nm)
             k = min(len(qt), len(toks))
             windows = [" ".join(toks[i : i + k]) for i in range(len(toks) - k + 1)] or [""]
             score = max(difflib.SequenceMatcher(None, q, w).ratio() for w in windows)
@@ -198,19 +185,21 @@ def _closest(query: str, n: int = 5) -> list[str]:
     return best[:n]
 
 
-def search_gpus(query: str | None) -> list[dict]:
-    """Known GPUs whose name or nvidia-smi name contains every token of ``query`` (all without one)."""
-    qt = set(_tokens(query or ""))
-    cc_m = _CC_RE.fullmatch((query or "").strip().lower())
-    out = []
-    for g in data.gpus():
-        if cc_m:
-            cc = resolve_gpu(query).cc
-            if data.parse_cc(g["compute_capability"]) == cc:
-                out.append(g)
-        elif any(qt <= set(_tokens(n)) for n in (g["name"], *g.get("nvidia_smi_names", ()))):
-            out.append(g)
-    return out
+def search_gpus(query: str | None = None, cc: str | None = None) -> list[dict]:
+    """Known GPUs, sorted by compute capability then name: all of them, those ``query`` names
+    (words as for ``--gpu``, or a compute capability / SM), those of compute capability ``cc``."""
+    rows = data.gpus()
+    if cc is not None:
+        want = resolve_gpu(cc).cc if _CC_RE.fullmatch(cc.strip().lower()) else None
+        if want is None:
+            raise UsageError(f"--cc {cc!r}: expected a compute capability such as 9.0 or sm_90")
+        rows = [g for g in rows if data.parse_cc(g["compute_capability"]) == want]
+    if query and _CC_RE.fullmatch(query.strip().lower()):
+        want = resolve_gpu(query).cc
+        rows = [g for g in rows if data.parse_cc(g["compute_capability"]) == want]
+    elif query:
+        rows = [m.row for m in gpu_names.match(query, rows)]
+    return sorted(rows, key=gpu_names.sort_key)
 
 
 def local_gpus() -> tuple[Gpu, ...]:

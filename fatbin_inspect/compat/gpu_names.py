@@ -1,0 +1,110 @@
+"""GPU names -> rows of ``gpus.json``, by words ("tokens"), as people and tools spell them.
+
+A name is split into lower-case tokens at every character that is not a letter or digit, and
+``nvidia`` is dropped: ``"H100-SXM5-80GB"`` -> ``h100 sxm5 80gb``, ``"NVIDIA H100 80GB HBM3"``
+(what ``nvidia-smi`` prints for the SXM5 board) -> ``h100 80gb hbm3``. A row matches when its
+name or one of its ``nvidia_smi_names`` has every token of the query; failing that, when it has
+every *model* token (one with a digit that is not a memory size or a form factor, such as
+``h100``, ``4090``, ``gb10``) and as many of the others as any row has. So ``"h100 sxm"`` and
+``"H100-SXM5-80GB"`` resolve although no product in the data is called "SXM": the board names
+people use carry words ``nvidia-smi`` does not print.
+
+Ties between products of different compute capabilities go to the more specific name (the
+fewest tokens the query did not ask for), then to the one the data is more confident about;
+anything else is left ambiguous for the caller to report.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from fatbin_inspect.compat import data
+from fatbin_inspect.compat.data import CC
+
+_QUALIFIER = re.compile(r"\d+gb|sxm\d*|hbm\d*e?|pcie\d*|gen\d+|\d+w")
+_CONFIDENCE = {"high": 0, "medium": 1, "low": 2}
+
+
+def tokens(text: str) -> tuple[str, ...]:
+    return tuple(t for t in re.split(r"[^a-z0-9]+", text.lower()) if t and t != "nvidia")
+
+
+def model_tokens(toks: Iterable[str]) -> tuple[str, ...]:
+    return tuple(t for t in toks if any(c.isdigit() for c in t) and not _QUALIFIER.fullmatch(t))
+
+
+def names_of(row: dict) -> tuple[str, ...]:
+    return (row["name"], *row.get("nvidia_smi_names", ()))
+
+
+@dataclass(frozen=True)
+class Match:
+    row: dict
+    exact: bool  # some name has exactly the query's tokens
+    hits: int  # query tokens found in the best name
+    extra: int  # tokens of that name the query did not give
+
+    @property
+    def cc(self) -> CC:
+        return data.parse_cc(self.row["compute_capability"])
+
+
+def _best(row: dict, qt: tuple[str, ...]) -> Match:
+    best = None
+    for name in names_of(row):
+        nt = tokens(name)
+        hits = sum(1 for q in qt if q in nt)
+        m = Match(row, nt == qt, hits, len(nt) - hits)
+        if best is None or (m.exact, m.hits, -m.extra) > (best.exact, best.hits, -best.extra):
+            best = m
+    assert best is not None
+    return best
+
+
+def match(query: str, rows: Iterable[dict] | None = None) -> list[Match]:
+    """Every row the query names: exact names, else rows with all tokens, else the relaxed rule."""
+    qt = tokens(query)
+    if not qt:
+        return []
+    scored = [_best(r, qt) for r in (data.gpus() if rows is None else rows)]
+    exact = [m for m in scored if m.exact]
+    if exact:
+        return exact
+    full = [m for m in scored if m.hits == len(qt)]
+    if full:
+        return full
+    models = set(model_tokens(qt))
+    if not models:
+        return []
+    relaxed = [m for m in scored if models <= set(_name_tokens(m.row))]
+    top = max((m.hits for m in relaxed), default=0)
+    return [m for m in relaxed if m.hits == top]
+
+
+def _name_tokens(row: dict) -> set[str]:
+    return {t for n in names_of(row) for t in tokens(n)}
+
+
+def narrow(matches: list[Match]) -> list[Match]:
+    """Keep the matches of one (compute capability, Tegra) group when the more specific name or,
+    failing that, the data's confidence singles it out; otherwise return them all."""
+    groups: dict[tuple[CC, bool], list[Match]] = {}
+    for m in matches:
+        groups.setdefault((m.cc, bool(m.row["tegra_igpu"])), []).append(m)
+    if len(groups) <= 1:
+        return matches
+    for key in (
+        lambda ms: min(m.extra for m in ms),
+        lambda ms: min(_CONFIDENCE.get(m.row.get("confidence"), 3) for m in ms),
+    ):
+        ranked = sorted(groups.values(), key=key)
+        if key(ranked[0]) < key(ranked[1]):
+            return ranked[0]
+    return matches
+
+
+def sort_key(row: dict) -> tuple:
+    """Compute capability, then name: the order of ``gpus``."""
+    return (data.parse_cc(row["compute_capability"]), row["name"].lower())
