@@ -254,11 +254,23 @@ def test_device_link_and_relocatable_fatbins_do_not_fail_a_file():
     assert [f.offset for f in ignored] == [0, 200]
 
 
-def test_worst_fatbin_wins_and_counts_are_kept():
-    r = report(FB(0, E("sm_80")), FB(10, E("compute_80", "8.0")), FB(20, E("sm_90")))
+def test_a_gap_fails_the_file_and_counts_are_kept():
+    # compute_80 PTX of ISA 8.4 targets the A100 but R535's JIT stops at 8.2: a gap (R-FILE 4)
+    r = report(FB(0, E("sm_80")), FB(10, E("compute_80", "8.0")), FB(20, E("compute_80", "8.4")))
     v = evaluate(r, T("A100", "535"))
-    assert v.verdict == "fail" and v.error.code == 209 and v.counts == {"native": 1, "jit": 1, "fail": 1}
-    assert v.chosen is None and v.advice
+    assert v.verdict == "fail" and v.error.code == 222 and v.counts == {"native": 1, "jit": 1, "fail": 1}
+    assert v.coverage == "partial" and v.gaps.count == 1 and v.specialised is None
+    assert v.chosen is None and v.advice and "1 of 3 fatbins" in v.reason
+
+
+def test_a_fatbin_for_newer_gpus_is_set_aside():
+    # sm_90 only on an A100: specialised elsewhere (i); the file's verdict is the loading fatbins' (R-FILE 3)
+    r = report(FB(0, E("sm_80")), FB(10, E("compute_80", "8.0")), FB(20, E("sm_90", kernels=("hopper",))))
+    v = evaluate(r, T("A100", "535"))
+    assert v.verdict == "jit" and v.error is None and v.counts == {"native": 1, "jit": 1, "fail": 1}
+    assert v.coverage == "partial" and v.gaps is None
+    assert v.specialised.count == 1 and v.specialised.kinds == (("i", 1),)
+    assert v.specialised.archs == (("sm_90", 1),) and v.specialised.kernels == ("hopper",)
 
 
 def test_missing_kernels_are_those_only_other_images_have():

@@ -8,6 +8,8 @@ import pytest
 from conftest import fixture_path
 
 from fatbin_inspect.compat import runtime
+from fatbin_inspect.containers import STATIC_CUDART_MARKER, has_static_cudart
+from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport
 from fatbin_inspect.inventory.core import Options, inspect_path
 
@@ -55,19 +57,29 @@ def test_fixture_sonames_reach_the_verdict():
         assert runtime.for_file(r).major == major
 
 
-def _report(path):
+def _report(path, static):
     info = CubinInfo(8, "exec", 80, False, None, False, "ptxas 12.8.93", None)
     e = Entry(0, "sass", 2, 80, "", "none", 1, 1, 0, (1, 8), 64, 64, "linux", False, None, None, cubin=info)
-    return FileReport(path=str(path), format="elf", size=1, fatbins=(Fatbin(0, 1, ".nv_fatbin", (e,)),))
+    fbs = (Fatbin(0, 1, ".nv_fatbin", (e,)),)
+    return FileReport(path=str(path), format="elf", size=1, fatbins=fbs, static_cudart=static)
 
 
-def test_static_cudart_marker_and_toolkit(tmp_path):
-    with_marker, without = tmp_path / "a", tmp_path / "b"
-    with_marker.write_bytes(b"\0" * 100 + runtime.STATIC_CUDART_MARKER + b"%08llx%08llx\0")
-    without.write_bytes(b"\0" * 100)
-    rt = runtime.for_file(_report(with_marker))
+def test_static_cudart_marker_and_toolkit():
+    blob = Blob(b"\0" * 100 + STATIC_CUDART_MARKER + b"%08llx%08llx\0")
+    assert has_static_cudart(blob, ()) and not has_static_cudart(blob, ("libcudart.so.12",))
+    assert not has_static_cudart(Blob(b"\0" * 100), ())
+    rt = runtime.for_file(_report("a", True))
     assert (rt.version, rt.confidence) == ("12.8", "medium") and "static" in rt.source
-    assert runtime.for_file(_report(without)) is None
+    assert runtime.for_file(_report("b", False)) is None
+
+
+def test_static_cudart_wins_over_wheel_metadata_and_bundled_copies_count():
+    wheel = runtime.RuntimeNeed("12", "wheel requires nvidia-cuda-runtime-cu12", "medium")
+    assert runtime.for_file(_report("w.whl!lib/x.so", True), wheel).version == "12.8"
+    assert runtime.for_file(_report("w.whl!lib/x.so", False), wheel) is wheel
+    rt = runtime.from_needs(("libcudart-3b2a1c4d.so.12.0.107",))
+    assert rt.version == "12" and "auditwheel" in rt.source
+    assert runtime.from_needs(("cudart64_12-0a1b2c3d.dll",)).version == "12"
 
 
 @pytest.mark.nvcc
@@ -80,7 +92,7 @@ def test_static_cudart_in_a_real_nvcc_executable(tmp_path):
     exe = tmp_path / "k"
     subprocess.run([nvcc, "-arch=sm_80", "-cudart", "static", "-o", str(exe), str(src)], check=True)
     r = next(inspect_path(str(exe), Options(details=True)))
-    assert runtime.from_needs(r.needs) is None and runtime.has_static_cudart(str(exe))
+    assert runtime.from_needs(r.needs) is None and r.static_cudart
     version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
     rt = runtime.for_file(r)
     assert rt is not None and f"release {rt.version}" in version

@@ -122,11 +122,7 @@ class _Emitter:
             self.out.append(Finding(rule_id, sev, message, self.path, target, arch, self.dist, offset))
 
 
-def _of(n: int, total: int) -> str:
-    """'all 40 fatbins', 'its only fatbin', '3 of 40 fatbins'."""
-    if n == total:
-        return f"all {total} fatbins" if total > 1 else "its only fatbin"
-    return f"{n} of {total} fatbins"
+_of = engine.of_fatbins
 
 
 def check_requirement(emit: _Emitter, fatbins: list[Fatbin], req: Requirement) -> None:
@@ -157,7 +153,7 @@ def check_requirement(emit: _Emitter, fatbins: list[Fatbin], req: Requirement) -
         emit(
             "FBI003",
             "error",
-            f"{label}: only PTX newer than the driver's JIT in {n(PTX_TOO_NEW)} fatbins "
+            f"{label}: only PTX newer than the driver's JIT in {n(PTX_TOO_NEW)} "
             f"(PTX ISA {isas[-1]}; R{drv.branch} compiles up to {drv.max_ptx_isa})",
             label,
             arch,

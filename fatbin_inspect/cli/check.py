@@ -43,6 +43,12 @@ def parse_env(pairs, inherit: bool):
     return env
 
 
+def inventory_options(kernels: bool) -> Options:
+    """Verdicts need only the entry headers and the small device-link cubins (``probe_small``);
+    ``--kernels`` decodes every payload for kernel names."""
+    return Options(kernels=kernels, details=kernels, resources=False, probe_small=True)
+
+
 def wheel_runtime(path: str):
     return runtime.from_wheel(path) if zipfile.is_zipfile(path) else None
 
@@ -81,7 +87,12 @@ def wheel_runtime(path: str):
     help="Exit 1 on failures only, or also when something needs PTX JIT.",
 )
 @click.option("--per-fatbin", is_flag=True, help="JSON: add every fatbin's verdict and every entry's.")
-@click.option("--kernels", "all_kernels", is_flag=True, help="Table: list every kernel without an image.")
+@click.option(
+    "--kernels",
+    "all_kernels",
+    is_flag=True,
+    help="Decode every payload: name the kernels that have no image, or exist only for other GPUs (slower).",
+)
 @findings_format_option
 @output_option
 def check_cmd(
@@ -97,7 +108,7 @@ def check_cmd(
     verdicts, unreadable = [], []
     for root in paths:
         wheel = wheel_runtime(root) if os.path.isfile(root) else None
-        for report in iter_reports([root], Options(kernels=True, details=True, resources=False)):
+        for report in iter_reports([root], inventory_options(all_kernels)):
             if report.error is not None:  # a damaged file is never called fine: exit 2 and FBI008
                 note_error(report)
                 unreadable.append(report)

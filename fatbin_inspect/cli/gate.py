@@ -182,7 +182,7 @@ def gate_cmd(
             "gate: nothing to check: give --require, --gpu, --targets, --forbid or --match, "
             "or a [tool.fatbin-inspect] policy"
         )
-    reports = list(iter_reports(paths, Options(details=True)))
+    reports = list(iter_reports(paths, Options(probe_small=True)))
     reference = torch_reference(match, reports) if match else None
     report = gate(reports, pol, given, reference, fleet)
     emit_findings(report, fmt, pol.fail_on, output, exit_zero)

@@ -1,16 +1,27 @@
-"""Verdicts: per fatbin (which image R-SEL picks, or which error) and per file (worst fatbin wins).
+"""Verdicts: per fatbin (which image R-SEL picks, or which error) and per file (R-FILE).
 
 Pure: records in, records out, only packaged data read. ``verify`` compares these predictions
 with real driver loads, so each ``FatbinVerdict`` keeps the fatbin offset and the chosen entry
 (with its offset), and each ``EntryVerdict`` says whether that one image alone would load.
-Fatbins that cannot make a launch fail are kept but ``ignored`` (not counted): device-link
-output (nvcc 13 puts a zero-kernel one in every executable), fatbins with no kernels, and the
-``__nv_relfatbin`` copies a linked file keeps next to its device-linked ``.nv_fatbin``.
+Fatbins that cannot make a launch fail are kept but ``ignored`` (not counted): nvcc's small
+kernel-less device-link output (nvcc 13 puts one in every executable), fatbins without images,
+and the ``__nv_relfatbin`` copies a linked file keeps next to its device-linked ``.nv_fatbin``.
+
+A file's verdict is not its worst fatbin (COMPATIBILITY.md §3b, R-FILE): a fatbin that fails on
+the GPU only because it holds code made for other GPUs ("specialised elsewhere": (i) a higher
+CC, (ii) `a`/`f`/Tegra code whose exact CC or family excludes the GPU, (iii) baseline code for
+an older major while another fatbin of the file loads a general cubin natively) is set aside;
+any other failing fatbin is a *gap* and fails the file. ``evaluate`` runs in steps: runtime and
+GPU checks, one decision per fatbin (``evaluate_fatbin``: R-SEL picks a cubin, else PTX),
+classifying the failing ones, aggregating. Verdicts need only the entry headers (and the small
+device-link cubins' identity); kernel names, when decoded, only add which kernels live where.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fatbin_inspect.compat import data, rules
@@ -18,8 +29,15 @@ from fatbin_inspect.compat.runtime import RuntimeNeed, from_needs
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Entry, Fatbin, FileReport
 
-VERDICTS = ("native", "jit", "fail", "no-device-code")
-_SEVERITY = {"no-device-code": 0, "native": 1, "jit": 2, "fail": 3}
+VERDICTS = ("native", "jit", "fail", "no-device-code", "link-time")
+COVERAGES = ("full", "partial", "none")
+SEVERITY = {"no-device-code": 0, "link-time": 0, "native": 1, "jit": 2, "fail": 3}
+DEVICE_LINK_MAX = 64 << 10  # nvcc's device-link cubins are ~1.5 KB; larger ones always count
+KINDS = {
+    "i": "code for a higher compute capability",
+    "ii": "architecture-, family- or Tegra-specific code for other GPUs",
+    "iii": "code for an older generation that a general cubin of the unit replaces here",
+}
 
 
 @dataclass(frozen=True)
@@ -50,7 +68,7 @@ class EntryVerdict:
 class Decision:
     """What a fatbin or a whole file gives on one target."""
 
-    verdict: str  # native | jit | fail | no-device-code
+    verdict: str  # native | jit | fail | no-device-code | link-time
     error: ErrorRef | None
     chosen: Chosen | None
     rule: str  # the deciding rule
@@ -66,6 +84,23 @@ class FatbinVerdict(Decision):
     section: str | None
     ignored: str | None  # why this fatbin does not count, or None
     entries: tuple[EntryVerdict, ...]
+    # a failing fatbin made for other GPUs: the kinds (i/ii/iii) of its images; () = loads, or a gap
+    elsewhere: tuple[str, ...] = ()
+    general_native: bool = False  # loads a cubin natively that is not architecture-specific
+    archs: tuple[str, ...] = ()  # the archs of its SASS and PTX images
+    kernels: tuple[str, ...] | None = None  # every kernel of its images (None: not decoded)
+    specialised: bool = False  # set by the file: failing, and specialised elsewhere (else a gap)
+
+
+@dataclass(frozen=True)
+class FatbinGroup:
+    """Failing fatbins of one file on one target that share a fate: specialised elsewhere, or gaps."""
+
+    count: int
+    archs: tuple[tuple[str, int], ...]  # (arch, fatbins holding it), most frequent first
+    kinds: tuple[tuple[str, int], ...] = ()  # (i | ii | iii, fatbins) for specialised ones
+    kernels: tuple[str, ...] | None = None  # kernels only there (None: payloads not decoded)
+    error: ErrorRef | None = None  # what a launch of one of them gives (209 wins)
 
 
 @dataclass(frozen=True)
@@ -77,6 +112,22 @@ class FileVerdict(Decision):
     runtime: RuntimeNeed | None
     notes: tuple[str, ...] = ()
     advice: tuple[str, ...] = ()
+    coverage: str = "full"  # full | partial | none (R-FILE)
+    specialised: FatbinGroup | None = None  # failing fatbins set aside: made for other GPUs
+    gaps: FatbinGroup | None = None  # failing fatbins that fail the file
+    kernels_analysed: bool = False  # kernel names were decoded (--kernels)
+    link_archs: tuple[str, ...] = ()  # link-time inputs: the archs they can link code for
+
+    @property
+    def elsewhere(self) -> bool:
+        """Nothing loads and every counted fatbin is made for other GPUs (the R-UNIT test)."""
+        counted = [f for f in self.fatbins if _counts_toward(f)]
+        return (
+            self.verdict == "fail"
+            and self.rule not in ("R-DRV", "R-GPU")
+            and bool(counted)
+            and all(f.verdict == "fail" and f.elsewhere for f in counted)
+        )
 
 
 def error_ref(code: int | None) -> ErrorRef | None:
@@ -90,16 +141,23 @@ def _kernel_names(e: Entry) -> tuple[str, ...]:
     return tuple(k.name for k in e.kernels or ())
 
 
+def _images(fb: Fatbin) -> list[Entry]:
+    return [e for e in fb.entries if e.kind in (KIND_SASS, KIND_PTX)]
+
+
 def ignored_reason(fb: Fatbin, linked_has_fatbin: bool) -> str | None:
     """Why a fatbin does not count toward a file's verdict (None: it counts): relocatable copies
-    beside a device-linked ``.nv_fatbin``, nvcc's kernel-less device-link output."""
+    beside a device-linked ``.nv_fatbin``, nvcc's small kernel-less device-link output. Decided
+    from what a listing with verdicts decodes (cubins up to ``DEVICE_LINK_MAX``), so every
+    command counts the same fatbins whether or not it decoded kernels."""
     if linked_has_fatbin and fb.section == "__nv_relfatbin":
         return "relocatable device code kept for linking; the device-linked .nv_fatbin is what loads"
-    images = [e for e in fb.entries if e.kind in (KIND_SASS, KIND_PTX)]
-    if images and all(e.kind == KIND_SASS and e.cubin is not None and e.cubin.device_link for e in images):
+    images = _images(fb)
+    if images and all(
+        e.kind == KIND_SASS and e.size <= DEVICE_LINK_MAX and e.cubin is not None and e.cubin.device_link
+        for e in images
+    ):
         return "device-link output with no kernels"
-    if images and all(e.kernels is not None and not e.kernels for e in images):
-        return "no kernels in this fatbin"
     return None
 
 
@@ -121,14 +179,47 @@ def _entry_verdict(e: Entry, t: Target) -> EntryVerdict | None:
     return EntryVerdict(e.offset, e.arch, v, o.rule, o.reason, error_ref(o.error))
 
 
+# ------------------------------------------------------------------ step: classify a failure
+def image_kind(e: Entry, t: Target) -> str | None:
+    """Why one image cannot serve ``t`` if it was made for other GPUs: ``i`` (a higher CC), ``ii``
+    (`a`/`f` code, or a Tegra cubin, whose exact CC or family excludes ``t``), ``iii`` (baseline
+    code for a lower CC of another major: valid only when the unit runs general code on ``t``).
+    None: the image targets ``t``'s generation and still fails (PTX too new, env switches, a
+    desktop cubin on Tegra): a gap. A Tegra cubin counts as exact-CC code like ``a``."""
+    usable = rules.sass(e, t).ok if e.kind == KIND_SASS else rules.ptx_target(e, t).ok
+    if usable:
+        return None
+    cc = rules.cc_of(e)
+    tegra_code = e.kind == KIND_SASS and cc in data.tegra_ccs()
+    if rules.arch_specific(e) or e.variant in ("a", "f") or tegra_code:
+        return "ii"
+    if cc > t.cc:
+        return "i"
+    if cc[0] < t.cc[0]:
+        return "iii"
+    return None
+
+
+def _elsewhere(images: Sequence[Entry], t: Target) -> tuple[str, ...]:
+    """The kinds of a failing fatbin's images when every one is made for other GPUs, else ()."""
+    kinds = [image_kind(e, t) for e in images]
+    if not kinds or None in kinds:
+        return ()
+    return tuple(k for k in KINDS if k in kinds)
+
+
+# ------------------------------------------------------------------ step: one fatbin (R-SEL)
 def evaluate_fatbin(fatbin: Fatbin, target: Target, ignored: str | None = None) -> FatbinVerdict:
-    """Which image of one fatbin the driver would load on ``target`` (R-SEL and the rules it calls)."""
+    """Which image of one fatbin the driver would load on ``target`` (R-SEL and the rules it calls);
+    a failing one is classified (``elsewhere``) without the file's context."""
     sel = rules.select(fatbin.entries, target)
+    images = _images(fatbin)
     chosen = None
     if sel.entry is not None and sel.verdict in ("native", "jit"):
         chosen = Chosen(sel.entry.arch, sel.entry.kind, sel.entry.ptx_isa, sel.entry.offset)
+    decoded = bool(images) and all(e.kernels is not None for e in images)
+    every = {k for e in images for k in _kernel_names(e)}
     have = set(_kernel_names(sel.entry)) if chosen else set()
-    every = {k for e in fatbin.entries if e.kind in (KIND_SASS, KIND_PTX) for k in _kernel_names(e)}
     return FatbinVerdict(
         offset=fatbin.offset,
         section=fatbin.section,
@@ -142,103 +233,246 @@ def evaluate_fatbin(fatbin: Fatbin, target: Target, ignored: str | None = None) 
         ignored=ignored,
         missing_kernels=tuple(sorted(every - have)),
         entries=tuple(v for v in (_entry_verdict(e, target) for e in fatbin.entries) if v is not None),
+        elsewhere=_elsewhere(images, target) if sel.verdict == "fail" else (),
+        general_native=sel.verdict == "native" and not rules.arch_specific(sel.entry),
+        archs=tuple(dict.fromkeys(e.arch for e in images)),
+        kernels=tuple(sorted(every)) if decoded else None,
     )
 
 
+def specialised_in(v: FatbinVerdict, unit_general: bool) -> bool:
+    """A failing fatbin is specialised elsewhere when each image is (i)/(ii), or (iii) while the
+    unit (file, or distribution) loads a general cubin natively on the target."""
+    return bool(v.elsewhere) and ("iii" not in v.elsewhere or unit_general)
+
+
+# --------------------------------------------------------------------------- step: the file
 def evaluate(report: FileReport, target: Target, runtime: RuntimeNeed | None = None) -> FileVerdict:
-    """The file's verdict on ``target``: R-GPU, then R-DRV, then every fatbin; the worst fatbin wins.
+    """The file's verdict on ``target``: R-DRV, then R-GPU, then R-FILE over its fatbins.
 
     ``runtime`` defaults to the one ``report.needs`` names (``runtime.for_file`` adds wheel and
-    static-cudart evidence, which needs I/O)."""
+    static-cudart evidence)."""
     rt = runtime if runtime is not None else from_needs(report.needs)
     has_nv = any(fb.section == ".nv_fatbin" for fb in report.fatbins)
     fbs = tuple(evaluate_fatbin(fb, target, ignored_reason(fb, has_nv)) for fb in report.fatbins)
-    counted = [v for v in fbs if v.ignored is None and v.verdict != "no-device-code"]
+    general = any(v.general_native for v in fbs if _counts_toward(v))
+    fbs = tuple(
+        dataclasses.replace(v, specialised=True) if _counts_toward(v) and specialised_in(v, general) else v
+        for v in fbs
+    )
+    counted = [v for v in fbs if _counts_toward(v)]
+    base = {
+        "path": report.path,
+        "target": target,
+        "fatbins": fbs,
+        "runtime": rt,
+        "kernels_analysed": bool(counted) and all(v.kernels is not None for v in counted),
+    }
     notes = tuple(n for n in (target.driver.note,) if n)
-    base = dict(path=report.path, target=target, fatbins=fbs, runtime=rt)
+    if is_link_time(report):
+        return _link_time(counted, notes, base)
     if not counted and rt is None:
-        return FileVerdict(
-            verdict="no-device-code",
-            error=None,
-            chosen=None,
-            rule="R-SEL",
-            rules=("R-SEL",),
-            reason=_no_code_reason(report, fbs),
-            counts=_counts(()),
-            missing_kernels=(),
-            notes=notes,
-            confidence="high",
-            **base,
-        )
-    for check in (rules.gpu_supported(target), rules.driver_for_runtime(rt, target)):
-        if not check.ok:
-            c = _counts(counted)
-            notes += (
-                (
-                    f"past this check the images would give: {c['native']} native, {c['jit']} jit, "
-                    f"{c['fail']} fail",
-                )
-                if counted
-                else ()
-            )
-            return FileVerdict(
-                verdict="fail",
-                error=error_ref(check.error),
-                chosen=None,
-                rule=check.rule,
-                rules=(check.rule,),
-                reason=check.reason,
-                counts={"native": 0, "jit": 0, "fail": len(counted)},
-                missing_kernels=(),
-                notes=notes,
-                advice=_advice(check.rule, target, rt),
-                confidence=check.confidence,
-                **base,
-            )
+        return _no_device_code(_no_code_reason(fbs), "R-SEL", notes, base)
+    blocked = _stack_check(rt, target, counted, notes, base)
+    if blocked is not None:
+        return blocked
     m = rules.mvc(rt, target)
     notes += (f"{m.reason} (R-MVC)",) if m else ()
     if not counted:
+        reason = f"no kernels to load; {rules.driver_for_runtime(rt, target).reason}"
+        return _no_device_code(reason, "R-DRV", notes, base)
+    return _aggregate(counted, target, rt, m is not None, notes, base)
+
+
+def _counts_toward(v: FatbinVerdict) -> bool:
+    return v.ignored is None and v.verdict != "no-device-code"
+
+
+def is_link_time(report: FileReport) -> bool:
+    """R-LINK: static-archive members and relocatable objects are linked, never loaded."""
+    return getattr(report, "relocatable", False) or ".a!" in report.path or ".lib!" in report.path.lower()
+
+
+def _no_device_code(reason: str, rule: str, notes, base) -> FileVerdict:
+    return FileVerdict(
+        verdict="no-device-code",
+        error=None,
+        chosen=None,
+        rule=rule,
+        rules=(rule,),
+        reason=reason,
+        counts=_counts(()),
+        missing_kernels=(),
+        notes=notes,
+        confidence="high",
+        **base,
+    )
+
+
+def _stack_check(rt, target: Target, counted, notes, base) -> FileVerdict | None:
+    """R-DRV (35) before R-GPU (100), as the runtime initialises before it enumerates devices."""
+    for check in (rules.driver_for_runtime(rt, target), rules.gpu_supported(target)):
+        if check.ok:
+            continue
+        c = _counts(counted)
+        if counted:
+            notes += (
+                f"past this check the images would give: {c['native']} native, {c['jit']} jit, {c['fail']} fail",
+            )
+        if check.rule == "R-DRV" and not rules.gpu_supported(target).ok:
+            notes += (f"{rules.gpu_supported(target).reason} (R-GPU)",)
         return FileVerdict(
-            verdict="no-device-code",
-            error=None,
+            verdict="fail",
+            error=error_ref(check.error),
             chosen=None,
-            rule="R-DRV",
-            rules=("R-DRV",),
-            reason=f"no kernels to load; {rules.driver_for_runtime(rt, target).reason}",
-            counts=_counts(()),
+            rule=check.rule,
+            rules=(check.rule,),
+            reason=check.reason,
+            counts={"native": 0, "jit": 0, "fail": len(counted)},
             missing_kernels=(),
             notes=notes,
-            confidence="high",
+            advice=_advice(check.rule, target, rt),
+            confidence=check.confidence,
+            coverage="none",
             **base,
         )
-    worst = max(_SEVERITY[v.verdict] for v in counted)
-    bad = [v for v in counted if _SEVERITY[v.verdict] == worst]
-    lead = bad[0]
-    chosen = None
-    if lead.chosen is not None and lead.verdict != "fail":
-        arch = Counter(v.chosen.arch for v in bad).most_common(1)[0][0]
-        c = next(v.chosen for v in bad if v.chosen.arch == arch)
-        chosen = Chosen(c.arch, c.kind, c.ptx_isa)
-    reason = lead.reason
-    if len(counted) > 1:
-        reason = f"{'all' if len(bad) == len(counted) else f'{len(bad)} of'} {len(counted)} fatbins: {reason}"
-    all_rules = tuple(dict.fromkeys(r for v in bad for r in v.rules)) + (("R-MVC",) if m else ())
-    missing = tuple(sorted({k for v in counted for k in v.missing_kernels}))
-    conf = min((v.confidence for v in bad), key=["low", "medium", "high"].index)
+    return None
+
+
+def _link_time(counted, notes, base) -> FileVerdict:
+    """R-LINK: no run-time verdict; the coverage says whether it can link code for the target."""
+    loads = [v for v in counted if v.verdict != "fail"]
+    coverage = "none" if not loads else "full" if len(loads) == len(counted) else "partial"
+    archs = tuple(sorted({a for v in counted for a in v.archs}, key=_arch_key))
+    t = base["target"]
+    reason = (
+        f"link-time input (static archive member or relocatable object): it is linked into a program, "
+        f"never loaded itself; code for {', '.join(archs) or 'nothing'}"
+    )
+    if counted:
+        reason += f"; {len(loads)} of {len(counted)} fatbins have code for CC {t.cc[0]}.{t.cc[1]}"
     return FileVerdict(
-        verdict=lead.verdict,
-        error=lead.error,
+        verdict="link-time",
+        error=None,
+        chosen=None,
+        rule="R-LINK",
+        rules=("R-LINK",),
+        reason=reason,
+        counts=_counts(counted),
+        missing_kernels=(),
+        notes=notes,
+        confidence="high",
+        coverage=coverage if counted else "full",
+        link_archs=archs,
+        **base,
+    )
+
+
+# ------------------------------------------------------------------------ step: aggregate
+def group(vs: Sequence[FatbinVerdict], loading: Sequence[FatbinVerdict], kinds: bool) -> FatbinGroup | None:
+    """Counts, archs and (when decoded) the kernels that exist only in ``vs``."""
+    if not vs:
+        return None
+    archs = Counter(a for v in vs for a in v.archs)
+    kernels = None
+    if all(v.kernels is not None for v in list(vs) + list(loading)):
+        present = {k for v in loading for k in v.kernels or ()}
+        kernels = tuple(sorted({k for v in vs for k in v.kernels or ()} - present))
+    codes = {v.error.code for v in vs if v.error is not None}
+    code = rules.NO_IMAGE if rules.NO_IMAGE in codes or not codes else min(codes)
+    return FatbinGroup(
+        count=len(vs),
+        archs=tuple(sorted(archs.items(), key=lambda kv: (-kv[1], _arch_key(kv[0])))),
+        kinds=tuple(
+            (k, sum(1 for v in vs if k in v.elsewhere)) for k in KINDS if any(k in v.elsewhere for v in vs)
+        )
+        if kinds
+        else (),
+        kernels=kernels,
+        error=error_ref(code),
+    )
+
+
+def _aggregate(counted, target: Target, rt, mvc: bool, notes, base) -> FileVerdict:
+    """R-FILE: loading fatbins give the verdict unless a gap fails the file; coverage says how much loads."""
+    loading = [v for v in counted if v.verdict != "fail"]
+    spec = [v for v in counted if v.verdict == "fail" and v.specialised]
+    gaps = [v for v in counted if v.verdict == "fail" and not v.specialised]
+    sgroup, ggroup = group(spec, loading, True), group(gaps, loading, False)
+    coverage = "full" if not spec and not gaps else "none" if not loading else "partial"
+    if not loading:
+        lead_set = gaps or spec
+        lead = next((v for v in lead_set if v.error and v.error.code == rules.NO_IMAGE), lead_set[0])
+        verdict, bad = "fail", lead_set
+    elif gaps:
+        lead, verdict, bad = gaps[0], "fail", gaps
+    else:
+        worst = max(SEVERITY[v.verdict] for v in loading)
+        bad = [v for v in loading if SEVERITY[v.verdict] == worst]
+        chosen = _chosen(bad)
+        lead = next(v for v in bad if v.chosen is not None and v.chosen.arch == chosen.arch)
+        verdict = lead.verdict
+    reason = _reason(lead, bad, counted, loading, spec, gaps, target)
+    chosen = _chosen(bad) if verdict != "fail" else None
+    all_rules = tuple(dict.fromkeys(r for v in bad for r in v.rules)) + (("R-MVC",) if mvc else ())
+    if spec or gaps:
+        all_rules += ("R-FILE",)
+    conf = min((v.confidence for v in bad), key=["low", "medium", "high"].index)
+    if spec or gaps:
+        conf = min(conf, "medium", key=["low", "medium", "high"].index)
+    error = None if verdict != "fail" else (ggroup if loading else group(spec + gaps, (), False)).error
+    return FileVerdict(
+        verdict=verdict,
+        error=error,
         chosen=chosen,
         rule=lead.rule,
         rules=tuple(dict.fromkeys(all_rules)),
         reason=reason,
         counts=_counts(counted),
-        missing_kernels=missing,
+        missing_kernels=tuple(sorted({k for v in loading for k in v.missing_kernels})),
         notes=notes,
-        advice=_advice(lead.rule, target, rt) if lead.verdict == "fail" else (),
+        advice=_advice(lead.rule, target, rt) if verdict == "fail" else (),
         confidence=conf,
+        coverage=coverage,
+        specialised=sgroup,
+        gaps=ggroup,
         **base,
     )
+
+
+def _chosen(bad: Sequence[FatbinVerdict]) -> Chosen | None:
+    with_choice = [v for v in bad if v.chosen is not None]
+    if not with_choice:
+        return None
+    arch = Counter(v.chosen.arch for v in with_choice).most_common(1)[0][0]
+    c = next(v.chosen for v in with_choice if v.chosen.arch == arch)
+    return Chosen(c.arch, c.kind, c.ptx_isa)
+
+
+def _reason(lead, bad, counted, loading, spec, gaps, t: Target) -> str:
+    dev = f"CC {t.cc[0]}.{t.cc[1]}"
+    reason = lead.reason
+    if len(counted) > 1:
+        reason = f"{of_fatbins(len(bad), len(counted))}: {reason}"
+    if not loading and spec and not gaps:
+        archs = ", ".join(a for a, _ in group(spec, (), False).archs[:4])
+        return f"{reason}; only code for {archs}: this file is for other GPUs than {dev}"
+    if gaps and loading:
+        return f"{of_fatbins(len(gaps), len(counted))} have no code for {dev} and fail at first use: {lead.reason}"
+    return reason
+
+
+def of_fatbins(n: int, total: int) -> str:
+    """'all 40 fatbins', 'its only fatbin', '3 of 40 fatbins'."""
+    if n == total:
+        return f"all {total} fatbins" if total > 1 else "its only fatbin"
+    return f"{n} of {total} fatbins"
+
+
+def _arch_key(arch: str) -> tuple:
+    head, _, tail = arch.partition("_")
+    digits = "".join(ch for ch in tail if ch.isdigit())
+    return (head != "sm", int(digits or 0), tail)
 
 
 def _counts(counted) -> dict[str, int]:
@@ -246,10 +480,32 @@ def _counts(counted) -> dict[str, int]:
     return {"native": c["native"], "jit": c["jit"], "fail": c["fail"]}
 
 
-def _no_code_reason(report: FileReport, fbs) -> str:
+def _no_code_reason(fbs) -> str:
     if fbs:
         return f"only {len(fbs)} fatbin(s) that cannot make a launch fail ({fbs[0].ignored or 'no images'})"
     return "no CUDA device code and no CUDA runtime linked"
+
+
+def coverage_line(v: FileVerdict, archs_shown: int = 3) -> str | None:
+    """One sentence for a partial or failing file: what is set aside and what fails."""
+    parts = []
+    if v.specialised is not None:
+        s = v.specialised
+        archs = " ".join(f"{a} ×{n}" for a, n in s.archs[:archs_shown]) + (
+            " …" if len(s.archs) > archs_shown else ""
+        )
+        n = "1 fatbin is" if s.count == 1 else f"{s.count} fatbins are"
+        parts.append(
+            f"{n} specialised for other GPUs ({archs}) and {'is' if s.count == 1 else 'are'} not used here"
+        )
+    if v.gaps is not None and v.coverage == "partial":
+        g = v.gaps
+        ks = f" ({len(g.kernels)} kernels)" if g.kernels is not None else ""
+        err = f" with {g.error.code}" if g.error else ""
+        n = "1 fatbin has" if g.count == 1 else f"{g.count} fatbins{ks} have"
+        dev = f"CC {v.target.cc[0]}.{v.target.cc[1]}"
+        parts.append(f"{n} no code for {dev} and fail{err} at first use")
+    return "; ".join(parts) or None
 
 
 def _advice(rule: str, t: Target, rt: RuntimeNeed | None) -> tuple[str, ...]:

@@ -7,17 +7,16 @@ Evidence, strongest first:
   Before 11 the minor is part of the name (``libcudart.so.10.1``, ``cudart64_101.dll``).
 * A wheel's ``Requires-Dist`` on ``nvidia-cuda-runtime[-cuNN]``, ``cuda-toolkit[cudart]==X.Y`` or any
   ``nvidia-*-cuNN`` library (major only).
-* A statically linked cudart carries no version string. It does carry the shared-memory name
-  format ``/cudart.shm.`` (seen in nvcc 13.0 executables and in libcublasLt 13, absent from files
-  that link libcudart dynamically), and nvcc links the static cudart of the toolkit whose ptxas
-  built the file's cubins; so the version is taken from the cubins' ``.note.nv.tkinfo``
-  ("ptxas 13.0.88"), medium confidence.
+* A bundled copy renamed by auditwheel/delvewheel (``libcudart-3b2a1c4d.so.12.0.107``,
+  ``cudart64_12-<hash>.dll``): the version is in the name's tail.
+* A statically linked cudart carries no version string; the inventory finds its marker
+  (``FileReport.static_cudart``, ``containers.has_static_cudart``), and nvcc links the static
+  cudart of the toolkit whose ptxas built the file's cubins, so the version is taken from the
+  cubins' ``.note.nv.tkinfo`` ("ptxas 13.0.88"), medium confidence.
 """
 
 from __future__ import annotations
 
-import mmap
-import os
 import re
 import zipfile
 from collections import Counter
@@ -25,8 +24,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fatbin_inspect.formats.model import FileReport
-
-STATIC_CUDART_MARKER = b"/cudart.shm."
 
 
 @dataclass(frozen=True)
@@ -49,10 +46,11 @@ def from_needs(needs: Iterable[str]) -> RuntimeNeed | None:
     """From linked library names; None when no CUDA runtime is linked dynamically."""
     for name in needs:
         low = name.lower()
-        m = re.fullmatch(r"libcudart\.so\.(\d+)(?:\.(\d+))?(?:\.\d+)*", low)
+        m = re.fullmatch(r"libcudart(-[0-9a-z]+)?\.so\.(\d+)(?:\.(\d+))?(?:\.\d+)*", low)
         if m:
-            return RuntimeNeed(_family(int(m.group(1)), m.group(2)), f"DT_NEEDED {name}")
-        m = re.fullmatch(r"cudart(?:64|32)_(\d+)\.dll", low)
+            bundled = " (a bundled copy, renamed by auditwheel)" if m.group(1) else ""
+            return RuntimeNeed(_family(int(m.group(2)), m.group(3)), f"DT_NEEDED {name}{bundled}")
+        m = re.fullmatch(r"cudart(?:64|32)_(\d+)(-[0-9a-z]+)?\.dll", low)
         if m:
             d = m.group(1)
             if len(d) == 2 and int(d) >= 11:
@@ -111,18 +109,6 @@ def from_wheel(path: str) -> RuntimeNeed | None:
         return None
 
 
-def has_static_cudart(path: str) -> bool:
-    """True when the file's bytes hold the static cudart's shared-memory name format."""
-    try:
-        with open(path, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size == 0:
-                return False
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                return mm.find(STATIC_CUDART_MARKER) >= 0
-    except (OSError, ValueError):
-        return False
-
-
 def from_cubin_toolkit(report: FileReport) -> RuntimeNeed | None:
     """The toolkit that built most of the file's cubins ("ptxas 13.0.88" -> 13.0)."""
     seen = Counter()
@@ -138,12 +124,16 @@ def from_cubin_toolkit(report: FileReport) -> RuntimeNeed | None:
 
 
 def for_file(report: FileReport, wheel: RuntimeNeed | None = None) -> RuntimeNeed | None:
-    """Dynamic cudart, else the wheel's requirement, else a static cudart found in the file itself."""
+    """R-RT in its order: a linked (or bundled, renamed) cudart; a static cudart found in the
+    file's bytes, wherever they are (file, archive member, installed file); the wheel's
+    requirement; else a cuBLAS the file links (same major)."""
     need = from_needs(report.needs)
-    if need is not None:
+    if need is not None and need.source.startswith(("DT_NEEDED", "imports")):
         return need
+    if report.fatbins and getattr(report, "static_cudart", False):
+        static = from_cubin_toolkit(report)
+        if static is not None:
+            return static
     if wheel is not None and report.fatbins:
         return wheel
-    if "!" not in report.path and report.fatbins and has_static_cudart(report.path):
-        return from_cubin_toolkit(report)
-    return None
+    return need

@@ -67,3 +67,16 @@ def cuda_needs(names) -> tuple[str, ...]:
         if low.startswith(CUDA_LIB_PREFIXES) and n not in out:
             out.append(n)
     return tuple(out)
+
+
+STATIC_CUDART_MARKER = b"/cudart.shm."
+
+
+def has_static_cudart(blob, needs: tuple[str, ...]) -> bool:
+    """No cudart among the linked libraries, yet the static cudart's shared-memory name format
+    (``/cudart.shm.``: in nvcc executables linked with ``-cudart static`` and in libcublasLt 13,
+    absent from files that link libcudart dynamically) in the bytes. Found the same way in a file
+    on disk, an archive member or an installed file (R-RT 3)."""
+    if any(n.lower().startswith(("libcudart", "cudart")) for n in needs):
+        return False
+    return blob.find(STATIC_CUDART_MARKER) >= 0

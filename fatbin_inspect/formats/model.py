@@ -110,6 +110,8 @@ class FileReport:
     needs: tuple[str, ...] = ()  # CUDA runtime libraries the file links (libcudart.so.12, ...)
     notes: tuple[str, ...] = ()  # non-fatal remarks (skipped members, limits reached)
     distribution: str | None = field(default=None, compare=False)  # "torch 2.14.1" (scan)
+    static_cudart: bool = False  # no cudart linked, but the static cudart's marker is in the bytes (R-RT 3)
+    relocatable: bool = False  # a relocatable object (ELF ET_REL, COFF .obj): linked, never loaded (R-LINK)
 
     @property
     def entries(self) -> tuple[Entry, ...]:

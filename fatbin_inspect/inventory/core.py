@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from fatbin_inspect.containers import Layout, archives, detect
+from fatbin_inspect.containers import Layout, archives, detect, has_static_cudart
 from fatbin_inspect.errors import InputError, LimitExceeded
 from fatbin_inspect.formats import cubin as cubin_mod
 from fatbin_inspect.formats import fatbin as fatbin_mod
@@ -219,14 +219,17 @@ def _inspect_binary(path: str, fmt: str, blob: Blob, opts: Options) -> FileRepor
     notes = list(layout.notes)
     if len(errors) > 1:
         notes.append(f"{len(errors) - 1} more fatbin errors after the first")
+    static = bool(fatbins) and has_static_cudart(blob, layout.needs)
     return FileReport(
         path=path,
         format=layout.format,
         size=blob.size,
-        fatbins=tuple(_decode_fatbins(blob, fatbins, opts, path)),
+        fatbins=tuple(_decode_fatbins(blob, fatbins, opts, path, toolkit_probe=static)),
         error=error,
         needs=layout.needs,
         notes=tuple(notes),
+        static_cudart=static,
+        relocatable=fmt == "coff" or (fmt == "elf" and blob.head(18)[16:18] == b"\x01\x00"),
     )
 
 
@@ -378,17 +381,30 @@ PARALLEL_MIN_BYTES = 64 << 20  # compressed payload bytes that make a second pro
 PROBE_MAX = 64 << 10  # nvcc's device-link cubins are ~1.5 KB and hold no kernels
 
 
-def _decode_fatbins(blob: Blob, fatbins, opts: Options, path: str | None = None):
+TOOLKIT_PROBES = 4  # cubins decoded for their toolkit note when the cudart is static (R-RT 3)
+
+
+def _decode_fatbins(blob: Blob, fatbins, opts: Options, path: str | None = None, toolkit_probe: bool = False):
+    """``probe_small`` decodes only small cubins (device-link output is told apart by them) and,
+    for a file with a static cudart, the first few cubins, whose toolkit note gives its CUDA."""
     if not (opts.kernels or opts.details):
         if opts.probe_small:
             budget = Budget(blob.size)
+            probes = [TOOLKIT_PROBES if toolkit_probe else 0]
+
+            def probe(e: Entry) -> bool:
+                if e.kind != KIND_SASS:
+                    return False
+                if e.size <= PROBE_MAX:
+                    return True
+                probes[0] -= 1
+                return probes[0] >= 0
+
             return [
                 dataclasses.replace(
                     fb,
                     entries=tuple(
-                        decode_entry(blob, e, kernels=False, budget=budget)
-                        if e.kind == KIND_SASS and e.size <= PROBE_MAX
-                        else e
+                        decode_entry(blob, e, kernels=False, budget=budget) if probe(e) else e
                         for e in fb.entries
                     ),
                 )

@@ -9,7 +9,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fatbin_inspect.compat.engine import Chosen, EntryVerdict, ErrorRef, FatbinVerdict, FileVerdict
+from fatbin_inspect.compat.engine import (
+    Chosen,
+    EntryVerdict,
+    ErrorRef,
+    FatbinGroup,
+    FatbinVerdict,
+    FileVerdict,
+    coverage_line,
+)
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, tool
 
@@ -70,8 +78,25 @@ def fatbin_verdict_dict(v: FatbinVerdict) -> dict[str, Any]:
         "reason": v.reason,
         "confidence": v.confidence,
         "ignored": v.ignored,
+        "specialised": v.specialised,
+        "elsewhere": list(v.elsewhere),
+        "archs": list(v.archs),
         "missing_kernels": list(v.missing_kernels),
         "entries": [entry_verdict_dict(e) for e in v.entries],
+    }
+
+
+def group_dict(g: FatbinGroup | None) -> dict[str, Any] | None:
+    """Specialised fatbins or gaps: counts by arch and kind; kernels only there when decoded."""
+    if g is None:
+        return None
+    return {
+        "count": g.count,
+        "archs": dict(g.archs),
+        "kinds": dict(g.kinds),
+        "error": error_dict(g.error),
+        "kernels_count": None if g.kernels is None else len(g.kernels),
+        "kernels": None if g.kernels is None else list(g.kernels[:MISSING_KERNELS_LISTED]),
     }
 
 
@@ -94,6 +119,12 @@ def result_dict(v: FileVerdict, target_index: int, per_fatbin: bool = False) -> 
         "missing_kernels": list(v.missing_kernels[:MISSING_KERNELS_LISTED]),
         "notes": list(v.notes),
         "advice": list(v.advice),
+        "coverage": v.coverage,
+        "coverage_summary": coverage_line(v),
+        "specialised": group_dict(v.specialised),
+        "gaps": group_dict(v.gaps),
+        "kernels_analysed": v.kernels_analysed,
+        "link_archs": list(v.link_archs),
     }
     if per_fatbin:
         d["fatbin_verdicts"] = [fatbin_verdict_dict(f) for f in v.fatbins]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from fatbin_inspect.compat.engine import FileVerdict
+from fatbin_inspect.compat.engine import FileVerdict, coverage_line
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.formats.demangle import demangle
 from fatbin_inspect.render.console import render
@@ -52,6 +52,7 @@ def verdict_block(v: FileVerdict, index: int, kernels: bool) -> list[Text]:
     if sum(c.values()):
         head.append(f"  fatbins: {c['native']} native, {c['jit']} jit, {c['fail']} fail", style="dim")
     out = [head, Text(f"    {v.reason}")]
+    out += coverage_lines(v)
     if v.runtime:
         out.append(Text(f"    runtime: CUDA {v.runtime.version} ({v.runtime.source})", style="dim"))
     if v.missing_kernels:
@@ -75,11 +76,44 @@ def verdict_block(v: FileVerdict, index: int, kernels: bool) -> list[Text]:
     return out
 
 
+def coverage_lines(v: FileVerdict) -> list[Text]:
+    """R-FILE in one line ("native (sm_90); 412 fatbins are specialised for other GPUs (sm_100 ×780 …)
+    and are not used here"), then which kernels live only there, or how to find out."""
+    line = coverage_line(v)
+    if line is None:
+        return []
+    style = "bold red" if v.verdict == "fail" else "yellow"
+    verdict = v.verdict + (f" ({v.chosen.arch})" if v.chosen else "")
+    out = [Text(f"    coverage {v.coverage}: {verdict}; {line}", style=style)]
+    groups = [
+        (g, what)
+        for g, what in (
+            (v.specialised, "only in the specialised fatbins"),
+            (v.gaps, "in the failing fatbins"),
+        )
+        if g
+    ]
+    if not v.kernels_analysed:
+        out.append(
+            Text(
+                "    kernels: not analysed (check --kernels names the kernels that live only there)",
+                style="dim",
+            )
+        )
+        return out
+    for g, what in groups:
+        if g.kernels:
+            names = ", ".join(demangle(k) or k for k in g.kernels[:3])
+            more = f" … {len(g.kernels) - 3} more" if len(g.kernels) > 3 else ""
+            out.append(Text(f"    {len(g.kernels)} kernels exist {what}: {names}{more}", style="dim"))
+    return out
+
+
 def render_check(
     targets: Sequence[Target], verdicts: Sequence[FileVerdict], color: bool = False, kernels: bool = False
 ) -> str:
     index = {t: i for i, t in enumerate(targets)}
-    out: list[Text] = target_lines(targets) + [Text("")]
+    out: list[Text] = [*target_lines(targets), Text("")]
     for v in verdicts:
         out += verdict_block(v, index[v.target], kernels)
     c = {k: sum(1 for v in verdicts if v.verdict == k) for k in STYLE}

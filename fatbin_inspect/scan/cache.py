@@ -22,7 +22,7 @@ import sys
 
 from fatbin_inspect import __version__
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3  # 3: FileReport.static_cudart, .relocatable
 ENV_DIR = "FATBIN_INSPECT_CACHE_DIR"
 COMMIT_EVERY = 256
 
