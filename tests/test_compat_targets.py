@@ -92,17 +92,36 @@ def test_several_gpus_and_env():
     assert targets.jit_switches({"CUDA_FORCE_JIT": "1", "CUDA_FORCE_PTX_JIT": "0"}) == (False, False)
 
 
-def test_auto_without_a_gpu_is_a_device_error(monkeypatch):
-    monkeypatch.setattr(targets, "_nvml_gpus", lambda: None)
-    monkeypatch.setattr(targets, "_cuda_gpus", list)
+def test_auto_without_a_gpu_is_a_device_error():
     with pytest.raises(DeviceError):
-        resolve_targets(["auto"], "580")
+        resolve_targets(["auto"], "580")  # nothing probed: the engine never probes by itself
+    with pytest.raises(DeviceError):
+        resolve_targets(["auto"], "580", local=targets.LocalDevices(gpus=()))
+    with pytest.raises(DeviceError):
+        resolve_driver("auto", None)
 
 
-def test_auto_uses_the_reported_capability(monkeypatch):
-    monkeypatch.setattr(targets, "_nvml_gpus", lambda: [("NVIDIA H200", (9, 0)), ("NVIDIA H200", (9, 0))])
-    (t,) = resolve_targets(["auto"], "570")
-    assert t.gpu.name == "NVIDIA H200" and t.cc == (9, 0)
+def test_auto_uses_the_reported_capability():
+    local = targets.LocalDevices(gpus=(("NVIDIA H200", (9, 0)), ("NVIDIA H200", (9, 0))), driver="570.86.15")
+    (t,) = resolve_targets(["auto"], "auto", local=local)
+    assert t.gpu.name == "NVIDIA H200" and t.cc == (9, 0) and t.driver.version == "570.86.15"
+
+
+def test_local_devices_probes_only_for_auto(monkeypatch):
+    from fatbin_inspect.system import stack
+
+    calls = []
+    nvml = stack.LocalGpu(0, "NVIDIA H200", "9.0", False)
+    monkeypatch.setattr(stack, "nvml_gpus", lambda: calls.append("nvml") or ([nvml], "570.86.15", None))
+    monkeypatch.setattr(stack, "cuda_python_gpus", lambda: calls.append("cuda") or ([], None, "absent"))
+    assert stack.local_devices(["H100"], "580") is targets.NOT_PROBED and calls == []
+    local = stack.local_devices(["auto"], "auto")
+    assert local == targets.LocalDevices(gpus=(("NVIDIA H200", (9, 0)),), driver="570.86.15")
+    assert calls == ["nvml"]
+    monkeypatch.setattr(stack, "nvml_gpus", lambda: ([], None, "NVML unavailable"))
+    monkeypatch.setattr(stack, "proc_driver_version", lambda proc: stack.KernelDriver("580.95.05", proc))
+    local = stack.local_devices(["auto"], "auto")  # cuda-python for the GPUs, /proc for the driver
+    assert local.gpus == () and local.driver == "580.95.05"
 
 
 def test_packaged_data_keeps_sources_and_as_of():

@@ -67,7 +67,7 @@ def machine(tmp_path):
 
 
 def h200():
-    return [st.Gpu(0, "NVIDIA H200", "9.0", False)], "580.95.05", None
+    return [st.LocalGpu(0, "NVIDIA H200", "9.0", False)], "580.95.05", None
 
 
 def no_gpu():
@@ -214,14 +214,14 @@ def test_torch_archs_from_a_real_library(tmp_path):
         dst.write(src.read())
     t = st.find_torch([str(site)])
     assert t.archs == ("sm_86", "compute_89") and t.ptx_isa is not None
-    s = st.Stack(gpus=(st.Gpu(0, "NVIDIA GeForce RTX 3090", "8.6", False),), torch=t)
+    s = st.Stack(gpus=(st.LocalGpu(0, "NVIDIA GeForce RTX 3090", "8.6", False),), torch=t)
     # without a driver the torch check is not made; with one the engine's R-SEL says sm_86 runs
     proc = tmp_path / "proc/driver/nvidia/version"
     write(proc, PROC_580)
     s = st.Stack(gpus=s.gpus, torch=t, kernel_driver=st.proc_driver_version(str(tmp_path / "proc")))
     d = diagnose(s)
     assert d.conditions[1].status == OK and "sm_86" in d.conditions[1].text
-    s = st.Stack(gpus=(st.Gpu(0, "NVIDIA A100", "8.0", False),), torch=t, kernel_driver=s.kernel_driver)
+    s = st.Stack(gpus=(st.LocalGpu(0, "NVIDIA A100", "8.0", False),), torch=t, kernel_driver=s.kernel_driver)
     assert diagnose(s).conditions[1].status == FAIL  # sm_86 cubin and compute_89 PTX cannot serve CC 8.0
 
 

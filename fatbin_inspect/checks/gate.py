@@ -20,7 +20,7 @@ from fatbin_inspect.checks.findings import Check, Finding, FindingsReport, sort_
 from fatbin_inspect.checks.policy import Policy, distribution_of, split_arch
 from fatbin_inspect.compat import data, engine, rules
 from fatbin_inspect.compat.runtime import from_needs
-from fatbin_inspect.compat.targets import Target, resolve_driver, resolve_targets
+from fatbin_inspect.compat.targets import NOT_PROBED, LocalDevices, Target, resolve_driver, resolve_targets
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Fatbin, FileReport
 
 OK, ARCH_SPECIFIC, JIT, PTX_TOO_NEW, NONE = "ok", "arch-specific", "jit", "ptx-too-new", "none"
@@ -50,17 +50,21 @@ class Requirement:
 
 @cache
 def requirements(
-    require: tuple[str, ...], gpus: tuple[str, ...], driver: str | None, reference: tuple[str, ...] = ()
+    require: tuple[str, ...],
+    gpus: tuple[str, ...],
+    driver: str | None,
+    reference: tuple[str, ...] = (),
+    local: LocalDevices = NOT_PROBED,
 ) -> tuple[Requirement, ...]:
-    out = [Requirement(a, _enumerating(resolve_targets([a], driver)[0]), a) for a in require]
+    out = [Requirement(a, _enumerating(resolve_targets([a], driver, local=local)[0]), a) for a in require]
     out += [
-        Requirement(a, _enumerating(resolve_targets([a], driver)[0]), a, "FBI009")
+        Requirement(a, _enumerating(resolve_targets([a], driver, local=local)[0]), a, "FBI009")
         for a in reference
         if a not in require
     ]
     out += [
         Requirement(t.label, t, None)
-        for t in (tuple(map(_enumerating, resolve_targets(list(gpus), driver))) if gpus else ())
+        for t in (tuple(map(_enumerating, resolve_targets(list(gpus), driver, local=local))) if gpus else ())
     ]
     return tuple(out)
 
@@ -234,15 +238,18 @@ def gate(
     flags=None,
     reference: FileReport | None = None,
     fleet: Sequence[Target] = (),
+    local: LocalDevices = NOT_PROBED,
 ) -> FindingsReport:
     """Findings for every artifact. ``flags`` are reapplied after per-distribution overrides;
     ``reference`` is torch's libtorch_cuda.so for ``--match torch`` (its archs become FBI009
     requirements, and torch's own files are not checked); ``fleet``: resolved ``--targets``, each
-    judged on its own driver like a named GPU."""
+    judged on its own driver like a named GPU; ``local``: the probed GPUs and driver for ``auto``
+    (``system.stack.local_devices``)."""
     ref_archs = reference_archs(reference) if reference is not None else ()
     fleet_reqs = tuple(Requirement(t.label, t, None) for t in fleet)
     labels: list[str] = [
-        r.label for r in requirements(policy.require, policy.gpus, policy.min_driver, ref_archs) + fleet_reqs
+        r.label
+        for r in requirements(policy.require, policy.gpus, policy.min_driver, ref_archs, local) + fleet_reqs
     ]
     findings: list[Finding] = []
     checks: list[Check] = []
@@ -262,10 +269,12 @@ def gate(
             emit("FBI008", "error", report.error.message, FILE_WIDE, None, report.error.offset)
         if fatbins:
             check_file_wide(emit, fatbins, pol)
-            reqs = requirements(pol.require, pol.gpus, pol.min_driver, ref_archs) + fleet_reqs
+            reqs = requirements(pol.require, pol.gpus, pol.min_driver, ref_archs, local) + fleet_reqs
             if reqs and pol.min_driver:
                 check_runtime(
-                    emit, report, dataclasses.replace(reqs[0].target, driver=resolve_driver(pol.min_driver))
+                    emit,
+                    report,
+                    dataclasses.replace(reqs[0].target, driver=resolve_driver(pol.min_driver, local.driver)),
                 )
             for req in reqs:
                 checks.append(Check(report.path, req.label, emit.dist))

@@ -205,11 +205,14 @@ def resolve_all(
 ) -> tuple[Target, ...]:
     """``--gpu`` targets (one ``--driver``), then every ``--targets`` file's; ``fallback`` (the
     pyproject.toml's) when neither is given. The JIT switches of ``env`` apply to all of them."""
-    from fatbin_inspect.compat.targets import resolve_targets
+    from fatbin_inspect.compat.targets import resolve_targets, wants_local
+    from fatbin_inspect.system.stack import local_devices
 
-    found: list[Target] = list(resolve_targets(list(gpus), driver, env)) if gpus else []
+    local = local_devices(gpus, driver)
+    found: list[Target] = list(resolve_targets(list(gpus), driver, env, local)) if gpus else []
+    file_driver = local.driver if wants_local((), driver)[1] and local.driver else driver
     for path in target_files:
-        found += read_targets(path, driver)
+        found += read_targets(path, file_driver)
     if not found and not target_files and fallback is not None:
         found = fallback()
     if not found:

@@ -184,5 +184,7 @@ def gate_cmd(
         )
     reports = list(iter_reports(paths, Options(probe_small=True)))
     reference = torch_reference(match, reports) if match else None
-    report = gate(reports, pol, given, reference, fleet)
+    from fatbin_inspect.system.stack import local_devices
+
+    report = gate(reports, pol, given, reference, fleet, local_devices(pol.gpus, pol.min_driver))
     emit_findings(report, fmt, pol.fail_on, output, exit_zero)

@@ -69,8 +69,9 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
     targets = ()
     if gpus:
         from fatbin_inspect.compat.targets import resolve_targets
+        from fatbin_inspect.system.stack import local_devices
 
-        targets = resolve_targets(list(gpus), driver)
+        targets = resolve_targets(list(gpus), driver, local=local_devices(gpus, driver))
     opts = Options(
         kernels=kernels,
         details=details or kernels,

@@ -21,11 +21,12 @@ from fatbin_inspect.errors import DeviceError, UsageError
 def _target(env):
     """The engine's target for the local GPU and driver, or (None, why not)."""
     from fatbin_inspect.compat.targets import resolve_targets
-    from fatbin_inspect.system.stack import proc_driver_version
+    from fatbin_inspect.system.stack import local_devices, proc_driver_version
 
     k = proc_driver_version("/proc")
+    driver = k.version if k else "auto"
     try:
-        targets = resolve_targets(["auto"], k.version if k else "auto", env=env)
+        targets = resolve_targets(["auto"], driver, env, local_devices(["auto"], driver))
     except (DeviceError, UsageError) as exc:
         return None, str(exc)
     return targets[0], None

@@ -77,19 +77,40 @@ class Target:
         return f"{where}{gpu}, driver {self.driver.version}{' (assumed)' if self.driver.assumed else ''}"
 
 
+@dataclass(frozen=True)
+class LocalDevices:
+    """This machine's GPUs and driver for ``--gpu auto`` / ``--driver auto``, probed by the caller
+    (``system.stack.local_devices``; the engine never probes). ``gpus``: (name, CC) per GPU, None
+    when neither NVML nor cuda-python could be used; ``driver``: the version, None when unknown."""
+
+    gpus: tuple[tuple[str, CC], ...] | None = None
+    driver: str | None = None
+
+
+NOT_PROBED = LocalDevices()
+
+
+def wants_local(gpus: Sequence[str], driver: str | None) -> tuple[bool, bool]:
+    """(a GPU query is ``auto``, the driver is ``auto``): what the caller must probe."""
+    return any(q.strip().lower() == "auto" for q in gpus), (driver or "").strip().lower() == "auto"
+
+
 def resolve_targets(
-    gpus: Sequence[str], driver: str | None, env: dict[str, str] | None = None
+    gpus: Sequence[str],
+    driver: str | None,
+    env: dict[str, str] | None = None,
+    local: LocalDevices = NOT_PROBED,
 ) -> tuple[Target, ...]:
-    """One target per GPU query (``auto`` gives one per local GPU model), all with one driver."""
+    """One target per GPU query (``auto`` gives one per GPU model in ``local``), all with one driver."""
     if not gpus:
         raise UsageError(
             "no --gpu given (a name such as 'RTX 4090', a compute capability '8.9', 'sm_89', or 'auto')"
         )
     force, disable = jit_switches(env or {})
-    drv = resolve_driver(driver)
+    drv = resolve_driver(driver, local.driver)
     out: list[Target] = []
     for q in gpus:
-        for g in local_gpus() if q.strip().lower() == "auto" else (resolve_gpu(q),):
+        for g in local_gpus(local) if q.strip().lower() == "auto" else (resolve_gpu(q),):
             t = Target(g, drv, force, disable)
             if t not in out:
                 out.append(t)
@@ -202,44 +223,27 @@ def search_gpus(query: str | None = None, cc: str | None = None) -> list[dict]:
     return sorted(rows, key=gpu_names.sort_key)
 
 
-def local_gpus() -> tuple[Gpu, ...]:
-    """The GPUs of this machine through NVML (nvidia-ml-py), else cuda-python."""
-    found = _nvml_gpus()
-    if found is None:
-        found = _cuda_gpus()
-    if not found:
+def local_gpus(local: LocalDevices) -> tuple[Gpu, ...]:
+    """One ``Gpu`` per GPU model the caller probed (names as the machine reports them)."""
+    if not local.gpus:
         raise DeviceError(
             "--gpu auto: no NVIDIA GPU found (NVML and cuda-python report none, or "
             "nvidia-ml-py / cuda-python are not installed); name the GPU instead"
         )
     out: list[Gpu] = []
-    for name, cc in found:
+    for name, cc in local.gpus:
         g = gpu_for_cc(cc, name=name)
         if g not in out:
             out.append(g)
     return tuple(out)
 
 
-def _nvml_gpus() -> list[tuple[str, CC]] | None:
-    """(name, CC) per GPU from NVML, None when NVML is unusable (probes live in ``stack``)."""
-    from fatbin_inspect.system import stack
-
-    gpus, _driver_version, err = stack.nvml_gpus()
-    return None if err else [(g.name, data.parse_cc(g.cc)) for g in gpus]
-
-
-def _cuda_gpus() -> list[tuple[str, CC]]:
-    from fatbin_inspect.system import stack
-
-    gpus, _driver_version, err = stack.cuda_python_gpus()
-    return [] if err else [(g.name, data.parse_cc(g.cc)) for g in gpus]
-
-
 # ------------------------------------------------------------------------------------- drivers
 _DRIVER_RE = re.compile(r"[rR]?(\d{3})(?:\.\d+){0,2}")
 
 
-def resolve_driver(text: str | None) -> Driver:
+def resolve_driver(text: str | None, local_driver: str | None = None) -> Driver:
+    """``local_driver``: the version the caller probed, used for ``auto``."""
     rows = data.branches()
     if text is None or not text.strip():
         newest = [b for b in rows if b.get("confidence") != "low"][-1]
@@ -252,7 +256,12 @@ def resolve_driver(text: str | None) -> Driver:
         )
     text = text.strip()
     if text.lower() == "auto":
-        text = local_driver_version()
+        if not local_driver:
+            raise DeviceError(
+                "--driver auto: cannot read the driver version (no NVIDIA driver, or "
+                "nvidia-ml-py is not installed); give it as --driver 550.54.14"
+            )
+        text = local_driver
     m = _DRIVER_RE.fullmatch(text)
     if not m:
         raise UsageError(
@@ -277,18 +286,3 @@ def _driver(version: str, row: dict, assumed: bool = False, note: str | None = N
         assumed=assumed,
         note=note,
     )
-
-
-def local_driver_version() -> str:
-    from fatbin_inspect.system import stack
-
-    _gpus, version, _err = stack.nvml_gpus()
-    if version is None:
-        kernel = stack.proc_driver_version("/proc")
-        version = kernel.version if kernel is not None else None
-    if not version:
-        raise DeviceError(
-            "--driver auto: cannot read the driver version (no NVIDIA driver, or "
-            "nvidia-ml-py is not installed); give it as --driver 550.54.14"
-        )
-    return version

@@ -10,7 +10,7 @@ from typing import Any
 
 from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, tool
 from fatbin_inspect.verify.compare import (
-    Finding,
+    Disagreement,
     ImageCheck,
     describe_actual,
     describe_prediction,
@@ -45,7 +45,9 @@ def check_dict(c: ImageCheck) -> dict[str, Any]:
     }
 
 
-def verify_document(target: str | None, checks: list[ImageCheck], findings: list[Finding]) -> dict[str, Any]:
+def verify_document(
+    target: str | None, checks: list[ImageCheck], findings: list[Disagreement]
+) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": tool(),

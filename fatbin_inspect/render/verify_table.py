@@ -6,7 +6,13 @@ from rich.table import Table
 from rich.text import Text
 
 from fatbin_inspect.render.console import render
-from fatbin_inspect.verify.compare import Finding, ImageCheck, describe_actual, describe_prediction, summary
+from fatbin_inspect.verify.compare import (
+    Disagreement,
+    ImageCheck,
+    describe_actual,
+    describe_prediction,
+    summary,
+)
 
 _AGREE = {True: ("yes", "green"), False: ("NO", "red"), None: ("-", "dim")}
 
@@ -33,7 +39,11 @@ def _table(checks: list[ImageCheck]) -> Table:
 
 
 def render_verify(
-    target: str, checks: list[ImageCheck], findings: list[Finding], color: bool = False, images: bool = True
+    target: str,
+    checks: list[ImageCheck],
+    findings: list[Disagreement],
+    color: bool = False,
+    images: bool = True,
 ) -> str:
     out: list = [Text(f"target: {target}", style="bold")]
     if images:

@@ -24,8 +24,11 @@ import re
 import site
 import socket
 import subprocess
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from fatbin_inspect.compat.data import parse_cc
+from fatbin_inspect.compat.targets import NOT_PROBED, LocalDevices, wants_local
 
 STANDARD_LIB_DIRS = (
     "/usr/local/cuda/lib64",
@@ -68,7 +71,10 @@ _CUDA_DIR = re.compile(r"cuda|nvidia|cudart", re.I)
 
 
 @dataclass(frozen=True)
-class Gpu:
+class LocalGpu:
+    """A GPU as this machine reports it (NVML or cuda-python); ``compat.targets.Gpu`` is a GPU
+    the engine judges for."""
+
     index: int
     name: str
     cc: str  # "9.0"
@@ -127,7 +133,7 @@ class EnvSwitch:
 
 @dataclass(frozen=True)
 class Stack:
-    gpus: tuple[Gpu, ...] = ()
+    gpus: tuple[LocalGpu, ...] = ()
     kernel_driver: KernelDriver | None = None
     user_driver: UserDriver | None = None
     runtimes: tuple[Runtime, ...] = ()  # loader order first (the one a plain program gets), then wheels
@@ -166,7 +172,7 @@ class Roots:
         return cls(env=dict(os.environ), site_dirs=tuple(dirs))
 
 
-GpuProbe = Callable[[], tuple[list[Gpu], str | None, str | None]]  # gpus, driver version, error
+GpuProbe = Callable[[], tuple[list[LocalGpu], str | None, str | None]]  # gpus, driver version, error
 DriverApiProbe = Callable[[str], tuple[int | None, str | None]]  # path -> version, error
 RuntimeApiProbe = Callable[[str], int | None]  # libcudart path -> cudaRuntimeGetVersion
 
@@ -220,7 +226,7 @@ def discover(
 # ------------------------------------------------------------------------------------- GPUs
 def _gpus(
     probe: GpuProbe | None, roots: Roots, tegra_ccs
-) -> tuple[list[Gpu], str | None, str | None, str | None]:
+) -> tuple[list[LocalGpu], str | None, str | None, str | None]:
     if probe is not None:
         gpus, drv, err = probe()
         return gpus, drv, err, "injected"
@@ -230,14 +236,15 @@ def _gpus(
         if err is None:
             tegra_board = os.path.exists(os.path.join(roots.etc, "nv_tegra_release"))
             gpus = [
-                Gpu(g.index, g.name, g.cc, g.tegra or tegra_board or g.cc in tegra_ccs, g.uuid) for g in gpus
+                LocalGpu(g.index, g.name, g.cc, g.tegra or tegra_board or g.cc in tegra_ccs, g.uuid)
+                for g in gpus
             ]
             return gpus, drv, None if gpus else f"{name}: no GPU visible", name
         errors.append(f"{name}: {err}")
     return [], None, "no GPU found (" + "; ".join(errors) + ")", None
 
 
-def nvml_gpus() -> tuple[list[Gpu], str | None, str | None]:
+def nvml_gpus() -> tuple[list[LocalGpu], str | None, str | None]:
     """GPUs and the kernel driver version through NVML (``pip install nvidia-ml-py``)."""
     try:
         import pynvml
@@ -254,7 +261,7 @@ def nvml_gpus() -> tuple[list[Gpu], str | None, str | None]:
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
             major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
             gpus.append(
-                Gpu(
+                LocalGpu(
                     i,
                     _text(pynvml.nvmlDeviceGetName(h)),
                     f"{major}.{minor}",
@@ -272,7 +279,7 @@ def nvml_gpus() -> tuple[list[Gpu], str | None, str | None]:
             pass
 
 
-def cuda_python_gpus() -> tuple[list[Gpu], str | None, str | None]:
+def cuda_python_gpus() -> tuple[list[LocalGpu], str | None, str | None]:
     """GPUs through cuda-python (``cuInit``: used only when NVML is missing, e.g. on Jetson)."""
     from fatbin_inspect.system import cudadrv
 
@@ -291,7 +298,7 @@ def cuda_python_gpus() -> tuple[list[Gpu], str | None, str | None]:
             minor = cudadrv.check(
                 drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), ""
             )
-            gpus.append(Gpu(i, _text(name).split("\0", 1)[0], f"{major}.{minor}", False))
+            gpus.append(LocalGpu(i, _text(name).split("\0", 1)[0], f"{major}.{minor}", False))
         return gpus, None, None
     except Exception as exc:  # DeviceError from cudadrv, or a binding mismatch
         return [], None, str(exc)
@@ -303,6 +310,23 @@ def _text(v) -> str:
 
 # ---------------------------------------------------------------------------------- drivers
 _PROC_VERSION = re.compile(r"Kernel Module(?: for [\w]+)?\s+(\d+\.\d+(?:\.\d+)?)")
+
+
+def local_devices(gpus: Sequence[str], driver: str | None) -> LocalDevices:
+    """Probe what ``--gpu auto`` / ``--driver auto`` in ``gpus``/``driver`` need (nothing otherwise):
+    GPUs through NVML, else cuda-python; the driver version through NVML, else /proc."""
+    want_gpus, want_driver = wants_local(gpus, driver)
+    if not (want_gpus or want_driver):
+        return NOT_PROBED
+    found, version, err = nvml_gpus()
+    probed = None if err else [(g.name, parse_cc(g.cc)) for g in found]
+    if want_gpus and probed is None:
+        found, _version, err = cuda_python_gpus()
+        probed = [] if err else [(g.name, parse_cc(g.cc)) for g in found]
+    if want_driver and version is None:
+        kernel = proc_driver_version("/proc")
+        version = kernel.version if kernel is not None else None
+    return LocalDevices(gpus=tuple(probed) if want_gpus and probed is not None else None, driver=version)
 
 
 def proc_driver_version(proc: str) -> KernelDriver | None:

@@ -4,7 +4,7 @@ For every fatbin: the whole image in the normal child, again in the ``CUDA_DISAB
 child (loaded there = native; loaded only in the normal child = JIT), then each entry alone (cubins;
 PTX, whose load time is the JIT time). Relocatable cubins, relocatable PTX and LTO-IR need a link
 step first: they are reported as not loadable alone, not loaded. A disagreement between the
-prediction and the driver is a ``Finding`` that quotes both sides.
+prediction and the driver is a ``Disagreement`` that quotes both sides.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class ImageCheck:
 
 
 @dataclass(frozen=True)
-class Finding:
+class Disagreement:
     path: str
     fatbin_offset: int
     what: str  # "fatbin" or the entry's arch
@@ -199,7 +199,7 @@ def describe_prediction(p: Prediction | None) -> str:
     return p.verdict
 
 
-def findings(checks: list[ImageCheck]) -> list[Finding]:
+def findings(checks: list[ImageCheck]) -> list[Disagreement]:
     out = []
     for c in checks:
         if c.agree is False:
@@ -207,7 +207,7 @@ def findings(checks: list[ImageCheck]) -> list[Finding]:
             if c.actual == c.predicted.verdict and c.load_nojit is not None:
                 actual += f"; with CUDA_DISABLE_PTX_JIT=1: {c.load_nojit.status} {c.load_nojit.code}"
             out.append(
-                Finding(
+                Disagreement(
                     c.path,
                     c.fatbin_offset,
                     c.what,

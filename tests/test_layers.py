@@ -1,0 +1,111 @@
+"""The one-way layers, enforced: every import in every module (lazy ones inside functions too) may
+only go to its own layer or one below it, and nothing below ``render`` prints.
+
+Layer order, lowest first (the folder names under ``fatbin_inspect/``). ``checks`` sits below ``scan``
+because a scan summarises files as ``checks.coverage`` rows; ``system`` (probes of this machine)
+sits above everything the engine needs, so only the CLI (and ``verify``, which runs images on the
+local GPU) can reach it: the engine gets probed GPUs and drivers handed in.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "fatbin_inspect"
+LAYERS = (
+    "errors",
+    "formats",
+    "containers",
+    "inventory",
+    "compat",
+    "checks",
+    "scan",
+    "system",
+    "verify",
+    "render",
+    "cli",
+    "",  # the package root: the library API (__init__) and __main__
+)
+RANK = {name: i for i, name in enumerate(LAYERS)}
+# the root package's own names that any layer may read (a constant, no code of a higher layer)
+ROOT_CONSTANTS = {"__version__"}
+
+
+def layer_of(module: str) -> str:
+    """``fatbin_inspect.compat.engine`` -> ``compat``; the root package and ``__main__`` -> ``""``."""
+    parts = module.split(".")[1:]
+    if not parts or parts[0] in ("__init__", "__main__"):
+        return ""
+    return parts[0]
+
+
+def modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        yield ".".join(rel.parts), path
+
+
+def imports(path: pathlib.Path):
+    """(line, imported module) for every ``import``/``from ... import`` of fatbin_inspect."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("fatbin_inspect"):
+                    yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("fatbin_inspect"):
+            assert node.level == 0, f"{path}:{node.lineno}: relative import"
+            if node.module == "fatbin_inspect":
+                for alias in node.names:
+                    if alias.name not in ROOT_CONSTANTS:
+                        yield node.lineno, f"fatbin_inspect.{alias.name}"
+            else:
+                yield node.lineno, node.module
+
+
+def test_every_package_folder_is_a_known_layer():
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders <= set(LAYERS), f"place {folders - set(LAYERS)} in LAYERS"
+
+
+@pytest.mark.parametrize("module,path", list(modules()), ids=lambda v: v if isinstance(v, str) else "")
+def test_no_import_runs_upward(module, path):
+    here = layer_of(module)
+    upward = [
+        f"{path.relative_to(PACKAGE.parent)}:{line}: {here or 'root'} imports {target}"
+        for line, target in imports(path)
+        if RANK[layer_of(target)] > RANK[here]
+    ]
+    assert not upward, "\n".join(upward)
+
+
+# verify/child.py is the worker process whose stdout is the binary pipe to its parent
+PRINTS_ALLOWED = {"render", "cli", ""}
+PIPE_PROTOCOL = {"fatbin_inspect.verify.child"}
+
+
+@pytest.mark.parametrize("module,path", list(modules()), ids=lambda v: v if isinstance(v, str) else "")
+def test_nothing_below_render_prints(module, path):
+    if layer_of(module) in PRINTS_ALLOWED or module in PIPE_PROTOCOL:
+        return
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            bad.append(f"{node.lineno}: print()")
+        if isinstance(node, ast.Attribute) and node.attr in ("stdout", "stderr"):
+            if isinstance(node.value, ast.Name) and node.value.id == "sys":
+                bad.append(f"{node.lineno}: sys.{node.attr}")
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            bad += [f"{node.lineno}: imports {n}" for n in names if n.split(".")[0] in ("click", "rich")]
+    assert not bad, f"{module}: " + "; ".join(bad)
+
+
+def test_an_upward_import_is_caught(tmp_path):
+    """The checker itself: a compat module importing system is reported."""
+    probe = tmp_path / "m.py"
+    probe.write_text("def f():\n    from fatbin_inspect.system import stack\n")
+    ((line, target),) = imports(probe)
+    assert line == 2 and RANK[layer_of(target)] > RANK[layer_of("fatbin_inspect.compat.targets")]
