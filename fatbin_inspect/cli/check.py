@@ -86,6 +86,9 @@ def wheel_runtime(path: str):
     show_default=True,
     help="Exit 1 on failures only, or also when something needs PTX JIT.",
 )
+@click.option(
+    "--long", "long_view", is_flag=True, help="Table: one block per file and target instead of the matrix."
+)
 @click.option("--per-fatbin", is_flag=True, help="JSON: add every fatbin's verdict and every entry's.")
 @click.option(
     "--kernels",
@@ -96,7 +99,18 @@ def wheel_runtime(path: str):
 @findings_format_option
 @output_option
 def check_cmd(
-    paths, gpus, driver, target_files, env_pairs, inherit_env, fail_on, per_fatbin, all_kernels, fmt, output
+    paths,
+    gpus,
+    driver,
+    target_files,
+    env_pairs,
+    inherit_env,
+    fail_on,
+    long_view,
+    per_fatbin,
+    all_kernels,
+    fmt,
+    output,
 ):
     """Predict whether the CUDA code in PATHS loads on each --gpu with --driver (native / jit / fail).
 
@@ -124,6 +138,10 @@ def check_cmd(
 
         errors = [{"path": r.path, "message": r.error.message, "offset": r.error.offset} for r in unreadable]
         write_output(jsondump.dumps(check_document(targets, verdicts, per_fatbin, errors)), output)
+    elif fmt == "table" and not long_view and (len(targets) > 1 or len({v.path for v in verdicts}) > 1):
+        from fatbin_inspect.render.check_matrix import render_matrix
+
+        write_output(render_matrix(targets, verdicts, color=color_for(output)), output)
     elif fmt == "table":
         from fatbin_inspect.render.check_table import render_check
 

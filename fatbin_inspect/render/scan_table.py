@@ -48,9 +48,9 @@ def _add_row(tab: Table, cov: Coverage, row: Row, name: str, style: str = "") ->
     tab.add_row(Text(name, style=style), f"{row.files}{errs}", *cells, *verdicts)
 
 
-def _common_dir(children: Sequence[Row]) -> int:
-    """Length of the folder (or ``ARCHIVE!``) prefix the child paths share, to show the rest."""
-    prefix = os.path.commonprefix([c.name for c in children])
+def common_dir(names: Sequence[str]) -> int:
+    """Length of the folder (or ``ARCHIVE!``) prefix the paths share, to show the rest."""
+    prefix = os.path.commonprefix(list(names))
     return max(prefix.rfind("/"), prefix.rfind("!")) + 1
 
 
@@ -81,7 +81,7 @@ def render_coverage(
         for row in cov.rows:
             _add_row(tab, cov, row, row.name, "bold" if row.kind == "distribution" else "")
             if files:
-                cut = _common_dir(row.children)
+                cut = common_dir([c.name for c in row.children])
                 for child in row.children:
                     _add_row(tab, cov, child, "  " + child.name[cut:], "dim")
         out.append(tab)

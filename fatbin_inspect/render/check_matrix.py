@@ -1,0 +1,151 @@
+"""Terminal view of ``check`` as a matrix: files × targets, then only the notes that matter.
+
+A cell reads without colour too: ``native sm_90``, ``jit compute_90``, ``fail 209``, ``-`` (no
+device code); a trailing ``~`` marks partial coverage (some fatbins of the file have no image for
+that GPU). Below the table: a legend, each failure once (the same reason on several targets is one
+line), each partially covered cell, and the assumed driver once, not per target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.table import Table
+from rich.text import Text
+
+from fatbin_inspect.compat.engine import FileVerdict
+from fatbin_inspect.compat.targets import Target
+from fatbin_inspect.render.check_table import STYLE
+from fatbin_inspect.render.console import render
+from fatbin_inspect.render.scan_table import common_dir
+
+PARTIAL = "~"
+
+
+def short_gpu(t: Target) -> str:
+    return t.gpu.name.replace("NVIDIA ", "").replace("GeForce ", "")
+
+
+def target_title(t: Target) -> str:
+    """A column title: the hosts (fleet targets) or the GPU, then the driver (``*``: assumed)."""
+    driver = f"drv {t.driver.version}{'*' if t.driver.assumed else ''}"
+    return "\n".join(x for x in (t.host_label, short_gpu(t), driver) if x)
+
+
+def target_name(t: Target) -> str:
+    """One line naming a target in the notes."""
+    gpu = f"{short_gpu(t)}, driver {t.driver.version}"
+    return f"{t.host_label} ({gpu})" if t.hosts else gpu
+
+
+def coverage_of(v: FileVerdict) -> str:
+    """full | partial | none: how many counted fatbins load (the engine's ``coverage`` when it has one)."""
+    cov = getattr(v, "coverage", None)
+    if cov is not None:
+        return cov
+    c = v.counts
+    loads, total = c["native"] + c["jit"], sum(c.values())
+    return "full" if loads == total else "none" if loads == 0 else "partial"
+
+
+def cell(v: FileVerdict | None) -> Text:
+    if v is None or v.verdict == "no-device-code":
+        return Text("-", style="dim")
+    if v.verdict == "fail":
+        word = f"fail {v.error.code}" if v.error else "fail"
+    elif v.verdict == "jit":
+        word = f"jit {v.chosen.arch}" if v.chosen else "jit"
+    else:
+        word = f"native {v.chosen.arch}" if v.chosen else "native"
+    if coverage_of(v) == "partial":
+        word += PARTIAL
+    return Text(word, style=STYLE[v.verdict])
+
+
+LEGEND = (
+    "native ARCH: a cubin for this GPU loads as is · jit ARCH: the driver compiles that PTX at the "
+    "first launch · fail N: CUDA error N at load or start · - no device code · "
+    f"{PARTIAL} partial: some fatbins have no image for this GPU · drv X*: driver assumed"
+)
+
+
+def _files(paths: Sequence[str], cut: int) -> str:
+    names = [p[cut:] for p in paths]
+    return ", ".join(names) if len(names) <= 3 else f"{', '.join(names[:2])} and {len(names) - 2} more files"
+
+
+def _notes(targets: Sequence[Target], verdicts: Sequence[FileVerdict], cut: int) -> list[Text]:
+    """Failures grouped by cause (error, rule, reason): one line names its targets and files; each
+    fix once; partial coverage per cell; every driver note (the assumed driver) once."""
+    out: list[Text] = []
+    causes: dict[tuple, dict[Target, list[str]]] = {}
+    for v in verdicts:
+        if v.verdict == "fail":
+            key = (v.error, v.rule, v.reason, v.advice)
+            causes.setdefault(key, {}).setdefault(v.target, []).append(v.path)
+    fixes_shown: set[str] = set()
+    merged: dict[tuple, list[Target]] = {}  # the same files failing the same way on several targets
+    for key, per_target in causes.items():
+        for t, paths in per_target.items():
+            merged.setdefault((key, tuple(paths)), []).append(t)
+    for ((error, rule, reason, advice), paths), ts in merged.items():
+        err = f"{error.code} {error.name}" if error else "fail"
+        line = Text("  ")
+        line.append(f"{err} ({rule})", style="red")
+        line.append(f" on {'; '.join(map(target_name, ts))}", style="bold")
+        line.append(f": {_files(paths, cut)}: {reason}")
+        out.append(line)
+        for a in advice:
+            if a not in fixes_shown:
+                fixes_shown.add(a)
+                out.append(Text(f"    fix: {a}", style="cyan"))
+    for v in verdicts:
+        if v.verdict != "fail" and coverage_of(v) == "partial":
+            c = v.counts
+            out.append(
+                Text(
+                    f"  partial coverage of {v.path[cut:]} on {target_name(v.target)}: "
+                    f"{c['native'] + c['jit']} of {sum(c.values())} fatbins load; {v.reason}",
+                    style="yellow",
+                )
+            )
+    seen: set[str] = set()
+    for t in targets:
+        note = t.driver.note
+        if note and note not in seen:
+            seen.add(note)
+            out.append(Text(f"  note: {note}", style="yellow"))
+    return out
+
+
+def render_matrix(targets: Sequence[Target], verdicts: Sequence[FileVerdict], color: bool = False) -> str:
+    """The matrix of ``check`` (``verdicts`` in file order, one per target each)."""
+    by_file: dict[str, dict[Target, FileVerdict]] = {}
+    for v in verdicts:
+        by_file.setdefault(v.path, {})[v.target] = v
+    shown = {p: row for p, row in by_file.items() if any(v.verdict != "no-device-code" for v in row.values())}
+    cut = common_dir(list(by_file)) if len(by_file) > 1 else 0
+    tab = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
+    tab.add_column(f"file (in {next(iter(by_file))[:cut]})" if cut else "file", overflow="fold")
+    for t in targets:
+        tab.add_column(target_title(t), no_wrap=True)
+    for path, row in shown.items():
+        tab.add_row(Text(path[cut:], style="bold"), *(cell(row.get(t)) for t in targets))
+    out: list = [tab] if shown else [Text("no file has device code", style="dim")]
+    hidden = len(by_file) - len(shown)
+    if hidden:
+        out.append(Text(f"{hidden} more files without device code", style="dim"))
+    out += [Text(""), Text(LEGEND, style="dim")]
+    notes = _notes(targets, verdicts, cut)
+    if notes:
+        out += [Text(""), Text("Notes", style="bold"), *notes]
+    c = {k: sum(1 for v in verdicts if v.verdict == k) for k in STYLE}
+    out += [
+        Text(""),
+        Text(
+            f"{len(by_file)} files × {len(targets)} targets: {c['native']} native, {c['jit']} jit, "
+            f"{c['fail']} fail, {c['no-device-code']} without device code",
+            style="bold",
+        ),
+    ]
+    return render(out, color)

@@ -1,0 +1,71 @@
+"""``check`` as a matrix (more than one file or target): cells, legend, notes once; ``--long``."""
+
+import pytest
+from conftest import fixture_path
+
+from fatbin_inspect.cli.main import main
+from fatbin_inspect.render.check_matrix import LEGEND
+
+SM80 = fixture_path("bin", "t01_exe_sm80")  # sm_80 + compute_80, cudart 13
+MULTI = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")
+
+
+def run(args, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out = capsys.readouterr()
+    return exc.value.code, out.out
+
+
+def test_matrix_cells_legend_and_notes(capsys, monkeypatch):
+    code, out = run(
+        ["check", SM80, MULTI, "--gpu", "H100", "--gpu", "T4", "--gpu", "RTX 5090"], capsys, monkeypatch
+    )
+    lines = out.splitlines()
+    header = "\n".join(lines[:3])
+    assert "H100" in header and "Tesla T4" in header and "RTX 5090" in header and "drv 615*" in header
+    assert "file (in " in header  # the shared folder is said once, rows show the rest
+    row80 = next(ln for ln in lines if ln.startswith("t01_exe_sm80"))
+    assert row80.split()[1:] == ["jit", "compute_80", "fail", "209", "jit", "compute_80"]
+    row_multi = next(ln for ln in lines if ln.startswith("t02_exe_sm75_sm80_sm90_c90"))
+    assert row_multi.split()[1:] == ["native", "sm_90", "native", "sm_75", "jit", "compute_90"]
+    assert LEGEND.split(" · ")[0] in out.replace("\n", " ")
+    notes = out[out.index("Notes") :]
+    # each failure once, naming its target; the assumed driver once (not per target)
+    assert (
+        notes.count("209 cudaErrorNoKernelImageForDevice (R-SASS-1) on Tesla T4, driver 615: t01_exe_sm80:")
+        == 1
+    )
+    assert notes.count("no --driver given") == 1
+    assert "on [" not in out
+    assert "2 files × 3 targets: 2 native, 3 jit, 1 fail" in out
+    assert code == 1
+
+
+def test_one_file_and_one_target_keeps_the_block_and_long_forces_it(capsys, monkeypatch):
+    _, out = run(["check", SM80, "--gpu", "H100"], capsys, monkeypatch)
+    assert "on [0]" in out and "Notes" not in out
+    _, out = run(["check", SM80, MULTI, "--gpu", "H100", "--long"], capsys, monkeypatch)
+    assert out.count("on [0]") == 2 and LEGEND[:20] not in out
+
+
+def test_fleet_hosts_head_the_columns(tmp_path, capsys, monkeypatch):
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text('[[targets]]\nname = "node7"\ngpu = "A100"\ndriver = "580"\n')
+    _, out = run(["check", SM80, MULTI, "--targets", str(fleet)], capsys, monkeypatch)
+    assert out.splitlines()[0].split() == ["node7"] and "drv 580" in out.splitlines()[2]
+
+
+def test_partial_coverage_is_marked_and_noted(tmp_path, capsys, monkeypatch):
+    import builders as B
+
+    lib = tmp_path / "lib.so"  # one TU built for sm_90, one for sm_80 only: an H100 loads 1 of 2 fatbins
+    lib.write_bytes(B.arch_library(B.arch_fatbin(["90"]), B.arch_fatbin(["80"])))
+    _, out = run(
+        ["check", str(lib), "--gpu", "H100", "--gpu", "RTX 5090", "--driver", "580"], capsys, monkeypatch
+    )
+    row = next(ln for ln in out.splitlines() if ln.startswith(str(lib)))
+    # H100: one fatbin loads, one has no image (partial, ~); RTX 5090: none loads (no mark)
+    assert row.split()[1:] == ["fail", "209~", "fail", "209"]
+    assert "partial" in out  # the legend explains the mark
