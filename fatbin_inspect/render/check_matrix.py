@@ -1,8 +1,8 @@
 """Terminal view of ``check`` as a matrix: files × targets, then only the notes that matter.
 
 A cell reads without colour too: ``native sm_90``, ``jit compute_90``, ``fail 209``, ``-`` (no
-device code); a trailing ``~`` marks partial coverage (some fatbins of the file have no image for
-that GPU). Below the table: a legend, each failure once (the same reason on several targets is one
+device code); a trailing ``~`` marks the engine's partial coverage (some fatbins of the file are
+set aside or have no code for that GPU). Below the table: a legend, each failure once (the same reason on several targets is one
 line), each partially covered cell, and the assumed driver once, not per target.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from rich.table import Table
 from rich.text import Text
 
-from fatbin_inspect.compat.engine import FileVerdict
+from fatbin_inspect.compat.engine import FileVerdict, coverage_line
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.render.check_table import STYLE
 from fatbin_inspect.render.console import render
@@ -38,16 +38,6 @@ def target_name(t: Target) -> str:
     return f"{t.host_label} ({gpu})" if t.hosts else gpu
 
 
-def coverage_of(v: FileVerdict) -> str:
-    """full | partial | none: how many counted fatbins load (the engine's ``coverage`` when it has one)."""
-    cov = getattr(v, "coverage", None)
-    if cov is not None:
-        return cov
-    c = v.counts
-    loads, total = c["native"] + c["jit"], sum(c.values())
-    return "full" if loads == total else "none" if loads == 0 else "partial"
-
-
 def cell(v: FileVerdict | None) -> Text:
     if v is None or v.verdict == "no-device-code":
         return Text("-", style="dim")
@@ -57,7 +47,7 @@ def cell(v: FileVerdict | None) -> Text:
         word = f"jit {v.chosen.arch}" if v.chosen else "jit"
     else:
         word = f"native {v.chosen.arch}" if v.chosen else "native"
-    if coverage_of(v) == "partial":
+    if v.coverage == "partial":
         word += PARTIAL
     return Text(word, style=STYLE[v.verdict])
 
@@ -65,7 +55,7 @@ def cell(v: FileVerdict | None) -> Text:
 LEGEND = (
     "native ARCH: a cubin for this GPU loads as is · jit ARCH: the driver compiles that PTX at the "
     "first launch · fail N: CUDA error N at load or start · - no device code · "
-    f"{PARTIAL} partial: some fatbins have no image for this GPU · drv X*: driver assumed"
+    f"{PARTIAL} partial coverage: only some fatbins have code for this GPU · drv X*: driver assumed"
 )
 
 
@@ -100,13 +90,11 @@ def _notes(targets: Sequence[Target], verdicts: Sequence[FileVerdict], cut: int)
                 fixes_shown.add(a)
                 out.append(Text(f"    fix: {a}", style="cyan"))
     for v in verdicts:
-        if v.verdict != "fail" and coverage_of(v) == "partial":
-            c = v.counts
+        if v.verdict != "fail" and v.coverage == "partial":
+            why = coverage_line(v) or v.reason
             out.append(
                 Text(
-                    f"  partial coverage of {v.path[cut:]} on {target_name(v.target)}: "
-                    f"{c['native'] + c['jit']} of {sum(c.values())} fatbins load; {v.reason}",
-                    style="yellow",
+                    f"  partial coverage of {v.path[cut:]} on {target_name(v.target)}: {why}", style="yellow"
                 )
             )
     seen: set[str] = set()
@@ -143,7 +131,7 @@ def render_matrix(targets: Sequence[Target], verdicts: Sequence[FileVerdict], co
     out += [
         Text(""),
         Text(
-            f"{len(by_file)} files × {len(targets)} targets: {c['native']} native, {c['jit']} jit, "
+            f"{len(by_file)} file{'s' * (len(by_file) != 1)} × {len(targets)} target{'s' * (len(targets) != 1)}: {c['native']} native, {c['jit']} jit, "
             f"{c['fail']} fail, {c['no-device-code']} without device code",
             style="bold",
         ),
