@@ -372,3 +372,72 @@ def arch_fatbin(
 def arch_library(*fatbins: bytes) -> bytes:
     """A host shared object whose ``.nv_fatbin`` holds the given fatbins back to back."""
     return host_elf([(".nv_fatbin", b"".join(fb.ljust(align(len(fb)), b"\0") for fb in fatbins))])
+
+
+# ---------------------------------------------------------------------- packages and images
+def _tar_bytes(members: Sequence[tuple[str, bytes]], mode: str = "w") -> bytes:
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode=mode) as tf:
+        for n, d in members:
+            info = tarfile.TarInfo(n)
+            info.size, info.mode, info.mtime = len(d), 0o755, 1700000000
+            tf.addfile(info, io.BytesIO(d))
+    return buf.getvalue()
+
+
+def conda_index(
+    name: str, version: str, build: str, depends: Sequence[str], subdir: str = "linux-64"
+) -> dict:
+    """``info/index.json`` with the fields conda-build writes (conda's package specification)."""
+    return {
+        "arch": "x86_64" if subdir == "linux-64" else None,
+        "build": build,
+        "build_number": int(build.rsplit("_", 1)[-1]) if build.rsplit("_", 1)[-1].isdigit() else 0,
+        "depends": list(depends),
+        "license": "MIT",
+        "name": name,
+        "platform": "linux",
+        "subdir": subdir,
+        "timestamp": 1700000000000,
+        "version": version,
+    }
+
+
+def conda_package(index: dict, files: Sequence[tuple[str, bytes]], fmt: str = "conda") -> bytes:
+    """A conda package: ``fmt`` "conda" (zip: metadata.json, info-*.tar.zst, pkg-*.tar.zst, all
+    stored, as conda-package-handling writes it) or "tar.bz2" (one bzip2 tar, info/ first)."""
+    import hashlib
+    import json
+
+    import zstandard
+
+    paths = {
+        "paths": [
+            {
+                "_path": n,
+                "path_type": "hardlink",
+                "sha256": hashlib.sha256(d).hexdigest(),
+                "size_in_bytes": len(d),
+            }
+            for n, d in files
+        ],
+        "paths_version": 1,
+    }
+    info = [
+        ("info/index.json", json.dumps(index, indent=2, sort_keys=True).encode()),
+        ("info/paths.json", json.dumps(paths, indent=2).encode()),
+        ("info/files", "".join(n + "\n" for n, _ in files).encode()),
+        ("info/about.json", b'{"summary": "test package"}'),
+    ]
+    if fmt == "tar.bz2":
+        return _tar_bytes(info + list(files), "w:bz2")
+    dist = f"{index['name']}-{index['version']}-{index['build']}"
+    z = zstandard.ZstdCompressor(level=3)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
+        zf.writestr("metadata.json", json.dumps({"conda_pkg_format_version": 2}))
+        zf.writestr(f"pkg-{dist}.tar.zst", z.compress(_tar_bytes(files)))
+        zf.writestr(f"info-{dist}.tar.zst", z.compress(_tar_bytes(info)))
+    return buf.getvalue()

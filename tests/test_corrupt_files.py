@@ -3,6 +3,7 @@ in a subprocess under a memory limit (RLIMIT_AS) and a timeout, and must yield e
 never a crash, a hang or an "internal error" (an unexpected exception the inventory swallowed).
 """
 
+import io
 import json
 import os
 import resource
@@ -357,3 +358,62 @@ def test_directory_of_100000_tiny_files():
         assert proc.stdout.count("\n") == 100_000
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ conda packages (issue 12)
+def _conda_pkg(fmt="conda", files=None):
+    index = B.conda_index("evil", "1.0", "cuda126_0", ["cuda-version >=12.6"])
+    return B.conda_package(index, files or [("lib/libk.so", read("t01_exe_sm80"))], fmt)
+
+
+def _zstd_tar_bomb(name: str, size: int) -> bytes:
+    """A tar whose one member is ``size`` bytes of zeros, zstd-compressed (~1:30000)."""
+    import tarfile
+
+    import zstandard
+
+    out = io.BytesIO()
+    with zstandard.ZstdCompressor(level=19).stream_writer(out, closefd=False) as zw:
+        info = tarfile.TarInfo(name)
+        info.size = size
+        zw.write(info.tobuf())
+        chunk = b"\0" * (4 << 20)
+        for _ in range(size // len(chunk)):
+            zw.write(chunk)
+        zw.write(b"\0" * 1024)
+    return out.getvalue()
+
+
+def test_conda_packages_truncated_corrupt_and_bombs(tmp_path):
+    import zipfile
+
+    good = _conda_pkg()
+    for cut in (30, len(good) // 3, len(good) // 2, len(good) - 30):
+        (tmp_path / f"cut_{cut}.conda").write_bytes(good[:cut])
+    bz = _conda_pkg("tar.bz2")
+    (tmp_path / "cut.tar.bz2").write_bytes(bz[: len(bz) // 2])
+    buf = io.BytesIO()  # index.json that is no JSON, and a .conda without its pkg tar
+    with zipfile.ZipFile(io.BytesIO(good)) as src, zipfile.ZipFile(buf, "w") as dst:
+        for info in src.infolist():
+            if not info.filename.startswith("pkg-"):
+                dst.writestr(info, src.read(info))
+    (tmp_path / "no_pkg.conda").write_bytes(buf.getvalue())
+    (tmp_path / "bad_index.tar.bz2").write_bytes(
+        B._tar_bytes([("info/index.json", b"{not json"), ("lib/libk.so", read("t01_exe_sm80"))], "w:bz2")
+    )
+    buf = io.BytesIO()  # a pkg tar inflating 256 MiB of zeros from a few KB
+    with zipfile.ZipFile(io.BytesIO(good)) as src, zipfile.ZipFile(buf, "w") as dst:
+        for info in src.infolist():
+            bomb = info.filename.startswith("pkg-")
+            dst.writestr(info, _zstd_tar_bomb("lib/libbomb.so", 256 << 20) if bomb else src.read(info))
+    (tmp_path / "bomb.conda").write_bytes(buf.getvalue())
+    before = sorted(os.listdir(tmp_path))
+    recs = list_records(str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == before
+    errs = errors_by_file(recs, str(tmp_path))
+    for name in before:
+        assert errs[name], (name, errs[name])  # every broken package says so, in one line
+        assert all("\n" not in m for m in errs[name])
+    assert any("inflates past" in m for m in errs["bomb.conda"]), errs["bomb.conda"]
+    assert any("not JSON" in m for m in errs["bad_index.tar.bz2"]), errs["bad_index.tar.bz2"]
+    assert any("pkg-*.tar.zst" in m for m in errs["no_pkg.conda"]), errs["no_pkg.conda"]

@@ -78,6 +78,7 @@ class FileSummary:
     arches: tuple[tuple[str, int, str], ...] = ()
     error: FileError | None = None
     distribution: str | None = field(default=None, compare=False)
+    package: str | None = None  # ``name version`` of the package holding it (FileReport.package)
 
 
 def summarize(report: FileReport) -> FileSummary:
@@ -88,7 +89,13 @@ def summarize(report: FileReport) -> FileSummary:
         (e.kind, e.sm, e.arch) for fb in report.fatbins for e in fb.entries if e.kind in (KIND_SASS, KIND_PTX)
     }
     return FileSummary(
-        report.path, report.format, report.size, tuple(sorted(seen)), report.error, report.distribution
+        report.path,
+        report.format,
+        report.size,
+        tuple(sorted(seen)),
+        report.error,
+        report.distribution,
+        report.package.label if report.package is not None else None,
     )
 
 

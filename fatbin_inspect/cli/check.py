@@ -30,7 +30,7 @@ from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.inventory.core import Options
 
-ARCHIVE_FORMATS = ("zip", "ar", "tar")
+ARCHIVE_FORMATS = ("zip", "ar", "tar", "conda")
 
 
 def parse_env(pairs, inherit: bool):

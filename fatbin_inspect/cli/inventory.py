@@ -129,7 +129,9 @@ def _verdicts(paths, reports, targets):
     wheels = {p: runtime.from_wheel(p) for p in paths if os.path.isfile(p) and zipfile.is_zipfile(p)}
     out = []
     for r in reports:
-        if (r.error is not None and not r.fatbins) or (r.format in ("zip", "ar", "tar") and not r.fatbins):
+        if (r.error is not None and not r.fatbins) or (
+            r.format in ("zip", "ar", "tar", "conda") and not r.fatbins
+        ):
             continue
         rt = runtime.for_file(r, wheels.get(r.path.split("!", 1)[0]))
         out += [evaluate(r, t, rt) for t in targets]
@@ -161,7 +163,7 @@ def _json_by_pieces(paths, opts: Options):
             if os.path.getsize(path) >= inventory.PARALLEL_MIN_BYTES and _is_binary(path):
                 reports = list(inspect_path(path, light))
                 r = reports[0]
-                if len(reports) == 1 and r.fatbins and r.format not in ("zip", "ar", "tar"):
+                if len(reports) == 1 and r.fatbins and r.format not in ("zip", "ar", "tar", "conda"):
                     try:
                         blob = open_blob(path)
                     except InputError:

@@ -123,10 +123,19 @@ def from_cubin_toolkit(report: FileReport) -> RuntimeNeed | None:
     return RuntimeNeed(version, f"static cudart; cubins built by CUDA {version}", confidence="medium")
 
 
+def from_package(report: FileReport) -> RuntimeNeed | None:
+    """The CUDA a conda package declares (``cuda-version``/``__cuda`` in ``depends``, the build
+    string's ``cuda_compiler_version``), for the files it holds (R-RT 4, medium)."""
+    p = report.package
+    if p is None or not p.cuda:
+        return None
+    return RuntimeNeed(p.cuda, f"{p.name} {p.version}: {p.cuda_source}", confidence="medium")
+
+
 def for_file(report: FileReport, wheel: RuntimeNeed | None = None) -> RuntimeNeed | None:
     """R-RT in its order: a linked (or bundled, renamed) cudart; a static cudart found in the
     file's bytes, wherever they are (file, archive member, installed file); the wheel's
-    requirement; else a cuBLAS the file links (same major)."""
+    requirement or the conda package's declared CUDA; else a cuBLAS the file links (same major)."""
     need = from_needs(report.needs)
     if need is not None and need.source.startswith(("DT_NEEDED", "imports")):
         return need
@@ -136,4 +145,8 @@ def for_file(report: FileReport, wheel: RuntimeNeed | None = None) -> RuntimeNee
             return static
     if wheel is not None and report.fatbins:
         return wheel
+    if report.fatbins:
+        declared = from_package(report)
+        if declared is not None:
+            return declared
     return need

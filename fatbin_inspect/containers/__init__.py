@@ -34,7 +34,8 @@ class Layout:
 
 
 def detect(head: bytes) -> str:
-    """Format from the first bytes: elf | cubin | pe | coff | ar | zip | tar | gzip | fatbin | ptx | unknown."""
+    """Format from the first bytes: elf | cubin | pe | coff | ar | zip | tar | gzip | bzip2 | fatbin |
+    ptx | unknown."""
     if head[:4] == b"\x7fELF":
         return "cubin" if cubin.is_cubin(head) else "elf"
     if head[:2] == b"MZ":
@@ -47,6 +48,8 @@ def detect(head: bytes) -> str:
         return "fatbin"
     if head[:2] == b"\x1f\x8b":
         return "gzip"
+    if head[:3] == b"BZh" and head[3:4].isdigit() and head[4:10] == b"1AY&SY":  # block magic (pi)
+        return "bzip2"
     if len(head) >= 262 and head[257:262] == b"ustar":
         return "tar"
     if head[:2] in (b"\x64\x86", b"\x64\xaa") and len(head) >= 20:  # COFF .obj: AMD64 / ARM64

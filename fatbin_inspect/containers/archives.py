@@ -10,6 +10,7 @@ mapped and scanned a window at a time, so resident memory stays bounded for a 50
 
 from __future__ import annotations
 
+import io
 import mmap
 import os
 import re
@@ -33,7 +34,7 @@ CHUNK = 4 << 20
 # Names of archive members that may hold device code (a wheel also carries .py, .pyi, headers...)
 _CANDIDATE = re.compile(
     r"(\.so(\.[0-9.]+)?|\.dll|\.pyd|\.a|\.lib|\.o|\.obj|\.cubin|\.fatbin|\.ptx|\.exe|\.whl|\.zip|"
-    r"\.tar|\.tar\.gz|\.tgz|\.dylib|\.bin)$",
+    r"\.tar|\.tar\.gz|\.tgz|\.tar\.bz2|\.conda|\.dylib|\.bin)$",
     re.I,
 )
 
@@ -272,10 +273,14 @@ def _deflated_head(blob: Blob, data: int, info: zipfile.ZipInfo) -> bytes:
 
 
 # -------------------------------------------------------------------------------------------- tar
-def tar_members(blob: Blob, compressed: bool) -> Iterator[Member]:
-    """Stream through a tar (``r|*``): each member is read once, in order."""
+def tar_entries(fileobj) -> Iterator[tuple[tarfile.TarInfo, tarfile.TarFile]]:
+    """Every entry of a tar stream (``r|*``: read once, in order, any compression tarfile knows),
+    within ``MAX_MEMBERS``; hostile bytes raise ``CorruptError``. An entry's data can be read
+    (``tf.extractfile``) only until the next entry is asked for."""
     try:
-        tf = tarfile.open(fileobj=blob.stream(), mode="r|*")
+        tf = tarfile.open(fileobj=fileobj, mode="r|*")
+    except InputError:
+        raise
     except Exception as exc:  # tarfile raises TypeError, zlib.error... on hostile bytes
         raise CorruptError(f"not a readable tar archive: {_why(exc)}") from None
     count = 0
@@ -284,26 +289,96 @@ def tar_members(blob: Blob, compressed: bool) -> Iterator[Member]:
             count += 1
             if count > MAX_MEMBERS:
                 raise LimitExceeded(f"more than {MAX_MEMBERS} members")
-            if not ti.isreg():
-                continue
-            named = is_candidate(ti.name)
-            if not named and ti.size < MIN_CONTENT_BYTES:
-                continue
-            if not compressed:
-                if named or by_content(blob.read(ti.offset_data, min(HEAD_BYTES, ti.size), "tar member")):
-                    yield Member(ti.name, blob.view(ti.offset_data, ti.size, "tar member"))
-                continue
-            try:
-                fh = tf.extractfile(ti)
-                head = b"" if named else fh.read(HEAD_BYTES)
-                if named or by_content(head):
-                    yield Member(ti.name, _spill(fh, ti.size, "tar member", head=head))
-            except InputError as exc:
-                yield Member(ti.name, error=exc)
+            yield ti, tf
     except InputError:
         raise
     except Exception as exc:
         raise CorruptError(f"tar stream breaks off: {_why(exc)}") from None
+
+
+def tar_member(tf: tarfile.TarFile, ti: tarfile.TarInfo, blob: Blob | None = None, name: str | None = None):
+    """The ``Member`` for a regular tar entry worth inspecting (its name is a candidate, or its
+    first block says so), else None; ``blob``: the whole uncompressed tar, whose members are then
+    windows into it (no copy); ``name``: the member's name if not the entry's."""
+    name = ti.name if name is None else name
+    named = is_candidate(ti.name)
+    if not named and ti.size < MIN_CONTENT_BYTES:
+        return None
+    if blob is not None:
+        if named or by_content(blob.read(ti.offset_data, min(HEAD_BYTES, ti.size), "tar member")):
+            return Member(name, blob.view(ti.offset_data, ti.size, "tar member"))
+        return None
+    try:
+        fh = tf.extractfile(ti)
+        head = b"" if named else fh.read(HEAD_BYTES)
+        if named or by_content(head):
+            return Member(name, _spill(fh, ti.size, "tar member", head=head))
+    except InputError as exc:
+        return Member(name, error=exc)
+    except Exception as exc:  # tarfile.ReadError, zlib.error... where the stream breaks off
+        return Member(name, error=CorruptError(f"tar member breaks off: {_why(exc)}"))
+    return None
+
+
+def tar_members(blob: Blob, compressed: bool) -> Iterator[Member]:
+    """Stream through a tar: each member is read once, in order."""
+    for ti, tf in tar_entries(blob.stream()):
+        if ti.isreg():
+            m = tar_member(tf, ti, None if compressed else blob)
+            if m is not None:
+                yield m
+
+
+class _Bounded(io.RawIOBase):
+    """A decompressing stream that raises ``LimitExceeded`` past ``limit`` bytes (a bomb)."""
+
+    def __init__(self, raw, limit: int, what: str):
+        self.raw, self.limit, self.what, self.total = raw, limit, what, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target) -> int:
+        try:
+            data = self.raw.read(len(target))
+        except Exception as exc:  # EOFError (cut stream), zstd/zlib/bz2 errors on hostile bytes
+            raise CorruptError(f"{self.what} breaks off: {_why(exc)}") from None
+        self.total += len(data)
+        if self.total > self.limit:
+            raise LimitExceeded(f"{self.what} inflates past {self.limit} bytes (a bomb?)")
+        target[: len(data)] = data
+        return len(data)
+
+
+def decompressed(blob: Blob, what: str):
+    """A stream of ``blob`` inflated by its magic (zstd, gzip, bzip2, xz; else as stored),
+    bounded like every archive member: ``MAX_RATIO`` times its compressed size, at least
+    ``SPILL_BYTES``. Read once, front to back: nothing is written anywhere."""
+    head = blob.head(6)
+    fileobj = blob.stream()
+    limit = min(MAX_MEMBER_BYTES * 8, max(SPILL_BYTES, MAX_RATIO * blob.size))
+    try:
+        if head[:4] == b"\x28\xb5\x2f\xfd":
+            import zstandard
+
+            raw = zstandard.ZstdDecompressor().stream_reader(fileobj, read_across_frames=True)
+        elif head[:2] == b"\x1f\x8b":
+            import gzip
+
+            raw = gzip.GzipFile(fileobj=fileobj)
+        elif head[:3] == b"BZh":
+            import bz2
+
+            raw = bz2.BZ2File(fileobj)
+        elif head[:6] == b"\xfd7zXZ\0":
+            import lzma
+
+            raw = lzma.LZMAFile(fileobj)
+        else:
+            return fileobj
+    except Exception as exc:
+        raise CorruptError(f"{what} does not decompress: {_why(exc)}") from None
+    return io.BufferedReader(_Bounded(raw, limit, what), CHUNK)
 
 
 def _why(exc: Exception) -> str:

@@ -99,6 +99,26 @@ class FileError:
 
 
 @dataclass(frozen=True)
+class Package:
+    """The package a container says it is: a conda package's ``info/index.json``.
+
+    ``cuda`` is the CUDA the package declares (``cuda-version >=12.4`` or ``__cuda >=12.0`` in
+    ``depends``, ``cuda126`` in the build string): "12.4" (a lower bound) or "12" (a family)."""
+
+    kind: str  # "conda"
+    name: str
+    version: str
+    build: str = ""
+    subdir: str = ""  # linux-64, linux-aarch64, win-64, noarch
+    cuda: str | None = None
+    cuda_source: str | None = None  # the evidence: 'depends "cuda-version >=12.4,<13.0a0"'
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} {self.version}"
+
+
+@dataclass(frozen=True)
 class FileReport:
     """One input file, or one member of an archive/wheel (path ``CONTAINER!MEMBER``)."""
 
@@ -112,6 +132,7 @@ class FileReport:
     distribution: str | None = field(default=None, compare=False)  # "torch 2.14.1" (scan)
     static_cudart: bool = False  # no cudart linked, but the static cudart's marker is in the bytes (R-RT 3)
     relocatable: bool = False  # a relocatable object (ELF ET_REL, COFF .obj): linked, never loaded (R-LINK)
+    package: Package | None = None  # the package that holds the file (conda), from its own metadata
 
     @property
     def entries(self) -> tuple[Entry, ...]:

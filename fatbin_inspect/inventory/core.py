@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from fatbin_inspect.containers import Layout, archives, detect, has_static_cudart
+from fatbin_inspect.containers import Layout, archives, conda, detect, has_static_cudart
 from fatbin_inspect.errors import InputError, LimitExceeded
 from fatbin_inspect.formats import cubin as cubin_mod
 from fatbin_inspect.formats import fatbin as fatbin_mod
@@ -102,7 +102,7 @@ def inspect_pairs(path: str, blob: Blob, opts: Options, depth: int) -> Iterator[
     """(record, blob) pairs, streaming: each member's bytes can be dropped once the consumer moves
     on (a wheel's members are never all held at once). An archive's own record comes last."""
     fmt = detect(blob.head(512))
-    if fmt in ("ar", "zip", "tar", "gzip"):
+    if fmt in ("ar", "zip", "tar", "gzip", "bzip2"):
         yield from _inspect_archive(path, fmt, blob, opts, depth)
         return
     try:
@@ -123,6 +123,7 @@ def _inspect_archive(
 ):
     notes: list[str] = []
     error: FileError | None = None
+    reader = None  # a conda package's reader: its metadata, known once info/ was read
     if depth >= MAX_DEPTH:
         yield (
             FileReport(
@@ -140,30 +141,56 @@ def _inspect_archive(
         elif fmt == "ar":
             it = archives.ar_members(blob)
         elif fmt == "zip":
-            it = archives.zip_members(blob, all_members=opts.members == "all")
+            zf = archives.open_zip(blob.stream())
+            if conda.is_conda_zip(zf.namelist()):
+                reader = conda.CondaReader(blob, zf)
+                it = reader.members()
+            else:
+                it = archives.zip_members(blob, all_members=opts.members == "all", zf=zf)
         elif fmt == "tar":
             it = archives.tar_members(blob, compressed=False)
+        elif fmt == "bzip2":  # a .tar.bz2: a conda package when it holds info/index.json
+            reader = conda.CondaReader(blob)
+            it = reader.members()
         else:
             it = _gzip_members(blob)
         for m in it:
             child = f"{path}!{m.name}"
             if m.note:
                 notes.append(m.note)
+            owner = reader.owner(m.name) if reader is not None else None
             if m.error is not None:
-                yield FileReport(path=child, format="unknown", size=0, error=_err(m.error)), None
+                yield (
+                    FileReport(path=child, format="unknown", size=0, error=_err(m.error), package=owner),
+                    None,
+                )
                 continue
             if m.blob is None:
                 continue
             for rec, b in inspect_pairs(child, m.blob, opts, depth + 1):
                 if rec.fatbins or rec.error or (opts.members == "all" and rec.format != "unknown"):
-                    yield rec, b
+                    yield (
+                        (rec if owner is None or rec.package else dataclasses.replace(rec, package=owner)),
+                        b,
+                    )
     except InputError as exc:
         error = _err(exc)
     except Exception as exc:
         error = _err(exc)
+    package = None
+    if reader is not None:
+        notes = reader.notes + notes
+        package = reader.package
+        if package is not None or fmt == "zip":
+            fmt = "conda"
     yield (
         FileReport(
-            path=path, format="tar" if fmt == "gzip" else fmt, size=blob.size, error=error, notes=tuple(notes)
+            path=path,
+            format="tar" if fmt in ("gzip", "bzip2") else fmt,
+            size=blob.size,
+            error=error,
+            notes=tuple(notes),
+            package=package,
         ),
         blob,
     )

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from fatbin_inspect import __version__
-from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport, Kernel
+from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport, Kernel, Package
 
 SCHEMA_VERSION = 1
 
@@ -93,7 +93,22 @@ def file_dict(r: FileReport) -> dict[str, Any]:
         "error": None if r.error is None else {"message": r.error.message, "offset": r.error.offset},
         "needs": list(r.needs),
         "notes": list(r.notes),
+        "package": package_dict(r.package),
         "fatbins": [fatbin_dict(fb) for fb in r.fatbins],
+    }
+
+
+def package_dict(p: Package | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    return {
+        "kind": p.kind,
+        "name": p.name,
+        "version": p.version,
+        "build": p.build,
+        "subdir": p.subdir,
+        "cuda": p.cuda,
+        "cuda_source": p.cuda_source,
     }
 
 

@@ -131,6 +131,8 @@ class _Scanner:
         owner = MISS  # the distribution of ``path`` itself, looked up once for all its members
         for rec in records:
             dist = innermost_wheel(rec.path) if "!" in rec.path else None
+            if dist is None and rec.package is not None:  # a conda package names itself
+                dist = rec.package if isinstance(rec.package, str) else rec.package.label
             if dist is None:  # a member of an archive belongs to the owner of the archive
                 if owner is MISS:
                     owner = (

@@ -22,7 +22,7 @@ import sys
 
 from fatbin_inspect import __version__
 
-CACHE_VERSION = 3  # 3: FileReport.static_cudart, .relocatable
+CACHE_VERSION = 4  # 3: FileReport.static_cudart, .relocatable; 4: members by content, conda packages
 ENV_DIR = "FATBIN_INSPECT_CACHE_DIR"
 COMMIT_EVERY = 256
 
@@ -214,7 +214,7 @@ def _summary_row(report, path: str) -> tuple:
 
     s = summarize(report)
     err = (s.error.message, s.error.offset) if s.error is not None else None
-    return (s.path[len(path) :], s.format, s.size, s.arches, err)
+    return (s.path[len(path) :], s.format, s.size, s.arches, err, s.package)
 
 
 def _summaries(blob: bytes, shown: str) -> tuple:
@@ -222,6 +222,6 @@ def _summaries(blob: bytes, shown: str) -> tuple:
     from fatbin_inspect.formats.model import FileError
 
     return tuple(
-        FileSummary(shown + suffix, fmt, size, arches, FileError(*err) if err else None)
-        for suffix, fmt, size, arches, err in pickle.loads(blob)
+        FileSummary(shown + suffix, fmt, size, arches, FileError(*err) if err else None, package=package)
+        for suffix, fmt, size, arches, err, package in pickle.loads(blob)
     )

@@ -20,7 +20,7 @@ from fatbin_inspect.inventory.walk import StatItem, iter_stat  # noqa: F401  (th
 @dataclass(frozen=True)
 class Root:
     path: str
-    kind: str  # site-packages | venv | conda | directory | wheel | archive | file
+    kind: str  # site-packages | venv | conda | directory | wheel | conda-package | archive | file
 
 
 def interpreter_site_packages() -> tuple[str, ...]:
@@ -48,6 +48,8 @@ def kind_of(path: str) -> str:
     low = path.lower()
     if low.endswith(".whl"):
         return "wheel"
+    if low.endswith((".conda", ".tar.bz2")):
+        return "conda-package"
     if low.endswith((".tar", ".tar.gz", ".tgz", ".zip")):
         return "archive"
     return "file"

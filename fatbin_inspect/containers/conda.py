@@ -1,0 +1,208 @@
+"""conda packages, read in place: ``.conda`` and ``.tar.bz2``.
+
+A ``.conda`` (format version 2) is a zip of stored members: ``metadata.json``
+(``{"conda_pkg_format_version": 2}``), ``info-<name>-<version>-<build>.tar.zst`` (the ``info/``
+folder) and ``pkg-<name>-<version>-<build>.tar.zst`` (everything else). A ``.tar.bz2`` is one
+bzip2 tar holding ``info/`` beside the files (conda-build writes ``info/`` first). Both streams
+are inflated once, front to back, into memory a member at a time: nothing touches the disk.
+
+``info/index.json`` names the package (``name``, ``version``, ``build``, ``build_number``,
+``subdir``, ``depends``, ...); ``info/paths.json`` lists its files (``{"paths": [{"_path",
+"path_type", "sha256", "size_in_bytes"}], "paths_version": 1}``; older packages: ``info/files``,
+one path a line). Members are named by their path in the package (``pkg.conda!lib/libcupy.so``,
+the path ``paths.json`` gives): the inner ``pkg-*.tar.zst`` is a detail of the format.
+
+The CUDA a package declares, strongest first: ``cuda-version`` in ``depends`` (conda-forge and
+the nvidia channel pin it for every CUDA build: ``cuda-version >=12.4,<13.0a0``), the ``__cuda``
+virtual package (the driver must implement at least that CUDA), and the ``cuda_compiler_version``
+conda-forge puts in build strings (``cuda126``, ``cuda120_py311h...``, pytorch's ``cuda12.4``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from collections.abc import Iterator
+
+from fatbin_inspect.containers import archives
+from fatbin_inspect.containers.archives import Member
+from fatbin_inspect.errors import CorruptError, LimitExceeded
+from fatbin_inspect.formats.binio import Blob
+from fatbin_inspect.formats.model import Package
+
+MAX_INFO_BYTES = 32 << 20  # paths.json of a large package (cudatoolkit) is a few MB
+_META = ("info/index.json", "info/paths.json", "info/files")
+
+
+def is_conda_zip(names: list[str]) -> bool:
+    """A ``.conda``: ``metadata.json`` beside ``info-*``/``pkg-*.tar.zst``, whatever the file is called."""
+    return "metadata.json" in names and any(
+        n.startswith(("pkg-", "info-")) and n.endswith(".tar.zst") for n in names
+    )
+
+
+def declared_cuda(index: dict) -> tuple[str | None, str | None]:
+    """(CUDA version, evidence) from an ``index.json``: depends first, then the build string."""
+    depends = index.get("depends")
+    deps = [d for d in depends if isinstance(d, str)] if isinstance(depends, list) else []
+    for wanted in ("cuda-version", "__cuda"):
+        for dep in deps:
+            parts = dep.split(None, 1)
+            if parts[0] == wanted and len(parts) > 1:
+                v = _lower_bound(parts[1])
+                if v:
+                    return v, f'conda depends "{dep}"'
+    build = index.get("build")
+    if isinstance(build, str):
+        m = re.search(r"(?:^|[_\-.])cuda_?(\d+)(?:\.(\d+))?(?!\d)", build)
+        if m:
+            v = _build_version(m.group(1), m.group(2))
+            if v:
+                return v, f"conda build string {build}"
+    return None, None
+
+
+def _lower_bound(spec: str) -> str | None:
+    """``>=12.4,<13.0a0`` -> 12.4, ``12.*`` -> 12, ``==11.8`` -> 11.8; upper bounds alone: None."""
+    for part in re.split(r"[,|]", spec.split(None, 1)[0]):
+        part = part.strip()
+        if not part or part.startswith(("<", "!")):
+            continue
+        m = re.match(r"(?:>=|==|>|~=|=)?\s*(\d+)(?:\.(\d+))?", part)
+        if m:
+            return m.group(1) if m.group(2) is None else f"{m.group(1)}.{m.group(2)}"
+    return None
+
+
+def _build_version(digits: str, minor: str | None) -> str | None:
+    if minor is not None:
+        return f"{int(digits)}.{int(minor)}"
+    if len(digits) == 3:  # conda-forge: cuda118, cuda120, cuda126 (and cuda100, cuda101)
+        return f"{int(digits[:2])}.{digits[2]}"
+    if len(digits) == 2:  # cuda12, cuda11; cuda92 is 9.2
+        return digits if int(digits) >= 10 else f"{digits[0]}.{digits[1]}"
+    return None
+
+
+def package_of(index: dict) -> Package:
+    if not isinstance(index, dict) or not isinstance(index.get("name"), str):
+        raise CorruptError("info/index.json names no package")
+    cuda, source = declared_cuda(index)
+    return Package(
+        kind="conda",
+        name=index["name"],
+        version=str(index.get("version", "?")),
+        build=str(index.get("build", "")),
+        subdir=str(index.get("subdir", "")),
+        cuda=cuda,
+        cuda_source=source,
+    )
+
+
+class CondaReader:
+    """The members of one conda package; ``package`` and ``paths`` are known once ``info/`` was
+    read (before any member for a ``.conda``; for a ``.tar.bz2``, where ``info/`` comes)."""
+
+    def __init__(self, blob: Blob, zf: zipfile.ZipFile | None = None):
+        self.blob, self.zf = blob, zf
+        self.package: Package | None = None
+        self.paths: set[str] | None = None  # files the package lists (paths.json / info/files)
+        self.notes: list[str] = []
+        self._index = self._paths = self._files = None
+
+    def owner(self, name: str) -> Package | None:
+        """The package, for a member it lists (every member when it lists none)."""
+        if self.package is None or (self.paths is not None and name not in self.paths):
+            return None
+        return self.package
+
+    def members(self) -> Iterator[Member]:
+        if self.zf is not None:
+            yield from self._conda()
+            if self.package is None:
+                raise CorruptError(".conda without info/index.json")
+            return
+        stream = archives.decompressed(self.blob, "bzip2 stream")
+        head = stream.peek(512)[:512]
+        if len(head) < 262 or head[257:262] != b"ustar":  # a compressed data file, not a package
+            self.notes.append("bzip2 stream that holds no tar: not scanned")
+            return
+        yield from self._tar(stream, meta_only=False)  # a plain .tar.bz2 when info/ is missing
+        self._settle()
+
+    def _conda(self) -> Iterator[Member]:
+        infos = self.zf.infolist()
+        info_tar = [i for i in infos if i.filename.startswith("info-") and i.filename.endswith(".tar.zst")]
+        pkg_tar = [i for i in infos if i.filename.startswith("pkg-") and i.filename.endswith(".tar.zst")]
+        if len(info_tar) != 1 or len(pkg_tar) != 1:
+            raise CorruptError(
+                f".conda holds {len(info_tar)} info-*.tar.zst and {len(pkg_tar)} pkg-*.tar.zst (expected 1 each)"
+            )
+        for _ in self._tar(self._inner(info_tar[0]), meta_only=True):
+            pass
+        self._settle()
+        yield from self._tar(self._inner(pkg_tar[0]), meta_only=False)
+
+    def _inner(self, info: zipfile.ZipInfo):
+        """An inner ``.tar.zst`` as a zstd stream (stored, as conda writes them: a window into the
+        package; otherwise inflated into memory within the member bounds first)."""
+        if info.compress_type == zipfile.ZIP_STORED and not info.flag_bits & 0x1:
+            hdr = self.blob.unpack(archives._ZIP_LOCAL, info.header_offset, "zip local header")
+            data = info.header_offset + 30 + hdr[9] + hdr[10]
+            inner = self.blob.view(data, info.compress_size, info.filename)
+        else:
+            with self.zf.open(info) as fh:
+                inner = archives._spill(fh, info.file_size, info.filename)
+        return archives.decompressed(inner, info.filename)
+
+    def _tar(self, stream, meta_only: bool) -> Iterator[Member]:
+        for ti, tf in archives.tar_entries(stream):
+            if not ti.isreg():
+                continue
+            name = ti.name[2:] if ti.name.startswith("./") else ti.name
+            if name in _META:
+                self._read_meta(tf, ti, name)
+            elif not meta_only and not name.startswith("info/"):
+                self._settle()  # info/ comes first: the package is known from its first file on
+                m = archives.tar_member(tf, ti, name=name)
+                if m is not None:
+                    yield m
+
+    def _read_meta(self, tf, ti, name: str) -> None:
+        if ti.size > MAX_INFO_BYTES:
+            raise LimitExceeded(f"{name} of {ti.size} bytes, over the {MAX_INFO_BYTES}-byte limit")
+        data = tf.extractfile(ti).read(ti.size)
+        if name == "info/files":
+            self._files = data
+            return
+        try:
+            doc = json.loads(data)
+        except ValueError as exc:
+            raise CorruptError(f"{name} is not JSON: {exc}") from None
+        if name == "info/index.json":
+            self._index = doc
+        else:
+            self._paths = doc
+
+    def _settle(self) -> None:
+        if self.package is None and self._index is not None:
+            self.package = package_of(self._index)
+            n = None
+            if isinstance(self._paths, dict) and isinstance(self._paths.get("paths"), list):
+                self.paths = {
+                    p["_path"]
+                    for p in self._paths["paths"]
+                    if isinstance(p, dict) and isinstance(p.get("_path"), str)
+                }
+                n = len(self.paths)
+            elif self._files is not None:
+                self.paths = set(self._files.decode("utf-8", "replace").splitlines())
+                n = len(self.paths)
+            p = self.package
+            self.notes.append(
+                f"conda package {p.name} {p.version} {p.build} ({p.subdir or 'no subdir'})"
+                + (f", {n} files listed" if n is not None else "")
+            )
+            if p.cuda:
+                self.notes.append(f"declares CUDA {p.cuda} ({p.cuda_source})")

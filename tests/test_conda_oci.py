@@ -1,0 +1,128 @@
+"""conda packages (.conda, .tar.bz2) and OCI images, read in place; built here from the fixtures."""
+
+import json
+import os
+
+import pytest
+from builders import conda_index, conda_package
+from conftest import fixture_path
+
+from fatbin_inspect.compat import runtime
+from fatbin_inspect.containers import conda
+from fatbin_inspect.inventory.core import inspect_path
+from fatbin_inspect.scan import ScanOptions, scan
+
+SM80 = fixture_path("bin", "t01_exe_sm80")
+LIB86 = fixture_path("bin", "t12_lib_sm86_c89.so")
+FATBIN = fixture_path("bin", "t13_raw_sm75_c75_sm120.fatbin")
+
+
+def _read(p):
+    with open(p, "rb") as fh:
+        return fh.read()
+
+
+def _cupy_like(
+    tmp_path, fmt, depends=("cuda-version >=12.4,<13.0a0", "libgcc >=13", "python_abi 3.11.* *_cp311")
+):
+    index = conda_index("cupy-core", "13.3.0", "py311h5eee18b_2", depends)
+    files = [
+        ("lib/python3.11/site-packages/cupy/_core/core.cpython-311-x86_64-linux-gnu.so", _read(LIB86)),
+        ("bin/cupy_probe", _read(SM80)),  # extensionless: found by content
+        ("share/cupy/kernels.dat", _read(FATBIN)),  # a fatbin under a data name
+        ("lib/python3.11/site-packages/cupy/__init__.py", b"import os\n" * 40),
+    ]
+    p = tmp_path / f"cupy-core-13.3.0-py311h5eee18b_2.{fmt}"
+    p.write_bytes(conda_package(index, files, fmt))
+    return p
+
+
+@pytest.mark.parametrize("fmt", ["conda", "tar.bz2"])
+def test_conda_package_read_in_place_and_attributed(tmp_path, fmt):
+    pkg = _cupy_like(tmp_path, fmt)
+    before = sorted(os.listdir(tmp_path))
+    recs = list(inspect_path(str(pkg)))
+    assert sorted(os.listdir(tmp_path)) == before  # nothing extracted
+    own = recs[0]
+    assert own.path == str(pkg) and own.format == "conda" and own.error is None
+    assert (own.package.name, own.package.version, own.package.build, own.package.subdir) == (
+        "cupy-core",
+        "13.3.0",
+        "py311h5eee18b_2",
+        "linux-64",
+    )
+    assert own.package.cuda == "12.4" and "cuda-version >=12.4" in own.package.cuda_source
+    assert any("declares CUDA 12.4" in n for n in own.notes) and any("4 files listed" in n for n in own.notes)
+    members = {r.path.split("!", 1)[1]: r for r in recs[1:]}
+    assert sorted(members) == [
+        "bin/cupy_probe",
+        "lib/python3.11/site-packages/cupy/_core/core.cpython-311-x86_64-linux-gnu.so",
+        "share/cupy/kernels.dat",
+    ]
+    assert all(r.package == own.package for r in members.values())
+    res = scan([str(pkg)], ScanOptions(jobs=1, cache_dir=None))
+    assert {r.distribution for r in res.reports} == {"cupy-core 13.3.0"}
+
+
+def test_declared_cuda_is_runtime_evidence_where_no_cudart_is_linked(tmp_path):
+    pkg = _cupy_like(tmp_path, "conda")
+    recs = {r.path.rsplit("!", 1)[-1]: r for r in inspect_path(str(pkg))}
+    fat = recs["share/cupy/kernels.dat"]  # a raw fatbin links nothing
+    assert fat.needs == ()
+    need = runtime.for_file(fat)
+    assert (need.version, need.confidence) == ("12.4", "medium") and "cuda-version" in need.source
+    exe = recs["bin/cupy_probe"]  # links libcudart.so.13: the binary's own evidence wins
+    assert runtime.for_file(exe).source.startswith("DT_NEEDED")
+
+
+@pytest.mark.parametrize(
+    "depends,build,want",
+    [
+        (["cuda-version >=12.4,<13.0a0"], "py311_0", "12.4"),
+        (["cuda-version 11.8.*"], "py311_0", "11.8"),
+        (["cuda-version <13"], "cuda126py311h1_0", "12.6"),  # an upper bound alone says nothing
+        (["__cuda >=12.0"], "py311_0", "12.0"),
+        (["python >=3.11"], "cuda120_py311h9f2_1", "12.0"),
+        ([], "py3.11_cuda12.4_cudnn9.1.0_0", "12.4"),
+        ([], "cuda11_py311h0", "11"),
+        ([], "py311h5eee18b_2", None),
+    ],
+)
+def test_declared_cuda_from_depends_and_build_string(depends, build, want):
+    assert conda.declared_cuda({"depends": depends, "build": build})[0] == want
+
+
+def test_plain_tar_bz2_and_bz2_data_are_not_packages(tmp_path):
+    import bz2
+
+    from builders import tar_archive
+
+    t = tmp_path / "layer.tar.bz2"
+    t.write_bytes(bz2.compress(tar_archive([("usr/bin/app", _read(SM80))])))
+    recs = list(inspect_path(str(t)))
+    assert recs[0].format == "tar" and recs[0].package is None and recs[0].error is None
+    assert [r.path.split("!")[1] for r in recs[1:]] == ["usr/bin/app"]
+    d = tmp_path / "data.bz2"
+    d.write_bytes(bz2.compress(b"plain data " * 1000))
+    (rec,) = inspect_path(str(d))
+    assert rec.error is None and "holds no tar" in rec.notes[0]
+
+
+def test_conda_json_record_validates(tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    from fatbin_inspect.render.inventory_json import inventory_document
+
+    pkg = _cupy_like(tmp_path, "conda")
+    doc = json.loads(json.dumps(inventory_document(inspect_path(str(pkg)))))
+    with open(os.path.join(os.path.dirname(conda.__file__), "..", "schemas", "inventory.schema.json")) as fh:
+        jsonschema.validate(doc, json.load(fh))
+    assert doc["files"][0]["package"]["cuda"] == "12.4"
+
+
+def test_conda_attribution_survives_the_summary_cache(tmp_path):
+    pkg = _cupy_like(tmp_path, "tar.bz2")
+    opts = ScanOptions(jobs=1, cache_dir=str(tmp_path / "cache"), summary=True)
+    cold, warm = scan([str(pkg)], opts), scan([str(pkg)], opts)
+    assert warm.stats.cache_hits == 1
+    for res in (cold, warm):
+        assert {r.distribution for r in res.reports} == {"cupy-core 13.3.0"} and len(res.reports) == 3
