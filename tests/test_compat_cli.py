@@ -48,7 +48,7 @@ def test_exit_codes(n, gpu, driver, extra, code):
 @pytest.mark.parametrize(
     "args",
     [
-        ("--gpu", "GT 1030"),
+        ("--gpu", "GT 730"),
         ("--gpu", "no such gpu"),
         ("--gpu", "A100", "--driver", "x"),
         ("--gpu", "A100", "--env", "NOEQUALS"),

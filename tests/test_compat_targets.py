@@ -45,8 +45,14 @@ def test_tegra_flag_comes_from_the_data():
 
 def test_ambiguous_name_lists_the_capabilities():
     with pytest.raises(UsageError) as exc:
-        resolve_gpu("GT 1030")  # a Kepler and a Pascal product share the name
-    assert "3.0" in str(exc.value) and "6.1" in str(exc.value)
+        resolve_gpu("GT 730")  # GK107 (3.0) and GK208 (3.5) boards share the name
+    assert "3.0" in str(exc.value) and "3.5" in str(exc.value)
+
+
+def test_one_entry_per_real_product_gt_1030_is_pascal():
+    """The Kepler 3.0 "GT 1030" came from one pci.ids line; the product is GP108 (6.1)."""
+    g = resolve_gpu("GT 1030")
+    assert g.cc == (6, 1) and g.architecture == "Pascal" and g.confidence == "high"
 
 
 def test_unknown_name_lists_closest_matches():

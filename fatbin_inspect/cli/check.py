@@ -66,7 +66,16 @@ def wheel_runtime(path: str):
     "--driver",
     default=None,
     envvar="FATBIN_INSPECT_DRIVER",
-    help="Linux driver version (550.54.14), branch (550) or 'auto'; default: newest known branch.",
+    help="Driver: Linux version (550.54.14), branch (550), Windows version (581.29 or 32.0.15.8129), "
+    "Jetson release (jetpack-6.2, l4t-36.4) or 'auto'; default: newest known branch.",
+)
+@click.option(
+    "--compat",
+    default=None,
+    envvar="FATBIN_INSPECT_COMPAT",
+    metavar="CUDA",
+    help="A cuda-compat forward-compatibility package in use (13.4 = cuda-compat-13-4); "
+    "--driver auto finds one by itself.",
 )
 @targets_option
 @click.option(
@@ -102,6 +111,7 @@ def check_cmd(
     paths,
     gpus,
     driver,
+    compat,
     target_files,
     env_pairs,
     inherit_env,
@@ -118,7 +128,7 @@ def check_cmd(
     are used.
     """
     env = parse_env(env_pairs, inherit_env)
-    targets = resolve_all(gpus, driver, env, target_files, nearest_policy_targets(driver))
+    targets = resolve_all(gpus, driver, env, target_files, nearest_policy_targets(driver), compat)
     verdicts, unreadable = [], []
     for root in paths:
         wheel = wheel_runtime(root) if os.path.isfile(root) else None

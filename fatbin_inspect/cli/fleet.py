@@ -202,14 +202,16 @@ def resolve_all(
     env: dict[str, str] | None,
     target_files: Sequence[str],
     fallback: Callable[[], list[Target]] | None = None,
+    compat: str | None = None,
 ) -> tuple[Target, ...]:
     """``--gpu`` targets (one ``--driver``), then every ``--targets`` file's; ``fallback`` (the
-    pyproject.toml's) when neither is given. The JIT switches of ``env`` apply to all of them."""
+    pyproject.toml's) when neither is given. The JIT switches of ``env`` and the ``--compat``
+    package (R-FWD) apply to all of them."""
     from fatbin_inspect.compat.targets import resolve_targets, wants_local
     from fatbin_inspect.system.stack import local_devices
 
     local = local_devices(gpus, driver)
-    found: list[Target] = list(resolve_targets(list(gpus), driver, env, local)) if gpus else []
+    found: list[Target] = list(resolve_targets(list(gpus), driver, env, local, compat)) if gpus else []
     file_driver = local.driver if wants_local((), driver)[1] and local.driver else driver
     for path in target_files:
         found += read_targets(path, file_driver)
@@ -221,6 +223,11 @@ def resolve_all(
         resolve_targets([], driver)  # raises the "no --gpu given" error
     force, disable = jit_switches(env or {})
     found = [dataclasses.replace(t, force_ptx_jit=force, disable_ptx_jit=disable) for t in found]
+    if compat:
+        from fatbin_inspect.compat.targets import resolve_compat
+
+        pkg = resolve_compat(compat)
+        found = [dataclasses.replace(t, compat=pkg) for t in found]
     return merge(found)
 
 

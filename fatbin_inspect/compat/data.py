@@ -86,14 +86,66 @@ def first_branch_for_cc(cc: CC) -> int | None:
 
 
 def last_branch_for_architecture(architecture: str) -> int | None:
+    """The last branch that drives ``architecture``; None while current branches still do (Turing+)."""
     for row in load("drivers")["last_branch_supporting"]:
         if architecture in row.get("architectures", ()):
-            return leading_int(row["last_branch"])
+            return None if row["last_branch"] is None else leading_int(row["last_branch"])
     return None
 
 
-def mvc_floor(major: int) -> tuple[int, ...] | None:
-    """Linux driver floor under minor-version compatibility for runtime family ``major`` (11+)."""
+def branch_row(branch: int) -> dict[str, Any] | None:
+    return next((b for b in branches() if int(b["branch"]) == branch), None)
+
+
+def branch_ended(row: dict[str, Any]) -> bool:
+    """End of life reached by the data's ``as_of`` date ("ended", or a YYYY-MM before it)."""
+    eol = row.get("end_of_life")
+    if not eol:
+        return False
+    return eol == "ended" or eol < load("drivers")["as_of"][:7]
+
+
+def windows_branch(number: int) -> int | None:
+    """Linux branch of a Windows driver number (581 -> 580, 596 -> 595); None when none fits.
+
+    The table in drivers.json is tried first, then the rule it states: the newest branch B <= N
+    with N - B <= 4."""
+    table = load("drivers")["windows_numbering"]
+    for row in table["branches"]:
+        if int(row["windows"]) == number:
+            return int(row["branch"])
+    fits = [int(b["branch"]) for b in branches() if 0 <= number - int(b["branch"]) <= 4]
+    return max(fits) if fits else None
+
+
+def jetson_release(text: str) -> dict[str, Any] | None:
+    """The JetPack / L4T row for ``jetpack-6.2`` / ``l4t-36.4`` (the newest row under a prefix)."""
+    m = re.fullmatch(r"\s*(jetpack|jp|l4t|r)[-_ ]?(\d+(?:\.\d+)*)\s*", text.lower())
+    if not m:
+        return None
+    key = "l4t" if m.group(1) in ("l4t", "r") else "jetpack"
+    want = version_tuple(m.group(2))
+    rows = load("drivers")["jetson_releases"]["releases"]
+    exact = [r for r in rows if version_tuple(r[key]) == want]
+    under = [r for r in rows if version_tuple(r[key])[: len(want)] == want]
+    found = exact or under
+    return max(found, key=lambda r: version_tuple(r[key])) if found else None
+
+
+def forward_compat() -> dict[str, Any]:
+    return load("drivers")["forward_compat"]
+
+
+def tile_ir() -> dict[str, Any]:
+    return load("target_rules")["tile_ir"]
+
+
+def mvc_floor(major: int, platform: str = "linux") -> tuple[int, ...] | None:
+    """Driver floor under minor-version compatibility for runtime family ``major`` (11+), on Linux
+    or on Windows (whose numbers differ: 12.x needs 527.41 there, 525.60.13 on Linux)."""
+    if platform == "windows":
+        floor = load("drivers")["windows_numbering"]["family_floors"].get(str(major))
+        return version_tuple(floor) if floor else None
     for t in toolkits():
         if version_tuple(t["version"])[0] == major:
             floor = (t.get("min_driver_minor_version_compat") or {}).get("linux")
@@ -102,14 +154,13 @@ def mvc_floor(major: int) -> tuple[int, ...] | None:
     return None
 
 
-def toolkit_min_driver(version: tuple[int, int]) -> tuple[int, ...] | None:
-    """Linux driver a pre-11 toolkit needs (no minor-version compatibility then): its oldest GA row."""
+def toolkit_min_driver(version: tuple[int, int], platform: str = "linux") -> tuple[int, ...] | None:
+    """Driver a pre-11 toolkit needs (no minor-version compatibility then): its oldest GA row."""
+    key = "windows_x86_64_min_driver" if platform == "windows" else "linux_x86_64_min_driver"
     for t in toolkits():
         if version_tuple(t["version"])[:2] == version:
             rows = [
-                version_tuple(r["linux_x86_64_min_driver"])
-                for r in t.get("driver_table", ())
-                if re.match(r"\d", r.get("linux_x86_64_min_driver") or "")
+                version_tuple(r[key]) for r in t.get("driver_table", ()) if re.match(r"\d", r.get(key) or "")
             ]
             return min(rows) if rows else None
     return None

@@ -310,8 +310,13 @@ def _no_device_code(reason: str, rule: str, notes, base) -> FileVerdict:
 
 
 def _stack_check(rt, target: Target, counted, notes, base) -> FileVerdict | None:
-    """R-DRV (35) before R-GPU (100), as the runtime initialises before it enumerates devices."""
-    for check in (rules.driver_for_runtime(rt, target), rules.gpu_supported(target)):
+    """R-FWD (803/804: cuInit refuses a compat package) before R-DRV (35) before R-GPU (100), as the
+    runtime initialises before it enumerates devices."""
+    for check in (
+        rules.forward_compat(target),
+        rules.driver_for_runtime(rt, target),
+        rules.gpu_supported(target),
+    ):
         if check.ok:
             continue
         c = _counts(counted)
@@ -517,6 +522,9 @@ def _advice(rule: str, t: Target, rt: RuntimeNeed | None) -> tuple[str, ...]:
         )
     if rule == "R-GPU":
         return ("install a driver branch that supports this GPU",)
+    if rule == "R-FWD":
+        row = data.error_by_number(rules.forward_compat(t).error or 0)
+        return (row["fix"],) if row and row.get("fix") else ()
     if rule == "R-PTX-ISA":
         return (
             "upgrade the driver, or ship a cubin for this GPU so no JIT is needed (R-MVC caveat 2)",

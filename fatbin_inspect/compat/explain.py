@@ -36,7 +36,11 @@ CHECKS: dict[str, tuple[str, ...]] = {
     ),
     "R-MVC": ("Which API was called; it is newer than the installed driver (minor-version compatibility)",),
     "R-FWD": (
-        "Whether a cuda-compat package is first in LD_LIBRARY_PATH, and whether the GPU is a datacenter part",
+        "Whether a cuda-compat package is first in LD_LIBRARY_PATH or ld.so.conf.d (fatbin-inspect doctor)",
+        "Whether the GPU accepts forward compatibility: data center GPUs, select NGC Server Ready RTX "
+        "SKUs and Jetson only (804 otherwise)",
+        "Whether the kernel driver's branch is a supported base: long-term or production, not end of life, "
+        "older than the package (803 otherwise)",
     ),
     "R-GPU": (
         "Whether the driver branch supports the GPU (new GPUs need new branches; Kepler ends at R470, "
@@ -51,6 +55,7 @@ COMMANDS: dict[str, str] = {
     "R-JIT-OFF": "fatbin-inspect check PATH --gpu '<your GPU>' --env CUDA_DISABLE_PTX_JIT=1",
     "R-DRV": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <your driver version>",
     "R-GPU": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <your driver version>",
+    "R-FWD": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <kernel driver> --compat <package CUDA>",
 }
 # Framework wordings that do not contain the CUDA string itself.
 PHRASES: tuple[tuple[str, int], ...] = (
@@ -84,6 +89,8 @@ def explain(query: str) -> Explanation | None:
     rules = tuple(dict.fromkeys(re.findall(r"R-[A-Z]+(?:-[A-Z]+)*", row.get("signals_rule", ""))))
     checks: list[str] = []
     command = None
+    if row.get("fix"):
+        checks.append(f"What to do: {row['fix']}")
     for r in rules:
         checks += CHECKS.get(r, ())
         command = command or COMMANDS.get(r)

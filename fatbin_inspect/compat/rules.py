@@ -17,6 +17,7 @@ from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Entry
 
 NO_IMAGE, UNSUPPORTED_PTX, JIT_DISABLED, INSUFFICIENT_DRIVER, NO_DEVICE = 209, 222, 223, 35, 100
+DRIVER_MISMATCH, COMPAT_NOT_ON_DEVICE = 803, 804
 
 
 @dataclass(frozen=True)
@@ -155,14 +156,15 @@ def ptx_target(entry: Entry, t: Target) -> Outcome:
 
 def ptx_isa(entry: Entry, t: Target) -> Outcome:
     """R-PTX-ISA: the driver's JIT must know the PTX ``.version``."""
-    have, limit = entry.code_version, tuple(int(x) for x in t.driver.max_ptx_isa.split("."))
+    d = t.umd
+    have, limit = entry.code_version, tuple(int(x) for x in d.max_ptx_isa.split("."))
     ok = tuple(have) <= limit
-    drv = f"driver R{t.driver.branch} (CUDA {t.driver.cuda})"
+    drv = f"{t.compat.package} (R{d.branch})" if t.compat else f"driver R{d.branch} (CUDA {d.cuda})"
     return Outcome(
         ok,
         "R-PTX-ISA",
         f"PTX ISA {entry.ptx_isa} {'is within' if ok else 'is newer than'} what the JIT of "
-        f"{drv} compiles (up to {t.driver.max_ptx_isa})",
+        f"{drv} compiles (up to {d.max_ptx_isa})",
         None if ok else UNSUPPORTED_PTX,
     )
 
@@ -192,28 +194,40 @@ def driver_for_runtime(rt: RuntimeNeed | None, t: Target) -> Outcome:
     """R-DRV: the runtime's family needs a driver of that family at or above its floor."""
     if rt is None:
         return Outcome(True, "R-DRV", "no CUDA runtime is linked; only the driver API is used")
-    drv_cuda = tuple(int(x) for x in t.driver.cuda.split("."))
-    have = t.driver.version_tuple
+    d = t.umd
+    drv_cuda = tuple(int(x) for x in d.cuda.split("."))
+    # Windows drivers have their own numbers and floors; a Windows binary given only a branch is
+    # judged against the Windows floors too (the branch is all that is compared then).
+    platform = d.platform or ("windows" if rt.windows else "linux")
+    have = d.version_tuple if d.platform in ("linux", "windows", None) else (d.branch,)
+    if platform == "windows" and len(have) == 1:
+        have = (d.branch,)  # a bare branch against Windows floors: compare branches (527.41 is R525)
     if rt.major < 11:
-        need = data.toolkit_min_driver((rt.major, rt.minor or 0))
-        ok = (rt.major, rt.minor or 0) <= drv_cuda and (need is None or _at_least(have, need))
-        floor = ".".join(map(str, need)) if need else "?"
+        need = data.toolkit_min_driver((rt.major, rt.minor or 0), platform)
     else:
-        need = data.mvc_floor(rt.major)
-        ok = rt.major <= drv_cuda[0] and (need is None or _at_least(have, need))
-        floor = ".".join(map(str, need)) if need else "?"
+        need = data.mvc_floor(rt.major, platform)
+    floor = ".".join(map(str, need)) if need else "?"
+    if need and platform == "windows" and len(have) == 1:
+        need = (data.windows_branch(need[0]) or need[0],)
+    ok = (rt.major, rt.minor or 0) <= drv_cuda if rt.major < 11 else rt.major <= drv_cuda[0]
+    ok = ok and (need is None or _at_least(have, need, d.branch))
+    where = " (Windows numbering)" if platform == "windows" else ""
+    via = f" through {t.compat.package}" if t.compat else ""
     return Outcome(
         ok,
         "R-DRV",
-        f"CUDA runtime {rt.version} ({rt.source}) needs a driver >= {floor}; "
-        f"R{t.driver.branch} is CUDA {t.driver.cuda}{'' if ok else ', too old'}",
+        f"CUDA runtime {rt.version} ({rt.source}) needs a driver >= {floor}{where}; "
+        f"R{d.branch}{via} is CUDA {d.cuda}{'' if ok else ', too old'}",
         None if ok else INSUFFICIENT_DRIVER,
         confidence=rt.confidence,
     )
 
 
-def _at_least(have: tuple[int, ...], need: tuple[int, ...]) -> bool:
-    """A bare branch ("525") is taken as its newest build, so only the branch is compared."""
+def _at_least(have: tuple[int, ...], need: tuple[int, ...], branch: int | None = None) -> bool:
+    """A bare branch ("525") is taken as its newest build, so only the branch is compared; so is a
+    floor given as a branch ("580"), against the driver's branch (Windows 581.29 is R580)."""
+    if len(need) == 1:
+        return (branch if branch is not None else have[0]) >= need[0]
     if len(have) == 1:
         return have[0] >= need[0]
     return have >= need
@@ -223,15 +237,96 @@ def mvc(rt: RuntimeNeed | None, t: Target) -> Outcome | None:
     """R-MVC: a runtime newer than the driver within one major runs with a reduced feature set."""
     if rt is None or rt.major < 11 or rt.minor is None:
         return None
-    drv = tuple(int(x) for x in t.driver.cuda.split("."))
+    d = t.umd
+    drv = tuple(int(x) for x in d.cuda.split("."))
     if (rt.major, rt.minor) <= drv or rt.major != drv[0]:
         return None
     return Outcome(
         True,
         "R-MVC",
-        f"runtime {rt.version} on a CUDA {t.driver.cuda} driver runs under minor-version "
+        f"runtime {rt.version} on a CUDA {d.cuda} driver runs under minor-version "
         "compatibility: APIs newer than the driver return 36 (cudaErrorCallRequiresNewerDriver) and "
-        f"PTX newer than ISA {t.driver.max_ptx_isa} fails with 222",
+        f"PTX newer than ISA {d.max_ptx_isa} fails with 222",
+    )
+
+
+def forward_compat(t: Target) -> Outcome:
+    """R-FWD: a cuda-compat package replaces the user-mode driver. It needs a GPU that accepts it
+    (data center, select NGC Server Ready RTX SKUs, Jetson; else 804) and a kernel driver of an
+    older branch that NVIDIA supports as a base (long-term or production, not end of life; else 803)."""
+    c = t.compat
+    if c is None:
+        return Outcome(True, "R-FWD", "no forward-compatibility package in use")
+    fc, g, pkg = data.forward_compat(), t.gpu, c.package
+    if g.tegra:
+        row = next((r for r in fc["jetson"] if data.parse_cc(r["cc"]) == t.cc), None)
+        ok = row is not None and data.version_tuple(c.cuda) >= data.version_tuple(row["from_cuda"])
+        if not ok:
+            since = f" (Jetson CC {fmt_cc(t.cc)} accepts them from CUDA {row['from_cuda']})" if row else ""
+            return Outcome(
+                False,
+                "R-FWD",
+                f"{pkg} is not supported on {g.name}{since}",
+                COMPAT_NOT_ON_DEVICE,
+                confidence="medium",
+            )
+    elif g.segment is None:
+        pass  # a GPU named by its compute capability: no product, so no segment to judge
+    elif g.segment not in fc["supported_segments"] and g.name not in fc["supported_products"]:
+        return Outcome(
+            False,
+            "R-FWD",
+            f"forward compatibility ({pkg}) is not supported on {g.name} ({g.segment}): only data "
+            "center GPUs, select NGC Server Ready RTX SKUs and Jetson boards accept it",
+            COMPAT_NOT_ON_DEVICE,
+            confidence="medium",
+        )
+    base, umd = t.driver, c.driver
+    if base.platform == "jetson":
+        return _fwd_ok(t, f"on {base.version}")
+    if umd.branch < base.branch:
+        return Outcome(
+            False,
+            "R-FWD",
+            f"{pkg} (R{umd.branch}) is older than the installed driver R{base.branch}: compat packages "
+            "are not supported on newer drivers",
+            DRIVER_MISMATCH,
+            confidence="medium",
+        )
+    if umd.branch == base.branch:
+        return Outcome(True, "R-FWD", f"{pkg} matches the installed branch R{base.branch}: nothing changes")
+    row = data.branch_row(base.branch) or {}
+    kind = row.get("type")
+    if kind not in fc["base_types"] or data.branch_ended(row):
+        why = (
+            f"R{base.branch} reached end of life"
+            + (f" ({row['end_of_life']})" if row.get("end_of_life") not in (None, "ended") else "")
+            if data.branch_ended(row)
+            else f"R{base.branch} is a {kind} branch"
+            if kind
+            else f"R{base.branch} is not in NVIDIA's support matrix"
+        )
+        return Outcome(
+            False,
+            "R-FWD",
+            f"{pkg} on kernel driver R{base.branch}: {why}, and forward compatibility is supported only on "
+            "long-term and production branches that have not reached end of life",
+            DRIVER_MISMATCH,
+            confidence="medium",
+        )
+    return _fwd_ok(t, f"on kernel driver R{base.branch}")
+
+
+def _fwd_ok(t: Target, base: str) -> Outcome:
+    c = t.compat
+    assert c is not None
+    unknown = " (the GPU was given by compute capability: assumed to be a part that accepts it)"
+    return Outcome(
+        True,
+        "R-FWD",
+        f"{c.package} replaces the user-mode driver {base}: the runtime check and the PTX JIT use "
+        f"CUDA {c.cuda} (R{c.driver.branch}){unknown if t.gpu.segment is None and not t.gpu.tegra else ''}",
+        confidence="medium" if t.gpu.segment or t.gpu.tegra else "low",
     )
 
 

@@ -31,6 +31,7 @@ class RuntimeNeed:
     version: str  # "12" (a family, 11+) or "10.1" (exact, before 11) or "12.4" (wheel pin)
     source: str  # the evidence, e.g. "DT_NEEDED libcudart.so.12"
     confidence: str = "high"
+    windows: bool = False  # a Windows binary (cudart64_*.dll): judged against Windows driver numbers
 
     @property
     def major(self) -> int:
@@ -57,14 +58,16 @@ def from_needs(needs: Iterable[str]) -> RuntimeNeed | None:
                 version = d
             else:
                 version = _family(int(d[:-1]), d[-1])
-            return RuntimeNeed(version, f"imports {name}")
+            return RuntimeNeed(version, f"imports {name}", windows=True)
     for name in needs:  # no shared cudart (linked statically): cuBLAS 11+ shares the CUDA major
         m = re.fullmatch(
             r"(?:libcublas(?:lt)?\.so\.|cublas(?:lt)?64_)(\d+)(?:\.dll)?(?:\.[\d.]+)?", name.lower()
         )
         if m and int(m.group(1)) >= 11:
             return RuntimeNeed(
-                m.group(1), f"links {name} (cuBLAS {m.group(1)} belongs to CUDA {m.group(1)}.x)"
+                m.group(1),
+                f"links {name} (cuBLAS {m.group(1)} belongs to CUDA {m.group(1)}.x)",
+                windows=name.lower().endswith(".dll"),
             )
     return None
 

@@ -4,7 +4,12 @@ A GPU is named as ``nvidia-smi`` prints it or as people say it ("H100", "RTX 409
 compute capability (``8.9``) or SM (``sm_89``), or ``auto`` (NVML, then cuda-python). A name may
 match several products of one compute capability; products of different capabilities, or none,
 raise ``UsageError`` listing the closest names. A driver is a Linux version (``550.54.14``), a
-branch (``550``), or ``auto``; without one the newest branch the data confirms is assumed.
+branch (``550``), a Windows version (``581.29``: Windows numbers run up to four above their branch,
+581.xx is R580) or its Device Manager form (``32.0.15.8129`` = 581.29: the last five digits), a
+Jetson release (``jetpack-6.2``, ``l4t-36.4``: the CUDA version of its BSP driver), or ``auto``;
+without one the newest branch the data confirms is assumed. ``--compat 13.4`` (or, with ``--driver
+auto``, a libcuda loaded from a ``cuda-compat`` folder) is a forward-compatibility package: the
+user-mode driver then is that CUDA's branch while the kernel driver stays (R-FWD).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ class Gpu:
     architecture: str | None = None
     confidence: str = "high"
     matched: tuple[str, ...] = ()  # every known product the query matched (one CC)
+    segment: str | None = None  # datacenter | geforce | workstation | jetson/embedded ... (None: unknown)
 
     @property
     def sm(self) -> int:
@@ -43,10 +49,24 @@ class Driver:
     max_ptx_isa: str  # newest PTX ISA its JIT compiles
     assumed: bool = False  # no --driver given
     note: str | None = None
+    platform: str | None = None  # linux | windows | jetson; None: a bare branch, either platform
 
     @property
     def version_tuple(self) -> tuple[int, ...]:
         return data.version_tuple(self.version)
+
+
+@dataclass(frozen=True)
+class Compat:
+    """A ``cuda-compat-<maj>-<min>`` package in the loader path (R-FWD)."""
+
+    cuda: str  # "13.4"
+    driver: Driver  # the user-mode driver it carries (branch of that CUDA)
+    source: str  # "--compat 13.4" or the folder libcuda was loaded from
+
+    @property
+    def package(self) -> str:
+        return "cuda-compat-" + self.cuda.replace(".", "-")
 
 
 @dataclass(frozen=True)
@@ -56,10 +76,18 @@ class Target:
     force_ptx_jit: bool = False  # CUDA_FORCE_PTX_JIT=1: cubins are ignored
     disable_ptx_jit: bool = False  # CUDA_DISABLE_PTX_JIT=1: PTX is never compiled
     hosts: tuple[str, ...] = ()  # fleet targets: the machines with this GPU and driver (sorted)
+    compat: Compat | None = None  # forward-compatibility package (R-FWD)
 
     @property
     def cc(self) -> CC:
         return self.gpu.cc
+
+    @property
+    def umd(self) -> Driver:
+        """The user-mode driver programs talk to: the compat package's when one is in use (R-FWD
+        decides whether that is allowed), else the installed driver. R-DRV, R-MVC and R-PTX-ISA
+        use it; R-GPU uses the kernel driver (``driver``)."""
+        return self.compat.driver if self.compat is not None else self.driver
 
     @property
     def host_label(self) -> str | None:
@@ -74,7 +102,9 @@ class Target:
         cc = f"CC {self.cc[0]}.{self.cc[1]}"
         gpu = cc if self.gpu.name == cc else f"{self.gpu.name} ({cc})"
         where = f"{self.host_label}: " if self.hosts else ""
-        return f"{where}{gpu}, driver {self.driver.version}{' (assumed)' if self.driver.assumed else ''}"
+        compat = f" + {self.compat.package}" if self.compat else ""
+        assumed = " (assumed)" if self.driver.assumed else ""
+        return f"{where}{gpu}, driver {self.driver.version}{assumed}{compat}"
 
 
 @dataclass(frozen=True)
@@ -85,6 +115,7 @@ class LocalDevices:
 
     gpus: tuple[tuple[str, CC], ...] | None = None
     driver: str | None = None
+    compat: tuple[str, str] | None = None  # (CUDA, folder) of a cuda-compat libcuda the loader picks
 
 
 NOT_PROBED = LocalDevices()
@@ -100,18 +131,25 @@ def resolve_targets(
     driver: str | None,
     env: dict[str, str] | None = None,
     local: LocalDevices = NOT_PROBED,
+    compat: str | None = None,
 ) -> tuple[Target, ...]:
-    """One target per GPU query (``auto`` gives one per GPU model in ``local``), all with one driver."""
+    """One target per GPU query (``auto`` gives one per GPU model in ``local``), all with one driver.
+
+    ``compat`` names a forward-compatibility package (``13.4``, ``cuda-compat-13-4``); without one,
+    ``--driver auto`` takes the cuda-compat libcuda the caller found in ``local``."""
     if not gpus:
         raise UsageError(
             "no --gpu given (a name such as 'RTX 4090', a compute capability '8.9', 'sm_89', or 'auto')"
         )
     force, disable = jit_switches(env or {})
     drv = resolve_driver(driver, local.driver)
+    pkg = resolve_compat(compat) if compat else None
+    if pkg is None and local.compat and wants_local((), driver)[1]:
+        pkg = resolve_compat(local.compat[0], source=f"libcuda from {local.compat[1]}")
     out: list[Target] = []
     for q in gpus:
         for g in local_gpus(local) if q.strip().lower() == "auto" else (resolve_gpu(q),):
-            t = Target(g, drv, force, disable)
+            t = Target(g, drv, force, disable, compat=pkg)
             if t not in out:
                 out.append(t)
     return tuple(out)
@@ -148,12 +186,15 @@ def gpu_for_cc(cc: CC, name: str | None = None) -> Gpu:
     known = [g for g in data.gpus() if data.parse_cc(g["compute_capability"]) == cc]
     tegra = cc in data.tegra_ccs() if not known else any(g["tegra_igpu"] for g in known)
     archs = {g["architecture"] for g in known}
+    named = [g for g in known if name and name in (g["name"], *g.get("nvidia_smi_names", ()))]
+    segments = {g["segment"] for g in named or known}
     return Gpu(
         name=name or f"CC {cc[0]}.{cc[1]}",
         cc=cc,
         tegra=tegra,
         architecture=archs.pop() if len(archs) == 1 else None,
         confidence="high" if known else "low",
+        segment=segments.pop() if len(segments) == 1 else None,
     )
 
 
@@ -187,6 +228,7 @@ def _by_name(query: str) -> Gpu:
         architecture=best["architecture"],
         confidence=best["confidence"],
         matched=tuple(sorted({g["name"] for g in gs})),
+        segment=best["segment"],
     )
 
 
@@ -239,7 +281,8 @@ def local_gpus(local: LocalDevices) -> tuple[Gpu, ...]:
 
 
 # ------------------------------------------------------------------------------------- drivers
-_DRIVER_RE = re.compile(r"[rR]?(\d{3})(?:\.\d+){0,2}")
+_DRIVER_RE = re.compile(r"[rR]?(\d{3})((?:\.\d+){0,2})")
+_DEVICE_MANAGER_RE = re.compile(r"(\d{2})\.(\d+)\.(\d{1,2})\.(\d{4})")
 
 
 def resolve_driver(text: str | None, local_driver: str | None = None) -> Driver:
@@ -262,22 +305,76 @@ def resolve_driver(text: str | None, local_driver: str | None = None) -> Driver:
                 "nvidia-ml-py is not installed); give it as --driver 550.54.14"
             )
         text = local_driver
+    jetson = data.jetson_release(text)
+    if jetson is not None:
+        return _jetson_driver(text, jetson)
+    if re.fullmatch(r"(?i)\s*(jetpack|jp|l4t)\b.*", text):
+        raise UsageError(
+            f"--driver {text!r}: not a JetPack / L4T release in the data (e.g. jetpack-6.2, l4t-36.4)"
+        )
+    dm = _DEVICE_MANAGER_RE.fullmatch(text)
+    if dm:
+        digits = f"{int(dm.group(3)) * 10000 + int(dm.group(4)):05d}"[-5:]
+        win = f"{int(digits[:3])}.{digits[3:]}"
+        drv = _windows_driver(win, text)
+        if drv is None:
+            raise UsageError(f"--driver {text!r}: {win} is not a known Windows driver number")
+        return drv
     m = _DRIVER_RE.fullmatch(text)
     if not m:
         raise UsageError(
-            f"--driver {text!r}: expected a Linux driver version (550.54.14), a branch (550) or 'auto'"
+            f"--driver {text!r}: expected a Linux driver version (550.54.14), a branch (550), a Windows "
+            "version (581.29, or Device Manager's 32.0.15.8129), a Jetson release (jetpack-6.2, l4t-36.4) "
+            "or 'auto'"
         )
     branch = int(m.group(1))
+    if data.branch_row(branch) is None:
+        win = _windows_driver(text.lstrip("rR"), None)
+        if win is not None:
+            return win
     known = [b for b in rows if int(b["branch"]) <= branch]
     if not known:
         raise UsageError(f"--driver {text!r}: older than every known branch (oldest R{rows[0]['branch']})")
     row, note = known[-1], None
     if int(row["branch"]) != branch:
         note = f"branch {branch} is not in the data; using the limits of R{row['branch']}"
-    return _driver(text.lstrip("rR"), row, note=note)
+    platform = "linux" if m.group(2).count(".") == 2 else None  # 550.54.14; 550.54 is either
+    return _driver(text.lstrip("rR"), row, note=note, platform=platform)
 
 
-def _driver(version: str, row: dict, assumed: bool = False, note: str | None = None) -> Driver:
+def _windows_driver(version: str, shown_as: str | None) -> Driver | None:
+    """A Windows driver number (581.29) -> its branch's limits; None when no branch fits."""
+    branch = data.windows_branch(data.leading_int(version))
+    row = data.branch_row(branch) if branch is not None else None
+    if row is None:
+        return None
+    form = f" (Device Manager shows {shown_as})" if shown_as else ""
+    return _driver(
+        version,
+        row,
+        note=f"Windows driver {version}{form} belongs to branch R{branch} (CUDA {row['max_cuda_version']})",
+        platform="windows",
+    )
+
+
+def _jetson_driver(text: str, rel: dict) -> Driver:
+    """JetPack / L4T -> the branch row of the CUDA version its BSP driver implements."""
+    cuda = data.version_tuple(rel["cuda"])
+    rows = [b for b in data.branches() if data.version_tuple(b["max_cuda_version"]) <= cuda]
+    same = [b for b in rows if data.version_tuple(b["max_cuda_version"]) == cuda]
+    row = same[0] if same else rows[-1]
+    return _driver(
+        text,
+        row,
+        note=f"Jetson: JetPack {rel['jetpack']} (L4T {rel['l4t']}) carries a CUDA {rel['cuda']} driver; "
+        f"judged with the limits of R{row['branch']}",
+        platform="jetson",
+    )
+
+
+def _driver(
+    version: str, row: dict, assumed: bool = False, note: str | None = None, platform: str | None = None
+) -> Driver:
     return Driver(
         version=str(version),
         branch=int(row["branch"]),
@@ -285,4 +382,21 @@ def _driver(version: str, row: dict, assumed: bool = False, note: str | None = N
         max_ptx_isa=row["max_ptx_isa_jit"],
         assumed=assumed,
         note=note,
+        platform=platform,
     )
+
+
+_COMPAT_RE = re.compile(r"(?:cuda-compat-)?(\d+)[.-](\d+)")
+
+
+def resolve_compat(text: str, source: str | None = None) -> Compat:
+    """``13.4`` / ``cuda-compat-13-4`` -> the package and the user-mode driver it carries."""
+    m = _COMPAT_RE.fullmatch(text.strip().lower())
+    if not m:
+        raise UsageError(f"--compat {text!r}: expected a CUDA version such as 13.4 (or cuda-compat-13-4)")
+    cuda = f"{int(m.group(1))}.{int(m.group(2))}"
+    rows = [b for b in data.branches() if b["max_cuda_version"] == cuda]
+    if not rows:
+        raise UsageError(f"--compat {text!r}: no driver branch of CUDA {cuda} is known")
+    row = next((b for b in rows if b.get("type") != "developer"), rows[0])
+    return Compat(cuda, _driver(row["branch"], row, platform="linux"), source or f"--compat {text.strip()}")

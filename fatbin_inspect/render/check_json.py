@@ -39,6 +39,10 @@ def target_dict(t: Target) -> dict[str, Any]:
         "confidence": t.gpu.confidence,
         "env": {"CUDA_FORCE_PTX_JIT": t.force_ptx_jit, "CUDA_DISABLE_PTX_JIT": t.disable_ptx_jit},
         "hosts": list(t.hosts),
+        "driver_platform": t.driver.platform,
+        "compat": None
+        if t.compat is None
+        else {"package": t.compat.package, "cuda": t.compat.cuda, "branch": t.compat.driver.branch},
     }
 
 

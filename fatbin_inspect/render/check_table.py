@@ -18,8 +18,9 @@ KERNELS_SHOWN = 5
 def target_lines(targets: Sequence[Target]) -> list[Text]:
     out = [Text("Targets", style="bold")]
     for i, t in enumerate(targets):
-        d = t.driver
-        line = Text(f"  [{i}] {t.label}: CUDA {d.cuda}, JIT up to PTX ISA {d.max_ptx_isa}")
+        d = t.umd  # with a cuda-compat package: the CUDA of the package (R-FWD)
+        umd = f" (user-mode R{d.branch})" if t.compat else ""
+        line = Text(f"  [{i}] {t.label}: CUDA {d.cuda}{umd}, JIT up to PTX ISA {d.max_ptx_isa}")
         if t.gpu.tegra:
             line.append("  Tegra", style="cyan")
         env = [

@@ -326,7 +326,24 @@ def local_devices(gpus: Sequence[str], driver: str | None) -> LocalDevices:
     if want_driver and version is None:
         kernel = proc_driver_version("/proc")
         version = kernel.version if kernel is not None else None
-    return LocalDevices(gpus=tuple(probed) if want_gpus and probed is not None else None, driver=version)
+    compat = _local_compat(version) if want_driver else None
+    return LocalDevices(
+        gpus=tuple(probed) if want_gpus and probed is not None else None, driver=version, compat=compat
+    )
+
+
+def _local_compat(kernel_version: str | None) -> tuple[str, str] | None:
+    """(CUDA, folder) of the cuda-compat libcuda the loader picks, for ``--driver auto`` (R-FWD)."""
+    from fatbin_inspect.compat import data
+
+    found = compat_package(loaded_user_driver(), kernel_version)
+    if found is None:
+        return None
+    cuda = found.cuda
+    if cuda is None and found.build:
+        row = data.branch_row(data.leading_int(found.build))
+        cuda = row["max_cuda_version"] if row else None
+    return (cuda, found.folder) if cuda else None
 
 
 def proc_driver_version(proc: str) -> KernelDriver | None:
@@ -353,6 +370,46 @@ def user_driver(
     m = re.match(r"libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$", real)
     api, err = driver_api(path)
     return UserDriver(path=path, build=m.group(1) if m else None, api_version=api, error=err)
+
+
+_COMPAT_DIR = re.compile(
+    r"(?:^|/)(?:cuda-compat[-_]?(\d+)[-.](\d+)[^/]*|[^/]*?(?:cuda-(\d+)\.(\d+))?[^/]*/compat)(?:/|$)"
+)
+
+
+@dataclass(frozen=True)
+class CompatPackage:
+    """A libcuda loaded from a cuda-compat folder whose build is not the kernel driver's."""
+
+    cuda: str | None  # "13.4" from cuDriverGetVersion or the folder name; None when neither says
+    build: str | None  # "615.71.09" from the library's file name
+    folder: str
+
+
+def compat_package(udrv: UserDriver | None, kernel_version: str | None) -> CompatPackage | None:
+    """The forward-compatibility package in use: libcuda's real path lies in a ``cuda-compat``
+    folder (``/usr/local/cuda-13.4/compat``, a conda ``cuda-compat`` prefix) and its build differs
+    from the kernel driver (a compat libcuda of the installed build changes nothing)."""
+    if udrv is None:
+        return None
+    folder = os.path.dirname(os.path.realpath(udrv.path))
+    m = _COMPAT_DIR.search(folder)
+    if not m:
+        return None
+    if udrv.build and kernel_version and udrv.build == kernel_version:
+        return None
+    cuda = None
+    if udrv.api_version:
+        cuda = f"{udrv.api_version // 1000}.{udrv.api_version % 1000 // 10}"
+    elif m.group(1) or m.group(3):
+        cuda = f"{int(m.group(1) or m.group(3))}.{int(m.group(2) or m.group(4))}"
+    return CompatPackage(cuda, udrv.build, folder)
+
+
+def loaded_user_driver(roots: Roots | None = None) -> UserDriver | None:
+    """The libcuda.so.1 this machine's loader picks (LD_LIBRARY_PATH, ldconfig, standard folders)."""
+    roots = roots or Roots.from_environment()
+    return user_driver(roots, _ldconfig_entries(roots), driver_api_version)
 
 
 def driver_api_version(path: str) -> tuple[int | None, str | None]:
