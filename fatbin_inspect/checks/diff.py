@@ -3,22 +3,20 @@
 OLD and NEW are each a file, a wheel/archive or a directory. Files are matched by their path
 inside the input: ``x-1.0.whl!pkg/lib.so`` and ``x-2.0.whl!pkg/lib.so`` are one file, as are
 ``old/lib/a.so`` and ``new/lib/a.so``; a wheel nested in an archive is keyed by its distribution
-name, so version numbers in file names do not break the match. Two single files are compared
+name (canonical, ``x.whl!pkg/lib.so``), so version numbers in file names do not break the match. Two single files are compared
 with each other whatever their names. Kernels are compared by mangled name, over all images.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fatbin_inspect.checks.findings import Check, Finding, FindingsReport, sort_key
 from fatbin_inspect.checks.policy import distribution_of, split_arch
+from fatbin_inspect.containers.wheel import wheel_name
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, FileReport
-
-_WHEEL = re.compile(r"^([A-Za-z0-9_.]+)-[^-!/]+-[^!/]*\.whl$")
 
 
 @dataclass(frozen=True)
@@ -100,8 +98,13 @@ def match_key(path: str, root: str) -> str:
     else:
         rest = os.path.relpath(path.split("!", 1)[0], root).replace(os.sep, "/")
         rest += path[len(path.split("!", 1)[0]) :]
-    parts = [(_WHEEL.match(p).group(1) + ".whl") if _WHEEL.match(p) else p for p in rest.split("!")]
-    return "!".join(parts)
+    return "!".join(_versionless(p) for p in rest.split("!"))
+
+
+def _versionless(part: str) -> str:
+    """``dist/torch-2.9.0-cp311-...whl`` -> ``dist/torch.whl``: the same wheel across versions."""
+    dist = wheel_name(part)
+    return part if dist is None else f"{os.path.dirname(part)}/{dist.name}.whl".lstrip("/")
 
 
 def _index(reports: Iterable[FileReport], root: str) -> dict[str, FileReport]:

@@ -36,7 +36,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from fatbin_inspect.checks.findings import FAIL_LEVELS, RULE_BY_ID, SEVERITIES
+from fatbin_inspect.containers.wheel import wheel_name
 from fatbin_inspect.errors import UsageError
 
 if sys.version_info >= (3, 11):
@@ -54,9 +57,14 @@ class Override:
 
     def applies(self, path: str, distribution: str | None) -> bool:
         names = [path, os.path.basename(path.replace("!", "/"))]
-        if distribution:
-            names += [distribution, distribution.split()[0]]
-        return any(fnmatch.fnmatchcase(n, g) for g in self.match for n in names)
+        if not distribution:
+            return any(fnmatch.fnmatchcase(n, g) for g in self.match for n in names)
+        # distribution names are canonical ("onnxruntime-gpu"): a glob spelled like the wheel
+        # file ("onnxruntime_gpu*") matches them too
+        dist = [distribution, distribution.split()[0]]
+        return any(fnmatch.fnmatchcase(n, g) for g in self.match for n in names) or any(
+            fnmatch.fnmatchcase(n, canonicalize_name(g)) for g in self.match for n in dist
+        )
 
 
 @dataclass(frozen=True)
@@ -106,13 +114,10 @@ def distribution_of(report) -> str | None:
     if report.distribution:
         return report.distribution
     for part in report.path.split("!"):
-        m = _WHEEL.match(os.path.basename(part))
-        if m:
-            return f"{m.group(1)} {m.group(2)}"
+        dist = wheel_name(part)
+        if dist is not None:
+            return dist.label
     return None
-
-
-_WHEEL = re.compile(r"^([A-Za-z0-9_.]+)-([^-]+)-.*\.whl$")
 
 
 # ---------------------------------------------------------------------------------- arch names

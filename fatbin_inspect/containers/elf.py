@@ -17,24 +17,28 @@ import struct
 
 from fatbin_inspect.containers import Layout, Region, cuda_needs
 from fatbin_inspect.errors import CorruptError, TruncatedError
+from fatbin_inspect.formats import elf64
 from fatbin_inspect.formats.binio import Blob
+from fatbin_inspect.formats.elf64 import (
+    DT_NEEDED,
+    DT_NULL,
+    SHF_EXECINSTR,
+    SHN_XINDEX,
+    SHT_DYNAMIC,
+    SHT_NOBITS,
+    SHT_NULL,
+)
 
 FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
-SHT_NULL, SHT_DYNAMIC, SHT_NOBITS = 0, 6, 8
-DT_NULL, DT_NEEDED = 0, 1
-SHN_XINDEX = 0xFFFF
 MAX_NAME = 4096  # longer section/library names are cut (real ones are < 100 bytes)
 
-# (ELF header, section header, dynamic entry) per ELF class, without the byte-order prefix
-_LAYOUTS = {1: ("16sHHIIIIIHHHHHH", "IIIIIIIIII", "iI"), 2: ("16sHHIQQQIHHHHHH", "IIQQQQIIQQ", "qQ")}
 
-
-def _structs(ident: bytes):
-    cls, order = ident[4], ident[5]
-    if cls not in _LAYOUTS or order not in (1, 2):
+def _structs(ident: bytes) -> tuple[struct.Struct, struct.Struct, struct.Struct]:
+    cls, order = ident[elf64.EI_CLASS], ident[elf64.EI_DATA]
+    if cls not in elf64.FORMATS or order not in (elf64.ELFDATA2LSB, elf64.ELFDATA2MSB):
         raise CorruptError(f"ELF class {cls} / byte order {order} is neither 32/64-bit nor LE/BE", 4)
-    prefix = "<" if order == 1 else ">"
-    return tuple(struct.Struct(prefix + f) for f in _LAYOUTS[cls])
+    ehdr, shdr, dyn, _sym = elf64.structs(cls, order == elf64.ELFDATA2LSB)
+    return ehdr, shdr, dyn
 
 
 def _string(table: bytes, off: int) -> str:
@@ -87,7 +91,6 @@ def layout(blob: Blob) -> Layout:
     return Layout("elf", tuple(regions), cuda_needs(_needed(blob, names, headers, dyn)))
 
 
-SHF_EXECINSTR = 0x4
 # symbol, string, relocation, hash, dynamic, note and version tables
 _TABLE_TYPES = {2, 3, 4, 5, 6, 7, 9, 11, 0x6FFFFFF6, 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF}
 

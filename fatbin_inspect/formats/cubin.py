@@ -21,23 +21,17 @@ from __future__ import annotations
 import struct
 
 from fatbin_inspect.errors import CorruptError, TruncatedError
+from fatbin_inspect.formats.elf64 import EHDR64, ELF_MAGIC, SHDR64, SHT_NOBITS, SYM64
 from fatbin_inspect.formats.model import CubinInfo, Kernel
 
-ELF_MAGIC = b"\x7fELF"
 EM_CUDA = 190
 OSABI_CUDA_V1 = 0x33
 OSABI_CUDA_V2 = 0x41
 
-_EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
-_SHDR = struct.Struct("<IIQQQQIIQQ")
-_SYM = struct.Struct("<IBBHQQ")
 _NOTE = struct.Struct("<III")
 _II = struct.Struct("<II")
 _III = struct.Struct("<III")
 
-SHT_SYMTAB = 2
-SHT_NOTE = 7
-SHT_NOBITS = 8
 SHT_NV_INFO = 0x70000000
 SHT_NV_COMPAT = 0x70000086
 STT_FUNC = 2
@@ -64,7 +58,7 @@ class _Elf:
     """Section table of one cubin, bounds-checked."""
 
     def __init__(self, data: bytes):
-        if len(data) < _EHDR.size or data[:4] != ELF_MAGIC:
+        if len(data) < EHDR64.size or data[:4] != ELF_MAGIC:
             raise CorruptError("not an ELF image", 0)
         (
             ident,
@@ -81,7 +75,7 @@ class _Elf:
             shentsize,
             shnum,
             shstrndx,
-        ) = _EHDR.unpack_from(data, 0)
+        ) = EHDR64.unpack_from(data, 0)
         if ident[4] != 2 or ident[5] != 1:
             raise CorruptError("device ELF must be 64-bit little-endian", 4)
         if machine != EM_CUDA:
@@ -89,13 +83,13 @@ class _Elf:
         self.osabi = ident[7]
         self.abi = ident[8]
         self.data = data
-        if shnum and shentsize != _SHDR.size:
+        if shnum and shentsize != SHDR64.size:
             raise CorruptError(f"section header size {shentsize}, expected 64", 0x3A)
-        if shoff + shnum * _SHDR.size > len(data):
+        if shoff + shnum * SHDR64.size > len(data):
             raise TruncatedError(f"section table ({shnum} entries) runs past the image end", shoff)
         if phnum and phoff + phnum * phentsize > len(data):  # unused, but a cut image is no image
             raise TruncatedError(f"program headers ({phnum} entries) run past the image end", phoff)
-        self.sections = list(_SHDR.iter_unpack(data[shoff : shoff + shnum * _SHDR.size]))
+        self.sections = list(SHDR64.iter_unpack(data[shoff : shoff + shnum * SHDR64.size]))
         self.names: list[str] = []
         if shnum and shstrndx < shnum:
             strtab = self._bytes(shstrndx).decode("latin-1")  # one decode; str.find is as fast
@@ -230,8 +224,8 @@ def _kernel_symbols(elf: _Elf) -> list[tuple[int, str]]:
         raise CorruptError(".symtab links to a missing string table", elf.sections[idx][4])
     strtab = elf._bytes(link)
     out = []
-    usable = len(symtab) - len(symtab) % _SYM.size
-    for i, (st_name, st_info, st_other, _shndx, _val, _size) in enumerate(_SYM.iter_unpack(symtab[:usable])):
+    usable = len(symtab) - len(symtab) % SYM64.size
+    for i, (st_name, st_info, st_other, _shndx, _val, _size) in enumerate(SYM64.iter_unpack(symtab[:usable])):
         if st_info & 0xF == STT_FUNC and st_other & STO_CUDA_ENTRY:
             end = strtab.find(b"\0", st_name)
             out.append((i, strtab[st_name : end if end >= 0 else None].decode("utf-8", "replace")))

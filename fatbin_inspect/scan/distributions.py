@@ -14,18 +14,16 @@ from __future__ import annotations
 import os
 import re
 
-_WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-[^-]+)?-[^-]+-[^-]+-[^-]+\.whl$", re.I)
-_INFO_DIR = re.compile(r"^(?P<name>.+?)-(?P<version>[^-]+)\.(dist-info|egg-info)$")
+from fatbin_inspect.containers.wheel import info_dir_name, metadata_headers, metadata_name, wheel_name
+
 # RECORD lines naming Python sources never hold device code; skipping them keeps the index small
 _TEXT_SUFFIXES = (".py", ".pyc", ".pyi")
 
 
 def wheel_distribution(filename: str) -> str | None:
     """``torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl`` -> ``torch 2.14.1``."""
-    m = _WHEEL.match(os.path.basename(filename))
-    if not m:
-        return None
-    return f"{m.group('name').replace('_', '-')} {m.group('version')}"
+    dist = wheel_name(filename)
+    return dist.label if dist else None
 
 
 def innermost_wheel(path: str) -> str | None:
@@ -42,20 +40,13 @@ def _metadata_label(info_dir: str) -> str | None:
     for meta in ("METADATA", "PKG-INFO"):
         try:
             with open(os.path.join(info_dir, meta), encoding="utf-8", errors="replace") as fh:
-                name = version = None
-                for line in fh:
-                    if not line.strip():
-                        break  # headers end at the first blank line
-                    if line.startswith("Name:"):
-                        name = line[5:].strip()
-                    elif line.startswith("Version:"):
-                        version = line[8:].strip()
-                if name and version:
-                    return f"{name} {version}"
+                dist = metadata_name(metadata_headers(fh))
+            if dist:
+                return dist.label
         except OSError:
             continue
-    m = _INFO_DIR.match(os.path.basename(info_dir))
-    return f"{m.group('name').replace('_', '-')} {m.group('version')}" if m else None
+    dist = info_dir_name(info_dir)
+    return dist.label if dist else None
 
 
 def _unquote(line: str) -> str:
