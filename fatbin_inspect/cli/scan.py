@@ -64,13 +64,40 @@ def _target_dict(t):
     help="Worker processes (0: every core; env FATBIN_INSPECT_JOBS).",
 )
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the scan cache.")
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "dask"]),
+    default="local",
+    show_default=True,
+    help="Where the per-file work runs: this machine's processes, or a Dask cluster (extra 'dask').",
+)
+@click.option(
+    "--scheduler",
+    default=None,
+    metavar="tcp://HOST:PORT",
+    help="Dask scheduler for --executor dask (its workers must see the same paths).",
+)
 @click.option("--strict", is_flag=True, help="Exit 3 when any file could not be read.")
 @format_option(["table", "json"])
 @output_option
-def scan_cmd(paths, gpus, driver, target_files, show_files, kernels, jobs, no_cache, strict, fmt, output):
+def scan_cmd(
+    paths,
+    gpus,
+    driver,
+    target_files,
+    show_files,
+    kernels,
+    jobs,
+    no_cache,
+    executor,
+    scheduler,
+    strict,
+    fmt,
+    output,
+):
     """Which installed distributions have device code for which GPUs.
 
-    PATHS: folders, virtualenv or conda prefixes, wheels, .tar/.tar.gz images (none: the running
+    PATHS: folders, virtualenv or conda prefixes, wheels, conda packages, .tar/.tar.gz images (none: the running
     interpreter's site-packages). Cache: $FATBIN_INSPECT_CACHE_DIR or the user cache dir; delete it
     at will. Exit 1 when a --gpu target fails to run something.
     """
@@ -78,6 +105,8 @@ def scan_cmd(paths, gpus, driver, target_files, show_files, kernels, jobs, no_ca
     from fatbin_inspect.cli.progress import Progress
     from fatbin_inspect.scan import ScanOptions, scan
 
+    if executor == "dask" and not scheduler:
+        raise click.UsageError("--executor dask needs --scheduler tcp://HOST:PORT")
     targets: tuple = ()
     if gpus or target_files:
         from fatbin_inspect.cli.fleet import resolve_all
@@ -94,6 +123,8 @@ def scan_cmd(paths, gpus, driver, target_files, show_files, kernels, jobs, no_ca
         jobs=jobs,
         cache_dir=None if no_cache else "default",
         summary=fmt == "table" and not targets,
+        executor=executor,
+        scheduler=scheduler,
     )
     start = time.monotonic()
     progress = Progress()

@@ -53,6 +53,10 @@ class ScanOptions:
     jobs: int = 0  # worker processes; 0 = every available core, 1 = no pool
     cache_dir: str | None = "default"  # None: no cache; "default": user cache dir / env override
     summary: bool = False  # records are ``coverage.FileSummary`` (enough for the matrix), not FileReport
+    # "local": a process pool on this machine; "dask": the same work units sent to the Dask
+    # distributed cluster at ``scheduler`` (tcp://HOST:PORT), whose workers must see the paths
+    executor: str = "local"
+    scheduler: str | None = None
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,13 @@ class _Scanner:
         self.stats = dict(files=0, bytes=0, inspected=0, cache_hits=0, skipped=0)
         self.done = 0
         self.bytes_done = 0
-        self.jobs = _jobs(opts.jobs)
+        self.client = None
+        if opts.executor == "dask":
+            self.client = _dask_client(opts.scheduler)
+            # in flight and split as for a local pool of that many processes; never in-process
+            self.jobs = max(2, sum(self.client.nthreads().values()))
+        else:
+            self.jobs = _jobs(opts.jobs)
         o = opts.inventory
         members = (
             (o.get("members", "device") if isinstance(o, Mapping) else o.members)
@@ -166,6 +176,8 @@ class _Scanner:
         self._submit(worker.inspect_batch, batch, self.opts.inventory)
 
     def _submit(self, fn, *args):
+        if self.pool is None and self.client is not None:
+            self.pool = self.client.get_executor(pure=False)
         if self.pool is None:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
@@ -311,10 +323,32 @@ class _Scanner:
                 for fut in self.inflight:
                     fut.cancel()
                 self.pool.shutdown(wait=True)
+            if self.client is not None:
+                self.client.close()
             self.cache.close()
         self.reports.sort(key=lambda r: r.path)
         stats = ScanStats(cache=self.cache.path if self.cache.path else None, **self.stats)
         return ScanResult(roots, tuple(self.reports), stats)
+
+
+def _dask_client(scheduler: str | None):
+    """A ``distributed.Client`` of the cluster at ``scheduler``. Work units are the local pool's
+    (``worker.inspect_batch``/``inspect_span`` on paths): the workers must see the same files (a
+    shared file system) and have fatbin-inspect installed; the cache stays on this machine."""
+    from fatbin_inspect.errors import UsageError
+
+    if not scheduler:
+        raise UsageError("--executor dask needs --scheduler tcp://HOST:PORT")
+    try:
+        from distributed import Client
+    except ImportError:
+        raise UsageError(
+            "--executor dask needs dask.distributed: pip install 'fatbin-inspect[dask]'"
+        ) from None
+    try:
+        return Client(scheduler, timeout=30)
+    except (OSError, TimeoutError) as exc:
+        raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
 
 
 def _join_spans(path: str, parts) -> tuple:
