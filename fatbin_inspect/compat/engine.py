@@ -253,13 +253,7 @@ def evaluate(report: FileReport, target: Target, runtime: RuntimeNeed | None = N
     ``runtime`` defaults to the one ``report.needs`` names (``runtime.for_file`` adds wheel and
     static-cudart evidence)."""
     rt = runtime if runtime is not None else from_needs(report.needs)
-    has_nv = any(fb.section == ".nv_fatbin" for fb in report.fatbins)
-    fbs = tuple(evaluate_fatbin(fb, target, ignored_reason(fb, has_nv)) for fb in report.fatbins)
-    general = any(v.general_native for v in fbs if _counts_toward(v))
-    fbs = tuple(
-        dataclasses.replace(v, specialised=True) if _counts_toward(v) and specialised_in(v, general) else v
-        for v in fbs
-    )
+    fbs = judge_fatbins(report, target)
     counted = [v for v in fbs if _counts_toward(v)]
     base = {
         "path": report.path,
@@ -282,6 +276,17 @@ def evaluate(report: FileReport, target: Target, runtime: RuntimeNeed | None = N
         reason = f"no kernels to load; {rules.driver_for_runtime(rt, target).reason}"
         return _no_device_code(reason, "R-DRV", notes, base)
     return _aggregate(counted, target, rt, m is not None, notes, base)
+
+
+def judge_fatbins(report: FileReport, target: Target) -> tuple[FatbinVerdict, ...]:
+    """Every fatbin decided (R-SEL), then the failing ones classified in the file's context."""
+    has_nv = any(fb.section == ".nv_fatbin" for fb in report.fatbins)
+    fbs = tuple(evaluate_fatbin(fb, target, ignored_reason(fb, has_nv)) for fb in report.fatbins)
+    general = any(v.general_native for v in fbs if _counts_toward(v))
+    return tuple(
+        dataclasses.replace(v, specialised=True) if _counts_toward(v) and specialised_in(v, general) else v
+        for v in fbs
+    )
 
 
 def _counts_toward(v: FatbinVerdict) -> bool:
@@ -379,23 +384,32 @@ def group(vs: Sequence[FatbinVerdict], loading: Sequence[FatbinVerdict], kinds: 
     if not vs:
         return None
     archs = Counter(a for v in vs for a in v.archs)
-    kernels = None
-    if all(v.kernels is not None for v in list(vs) + list(loading)):
-        present = {k for v in loading for k in v.kernels or ()}
-        kernels = tuple(sorted({k for v in vs for k in v.kernels or ()} - present))
-    codes = {v.error.code for v in vs if v.error is not None}
-    code = rules.NO_IMAGE if rules.NO_IMAGE in codes or not codes else min(codes)
     return FatbinGroup(
         count=len(vs),
         archs=tuple(sorted(archs.items(), key=lambda kv: (-kv[1], _arch_key(kv[0])))),
-        kinds=tuple(
-            (k, sum(1 for v in vs if k in v.elsewhere)) for k in KINDS if any(k in v.elsewhere for v in vs)
-        )
-        if kinds
-        else (),
-        kernels=kernels,
-        error=error_ref(code),
+        kinds=_kinds(vs) if kinds else (),
+        kernels=_only_kernels(vs, loading),
+        error=worst_error(vs),
     )
+
+
+def _kinds(vs: Sequence[FatbinVerdict]) -> tuple[tuple[str, int], ...]:
+    counts = Counter(k for v in vs for k in v.elsewhere)
+    return tuple((k, counts[k]) for k in KINDS if counts[k])
+
+
+def _only_kernels(vs: Sequence[FatbinVerdict], loading: Sequence[FatbinVerdict]) -> tuple[str, ...] | None:
+    """Kernels of ``vs`` that no loading fatbin has; None when some payload was not decoded."""
+    if any(v.kernels is None for v in list(vs) + list(loading)):
+        return None
+    present = {k for v in loading for k in v.kernels or ()}
+    return tuple(sorted({k for v in vs for k in v.kernels or ()} - present))
+
+
+def worst_error(vs: Sequence[Decision]) -> ErrorRef | None:
+    """The error a set of failures reports: 209 wins when they differ (R-FILE 2)."""
+    codes = {v.error.code for v in vs if v.error is not None}
+    return error_ref(rules.NO_IMAGE if rules.NO_IMAGE in codes or not codes else min(codes))
 
 
 def _aggregate(counted, target: Target, rt, mvc: bool, notes, base) -> FileVerdict:
@@ -403,46 +417,54 @@ def _aggregate(counted, target: Target, rt, mvc: bool, notes, base) -> FileVerdi
     loading = [v for v in counted if v.verdict != "fail"]
     spec = [v for v in counted if v.verdict == "fail" and v.specialised]
     gaps = [v for v in counted if v.verdict == "fail" and not v.specialised]
-    sgroup, ggroup = group(spec, loading, True), group(gaps, loading, False)
-    coverage = "full" if not spec and not gaps else "none" if not loading else "partial"
-    if not loading:
-        lead_set = gaps or spec
-        lead = next((v for v in lead_set if v.error and v.error.code == rules.NO_IMAGE), lead_set[0])
-        verdict, bad = "fail", lead_set
-    elif gaps:
-        lead, verdict, bad = gaps[0], "fail", gaps
-    else:
-        worst = max(SEVERITY[v.verdict] for v in loading)
-        bad = [v for v in loading if SEVERITY[v.verdict] == worst]
-        chosen = _chosen(bad)
-        lead = next(v for v in bad if v.chosen is not None and v.chosen.arch == chosen.arch)
-        verdict = lead.verdict
-    reason = _reason(lead, bad, counted, loading, spec, gaps, target)
-    chosen = _chosen(bad) if verdict != "fail" else None
-    all_rules = tuple(dict.fromkeys(r for v in bad for r in v.rules)) + (("R-MVC",) if mvc else ())
-    if spec or gaps:
-        all_rules += ("R-FILE",)
-    conf = min((v.confidence for v in bad), key=["low", "medium", "high"].index)
-    if spec or gaps:
-        conf = min(conf, "medium", key=["low", "medium", "high"].index)
-    error = None if verdict != "fail" else (ggroup if loading else group(spec + gaps, (), False)).error
+    lead, verdict, bad = _lead(loading, spec, gaps)
+    partial = bool(spec or gaps)
     return FileVerdict(
         verdict=verdict,
-        error=error,
-        chosen=chosen,
+        error=None if verdict != "fail" else worst_error(gaps if loading else spec + gaps),
+        chosen=_chosen(bad) if verdict != "fail" else None,
         rule=lead.rule,
-        rules=tuple(dict.fromkeys(all_rules)),
-        reason=reason,
+        rules=_rules(bad, mvc, partial),
+        reason=_reason(lead, bad, counted, loading, spec, gaps, target),
         counts=_counts(counted),
         missing_kernels=tuple(sorted({k for v in loading for k in v.missing_kernels})),
         notes=notes,
         advice=_advice(lead.rule, target, rt) if verdict == "fail" else (),
-        confidence=conf,
-        coverage=coverage,
-        specialised=sgroup,
-        gaps=ggroup,
+        confidence=_confidence(bad, partial),
+        coverage="full" if not partial else "partial" if loading else "none",
+        specialised=group(spec, loading, True),
+        gaps=group(gaps, loading, False),
         **base,
     )
+
+
+def _lead(loading, spec, gaps) -> tuple[FatbinVerdict, str, list[FatbinVerdict]]:
+    """The fatbin whose decision the file reports, the file's verdict, and the fatbins sharing it."""
+    if not loading:
+        bad = gaps or spec
+        lead = next((v for v in bad if v.error and v.error.code == rules.NO_IMAGE), bad[0])
+        return lead, "fail", bad
+    if gaps:
+        return gaps[0], "fail", gaps
+    worst = max(SEVERITY[v.verdict] for v in loading)
+    bad = [v for v in loading if SEVERITY[v.verdict] == worst]
+    arch = _chosen(bad).arch
+    lead = next(v for v in bad if v.chosen is not None and v.chosen.arch == arch)
+    return lead, lead.verdict, bad
+
+
+def _rules(bad, mvc: bool, partial: bool) -> tuple[str, ...]:
+    out = [r for v in bad for r in v.rules] + (["R-MVC"] if mvc else []) + (["R-FILE"] if partial else [])
+    return tuple(dict.fromkeys(out))
+
+
+_CONFIDENCE = ["low", "medium", "high"]
+
+
+def _confidence(bad, partial: bool) -> str:
+    """The weakest of the deciding fatbins; R-FILE itself is medium."""
+    conf = min((v.confidence for v in bad), key=_CONFIDENCE.index)
+    return min(conf, "medium", key=_CONFIDENCE.index) if partial else conf
 
 
 def _chosen(bad: Sequence[FatbinVerdict]) -> Chosen | None:
