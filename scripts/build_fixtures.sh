@@ -3,6 +3,8 @@
 #
 #   fixtures/bin/      inventory fixtures (FORMAT.md section 9: t01..t19, o1..o3, v1, hidden/PE)
 #   fixtures/compat/   one file per concrete case of COMPAT_CASES.md (described in compat/cases.json)
+#   fixtures/units/    multi-TU libraries and extension sets for R-FILE / R-UNIT / R-VARIANT
+#                      (COMPATIBILITY.md section 3b; ONLY=units builds just these, with nvcc 13.0 and gcc)
 #   fixtures/cuobjdump_expected.json   cuobjdump -lelf -lptx [-all] listing of every fixture (if cuobjdump found)
 #
 # Tools (override with env vars):
@@ -32,6 +34,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 FIX=$ROOT/fixtures
 BIN=$FIX/bin
 CMP=$FIX/compat
+UNITS=$FIX/units
 NVCC=${NVCC:-nvcc}
 PTXAS=${PTXAS:-ptxas}
 FATBINARY=${FATBINARY:-fatbinary}
@@ -67,6 +70,58 @@ EXE=("${HOST[@]}" -Xlinker -s)
 # nvcc with -keep: intermediate files get fixed names (k.ptx, k.cudafe1.cpp) instead of
 # /tmp/tmpxft_<pid>_..., which otherwise end up in .o symbol tables and -G/-lineinfo debug info.
 nv() { rm -rf keep && mkdir keep && "$NVCC" -keep -keep-dir keep "$@"; }
+
+###############################################################################################
+# Unit fixtures (COMPATIBILITY.md section 3b): libraries of several translation units whose
+# fatbins target different GPUs, one kernel per TU (unit.cu, -DTU=name). Objects from nvcc -c
+# are linked by gcc against a stub libcudart.so.13 (or .12), so each TU keeps its own fatbin
+# in .nv_fatbin and there is no device-link fatbin.
+###############################################################################################
+build_units() {
+  echo "== unit fixtures"
+  mkdir -p "$UNITS"
+  for maj in 12 13; do
+    mkdir -p stub$maj
+    gcc -shared -fPIC -O2 -Wl,-soname,libcudart.so.$maj -o stub$maj/libcudart.so.$maj cudart_stub.c
+    ln -sf libcudart.so.$maj stub$maj/libcudart.so
+  done
+  # tu NAME GENCODE...: one object with one kernel NAME_kernel
+  tu() { local n=$1; shift; nv -c -Xcompiler -fPIC -DTU="$n" "$@" -o "tu_$n.o" unit.cu; }
+  # lib OUT CUDART_MAJOR TU...: a stripped shared library of those objects, DT_NEEDED libcudart.so.N
+  lib() { local out=$1 maj=$2; shift 2
+    gcc -shared -Wl,-s -o "$UNITS/$out" "${@/#/tu_}" -Wl,--no-as-needed -Lstub"$maj" -lcudart; }
+  # shellcheck disable=SC2046
+  {
+  tu full_a $(g 80 sm_80) $(g 90 sm_90) $(g 100 sm_100) $(g 120 '[sm_120,compute_120]')
+  tu full_b $(g 80 sm_80) $(g 90 sm_90) $(g 100 sm_100) $(g 120 '[sm_120,compute_120]')
+  tu h_a $(g 90a sm_90a)
+  tu h_b $(g 90a sm_90a)
+  tu gen $(g 80 sm_80) $(g 90 sm_90) $(g 120 sm_120)
+  tu hopper $(g 90a sm_90a)
+  tu blackwell $(g 100f '[sm_100f,compute_100f]')
+  tu old $(g 75 sm_75)
+  tu new $(g 120 sm_120)
+  tu gen80 $(g 80 sm_80)
+  tu ext_generic $(g 80 sm_80) $(g 90 sm_90) $(g 100 sm_100) $(g 120 sm_120)
+  tu ext_attn $(g 80 '[sm_80,compute_80]')
+  tu var12 $(g 80 sm_80) $(g 90 sm_90)
+  tu var13 $(g 80 sm_80) $(g 90 sm_90) $(g 100 sm_100) $(g 120 sm_120)
+  }
+  lib f1_full.so 13 full_a.o full_b.o               # R-FILE 1: every fatbin loads on 8.0-12.x
+  lib f2_sm90a_only.so 13 h_a.o h_b.o               # R-FILE 2: nothing loads except on CC 9.0
+  lib f3_specialised.so 13 gen.o hopper.o blackwell.o old.o new.o  # R-FILE 3: (i), (ii), (iii)
+  lib f4_gap.so 13 gen80.o hopper.o                 # R-FILE 4: general code for sm_80 only + sm_90a
+  lib ext_generic.so 13 ext_generic.o               # R-UNIT: one distribution of three extensions
+  lib ext_hopper.so 13 hopper.o
+  lib ext_attn.so 13 ext_attn.o
+  lib libvar_cuda126.so 12 var12.o                  # R-VARIANT: alternative builds per CUDA
+  lib libvar_cuda130.so 13 var13.o
+}
+if [[ ${ONLY:-} == units ]]; then
+  g() { echo "-gencode arch=compute_$1,code=$2"; }
+  build_units
+  exit 0
+fi
 
 ###############################################################################################
 # Inventory fixtures (FORMAT.md section 9)
@@ -271,6 +326,8 @@ for pair in 42:12 43:13; do
   rm -f libcudart.so
 done
 
+build_units
+
 ###############################################################################################
 # Checks: sizes, sections, cuobjdump listing
 ###############################################################################################
@@ -279,7 +336,7 @@ total=0; bad=0
 while IFS= read -r -d '' f; do
   s=$(stat -c %s "$f"); total=$((total + s))
   if (( s > MAX_BYTES )); then echo "TOO BIG: $f ($s bytes)" >&2; bad=1; fi
-done < <(find "$BIN" "$CMP" -type f -print0)
+done < <(find "$BIN" "$CMP" "$UNITS" -type f -print0)
 echo "total fixture bytes: $total"
 (( total <= MAX_TOTAL )) || { echo "fixtures exceed $MAX_TOTAL bytes" >&2; bad=1; }
 for f in "$BIN"/t*_exe_* "$BIN"/t12_*.so; do

@@ -525,13 +525,13 @@ def coverage_line(v: FileVerdict, archs_shown: int = 3) -> str | None:
         parts.append(
             f"{n} specialised for other GPUs ({archs}) and {'is' if s.count == 1 else 'are'} not used here"
         )
-    if v.gaps is not None and v.coverage == "partial":
+    if v.gaps is not None:
         g = v.gaps
         ks = f" ({len(g.kernels)} kernels)" if g.kernels is not None else ""
         err = f" with {g.error.code}" if g.error else ""
-        n = "1 fatbin has" if g.count == 1 else f"{g.count} fatbins{ks} have"
+        n, s = ("1 fatbin", "s") if g.count == 1 else (f"{g.count} fatbins", "")
         dev = f"CC {v.target.cc[0]}.{v.target.cc[1]}"
-        parts.append(f"{n} no code for {dev} and fail{err} at first use")
+        parts.append(f"{n}{ks} ha{'s' if s else 've'} no code for {dev} and fail{s}{err} at first use")
     return "; ".join(parts) or None
 
 
