@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, FileError, FileReport
@@ -33,11 +33,14 @@ class Cell:
 class Verdict:
     """Worst engine verdict of a row for one target, with the file that decided it."""
 
-    verdict: str  # native | jit | fail | no-device-code
+    verdict: str  # native | jit | fail | no-device-code | link-time
     error: str | None = None  # "209 cudaErrorNoKernelImageForDevice"
     rule: str | None = None
     reason: str | None = None
     path: str | None = None
+    coverage: str | None = None  # full | partial | none (R-FILE for a file, R-UNIT for a row)
+    set_aside: tuple[str, ...] = ()  # a row's files made for other GPUs (R-UNIT)
+    variants: tuple[str, ...] = ()  # the alternative builds that decided (R-VARIANT)
 
 
 @dataclass(frozen=True)
@@ -132,8 +135,10 @@ def build(
     reports: Iterable[FileReport | FileSummary],
     verdicts: dict[str, Sequence[Verdict]] | None = None,
     targets: Sequence[str] = (),
+    units: Callable[[Sequence[str]], Sequence[Verdict]] | None = None,
 ) -> Coverage:
-    """``verdicts`` maps a report path to its per-target verdicts (same order as ``targets``)."""
+    """``verdicts`` maps a report path to its per-target verdicts (same order as ``targets``);
+    ``units(paths)`` gives a row's per-target verdicts (R-UNIT/R-VARIANT), else its worst file's."""
     groups: OrderedDict[tuple[int, str], list[FileReport]] = OrderedDict()
     for r in reports:
         key = (0, r.distribution) if r.distribution else (1, folder_of(r.path))
@@ -150,9 +155,12 @@ def build(
             vs = tuple(verdicts.get(r.path, ())) if verdicts else ()
             children.append(Row(r.path, "file", _cells(arches), 1, int(r.error is not None), vs))
         columns.update(merged)
-        row_vs = tuple(
-            _worst([c.verdicts[i] for c in children if len(c.verdicts) > i]) for i in range(len(targets))
-        )
+        if units is not None and targets:
+            row_vs = tuple(units([c.name for c in children]))
+        else:
+            row_vs = tuple(
+                _worst([c.verdicts[i] for c in children if len(c.verdicts) > i]) for i in range(len(targets))
+            )
         rows.append(
             Row(
                 name,
@@ -192,4 +200,7 @@ def verdict_of(file_verdict, path: str | None = None) -> Verdict:
         getattr(file_verdict, "rule", None),
         getattr(file_verdict, "reason", None),
         path,
+        getattr(file_verdict, "coverage", None),
+        tuple(getattr(file_verdict, "set_aside", ())),
+        tuple(getattr(file_verdict, "variants", ())),
     )

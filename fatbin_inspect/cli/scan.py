@@ -19,12 +19,76 @@ from fatbin_inspect.cli.common import (
 from fatbin_inspect.cli.fleet import targets_option
 
 
-def _verdicts(reports, targets):
-    """Per-file engine verdicts, as coverage ``Verdict`` records (imported only with ``--gpu``)."""
+def _verdicts(reports, targets, env_runtime):
+    """Per-file engine verdicts (R-FILE, with R-RT's runtime) as coverage ``Verdict`` records, and
+    the roll-up of a row's files (R-UNIT, R-VARIANT by ``env_runtime``). Imported only with ``--gpu``."""
     from fatbin_inspect.checks.coverage import verdict_of
+    from fatbin_inspect.compat import runtime, units
     from fatbin_inspect.compat.engine import evaluate
 
-    return {r.path: [verdict_of(evaluate(r, t), r.path) for t in targets] for r in reports}
+    wheels: dict = {}
+    engine_vs = {}
+    for r in reports:
+        top = r.path.split("!", 1)[0]
+        if "!" in r.path and top not in wheels:
+            wheels[top] = _wheel_runtime(top)
+        rt = runtime.for_file(r, wheels.get(top))
+        engine_vs[r.path] = [evaluate(r, t, rt) for t in targets]
+
+    def roll_up(paths):
+        out = []
+        for i in range(len(targets)):
+            u = units.unit_verdict([(p, engine_vs[p][i]) for p in paths if p in engine_vs], env_runtime)
+            out.append(verdict_of(u, u.path))
+        return out
+
+    return {p: [verdict_of(v, p) for v in vs] for p, vs in engine_vs.items()}, roll_up
+
+
+def _wheel_runtime(path: str):
+    import zipfile
+
+    from fatbin_inspect.compat import runtime
+
+    return runtime.from_wheel(path) if path.endswith(".whl") and zipfile.is_zipfile(path) else None
+
+
+def environment_runtime(given: str | None, reports) -> tuple[int, ...] | None:
+    """R-VARIANT's runtime: ``--runtime``, else the CUDA of the torch among the inputs (its
+    ``torch/version.py`` when installed, else the cudart its libtorch_cuda.so links)."""
+    import os
+
+    from fatbin_inspect.compat import runtime, units
+    from fatbin_inspect.errors import UsageError
+
+    if given:
+        try:
+            return units.parse_runtime(given)
+        except ValueError as exc:
+            raise UsageError(f"--runtime: {exc}") from None
+    for r in reports:
+        if not r.path.replace("\\", "/").endswith("torch/lib/libtorch_cuda.so"):
+            continue
+        version_py = os.path.join(os.path.dirname(os.path.dirname(r.path)), "version.py")
+        declared = _torch_cuda(version_py) if "!" not in r.path else None
+        if declared:
+            return units.parse_runtime(declared)
+        rt = runtime.for_file(r)
+        if rt is not None:
+            return units.parse_runtime(rt.version)
+    return None
+
+
+def _torch_cuda(version_py: str) -> str | None:
+    """``cuda = '12.8'`` from torch/version.py (read as text, never imported)."""
+    import re
+
+    try:
+        with open(version_py, encoding="utf-8", errors="replace") as fh:
+            m = re.search(r"^cuda\s*(?::\s*\S+\s*)?=\s*['\"]([\d.]+)['\"]", fh.read(), re.M)
+    except OSError:
+        return None
+    return m.group(1) if m else None
 
 
 def _target_dict(t):
@@ -52,7 +116,19 @@ def _target_dict(t):
     "--driver", default=None, help="Driver for --gpu targets (550.54.14, 550, auto; default: newest known)."
 )
 @targets_option
-@click.option("--files", "show_files", is_flag=True, help="Table: expand every distribution into its files.")
+@click.option(
+    "--runtime",
+    "runtime_version",
+    default=None,
+    metavar="X.Y",
+    help="CUDA runtime of the environment (12.8): picks among alternative builds (default: the torch beside them).",
+)
+@click.option(
+    "--files",
+    "show_files",
+    is_flag=True,
+    help="Table: expand every distribution into its files, each with its own verdict.",
+)
 @click.option("--kernels", is_flag=True, help="Decode payloads: kernel names (slower; JSON only shows them).")
 @click.option(
     "--jobs",
@@ -85,6 +161,7 @@ def scan_cmd(
     gpus,
     driver,
     target_files,
+    runtime_version,
     show_files,
     kernels,
     jobs,
@@ -115,7 +192,7 @@ def scan_cmd(
     # files are already spread over processes: no second level of processes inside one file;
     # with targets, small cubins are decoded so device-link output is not judged as code
     # (inventory.Options fields as a dict: the parsers are imported only if a file must be read)
-    inv = dict(kernels=kernels, details=kernels, jobs=1, probe_small=bool(targets))
+    inv = {"kernels": kernels, "details": kernels, "jobs": 1, "probe_small": bool(targets)}
     # the table needs per-file summaries only (a warm scan then loads no full record); JSON and
     # the engine's verdicts need the full records
     opts = ScanOptions(
@@ -135,9 +212,12 @@ def scan_cmd(
     seconds = time.monotonic() - start
     for r in result.reports:
         note_error(r)
-    verdicts = _verdicts(result.reports, targets) if targets else None
+    verdicts, roll_up = None, None
+    if targets:
+        env_rt = environment_runtime(runtime_version, result.reports)
+        verdicts, roll_up = _verdicts(result.reports, targets, env_rt)
     labels = [t.label for t in targets]
-    cov = coverage.build(result.reports, verdicts, labels)
+    cov = coverage.build(result.reports, verdicts, labels, roll_up)
     if fmt == "json":
         from fatbin_inspect.render import jsondump
         from fatbin_inspect.render.scan_json import scan_document

@@ -75,10 +75,10 @@ def variant_sets(paths: Sequence[str]) -> list[list[str]]:
 def parse_runtime(text: str) -> tuple[int, ...]:
     """``12.8`` / ``12`` / ``cu128`` -> (12, 8) / (12,) / (12, 8)."""
     t = text.strip().lower().removeprefix("cuda").removeprefix("cu").strip()
-    if re.fullmatch(r"\d+(\.\d+)?", t):
-        return tuple(int(x) for x in t.split("."))
     if re.fullmatch(r"\d{3}", t):
         return int(t[:2]), int(t[2:])
+    if re.fullmatch(r"\d+(\.\d+)?", t):
+        return tuple(int(x) for x in t.split("."))
     raise ValueError(f"not a CUDA version: {text!r} (expected e.g. 12.8)")
 
 

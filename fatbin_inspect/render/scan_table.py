@@ -36,6 +36,8 @@ def _verdict_text(v) -> Text:
     if v is None:
         return Text("")
     word = v.verdict if not v.error else f"{v.verdict} {v.error.split()[0]}"
+    if getattr(v, "coverage", None) == "partial":
+        word += " (partial)"
     return Text(word, style=_VERDICT_STYLE.get(v.verdict, ""))
 
 
@@ -90,12 +92,10 @@ def render_coverage(
         lines = []
         for row in cov.rows:
             v = row.verdicts[i] if i < len(row.verdicts) else None
-            if v is None or v.verdict in ("native", "no-device-code"):
+            if v is None or v.verdict in ("native", "no-device-code", "link-time"):
                 continue
-            facts = describe(row, sm) if sm is not None else (v.reason or "")
-            err = f" ({v.error})" if v.error else ""
             lines.append(
-                Text(f"  {row.name}: {v.verdict}{err}: {facts}", style=_VERDICT_STYLE.get(v.verdict, ""))
+                Text(f"  {row.name}: {attention(row, v, sm)}", style=_VERDICT_STYLE.get(v.verdict, ""))
             )
         out.append(
             Text(
@@ -112,6 +112,17 @@ def render_coverage(
     return render(
         out, color, width=max(needed, shutil.get_terminal_size((120, 24)).columns) if cov.rows else None
     )
+
+
+def attention(row: Row, v, sm: int | None) -> str:
+    """Why a row needs attention, from the file that decided it (never a fact of the whole row
+    that could contradict the verdict), with the variant picked and the files set aside."""
+    err = f" ({v.error})" if v.error else ""
+    who = f"{os.path.basename(v.path.rsplit('!', 1)[-1])}: " if v.path and v.path != row.name else ""
+    text = f"{v.verdict}{err}: {who}{v.reason or (describe(row, sm) if sm is not None else '')}"
+    if getattr(v, "variants", ()):
+        text += f" [variant: {', '.join(os.path.basename(p.rsplit('!', 1)[-1]) for p in v.variants)}]"
+    return text
 
 
 def summary_line(
