@@ -11,6 +11,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fatbin_inspect.checks.coverage import Coverage
+    from fatbin_inspect.formats.model import FileReport
 
 SEVERITIES = ("note", "warning", "error")  # ascending; SARIF's result levels use the same words
 FAIL_LEVELS = ("error", "warning", "never")
@@ -185,6 +190,10 @@ class FindingsReport:
     checks: tuple[Check, ...] = ()
     targets: tuple[str, ...] = ()  # what was checked, in order: required archs, then GPU targets
     inputs: tuple[str, ...] = ()
+    # what a report meant to be looked at (--format html) shows besides: the coverage matrix
+    # (with per-target verdicts when the command has them) and the inventory to drill into
+    coverage: Coverage | None = None
+    files: tuple[FileReport, ...] = ()
 
 
 def rank(severity: str) -> int:

@@ -22,7 +22,7 @@ from fatbin_inspect.cli.common import (
     output_option,
     write_output,
 )
-from fatbin_inspect.cli.findings import findings_format_option, write_findings
+from fatbin_inspect.cli.findings import findings_format_option, with_views, write_findings
 from fatbin_inspect.cli.fleet import nearest_policy_targets, resolve_all, targets_option
 from fatbin_inspect.cli.inventory import iter_reports
 from fatbin_inspect.compat import runtime
@@ -129,7 +129,7 @@ def check_cmd(
     """
     env = parse_env(env_pairs, inherit_env)
     targets = resolve_all(gpus, driver, env, target_files, nearest_policy_targets(driver), compat)
-    verdicts, unreadable = [], []
+    verdicts, unreadable, kept = [], [], []  # kept: the records --format html drills into
     for root in paths:
         wheel = wheel_runtime(root) if os.path.isfile(root) else None
         for report in iter_reports([root], inventory_options(all_kernels)):
@@ -142,6 +142,8 @@ def check_cmd(
                 continue  # the archive's members carry the verdicts
             rt = runtime.for_file(report, wheel)
             verdicts += [evaluate(report, t, rt) for t in targets]
+            if fmt == "html":
+                kept.append(report)
     if fmt == "json":
         from fatbin_inspect.render import jsondump
         from fatbin_inspect.render.check_json import check_document
@@ -159,7 +161,10 @@ def check_cmd(
     else:
         from fatbin_inspect.checks.gate import check_findings
 
-        write_findings(check_findings(paths, targets, verdicts, unreadable), fmt, fail_on, output)
+        report = check_findings(paths, targets, verdicts, unreadable)
+        if fmt == "html":
+            report = with_views(report, kept, verdicts)
+        write_findings(report, fmt, fail_on, output)
     if unreadable:
         raise SystemExit(EXIT_USAGE)
     bad = {"fail"} | ({"jit"} if fail_on == "warning" else set())

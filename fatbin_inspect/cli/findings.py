@@ -53,3 +53,18 @@ def write_findings(report: FindingsReport, fmt: str, fail_on: str, output: str |
     if summary is not None and step_summary:
         with open(step_summary, "a", encoding="utf-8") as fh:
             fh.write(summary + "\n")
+
+
+def with_views(report: FindingsReport, reports, verdicts=()) -> FindingsReport:
+    """``report`` with the coverage matrix of ``reports`` and the inventory attached (``--format
+    html`` draws them); ``verdicts``: the engine's file verdicts, shown per row and target."""
+    import dataclasses
+
+    from fatbin_inspect.checks import coverage
+
+    per_path: dict[str, list] = {}
+    for v in verdicts:
+        per_path.setdefault(v.path, []).append(coverage.verdict_of(v, v.path))
+    labels = report.targets if verdicts else ()
+    cov = coverage.build(reports, per_path or None, labels)
+    return dataclasses.replace(report, coverage=cov, files=tuple(reports))

@@ -13,7 +13,7 @@ import os
 import click
 
 from fatbin_inspect.cli.common import output_option
-from fatbin_inspect.cli.findings import emit_findings, fail_options, findings_format_option
+from fatbin_inspect.cli.findings import emit_findings, fail_options, findings_format_option, with_views
 from fatbin_inspect.cli.fleet import targets_option
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.formats.model import FileReport
@@ -187,4 +187,6 @@ def gate_cmd(
     from fatbin_inspect.system.stack import local_devices
 
     report = gate(reports, pol, given, reference, fleet, local_devices(pol.gpus, pol.min_driver))
+    if fmt == "html":
+        report = with_views(report, [r for r in reports if r.fatbins or r.error])
     emit_findings(report, fmt, pol.fail_on, output, exit_zero)

@@ -91,6 +91,21 @@ def _torch_cuda(version_py: str) -> str | None:
     return m.group(1) if m else None
 
 
+def _html(paths, targets, reports) -> str:
+    """The HTML report: coverage, verdicts per target, files and fatbins, findings as ``check`` gives them."""
+    import dataclasses
+
+    from fatbin_inspect.checks.gate import check_findings
+    from fatbin_inspect.cli.findings import with_views
+    from fatbin_inspect.compat.engine import evaluate
+    from fatbin_inspect.render import findings
+
+    engine = [evaluate(r, t) for r in reports for t in targets]
+    report = check_findings(paths, targets, engine, [r for r in reports if r.error])
+    report = with_views(dataclasses.replace(report, command="scan"), reports, engine)
+    return findings.render(report, "html")[0]
+
+
 def _target_dict(t):
     return {
         "gpu": t.gpu.name,
@@ -154,7 +169,7 @@ def _target_dict(t):
     help="Dask scheduler for --executor dask (its workers must see the same paths).",
 )
 @click.option("--strict", is_flag=True, help="Exit 3 when any file could not be read.")
-@format_option(["table", "json"])
+@format_option(["table", "json", "html"])
 @output_option
 def scan_cmd(
     paths,
@@ -223,6 +238,8 @@ def scan_cmd(
         from fatbin_inspect.render.scan_json import scan_document
 
         text = jsondump.dumps(scan_document(result, cov, seconds, [_target_dict(t) for t in targets]))
+    elif fmt == "html":
+        text = _html(paths, targets, result.reports)
     else:
         from fatbin_inspect.render.scan_table import render_coverage, summary_line
 

@@ -43,6 +43,8 @@ def cell(v: FileVerdict | None) -> Text:
         return Text("-", style="dim")
     if v.verdict == "fail":
         word = f"fail {v.error.code}" if v.error else "fail"
+    elif v.verdict == "link-time":  # R-LINK: judged where it is linked; coverage: code for this GPU
+        word = "link" if v.coverage != "none" else "link, no code"
     elif v.verdict == "jit":
         word = f"jit {v.chosen.arch}" if v.chosen else "jit"
     else:
@@ -54,7 +56,8 @@ def cell(v: FileVerdict | None) -> Text:
 
 LEGEND = (
     "native ARCH: a cubin for this GPU loads as is · jit ARCH: the driver compiles that PTX at the "
-    "first launch · fail N: CUDA error N at load or start · - no device code · "
+    "first launch · fail N: CUDA error N at load or start · link: a link-time input (.o, .a member) "
+    "with code for this GPU · - no device code · "
     f"{PARTIAL} partial coverage: only some fatbins have code for this GPU · drv X*: driver assumed"
 )
 
@@ -128,11 +131,12 @@ def render_matrix(targets: Sequence[Target], verdicts: Sequence[FileVerdict], co
     if notes:
         out += [Text(""), Text("Notes", style="bold"), *notes]
     c = {k: sum(1 for v in verdicts if v.verdict == k) for k in STYLE}
+    link = f", {c['link-time']} link-time" if c["link-time"] else ""
     out += [
         Text(""),
         Text(
             f"{len(by_file)} file{'s' * (len(by_file) != 1)} × {len(targets)} target{'s' * (len(targets) != 1)}: {c['native']} native, {c['jit']} jit, "
-            f"{c['fail']} fail, {c['no-device-code']} without device code",
+            f"{c['fail']} fail{link}, {c['no-device-code']} without device code",
             style="bold",
         ),
     ]

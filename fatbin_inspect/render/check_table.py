@@ -11,7 +11,7 @@ from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.formats.demangle import demangle
 from fatbin_inspect.render.console import render
 
-STYLE = {"native": "green", "jit": "yellow", "fail": "bold red", "no-device-code": "dim"}
+STYLE = {"native": "green", "jit": "yellow", "fail": "bold red", "no-device-code": "dim", "link-time": "cyan"}
 KERNELS_SHOWN = 5
 
 

@@ -1,0 +1,296 @@
+"""Findings (and, when the command attaches them, the coverage matrix and inventory) -> one HTML file.
+
+Self-contained: inline CSS and SVG, no script, no link or image loaded from anywhere, so it can be
+mailed, archived as a CI artifact or opened offline. Sections: the coverage heatmap (rows ×
+architectures: green SASS, amber PTX only), the verdict heatmap (rows × target GPUs: green native,
+amber JIT, red fail), a ``<details>`` drill-down from each row to its files and from each file to
+its fatbins and entries, the findings, and the ``as_of`` date of the packaged NVIDIA data.
+Every string that comes from an input (paths, names, messages) goes through ``html.escape``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from html import escape
+
+from fatbin_inspect import __version__
+from fatbin_inspect.checks.coverage import PTX, SASS, Coverage, Row
+from fatbin_inspect.checks.findings import Finding, FindingsReport, counts, fails, rank
+from fatbin_inspect.formats.model import FileReport
+from fatbin_inspect.render.console import human
+from fatbin_inspect.render.scan_table import common_dir
+
+CELL, GAP, LEFT = 26, 2, 300  # heatmap geometry in px: cell, gap, label column
+CHAR = 6.6  # px per character of 12px text, to make room for the rotated column titles
+FILE_ROWS = 200  # folder rows are drawn file by file when there are at most this many files
+GLYPH = {SASS: "S", PTX: "P", "native": "✓", "jit": "J", "fail": "✗", "no-device-code": "–", "link-time": "L"}
+COLOURS = {
+    SASS: "#2e9d4f",
+    PTX: "#e0a526",
+    "none": "#e4e6ea",
+    "native": "#2e9d4f",
+    "jit": "#e0a526",
+    "fail": "#d23b3b",
+    "no-device-code": "#c9ccd1",
+    "link-time": "#3b7bd2",
+}
+SEVERITY_VERDICT = {"error": "fail", "warning": "jit", "note": "native"}
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#1d232b;background:#fff}
+h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px;border-bottom:1px solid #dde1e6;padding-bottom:4px}
+.meta{color:#5b6470;margin:0 0 12px}.pill{display:inline-block;border-radius:10px;padding:1px 9px;margin-right:6px;
+color:#fff;font-weight:600;font-size:12px}.error{background:#d23b3b}.warning{background:#c98a0b}.note{background:#3b7bd2}
+.ok{background:#2e9d4f}svg text{font:12px system-ui,sans-serif;fill:#1d232b}svg .dim{fill:#5b6470}
+table{border-collapse:collapse;margin:6px 0;width:100%}td,th{border-bottom:1px solid #eceef1;padding:3px 10px 3px 0;text-align:left;
+vertical-align:top;overflow-wrap:anywhere}th{font-weight:600}code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace}
+details{margin:2px 0 2px 14px}summary{cursor:pointer}.legend span{display:inline-block;width:12px;height:12px;
+margin:0 4px 0 12px;vertical-align:-1px;border-radius:2px}.scroll{overflow-x:auto}
+"""
+
+
+def _svg_heatmap(
+    rows: Sequence[tuple[str, Sequence[tuple[str, ...]]]], columns: Sequence[str], title: str
+) -> str:
+    """An SVG grid: ``rows`` of (label, [(state, tooltip[, glyph]) per column]); ``state`` picks the
+    colour and, unless a glyph is given, the glyph."""
+    longest = max((len(c) for c in columns), default=0) * CHAR * 0.71
+    top = int(longest) + 28
+    width = int(LEFT + len(columns) * (CELL + GAP) + longest + 8)
+    height = top + len(rows) * (CELL + GAP) + 4
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}"><title>{escape(title)}</title>'
+    ]
+    for j, col in enumerate(columns):
+        x = LEFT + j * (CELL + GAP) + CELL // 2
+        out.append(f'<text x="{x}" y="{top - 8}" transform="rotate(-45 {x} {top - 8})">{escape(col)}</text>')
+    for i, (label, cells) in enumerate(rows):
+        y = top + i * (CELL + GAP)
+        shown = label if len(label) <= 44 else "…" + label[-43:]
+        out.append(f'<text x="{LEFT - 8}" y="{y + CELL * 0.68:.0f}" text-anchor="end">{escape(shown)}</text>')
+        for j, (state, tip, *given) in enumerate(cells):
+            x = LEFT + j * (CELL + GAP)
+            colour = COLOURS.get(state, "#ffffff")
+            out.append(
+                f'<rect x="{x}" y="{y}" width="{CELL}" height="{CELL}" rx="3" fill="{colour}" '
+                f'data-state="{escape(state)}"><title>{escape(tip)}</title></rect>'
+            )
+            glyph = given[0] if given else GLYPH.get(state)
+            if glyph:  # the state in a glyph too, for print and colour blindness
+                out.append(
+                    f'<text x="{x + CELL / 2:.0f}" y="{y + CELL * 0.68:.0f}" text-anchor="middle" '
+                    f'style="fill:#fff;font-weight:700" aria-hidden="true">{glyph}</text>'
+                )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _legend(items: Sequence[tuple[str, str]]) -> str:
+    return (
+        '<p class="legend">'
+        + "".join(f'<span style="background:{COLOURS[k]}"></span>{escape(text)}' for k, text in items)
+        + "</p>"
+    )
+
+
+def heat_rows(cov: Coverage) -> list[Row]:
+    """Distributions as they are; folders file by file unless that would be over ``FILE_ROWS`` rows."""
+    files = sum(len(r.children) for r in cov.rows if r.kind != "distribution")
+    if files > FILE_ROWS:
+        return list(cov.rows)
+    return [x for r in cov.rows for x in ((r,) if r.kind == "distribution" else r.children)]
+
+
+def short_target(label: str) -> str:
+    """``NVIDIA GeForce RTX 5090 (CC 12.0), driver 580`` -> ``RTX 5090, driver 580``."""
+    out = label.replace("NVIDIA ", "").replace("GeForce ", "")
+    head, sep, rest = out.partition(" (CC ")
+    return head + rest[rest.index(")") + 1 :] if sep and ")" in rest else out
+
+
+def _labels(rows: Sequence[Row]) -> tuple[list[str], str]:
+    """Row labels without the folder prefix they all share, and that prefix."""
+    cut = common_dir([r.name for r in rows]) if len(rows) > 1 else 0
+    return [r.name[cut:] for r in rows], rows[0].name[:cut] if cut else ""
+
+
+def _in(prefix: str) -> str:
+    return f'<p class="meta">in <code>{escape(prefix)}</code></p>' if prefix else ""
+
+
+def _coverage_section(cov: Coverage) -> str:
+    cols = [f"sm_{sm}" for sm in cov.columns]
+    rows = []
+    names, prefix = _labels(heat_rows(cov))
+    for name, r in zip(names, heat_rows(cov), strict=True):
+        cells = []
+        for sm in cov.columns:
+            c = r.cells.get(sm)
+            state = c.state if c is not None else "none"
+            arches = " ".join(c.arches) if c is not None else "nothing"
+            both = c is not None and state == SASS and any(a.startswith("compute_") for a in c.arches)
+            cells.append((state, f"{r.name} · sm_{sm}: {arches}", "SP" if both else GLYPH.get(state, "")))
+        rows.append((name, cells))
+    return (
+        "<h2>Coverage: architectures</h2>"
+        + _legend([(SASS, "SASS (cubin; SP: and PTX)"), (PTX, "PTX only (JIT)"), ("none", "no code")])
+        + _in(prefix)
+        + f'<div class="scroll">{_svg_heatmap(rows, cols, "coverage by architecture")}</div>'
+    )
+
+
+def _row_verdicts(report: FindingsReport, cov: Coverage) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Per row and target: the engine's worst verdict (check, scan), else the worst finding (gate)."""
+    out = []
+    names, _prefix = _labels(heat_rows(cov))
+    for name, r in zip(names, heat_rows(cov), strict=True):
+        cells = []
+        for i, label in enumerate(report.targets):
+            if i < len(r.verdicts):
+                v = r.verdicts[i]
+                tip = f"{r.name} on {label}: {v.verdict}" + (f" ({v.error})" if v.error else "")
+                cells.append((v.verdict, tip + (f": {v.reason}" if v.reason else "")))
+                continue
+            paths = {c.name for c in r.children} or {r.name}
+            fs = [f for f in report.findings if f.path in paths and f.target == label]
+            checked = any(c.path in paths and c.target == label for c in report.checks)
+            if not checked:
+                cells.append(("", f"{r.name}: not checked against {label}"))
+                continue
+            worst = max(fs, key=lambda f: rank(f.severity), default=None)
+            state = SEVERITY_VERDICT[worst.severity] if worst else "native"
+            cells.append((state, f"{r.name} on {label}: " + (worst.message if worst else "no finding")))
+        out.append((name, cells))
+    return out
+
+
+def _targets_section(report: FindingsReport, cov: Coverage) -> str:
+    if not report.targets:
+        return ""
+    titles = [short_target(t) for t in report.targets]
+    return (
+        "<h2>Verdicts: target GPUs</h2>"
+        + _legend(
+            [
+                ("native", "runs (native)"),
+                ("jit", "only through the PTX JIT"),
+                ("fail", "fails"),
+                ("link-time", "link-time input (.o, .a member)"),
+            ]
+        )
+        + _in(_labels(heat_rows(cov))[1])
+        + f'<div class="scroll">{_svg_heatmap(_row_verdicts(report, cov), titles, "verdict by target")}</div>'
+        + "<ol>"
+        + "".join(f"<li><code>{escape(t)}</code></li>" for t in report.targets)
+        + "</ol>"
+    )
+
+
+def _fatbins(report: FileReport) -> str:
+    if not report.fatbins:
+        return "<p>no fatbin</p>"
+    parts = []
+    for fb in report.fatbins:
+        where = f"{fb.section or '-'} @ {fb.offset:#x}"
+        archs = ", ".join(dict.fromkeys(e.arch for e in fb.entries)) or "empty"
+        rows = "".join(
+            f"<tr><td>{escape(e.kind)}</td><td><code>{escape(e.arch)}</code></td>"
+            f"<td>{escape(e.compression)}</td><td>{escape(human(e.size))}</td>"
+            f"<td>{escape(e.ptx_isa or '')}</td></tr>"
+            for e in fb.entries
+        )
+        parts.append(
+            f"<details><summary><code>{escape(where)}</code> · {escape(archs)}</summary>"
+            "<table><tr><th>kind</th><th>arch</th><th>compression</th><th>size</th><th>PTX ISA</th></tr>"
+            f"{rows}</table></details>"
+        )
+    return "".join(parts)
+
+
+def _drilldown(cov: Coverage, files: Sequence[FileReport], findings: Sequence[Finding]) -> str:
+    by_path = {f.path: f for f in files}
+    per_path: dict[str, int] = {}
+    for f in findings:
+        per_path[f.path] = per_path.get(f.path, 0) + 1
+    parts = ["<h2>Files and fatbins</h2>"]
+    for r in cov.rows:
+        n = sum(per_path.get(c.name, 0) for c in r.children)
+        tag = f' <span class="pill error">{n} findings</span>' if n else ""
+        parts.append(
+            f"<details><summary><b>{escape(r.name)}</b> · {r.files} files{tag}</summary>"
+            + "".join(_file(c, by_path.get(c.name), per_path.get(c.name, 0)) for c in r.children)
+            + "</details>"
+        )
+    return "".join(parts)
+
+
+def _file(child: Row, report: FileReport | None, n_findings: int) -> str:
+    archs = " ".join(a for c in child.cells.values() for a in c.arches)
+    extra = f" · {n_findings} findings" if n_findings else ""
+    body = _fatbins(report) if report is not None else ""
+    if report is not None and report.error is not None:
+        body = f"<p>unreadable: {escape(report.error.message)}</p>" + body
+    return (
+        f"<details><summary><code>{escape(child.name)}</code> · {escape(archs or 'no device code')}"
+        f"{extra}</summary>{body}</details>"
+    )
+
+
+def _findings_section(report: FindingsReport) -> str:
+    if not report.findings:
+        return "<h2>Findings</h2><p>No findings.</p>"
+    rows = "".join(
+        f'<tr><td><span class="pill {escape(f.severity)}">{escape(f.severity)}</span></td>'
+        f"<td><code>{escape(f.rule_id)}</code> {escape(f.rule.name)}</td><td><code>{escape(f.path)}</code></td>"
+        f"<td>{escape(f.target or '')}</td><td>{escape(f.message)}</td></tr>"
+        for f in report.findings
+    )
+    return (
+        "<h2>Findings</h2><table><tr><th>severity</th><th>rule</th><th>artifact</th><th>target</th>"
+        f"<th>message</th></tr>{rows}</table>"
+    )
+
+
+def _as_of() -> str:
+    from fatbin_inspect.compat import data
+
+    return max(data.load(name)["as_of"] for name in ("gpus", "drivers", "toolkits", "errors"))
+
+
+def render(report: FindingsReport, fail_on: str = "error", color: bool = False) -> str:
+    """The whole document; ``color`` is ignored (the page always has its colours)."""
+    c = counts(report.findings)
+    verdict = "FAIL" if fails(report.findings, fail_on) else "PASS"
+    pills = "".join(
+        f'<span class="pill {sev}">{c[sev]} {sev}{"s" if c[sev] != 1 else ""}</span>'
+        for sev in ("error", "warning", "note")
+    )
+    inputs = ", ".join(
+        f'<code title="{escape(p)}">{escape(os.path.basename(p.rstrip("/")) or p)}</code>'
+        for p in report.inputs[:20]
+    )
+    if len(report.inputs) > 20:
+        inputs += f" and {len(report.inputs) - 20} more"
+    cov = report.coverage
+    body = [
+        f"<h1>fatbin-inspect {escape(report.command)}: "
+        f'<span class="pill {"error" if verdict == "FAIL" else "ok"}">{verdict}</span></h1>',
+        f'<p class="meta">{pills} fail level: {escape(fail_on)} · inputs: {inputs or "-"}</p>',
+    ]
+    if cov is not None and cov.rows:
+        body += [_coverage_section(cov), _targets_section(report, cov)]
+    body.append(_findings_section(report))
+    if cov is not None and cov.rows:
+        body.append(_drilldown(cov, report.files, report.findings))
+    body.append(
+        f'<p class="meta">fatbin-inspect {escape(__version__)} · NVIDIA data as of '
+        f'<time class="as-of">{escape(_as_of())}</time></p>'
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>fatbin-inspect {escape(report.command)} report</title><style>{CSS}</style></head>"
+        f"<body>{''.join(body)}</body></html>\n"
+    )

@@ -1,0 +1,198 @@
+"""``--format html`` of check, gate and scan: parsed with html5lib, content checked, nothing interpreted;
+one test renders the page in headless Chromium and looks at the pixels."""
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import zlib
+
+import pytest
+from conftest import fixture_path
+
+from fatbin_inspect.cli.main import main
+from fatbin_inspect.compat import data
+from fatbin_inspect.render.findings.html import COLOURS
+
+html5lib = pytest.importorskip("html5lib", reason="html5lib is in the test extra (pip install -e '.[test]')")
+
+NS = "{http://www.w3.org/1999/xhtml}"
+SVG = "{http://www.w3.org/2000/svg}"
+SM80 = fixture_path("bin", "t01_exe_sm80")
+MULTI = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")
+PTX80 = fixture_path("bin", "t03_exe_ptx_only_c80")
+GPUS = ("--gpu", "H100", "--gpu", "T4", "--gpu", "RTX 5090", "--driver", "580")
+
+
+def run(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    return exc.value.code, capsys.readouterr().out
+
+
+def parse(text):
+    return html5lib.parse(text)  # an ElementTree; html5lib parses as a browser does
+
+
+def texts(doc, tag):
+    return ["".join(e.itertext()) for e in doc.iter(f"{NS}{tag}")]
+
+
+def states(svg):
+    return [r.get("data-state") for r in svg.iter(f"{SVG}rect")]
+
+
+def test_check_html_has_both_heatmaps_drilldown_findings_and_as_of(capsys):
+    code, page = run(["check", SM80, MULTI, PTX80, *GPUS, "--format", "html"], capsys)
+    assert code == 1 and page.startswith("<!DOCTYPE html>")
+    doc = parse(page)
+    svgs = list(doc.iter(f"{SVG}svg"))
+    assert len(svgs) == 2
+    coverage, verdicts = svgs
+    # coverage: 3 files × the SM columns present (75, 80, 90); t02 has sm_75, sm_80, sm_90 SASS
+    assert len(states(coverage)) == 3 * 3
+    assert states(coverage)[3:6] == ["sass", "sass", "sass"]  # t02's row (rows sorted by path)
+    assert states(coverage)[6:9] == ["none", "ptx", "none"]  # t03: compute_80 PTX only
+    # verdicts: files × targets, the engine's verdicts (H100, T4, RTX 5090 on R580)
+    assert states(verdicts) == ["jit", "fail", "jit", "native", "native", "jit", "jit", "fail", "jit"]
+    # the findings are those of --format json, one table row each
+    _, js = run(["check", SM80, MULTI, PTX80, *GPUS, "--format", "json"], capsys)
+    n_json = sum(1 for r in json.loads(js)["results"] if r["verdict"] in ("fail", "jit"))
+    rows = [
+        t for t in doc.iter(f"{NS}tr") if t.find(f"{NS}td") is not None and "FBI0" in "".join(t.itertext())
+    ]
+    assert len(rows) == n_json == 7  # jit (a warning) and fail (an error) cells
+    # drill-down: a <details> per folder row, per file and per fatbin
+    summaries = texts(doc, "summary")
+    assert any("t02_exe_sm75_sm80_sm90_c90" in s for s in summaries)
+    assert any(".nv_fatbin @ 0x" in s for s in summaries)
+    assert data.load("gpus")["as_of"] in texts(doc, "time")
+
+
+def test_self_contained_nothing_loaded_or_run(capsys):
+    _, page = run(["check", SM80, MULTI, *GPUS, "--format", "html"], capsys)
+    doc = parse(page)
+    tags = {e.tag.split("}")[1] for e in doc.iter() if isinstance(e.tag, str)}
+    assert not tags & {"script", "link", "img", "iframe", "object", "embed", "image", "use"}
+    for e in doc.iter():
+        for k, v in e.attrib.items():
+            assert k not in ("src", "href", "action") and not k.startswith("on"), (e.tag, k, v)
+            assert "url(" not in v
+    assert "@import" not in page and "url(" not in page
+
+
+def test_input_strings_are_escaped(tmp_path, capsys):
+    evil = tmp_path / '<img src=x onerror="alert(1)"><script>alert(2)&amp;.so'
+    shutil.copyfile(SM80, evil)
+    code, page = run(["check", str(evil), "--gpu", "T4", "--gpu", "H100", "--format", "html"], capsys)
+    doc = parse(page)
+    tags = {e.tag.split("}")[1] for e in doc.iter() if isinstance(e.tag, str)}
+    assert "img" not in tags and "script" not in tags
+    assert any(evil.name in t for t in texts(doc, "code"))  # shown literally, &amp; included
+    assert code == 1
+
+
+def test_gate_html_grades_requirements_from_the_findings(capsys):
+    code, page = run(
+        ["gate", SM80, MULTI, "--require", "sm_80,sm_90", "--isolated", "--format", "html"], capsys
+    )
+    doc = parse(page)
+    _coverage, verdicts = list(doc.iter(f"{SVG}svg"))
+    # t01 has no sm_90 code (FBI001, an error); t02 covers both
+    assert states(verdicts) == ["native", "fail", "native", "native"]
+    assert "fatbin-inspect gate" in texts(doc, "h1")[0] and "FAIL" in texts(doc, "h1")[0]
+    assert code == 1
+
+
+def test_scan_html_rows_are_distributions_or_files(tmp_path, capsys):
+    code, page = run(["scan", SM80, PTX80, "--gpu", "A100", "--format", "html", "--no-cache"], capsys)
+    doc = parse(page)
+    _cov, verdicts = list(doc.iter(f"{SVG}svg"))
+    assert states(verdicts) == ["native", "jit"] and code == 0  # sm_80 cubin; compute_80 PTX only
+    assert "fatbin-inspect scan" in texts(doc, "h1")[0]
+
+
+# ---------------------------------------------------------------------------------- browser
+def _chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def png_pixels(path):
+    """(width, height, rows of RGB(A) tuples) of an 8-bit RGB/RGBA PNG, unfiltered (PNG spec §9)."""
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, head = 8, b"", None
+    while pos < len(raw):
+        n, kind = struct.unpack(">I4s", raw[pos : pos + 8])
+        body = raw[pos + 8 : pos + 8 + n]
+        if kind == b"IHDR":
+            head = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    w, h, depth, ctype = head[:4]
+    assert depth == 8 and ctype in (2, 6), head
+    bpp = 3 if ctype == 2 else 4
+    data_ = zlib.decompress(idat)
+    stride, prev, rows = w * bpp, bytearray(w * bpp), []
+    for y in range(h):
+        f, line = data_[y * (stride + 1)], bytearray(data_[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append([tuple(line[i : i + 3]) for i in range(0, stride, bpp)])
+        prev = line
+    return w, h, rows
+
+
+@pytest.mark.browser
+def test_chromium_renders_the_heatmaps(tmp_path, capsys):
+    exe = _chromium()
+    if exe is None:
+        pytest.skip("Chromium not found (Debian: apt-get install chromium)")
+    _, page = run(["check", SM80, MULTI, PTX80, *GPUS, "--format", "html"], capsys)
+    html_file, png = tmp_path / "report.html", tmp_path / "report.png"
+    html_file.write_text(page, encoding="utf-8")
+    subprocess.run(
+        [
+            exe,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=900,700",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--screenshot={png}",
+            html_file.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    w, h, rows = png_pixels(png)
+    assert (w, h) == (900, 700)
+    seen = {px for row in rows[::2] for px in row[::2]}
+    assert len(seen) > 20  # not a blank page
+
+    def rgb(hex_):
+        return tuple(int(hex_[i : i + 2], 16) for i in (1, 3, 5))
+
+    for state in ("sass", "fail", "jit"):  # the heatmap colours are on screen
+        assert rgb(COLOURS[state]) in seen, state
