@@ -11,6 +11,7 @@
 #   NVCC, PTXAS, FATBINARY   CUDA 13.0 toolkit (default: from PATH)
 #   PTXAS12                  ptxas 12.9 (sm_50..sm_72, sm_101, ABI-v8 "a"-bit cubins)
 #   PTXAS11                  ptxas 11.8 (sm_35 and v7 cubins)
+#   NVCC135                  nvcc 13.5 (sm_107/sm_107f, sm_110f, PTX ISA 9.5, -enable-tile Tile IR)
 #   CUOBJDUMP                cuobjdump 13.5 (optional; only for cuobjdump_expected.json)
 #   MINGW_PREFIX             default x86_64-w64-mingw32- (optional; PE/DLL fixture)
 # The old ptxas binaries come from wheels that ship ptxas + libnvvm but no nvcc driver:
@@ -22,6 +23,10 @@
 #   export PTXAS12=/tmp/cu12/nvidia/cuda_nvcc/bin/ptxas PTXAS11=/tmp/cu11/nvidia/cuda_nvcc/bin/ptxas
 #   chmod +x "$PTXAS12" "$PTXAS11"
 #   pip install nvidia-cuda-cuobjdump==13.5.37   # cuobjdump lands in site-packages/nvidia/cu13/bin
+# nvcc 13.5 and its Tile IR assembler, into a folder kept out of git (.git/info/exclude: .tc135/):
+#   pip install --target .tc135 nvidia-cuda-nvcc==13.5.37 nvidia-nvvm nvidia-cuda-crt nvidia-cuda-cccl \
+#       nvidia-cuda-runtime nvidia-cuda-tileiras nvidia-nvfatbin
+#   export NVCC135=$PWD/.tc135/nvidia/cu13/bin/nvcc
 # Fixtures that need a missing tool are skipped with a message; existing copies are left alone.
 # MinGW: apt-get install -y gcc-mingw-w64-x86-64
 #
@@ -40,6 +45,7 @@ PTXAS=${PTXAS:-ptxas}
 FATBINARY=${FATBINARY:-fatbinary}
 PTXAS12=${PTXAS12:-}
 PTXAS11=${PTXAS11:-}
+NVCC135=${NVCC135:-}
 MINGW_PREFIX=${MINGW_PREFIX:-x86_64-w64-mingw32-}
 MAX_BYTES=307200          # 300 KB per fixture
 MAX_TOTAL=5242880         # 5 MB in all
@@ -157,6 +163,22 @@ nv -rdc=true -fatbin $(g 80 lto_80) $(g 90 sm_90) -o "$BIN"/t18_lto80_sm90.fatbi
 nv "${EXE[@]}" -lineinfo -arch=sm_80 -o "$BIN"/t19_exe_lineinfo_sm80 k.cu
 nv -fatbin $(g 100 sm_100) $(g 100a sm_100a) $(g 103f sm_103f) $(g 120 compute_120) \
   $(g 120a compute_120a) $(g 120f compute_120f) -o "$BIN"/v1_sm100_sm100a_sm103f_c120_c120a_c120f.fatbin k.cu
+
+# --- CUDA 13.5 fixtures (NVCC135): Rubin sm_107/sm_107f, Thor sm_110f, PTX ISA 9.5, Tile IR ------
+# The wheel ships libcudart.so.13 without the libcudart.so link nvcc's -lcudart needs: make one.
+if have "$NVCC135"; then
+  mkdir -p lib135
+  ln -sf "$(dirname "$NVCC135")/../lib/libcudart.so.13" lib135/libcudart.so
+  nv135() { rm -rf keep && mkdir keep && "$NVCC135" -keep -keep-dir keep -L"$W"/lib135 "$@"; }
+  # -arch=sm_107f: compute_107 PTX + sm_107f cubin + compute_107f PTX (all ISA 9.5); sm_110f cubin
+  nv135 "${EXE[@]}" -arch=sm_107f $(g 110f sm_110f) -o "$BIN"/t20_exe_sm107f_sm110f_c107_c107f k.cu
+  # -enable-tile: a second fatbin with the Tile code; code=sm_100 -> a Tile cubin (tileiras builds
+  # it as sm_100a), code=compute_100 -> cuda_tile IR (entry kind 0x80) beside compute_100 PTX
+  nv135 "${EXE[@]}" -enable-tile -std=c++20 $(g 100 sm_100) -o "$BIN"/t21_exe_tile_sm100 tile.cu
+  nv135 "${EXE[@]}" -enable-tile -std=c++20 $(g 100 compute_100) -o "$BIN"/t22_exe_tile_ir_c100 tile.cu
+else
+  skip "t20-t22 (NVCC135 not set: nvcc 13.5 for sm_107, PTX ISA 9.5 and Tile IR)"
+fi
 
 # --- PTX / cubin helpers for hand-assembled fatbins -------------------------------------------
 NVCC_VIRT=" 75 80 86 87 88 89 90 90a 100 100a 100f 103 103a 103f 110 110a 110f 120 120a 120f 121 121a 121f "

@@ -43,7 +43,10 @@ def our_entries(report) -> Counter:
             continue
         for e in fb.entries:
             if e.kind == "sass":
-                out[("sass", f"sm_{e.sm}{'a' if e.variant == 'a' else ''}")] += 1
+                # `a` from the header, or (decoded) from the cubin's .nv.compat, which cuobjdump reads:
+                # nvcc 13.5 -enable-tile stores tileiras' sm_100a cubin under a plain sm_100 header
+                a = e.variant == "a" or (e.cubin is not None and e.cubin.arch_specific and e.sm >= 90)
+                out[("sass", f"sm_{e.sm}{'a' if a else ''}")] += 1
             elif e.kind == "ptx":
                 out[("ptx", f"sm_{e.sm}{e.variant}")] += 1
     return out

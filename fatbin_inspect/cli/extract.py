@@ -14,7 +14,7 @@ from fatbin_inspect.formats.decompress import Budget
 from fatbin_inspect.inventory.core import Options, inspect_pairs, payload
 from fatbin_inspect.inventory.walk import iter_files
 
-_SUFFIX = {"sass": ".cubin", "ptx": ".ptx", "ltoir": ".ltoir", "unknown": ".bin"}
+_SUFFIX = {"sass": ".cubin", "ptx": ".ptx", "ltoir": ".ltoir", "tile": ".tileir", "unknown": ".bin"}
 
 
 def _safe(name: str) -> str:

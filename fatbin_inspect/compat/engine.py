@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from fatbin_inspect.compat import data, rules
 from fatbin_inspect.compat.runtime import RuntimeNeed, from_needs
 from fatbin_inspect.compat.targets import Target
-from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Entry, Fatbin, FileReport
+from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, KIND_TILE, Entry, Fatbin, FileReport
 
 VERDICTS = ("native", "jit", "fail", "no-device-code", "link-time")
 COVERAGES = ("full", "partial", "none")
@@ -173,6 +173,9 @@ def _entry_verdict(e: Entry, t: Target) -> EntryVerdict | None:
             o = rules.ptx_isa(e, t)
         if o.ok and t.disable_ptx_jit:
             o = rules.Outcome(False, "R-JIT-ENV", "CUDA_DISABLE_PTX_JIT=1 forbids JIT", rules.JIT_DISABLED)
+        v = "jit" if o.ok else "fail"
+    elif e.kind == KIND_TILE:
+        o = rules.tile_ir(e, t)
         v = "jit" if o.ok else "fail"
     else:
         return None

@@ -14,7 +14,7 @@ from fatbin_inspect.compat import data
 from fatbin_inspect.compat.data import CC
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import Target
-from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Entry
+from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, KIND_TILE, Entry
 
 NO_IMAGE, UNSUPPORTED_PTX, JIT_DISABLED, INSUFFICIENT_DRIVER, NO_DEVICE = 209, 222, 223, 35, 100
 DRIVER_MISMATCH, COMPAT_NOT_ON_DEVICE = 803, 804
@@ -166,6 +166,47 @@ def ptx_isa(entry: Entry, t: Target) -> Outcome:
         f"PTX ISA {entry.ptx_isa} {'is within' if ok else 'is newer than'} what the JIT of "
         f"{drv} compiles (up to {d.max_ptx_isa})",
         None if ok else UNSUPPORTED_PTX,
+    )
+
+
+def tile_ir(entry: Entry, t: Target) -> Outcome:
+    """R-TILE: the driver compiles cuda_tile IR for the GPU at load time, as it does PTX. NVIDIA
+    states two requirements: a driver of branch R580 or newer, and a GPU Tile IR supports (CC 8.x,
+    10.x, 11.x, 12.x); like compute_XY PTX, IR made for arch XY is taken to need CC X.Y or higher.
+    Medium confidence: the requirements are NVIDIA's, the loading behaviour is inferred."""
+    spec, d, arch = data.tile_ir(), t.umd, entry.arch
+    need = int(spec["min_driver_branch"])
+    ver = f"Tile IR {entry.tile_ir_version}" if entry.tile_ir_version else "Tile IR"
+    if d.branch < need:
+        return Outcome(
+            False,
+            "R-TILE",
+            f"{arch} ({ver}) needs a driver R{need} or newer to be compiled; R{d.branch} does not know it",
+            NO_IMAGE,
+            confidence="medium",
+        )
+    if fmt_cc(t.cc) not in spec["ccs"]:
+        return Outcome(
+            False,
+            "R-TILE",
+            f"{arch} ({ver}) cannot run on CC {fmt_cc(t.cc)}: NVIDIA names CC 8.x, 10.x, 11.x and 12.x "
+            "for Tile IR",
+            NO_IMAGE,
+            confidence="medium",
+        )
+    if cc_of(entry) > t.cc:
+        return Outcome(
+            False,
+            "R-TILE",
+            f"{arch} ({ver}) was made for CC {fmt_cc(cc_of(entry))}, above CC {fmt_cc(t.cc)}",
+            NO_IMAGE,
+            confidence="medium",
+        )
+    return Outcome(
+        True,
+        "R-TILE",
+        f"the driver compiles the {arch} {ver} for CC {fmt_cc(t.cc)} at load time (R{d.branch} >= R{need})",
+        confidence="medium",
     )
 
 
@@ -380,7 +421,8 @@ def select(entries: Sequence[Entry], t: Target) -> Selection:
     the usable PTX of the highest CC is JIT-compiled, and only that one is checked against R-PTX-ISA."""
     cubins = [e for e in entries if e.kind == KIND_SASS]
     ptxs = [e for e in entries if e.kind == KIND_PTX]
-    if not cubins and not ptxs:
+    tiles = [e for e in entries if e.kind == KIND_TILE]
+    if not cubins and not ptxs and not tiles:
         return Selection(
             "no-device-code", None, Outcome(True, "R-SEL", "no cubin or PTX in this fatbin"), ("R-SEL",)
         )
@@ -392,6 +434,8 @@ def select(entries: Sequence[Entry], t: Target) -> Selection:
         reason = f"loads the {e.arch} cubin natively: {o.reason}"
         return Selection("native", e, Outcome(True, o.rule, reason, confidence=o.confidence), rules)
     cubin_rules = tuple(dict.fromkeys(r for _, o in judged for r in (o.rule,) + o.also))
+    if tiles and not ptxs:  # nvcc -enable-tile's second fatbin: Tile IR beside or instead of tile cubins
+        return _select_tile(tiles, cubin_rules, t)
     env = jit_env(t)
     if t.disable_ptx_jit and ptxs:
         return Selection("fail", None, env, ("R-JIT-ENV",) + cubin_rules)
@@ -442,6 +486,19 @@ def select(entries: Sequence[Entry], t: Target) -> Selection:
         Outcome(True, o.rule, f"{lead}the driver JIT-compiles the {e.arch} PTX: {o.reason}; {isa.reason}"),
         rules,
     )
+
+
+def _select_tile(tiles: Sequence[Entry], cubin_rules: tuple[str, ...], t: Target) -> Selection:
+    """No cubin fits: the Tile IR of the highest arch that R-TILE allows is compiled at load time."""
+    judged = [(e, tile_ir(e, t)) for e in tiles]
+    usable = [(e, o) for e, o in judged if o.ok]
+    rules = ("R-TILE",) + cubin_rules + (("R-SEL",) if cubin_rules or len(tiles) > 1 else ())
+    if usable:
+        e, o = max(usable, key=lambda eo: eo[0].sm)
+        lead = "no cubin fits, so " if cubin_rules else ""
+        return Selection("jit", e, Outcome(True, "R-TILE", lead + o.reason, confidence="medium"), rules)
+    o = judged[0][1]
+    return Selection("fail", None, o, rules)
 
 
 def _closest_failure(judged, t: Target) -> Outcome | None:

@@ -8,10 +8,11 @@ Layout::
 
 Entry header (0x40 fixed bytes, little-endian)::
 
-    00 u16 kind (1 PTX, 2 ELF, 8 LTO-IR, 0x40 relocatable PTX)   02 u16 version 0x0101
+    00 u16 kind (1 PTX, 2 ELF, 8 LTO-IR, 0x40 relocatable PTX, 0x80 Tile IR)   02 u16 version 0x0101
     04 u32 header_size      08 u64 payload_size (incl. padding to 8)
     10 u32 compressed_size  14 u32 options descriptor offset ({u32 off, u32 len}, 0 = none)
-    18 u16 code minor       1A u16 code major (PTX: ISA; ELF: (1, EI_ABIVERSION))
+    18 u16 code minor       1A u16 code major (PTX: ISA; ELF: (1, EI_ABIVERSION); Tile IR: 0,
+                            maj<<8|min of its bytecode, 0x0D05 = 13.5)
     1C u32 arch (major*10+minor, decimal)  20 u32 identifier offset  24 u32 identifier length
     28 u64 flags            30 u64 reserved (opaque, non-zero for LTO-IR)
     38 u64 uncompressed_size
@@ -19,6 +20,11 @@ Entry header (0x40 fixed bytes, little-endian)::
 Several fatbins sit back to back in a section; padding between them is zero bytes (ELF: none,
 PE: to 16, cuFFT ``.ldata``: to 32). ``0x466243B1`` is the registration *wrapper* magic, not a
 fatbin: fatbins are found by walking data, never through the wrappers (FORMAT.md §1.2).
+
+Tile IR (nvcc 13.3+ ``-enable-tile``): a second fatbin per object holds the Tile code, either as
+kind 0x80 entries whose payload (zstd like PTX) starts ``\x7fTileIR\0`` + major, minor, or as
+ordinary kind-2 cubins that tileiras built (``-arch sm_100a`` in their tkinfo, a ``.nv.host``
+section). Observed with nvcc 13.5.37 and nvFatbin 13.5 (``nvFatbinAddTileIR``).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from fatbin_inspect.formats.model import (
     KIND_LTOIR,
     KIND_PTX,
     KIND_SASS,
+    KIND_TILE,
     KIND_UNKNOWN,
     Entry,
     Fatbin,
@@ -45,7 +52,7 @@ ENTRY_HEADER = struct.Struct("<HHIQIIHHIIIQQQ")
 OPTIONS_DESC = struct.Struct("<II")
 assert FAT_HEADER.size == 16 and ENTRY_HEADER.size == 0x40
 
-KIND_CODES = {1: KIND_PTX, 2: KIND_SASS, 8: KIND_LTOIR, 0x40: KIND_PTX}
+KIND_CODES = {1: KIND_PTX, 2: KIND_SASS, 8: KIND_LTOIR, 0x40: KIND_PTX, 0x80: KIND_TILE}
 ENTRY_VERSION = 0x0101
 
 FLAG_64BIT = 0x1

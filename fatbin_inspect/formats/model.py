@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 KIND_SASS = "sass"
 KIND_PTX = "ptx"
 KIND_LTOIR = "ltoir"
+KIND_TILE = "tile"  # cuda_tile IR bytecode (nvcc 13.3+ -enable-tile, nvFatbin AddTileIR)
 KIND_UNKNOWN = "unknown"
 
 
@@ -47,15 +48,16 @@ class Entry:
     """One image inside a fat binary."""
 
     offset: int  # absolute offset of the entry header
-    kind: str  # sass | ptx | ltoir | unknown
-    kind_code: int  # raw header kind: 1 PTX, 2 ELF, 8 LTO-IR, 0x40 relocatable PTX
+    kind: str  # sass | ptx | ltoir | tile | unknown
+    kind_code: int  # raw header kind: 1 PTX, 2 ELF, 8 LTO-IR, 0x40 relocatable PTX, 0x80 Tile IR
     sm: int  # arch number as in the header, e.g. 90, 100, 121
     variant: str  # "", "a" or "f"
     compression: str  # none | lz4 | zstd
     stored_size: int  # bytes on disk (compressed size when compressed)
     size: int  # bytes after decompression
     flags: int
-    code_version: tuple[int, int]  # (major, minor): PTX ISA for PTX, (1, EI_ABIVERSION) for ELF
+    code_version: tuple[int, int]  # (major, minor): PTX ISA for PTX, (1, EI_ABIVERSION) for ELF,
+    # (maj << 8 | min, 0) for Tile IR: 0x0D05 is bytecode 13.5
     header_size: int
     payload_offset: int  # absolute offset of the payload
     host: str | None  # linux | windows | mac
@@ -71,14 +73,21 @@ class Entry:
     @property
     def arch(self) -> str:
         """`sm_90a`, `compute_120f`, `lto_80` — the suffix comes from the header flags."""
-        prefix = {KIND_SASS: "sm_", KIND_PTX: "compute_", KIND_LTOIR: "lto_"}.get(self.kind, "arch_")
-        return f"{prefix}{self.sm}{self.variant}"
+        prefix = {KIND_SASS: "sm_", KIND_PTX: "compute_", KIND_LTOIR: "lto_", KIND_TILE: "tile_"}
+        return f"{prefix.get(self.kind, 'arch_')}{self.sm}{self.variant}"
 
     @property
     def ptx_isa(self) -> str | None:
         if self.kind != KIND_PTX:
             return None
         return f"{self.code_version[0]}.{self.code_version[1]}"
+
+    @property
+    def tile_ir_version(self) -> str | None:
+        """Tile IR bytecode version (the CUDA release that wrote it): ``13.5``."""
+        if self.kind != KIND_TILE:
+            return None
+        return f"{self.code_version[0] >> 8}.{self.code_version[0] & 0xFF}"
 
 
 @dataclass(frozen=True)

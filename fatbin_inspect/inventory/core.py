@@ -23,6 +23,7 @@ from fatbin_inspect.formats.demangle import demangle
 from fatbin_inspect.formats.model import (
     KIND_PTX,
     KIND_SASS,
+    KIND_TILE,
     Entry,
     Fatbin,
     FileError,
@@ -362,9 +363,9 @@ def _standalone_ptx(blob: Blob) -> Fatbin:
 def payload(blob: Blob, entry: Entry, budget: Budget | None = None) -> bytes:
     """The entry's image, decompressed (LTO-IR is opaque and returned as stored)."""
     raw = blob.read(entry.payload_offset, entry.stored_size, "entry payload")
-    if budget is not None and entry.compression != "none" and entry.kind in (KIND_SASS, KIND_PTX):
+    if budget is not None and entry.compression != "none" and entry.kind in (KIND_SASS, KIND_PTX, KIND_TILE):
         budget.spend(entry.size, entry.offset)
-    if entry.kind not in (KIND_SASS, KIND_PTX):
+    if entry.kind not in (KIND_SASS, KIND_PTX, KIND_TILE):  # Tile IR is zstd/LZ4-compressed like PTX
         return raw
     return decode(entry.compression, raw, entry.size, entry.offset)
 

@@ -59,6 +59,7 @@ def entry_dict(e: Entry) -> dict[str, Any]:
         "stored_size": e.stored_size,
         "size": e.size,
         "ptx_isa": e.ptx_isa,
+        "tile_ir_version": e.tile_ir_version,
         "code_version": list(e.code_version),
         "elf_abi": e.code_version[1] if e.kind == "sass" else None,
         "relocatable_ptx": e.relocatable_ptx,

@@ -51,6 +51,8 @@ def _entries_table(r: FileReport, kernels: bool) -> Table:
             details: list[str] = []
             if e.relocatable_ptx:
                 details.append("relocatable")
+            if e.tile_ir_version:
+                details.append(f"Tile IR {e.tile_ir_version}")
             if e.debug:
                 details.append("debug")
             if e.host and e.host != "linux":
