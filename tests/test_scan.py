@@ -229,7 +229,9 @@ def test_split_wheel_gives_the_same_records_in_order_and_one_cache_entry(tmp_pat
     key = stat_key(os.stat(whl))
 
     expect = [r for r in inspect_path(str(whl)) if r.fatbins or r.error]
-    assert [r.path for r in cached.get(os.path.abspath(whl), key, str(whl))] == [r.path for r in expect]
+    assert [r.path for r in cached.get(os.path.abspath(whl), key).reports(str(whl))] == [
+        r.path for r in expect
+    ]
     cached.close()
     warm = scan([str(whl)], _opts(tmp_path, jobs=2))
     assert warm.stats.cache_hits == 1 and warm.reports == whole.reports and len(split) == 1
@@ -242,9 +244,14 @@ def test_split_spans_join_like_the_whole_walk():
     def rec(p, err=None):
         return FileReport(path=p, format="elf", size=1, error=FileError(err) if err else None)
 
-    parts = [(rec("w!a"),), (), (rec("w", "zip breaks off"), rec("w!b")), (rec("w!c"),)]
-    assert _join_spans("w", parts) == (rec("w", "zip breaks off"), rec("w!a"), rec("w!b"))
-    assert _join_spans("w", [(rec("w!a"),), (rec("w!c"),)]) == (rec("w!a"), rec("w!c"))
+    def enc(*recs):  # as the workers hand them back (worker.encoded)
+        from fatbin_inspect.scan.worker import encoded
+
+        return encoded(recs, "w", None, False)
+
+    parts = [enc(rec("w!a")), [], enc(rec("w", "zip breaks off"), rec("w!b")), enc(rec("w!c"))]
+    assert _join_spans("w", parts) == enc(rec("w", "zip breaks off"), rec("w!a"), rec("w!b"))
+    assert _join_spans("w", [enc(rec("w!a")), enc(rec("w!c"))]) == enc(rec("w!a"), rec("w!c"))
 
 
 def test_progress_switch(monkeypatch):

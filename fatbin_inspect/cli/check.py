@@ -19,6 +19,7 @@ from fatbin_inspect.cli.common import (
     EXIT_USAGE,
     color_for,
     note_error,
+    open_output,
     output_option,
     write_output,
 )
@@ -51,6 +52,48 @@ def inventory_options(kernels: bool) -> Options:
 
 def wheel_runtime(path: str):
     return runtime.from_wheel(path) if zipfile.is_zipfile(path) else None
+
+
+def _judge(paths, targets, unreadable: list, opts, kept: list | None = None):
+    """Verdicts per file and target as the records come; unreadable records go to ``unreadable``,
+    and every judged record to ``kept`` when it is a list."""
+    for root in paths:
+        wheel = wheel_runtime(root) if os.path.isfile(root) else None
+        for report in iter_reports([root], opts):
+            if report.error is not None:  # a damaged file is never called fine: exit 2 and FBI008
+                note_error(report)
+                unreadable.append(report)
+                if not report.fatbins:
+                    continue
+            if report.format in ARCHIVE_FORMATS and not report.fatbins:
+                continue  # the archive's members carry the verdicts
+            rt = runtime.for_file(report, wheel)
+            if kept is not None:
+                kept.append(report)
+            yield from (evaluate(report, t, rt) for t in targets)
+
+
+def _write_json(judged, targets, per_fatbin: bool, unreadable: list, bad: set, output) -> list:
+    """The check document, streamed: each result written as it is judged; returns the first
+    verdict in ``bad`` (all the exit code needs), not the verdicts."""
+    from fatbin_inspect.render import jsondump
+    from fatbin_inspect.render.check_json import check_document, result_dict
+
+    worst: list = []
+    index = {t: i for i, t in enumerate(targets)}
+
+    def results():
+        for v in judged:
+            if v.verdict in bad and not worst:
+                worst.append(v)
+            yield result_dict(v, index[v.target], per_fatbin)
+
+    errors = ({"path": r.path, "message": r.error.message, "offset": r.error.offset} for r in unreadable)
+    doc = check_document(targets, [], per_fatbin, [])
+    doc.update(results=jsondump.Items(results()), errors=jsondump.Items(errors))
+    with open_output(output) as out:
+        jsondump.write(out, doc)
+    return worst
 
 
 @click.command("check")
@@ -129,27 +172,15 @@ def check_cmd(
     """
     env = parse_env(env_pairs, inherit_env)
     targets = resolve_all(gpus, driver, env, target_files, nearest_policy_targets(driver), compat)
-    verdicts, unreadable, kept = [], [], []  # kept: the records --format html drills into
-    for root in paths:
-        wheel = wheel_runtime(root) if os.path.isfile(root) else None
-        for report in iter_reports([root], inventory_options(all_kernels)):
-            if report.error is not None:  # a damaged file is never called fine: exit 2 and FBI008
-                note_error(report)
-                unreadable.append(report)
-                if not report.fatbins:
-                    continue
-            if report.format in ARCHIVE_FORMATS and not report.fatbins:
-                continue  # the archive's members carry the verdicts
-            rt = runtime.for_file(report, wheel)
-            verdicts += [evaluate(report, t, rt) for t in targets]
-            if fmt == "html":
-                kept.append(report)
+    unreadable: list = []
+    kept: list | None = [] if fmt == "html" else None  # the records --format html drills into
+    judged = _judge(paths, targets, unreadable, inventory_options(all_kernels), kept)
+    bad = {"fail"} | ({"jit"} if fail_on == "warning" else set())
+    verdicts = (
+        _write_json(judged, targets, per_fatbin, unreadable, bad, output) if fmt == "json" else list(judged)
+    )
     if fmt == "json":
-        from fatbin_inspect.render import jsondump
-        from fatbin_inspect.render.check_json import check_document
-
-        errors = [{"path": r.path, "message": r.error.message, "offset": r.error.offset} for r in unreadable]
-        write_output(jsondump.dumps(check_document(targets, verdicts, per_fatbin, errors)), output)
+        pass  # written as judged
     elif fmt == "table" and not long_view and (len(targets) > 1 or len({v.path for v in verdicts}) > 1):
         from fatbin_inspect.render.check_matrix import render_matrix
 
@@ -167,5 +198,4 @@ def check_cmd(
         write_findings(report, fmt, fail_on, output)
     if unreadable:
         raise SystemExit(EXIT_USAGE)
-    bad = {"fail"} | ({"jit"} if fail_on == "warning" else set())
     raise SystemExit(EXIT_FINDINGS if any(v.verdict in bad for v in verdicts) else EXIT_OK)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
+from typing import IO
 
 import click
 
@@ -18,6 +21,20 @@ def note_error(report: FileReport) -> None:
         return
     where = f" at offset {report.error.offset:#x}" if report.error.offset is not None else ""
     click.echo(f"fatbin-inspect: {report.path}{where}: {report.error.message}", err=True)
+
+
+@contextlib.contextmanager
+def open_output(output: str | None) -> Iterator[IO[bytes]]:
+    """The report's destination as a binary stream a streaming writer writes to as it goes."""
+    if output and output != "-":
+        with open(output, "wb") as fh:
+            yield fh
+    else:
+        out = sys.stdout.buffer
+        try:
+            yield out
+        finally:
+            out.flush()
 
 
 def write_output(text: str, output: str | None) -> None:

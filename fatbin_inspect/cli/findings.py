@@ -10,7 +10,14 @@ import os
 import click
 
 from fatbin_inspect.checks.findings import FAIL_LEVELS, FindingsReport, fails
-from fatbin_inspect.cli.common import EXIT_FINDINGS, EXIT_OK, color_for, format_option, write_output
+from fatbin_inspect.cli.common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    color_for,
+    format_option,
+    open_output,
+    write_output,
+)
 from fatbin_inspect.render.findings import FORMATS
 
 findings_format_option = format_option(list(FORMATS))
@@ -47,8 +54,16 @@ def write_findings(report: FindingsReport, fmt: str, fail_on: str, output: str |
     ``$GITHUB_STEP_SUMMARY`` when it is set."""
     from fatbin_inspect.render import findings
 
-    text, summary = findings.render(report, fmt, fail_on, color=color_for(output))
-    write_output(text, output)
+    mod = findings.module(fmt)
+    stream = getattr(mod, "write", None)  # a format that can stream does
+    if stream is not None:
+        with open_output(output) as out:
+            stream(report, fail_on, out)
+        job = getattr(mod, "job_summary", None)
+        summary = job(report, fail_on) if job else None
+    else:
+        text, summary = findings.render(report, fmt, fail_on, color=color_for(output))
+        write_output(text, output)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary is not None and step_summary:
         with open(step_summary, "a", encoding="utf-8") as fh:

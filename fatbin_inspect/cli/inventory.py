@@ -12,6 +12,7 @@ from fatbin_inspect.cli.common import (
     color_for,
     format_option,
     note_error,
+    open_output,
     output_option,
     write_output,
 )
@@ -64,8 +65,6 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
     """List every CUDA fat binary and entry in PATHS (files, archives, wheels, directories).
 
     With --gpu, add the verdict per file and target: native, jit or fail (CUDA error, rule)."""
-    from fatbin_inspect.render import inventory_json, jsondump
-
     targets = ()
     if gpus:
         from fatbin_inspect.compat.targets import resolve_targets
@@ -79,69 +78,163 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
         members="all" if all_members else "device",
         probe_small=bool(targets),
     )
-    if fmt == "json" and opts.kernels and not targets:  # the large case: encode where decoded
-        text, failed = _json_by_pieces(paths, opts)
-        write_output(text, output)
+    failed = False
+    if fmt in ("json", "jsonl"):
+        with open_output(output) as out:
+            if fmt == "jsonl":
+                failed = _write_jsonl(out, paths, opts)
+            elif opts.kernels and not targets:  # the large case: encode where decoded
+                failed = _write_json_by_pieces(out, paths, opts)
+            else:
+                failed = _write_json(out, paths, opts, targets)
         raise SystemExit(EXIT_STRICT if strict and failed else EXIT_OK)
     reports = []
     for r in iter_reports(paths, opts):
         note_error(r)
         reports.append(r)
     verdicts = _verdicts(paths, reports, targets) if targets else []
-    if fmt == "json":
-        big = sum(len(fb.entries) for r in reports for fb in r.fatbins) > PRETTY_MAX_ENTRIES
-        doc = inventory_json.inventory_document(reports)
-        if targets:
-            from fatbin_inspect.render.check_json import check_document
+    from fatbin_inspect.render.inventory_table import render_inventory
 
-            check = check_document(targets, verdicts, False, [])
-            doc.update(targets=check["targets"], results=check["results"])
-        text = jsondump.dumps(doc, pretty=not big)
-    elif fmt == "jsonl":
-        text = "".join(
-            jsondump.dumps_line(
-                {"schema_version": inventory_json.SCHEMA_VERSION, **inventory_json.file_dict(r)}
-            )
-            for r in reports
-        )
-    else:
-        from fatbin_inspect.render.inventory_table import render_inventory
+    text = render_inventory(reports, color=color_for(output), entries=entries, kernels=kernels)
+    if targets:
+        from fatbin_inspect.render.check_table import render_check
 
-        text = render_inventory(reports, color=color_for(output), entries=entries, kernels=kernels)
-        if targets:
-            from fatbin_inspect.render.check_table import render_check
-
-            text += render_check(targets, verdicts, color=color_for(output))
+        text += render_check(targets, verdicts, color=color_for(output))
     write_output(text, output)
     if strict and any(r.error for r in reports):
         raise SystemExit(EXIT_STRICT)
     raise SystemExit(EXIT_OK)
 
 
-def _verdicts(paths, reports, targets):
-    """Engine verdicts per (file, target), as ``check`` gives them (archives: per member)."""
+class _Errors:
+    """Records passed on as they come, each unreadable one told on stderr and remembered."""
+
+    def __init__(self, reports):
+        self.reports, self.failed = reports, False
+
+    def __iter__(self):
+        for r in self.reports:
+            if r.error is not None:
+                note_error(r)
+                self.failed = True
+            yield r
+
+
+def _write_jsonl(out, paths, opts: Options) -> bool:
+    from fatbin_inspect.render import inventory_json, jsondump
+
+    recs = _Errors(iter_reports(paths, opts))
+    v = inventory_json.SCHEMA_VERSION
+    jsondump.write_lines(out, ({"schema_version": v, **inventory_json.file_dict(r)} for r in recs))
+    return recs.failed
+
+
+def _write_json(out, paths, opts: Options, targets) -> bool:
+    """The inventory document, streamed: records are held only until the document is known to
+    be large (more than ``PRETTY_MAX_ENTRIES`` entries: written compact), then written as they
+    come; with targets, the verdicts (not the records) are kept for the ``results`` at the end."""
+    from collections import deque
+
+    from fatbin_inspect.render import inventory_json, jsondump
+
+    recs = _Errors(iter_reports(paths, opts))
+    verdicts: list = []
+    wheels = _wheel_runtimes(paths) if targets else {}
+
+    def judged():
+        for r in recs:
+            if targets:
+                verdicts.extend(_judge(r, targets, wheels))
+            yield r
+
+    it = judged()
+    held, entries = deque(), 0
+    for r in it:
+        held.append(r)
+        entries += sum(len(fb.entries) for fb in r.fatbins)
+        if entries > PRETTY_MAX_ENTRIES:
+            break
+
+    def files():
+        while held:
+            yield inventory_json.file_dict(held.popleft())
+        for r in it:
+            yield inventory_json.file_dict(r)
+
+    doc = {
+        "schema_version": inventory_json.SCHEMA_VERSION,
+        "tool": inventory_json.tool(),
+        "files": jsondump.Items(files()),
+    }
+    if targets:
+        from fatbin_inspect.render.check_json import result_dict, target_dict
+
+        index = {t: i for i, t in enumerate(targets)}
+        doc["targets"] = [target_dict(t) for t in targets]
+        doc["results"] = jsondump.Items(result_dict(v, index[v.target]) for v in verdicts)
+    jsondump.write(out, doc, pretty=entries <= PRETTY_MAX_ENTRIES)
+    return recs.failed
+
+
+def _wheel_runtimes(paths) -> dict:
     import os
     import zipfile
 
     from fatbin_inspect.compat import runtime
+
+    return {p: runtime.from_wheel(p) for p in paths if os.path.isfile(p) and zipfile.is_zipfile(p)}
+
+
+def _judge(r, targets, wheels) -> list:
+    """Engine verdicts of one record, as ``check`` gives them (archives: per member)."""
+    from fatbin_inspect.compat import runtime
     from fatbin_inspect.compat.engine import evaluate
 
-    wheels = {p: runtime.from_wheel(p) for p in paths if os.path.isfile(p) and zipfile.is_zipfile(p)}
-    out = []
-    for r in reports:
-        if (r.error is not None and not r.fatbins) or (
-            r.format in ("zip", "ar", "tar", "conda") and not r.fatbins
-        ):
-            continue
-        rt = runtime.for_file(r, wheels.get(r.path.split("!", 1)[0]))
-        out += [evaluate(r, t, rt) for t in targets]
-    return out
+    if (r.error is not None and not r.fatbins) or (
+        r.format in ("zip", "ar", "tar", "conda") and not r.fatbins
+    ):
+        return []
+    rt = runtime.for_file(r, wheels.get(r.path.split("!", 1)[0]))
+    return [evaluate(r, t, rt) for t in targets]
 
 
-def _json_by_pieces(paths, opts: Options):
+def _verdicts(paths, reports, targets):
+    """Engine verdicts per (file, target), as ``check`` gives them (archives: per member)."""
+    wheels = _wheel_runtimes(paths)
+    return [v for r in reports for v in _judge(r, targets, wheels)]
+
+
+def _write_json_by_pieces(out, paths, opts: Options) -> bool:
     """``--kernels --format json``: a large binary's fatbins are decoded *and encoded* by worker
-    processes (inventory.map_decoded), so 150k kernel records never cross a process boundary and
-    the encoding runs in parallel too. Same document as ``inventory_json.inventory_document``, compact."""
+    processes (inventory.iter_decoded), so 150k kernel records never cross a process boundary,
+    the encoding runs in parallel too, and each piece is written as it arrives (memory does not
+    grow with the kernels). Same document as ``inventory_json.inventory_document``, compact."""
+    from fatbin_inspect.render import inventory_json, jsondump
+
+    state = {"failed": False}
+
+    def files():
+        for root in paths:
+            for path, skip in iter_files(root):
+                if skip:
+                    r = FileReport(path=path, format="unknown", size=0, error=FileError(skip))
+                    note_error(r)
+                    state["failed"] = True
+                    yield jsondump.file_pieces(r)
+                    continue
+                yield from _file_pieces(path, opts, state)
+
+    doc = {
+        "schema_version": inventory_json.SCHEMA_VERSION,
+        "tool": inventory_json.tool(),
+        "files": jsondump.Items(files(), encoded=True),
+    }
+    jsondump.write(out, doc, pretty=False)
+    return state["failed"]
+
+
+def _file_pieces(path: str, opts: Options, state: dict):
+    """The compact ``files[]`` elements of one file on disk (see ``_write_json_by_pieces``)."""
     import dataclasses
     import os
 
@@ -150,35 +243,25 @@ def _json_by_pieces(paths, opts: Options):
     from fatbin_inspect.inventory import core as inventory
     from fatbin_inspect.render import jsondump
 
-    light = dataclasses.replace(opts, kernels=False, details=False)
-    pieces, failed = [], False
-    for root in paths:
-        for path, skip in iter_files(root):
-            if skip:
-                r = FileReport(path=path, format="unknown", size=0, error=FileError(skip))
+    if os.path.getsize(path) >= inventory.PARALLEL_MIN_BYTES and _is_binary(path):
+        light = dataclasses.replace(opts, kernels=False, details=False)
+        reports = list(inspect_path(path, light))
+        r = reports[0]
+        if len(reports) == 1 and r.fatbins and r.format not in ("zip", "ar", "tar", "conda"):
+            try:
+                blob = open_blob(path)
+            except InputError:
+                blob = None
+            if blob is not None and inventory.parallel_worthwhile(blob, r.fatbins, opts, path):
                 note_error(r)
-                pieces.append(jsondump.file_text(r))
-                failed = True
-                continue
-            if os.path.getsize(path) >= inventory.PARALLEL_MIN_BYTES and _is_binary(path):
-                reports = list(inspect_path(path, light))
-                r = reports[0]
-                if len(reports) == 1 and r.fatbins and r.format not in ("zip", "ar", "tar", "conda"):
-                    try:
-                        blob = open_blob(path)
-                    except InputError:
-                        blob = None
-                    if blob is not None and inventory.parallel_worthwhile(blob, r.fatbins, opts, path):
-                        note_error(r)
-                        failed |= r.error is not None
-                        frags = inventory.map_decoded(blob, r.fatbins, opts, path, jsondump.fatbins_fragment)
-                        pieces.append(jsondump.file_text(r, frags))
-                        continue
-            for r in inspect_path(path, opts):
-                note_error(r)
-                failed |= r.error is not None
-                pieces.append(jsondump.file_text(r))
-    return jsondump.inventory_text(pieces), failed
+                state["failed"] |= r.error is not None
+                frags = inventory.iter_decoded(blob, r.fatbins, opts, path, jsondump.fatbins_fragment)
+                yield jsondump.file_pieces(r, frags)
+                return
+    for r in inspect_path(path, opts):
+        note_error(r)
+        state["failed"] |= r.error is not None
+        yield jsondump.file_pieces(r)
 
 
 def _is_binary(path: str) -> bool:

@@ -13,6 +13,7 @@ from fatbin_inspect.cli.common import (
     color_for,
     format_option,
     note_error,
+    open_output,
     output_option,
     write_output,
 )
@@ -208,13 +209,19 @@ def scan_cmd(
     # with targets, small cubins are decoded so device-link output is not judged as code
     # (inventory.Options fields as a dict: the parsers are imported only if a file must be read)
     inv = {"kernels": kernels, "details": kernels, "jobs": 1, "probe_small": bool(targets)}
-    # the table needs per-file summaries only (a warm scan then loads no full record); JSON and
-    # the engine's verdicts need the full records
+    # the table needs per-file summaries only (a warm scan then loads no full record); the JSON
+    # of a scan without targets is encoded by the workers and streamed (a warm scan copies the
+    # cached bytes); the engine's verdicts and the HTML report need the full records
+    streamed = fmt == "json" and not targets
+    encoder = None
+    if streamed:
+        from fatbin_inspect.render.scan_json import file_rest as encoder
     opts = ScanOptions(
         inventory=inv,
         jobs=jobs,
         cache_dir=None if no_cache else "default",
-        summary=fmt == "table" and not targets,
+        summary=(fmt == "table" and not targets) or streamed,
+        encoder=encoder,
         executor=executor,
         scheduler=scheduler,
     )
@@ -235,9 +242,12 @@ def scan_cmd(
     cov = coverage.build(result.reports, verdicts, labels, roll_up)
     if fmt == "json":
         from fatbin_inspect.render import jsondump
-        from fatbin_inspect.render.scan_json import scan_document
+        from fatbin_inspect.render.scan_json import scan_document, scan_stream_document
 
-        text = jsondump.dumps(scan_document(result, cov, seconds, [_target_dict(t) for t in targets]))
+        document = scan_stream_document if streamed else scan_document
+        with open_output(output) as out:
+            jsondump.write(out, document(result, cov, seconds, [_target_dict(t) for t in targets]))
+        text = None
     elif fmt == "html":
         text = _html(paths, targets, result.reports)
     else:
@@ -257,7 +267,8 @@ def scan_cmd(
                 t.host_label or t.gpu.name.replace("NVIDIA ", "").replace("GeForce ", "") for t in targets
             ],
         )
-    write_output(text, output)
+    if text is not None:
+        write_output(text, output)
     if strict and any(r.error for r in result.reports):
         raise SystemExit(EXIT_STRICT)
     if any(v.verdict == "fail" for row in cov.rows for v in row.verdicts):

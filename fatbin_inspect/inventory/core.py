@@ -454,13 +454,20 @@ def parallel_worthwhile(blob: Blob, fatbins, opts: Options, path: str | None) ->
 
 
 def map_decoded(blob: Blob, fatbins, opts: Options, path: str | None, fn) -> list:
-    """Decode ``fatbins`` (kernels/details per ``opts``) and return ``[fn(decoded_slice), ...]``
-    in file order. A large file on disk is decoded by worker processes, each applying ``fn`` to
-    its slice where it decoded it, so a caller can turn records into their final form (JSON text)
-    without shipping 150k kernel records back; ``fn`` must be a module-level function."""
+    """``list(iter_decoded(...))``."""
+    return list(iter_decoded(blob, fatbins, opts, path, fn))
+
+
+def iter_decoded(blob: Blob, fatbins, opts: Options, path: str | None, fn) -> Iterator:
+    """Decode ``fatbins`` (kernels/details per ``opts``) and yield ``fn(decoded_slice)`` for each
+    slice, in file order, as they are ready. A large file on disk is decoded by worker processes,
+    each applying ``fn`` to its slice where it decoded it, so a caller can turn records into their
+    final form (JSON text) without shipping 150k kernel records back, and write each piece before
+    the next arrives; ``fn`` must be a module-level function."""
     if parallel_worthwhile(blob, fatbins, opts, path):
-        return _map_parallel(path, fatbins, opts, opts.jobs or os.cpu_count() or 1, fn)
-    return [fn(_decode_serial(blob, fatbins, opts))]
+        yield from _iter_parallel(path, fatbins, opts, opts.jobs or os.cpu_count() or 1, fn)
+        return
+    yield fn(_decode_serial(blob, fatbins, opts))
 
 
 def _decode_serial(blob: Blob, fatbins, opts: Options):
@@ -482,29 +489,55 @@ def _is_whole_file(blob: Blob, path: str) -> bool:
         return False
 
 
-def _map_parallel(path: str, fatbins, opts: Options, jobs: int, fn) -> list:
+SLICES_PER_JOB = 16  # small slices: a few MB of results each, so few are ever held at once
+WINDOW_PER_JOB = 2  # slices in flight (or finished, not yet consumed) per worker
+
+
+def _iter_parallel(path: str, fatbins, opts: Options, jobs: int, fn) -> Iterator:
     """Decompressing and parsing thousands of cubins is CPU-bound (libtorch_cuda.so: 5 GB of
     zstd output): split the fatbins into contiguous slices of similar decoded size, decoded by
-    worker processes that map the same file. Order is kept."""
+    ``jobs`` worker processes that map the same file, and yield the results in order. At most
+    ``jobs * WINDOW_PER_JOB`` slices are in flight, so the results held at once, and the memory,
+    do not grow with the file; this process only hands out work and passes results on."""
     import concurrent.futures as cf
+    from collections import deque
 
-    slices: list[list[Fatbin]] = [[] for _ in range(jobs * 4)]
+    slices: list[list[Fatbin]] = [[] for _ in range(jobs * SLICES_PER_JOB)]
     total = sum(e.size for fb in fatbins for e in fb.entries) or 1
     done = 0
     for fb in fatbins:  # contiguous slices, balanced by decoded bytes (what the work scales with)
         slices[min(len(slices) - 1, done * len(slices) // total)].append(fb)
         done += sum(e.size for e in fb.entries)
+    slices = [sl for sl in slices if sl]
     serial_opts = dataclasses.replace(opts, jobs=1)
-    # this process decodes the first 1/jobs itself instead of waiting: one CPU's share of results
-    # never has to be pickled back
-    own = len(slices) // jobs
     try:
-        with cf.ProcessPoolExecutor(max_workers=jobs - 1) as pool:
-            futures = [pool.submit(_decode_slice, path, sl, serial_opts, fn) for sl in slices[own:]]
-            mine = _decode_slice(path, [fb for sl in slices[:own] for fb in sl], serial_opts, fn)
-            return [mine] + [f.result() for f in futures]
-    except (OSError, cf.process.BrokenProcessPool):  # no fork/spawn here: decode in-process
-        return [fn(_decode_serial(open_blob(path), fatbins, serial_opts))]
+        pool = cf.ProcessPoolExecutor(max_workers=jobs)
+    except OSError:  # no fork/spawn here: decode in-process
+        yield fn(_decode_serial(open_blob(path), fatbins, serial_opts))
+        return
+    with pool:
+        todo, inflight, first = iter(slices), deque(), True
+        try:
+            for sl in todo:
+                inflight.append(pool.submit(_decode_slice, path, sl, serial_opts, fn))
+                if len(inflight) >= jobs * WINDOW_PER_JOB:
+                    break
+            while inflight:
+                try:
+                    result = inflight.popleft().result()
+                except cf.process.BrokenProcessPool:
+                    if not first:
+                        raise
+                    yield fn(_decode_serial(open_blob(path), fatbins, serial_opts))  # no workers here
+                    return
+                first = False
+                nxt = next(todo, None)
+                if nxt is not None:
+                    inflight.append(pool.submit(_decode_slice, path, nxt, serial_opts, fn))
+                yield result
+        finally:
+            for fut in inflight:
+                fut.cancel()
 
 
 def _decode_slice(path: str, fatbins, opts: Options, fn=_same):
@@ -513,6 +546,10 @@ def _decode_slice(path: str, fatbins, opts: Options, fn=_same):
     old = gc.get_threshold()
     gc.set_threshold(100_000, 50, 100)  # many small acyclic records: see cli.main
     try:
-        return fn(_decode_serial(open_blob(path), fatbins, opts))
+        blob = open_blob(path)
+        out = fn(_decode_serial(blob, fatbins, opts))
+        for fb in fatbins:  # the pages read stay cached, not resident in this worker
+            blob.release(fb.offset, fb.offset + 16 + fb.size)
+        return out
     finally:
         gc.set_threshold(*old)

@@ -1,9 +1,81 @@
-"""``--format json``: one document; ``--format jsonl``: one record per line (streams)."""
+"""``--format json``: one document; ``--format jsonl``: one record per line (streams).
+
+``write`` streams a document whose long lists are ``Items``: each item is encoded (or arrives
+encoded, from a worker or the scan cache) and written as it comes, in order, and never held; the
+bytes are those of ``dumps`` of the same document with the lists filled in (``json.dumps`` puts
+a raw newline only between tokens, never inside a string, so a nested value's text is indented
+by replacing each newline with a newline and the indentation of its depth).
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
+
+_COMPACT = (",", ":")
+
+
+class Items:
+    """A list of a document written item by item: dicts (encoded by ``write``) or, ``encoded``,
+    their final bytes at their depth (a top-level list's items are at depth 2), each item bytes
+    or an iterable of byte pieces written as they come."""
+
+    __slots__ = ("encoded", "items")
+
+    def __init__(self, items: Iterable[Any], encoded: bool = False):
+        self.items, self.encoded = items, encoded
+
+
+def write(out: IO[bytes], document: dict[str, Any], pretty: bool = True) -> None:
+    """Write ``dumps(document, pretty)`` to ``out``; values that are ``Items`` are streamed."""
+    if not document:
+        out.write(b"{}\n")
+        return
+    for i, (key, value) in enumerate(document.items()):
+        k = json.dumps(key)
+        if pretty:
+            out.write(f"{'{' if i == 0 else ','}\n  {k}: ".encode())
+        else:
+            out.write(f"{'{' if i == 0 else ','}{k}:".encode())
+        if isinstance(value, Items):
+            _write_items(out, value, pretty)
+        elif pretty:
+            out.write(json.dumps(value, indent=2).replace("\n", "\n  ").encode())
+        else:
+            out.write(json.dumps(value, separators=_COMPACT).encode())
+    out.write(b"\n}\n" if pretty else b"}\n")
+
+
+def _write_items(out: IO[bytes], items: Items, pretty: bool) -> None:
+    first = True
+    for item in items.items:
+        if items.encoded:
+            text = item if isinstance(item, bytes) else None
+        elif pretty:
+            text = json.dumps(item, indent=2).replace("\n", "\n    ").encode()
+        else:
+            text = json.dumps(item, separators=_COMPACT).encode()
+        if pretty:
+            out.write(b"[\n    " if first else b",\n    ")
+        else:
+            out.write(b"[" if first else b",")
+        if text is None:
+            for piece in item:
+                out.write(piece)
+        else:
+            out.write(text)
+        first = False
+    if first:
+        out.write(b"[]")
+    else:
+        out.write(b"\n  ]" if pretty else b"]")
+
+
+def write_lines(out: IO[bytes], records: Iterable[dict[str, Any]]) -> None:
+    """``dumps_line`` of each record, written as it comes."""
+    for r in records:
+        out.write(dumps_line(r).encode())
 
 
 def dumps(document: dict[str, Any], pretty: bool = True) -> str:
@@ -27,21 +99,21 @@ def fatbins_fragment(fatbins) -> str:
     return ",".join(json.dumps(fatbin_dict(fb), separators=(",", ":")) for fb in fatbins)
 
 
-def file_text(report, fragments=None) -> str:
-    """One ``files[]`` element; ``fragments`` (from ``fatbins_fragment``) replace its fatbins."""
+def file_pieces(report, fragments=None) -> Iterator[bytes]:
+    """One compact ``files[]`` element in pieces; ``fragments`` (from ``fatbins_fragment``, pulled
+    one at a time as they are written) replace its fatbins."""
     from fatbin_inspect.render.inventory_json import file_dict
 
     d = file_dict(report)
     if fragments is None:
-        return json.dumps(d, separators=(",", ":"))
+        yield json.dumps(d, separators=_COMPACT).encode()
+        return
     d.pop("fatbins")
-    head = json.dumps(d, separators=(",", ":"))
-    return head[:-1] + ',"fatbins":[' + ",".join(f for f in fragments if f) + "]}"
-
-
-def inventory_text(file_texts) -> str:
-    """The inventory document (schema_version 1), compact, from ``file_text`` pieces."""
-    from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, tool
-
-    head = json.dumps({"schema_version": SCHEMA_VERSION, "tool": tool()}, separators=(",", ":"))
-    return head[:-1] + ',"files":[' + ",".join(file_texts) + "]}\n"
+    head = json.dumps(d, separators=_COMPACT)
+    yield (head[:-1] + ',"fatbins":[').encode()
+    first = True
+    for f in fragments:
+        if f:
+            yield f.encode() if first else b"," + f.encode()
+            first = False
+    yield b"]}"

@@ -58,3 +58,42 @@ def scan_document(
         "files": [file_dict(r) for r in result.reports],
         "coverage": coverage_dict(cov),
     }
+
+
+# -- the streamed document: each file record encoded by the scan worker that made it -------------
+_HEAD_END = '\n      "distribution": null'  # the last field the scan fills in (path ... distribution)
+
+
+def file_rest(report) -> bytes:
+    """A ``files[]`` element of the scan document as ``jsondump.write`` places it (depth 2), from
+    the field after ``distribution`` on: the scan cache keeps these bytes, the path and distribution (which
+    depend on how and where the scan was run) are put in front by ``file_text``. Module-level: the
+    scan's workers call it (``ScanOptions.encoder``)."""
+    import json
+
+    if report.distribution is not None:
+        report = dataclasses.replace(report, distribution=None)
+    text = json.dumps(file_dict(report), indent=2).replace("\n", "\n    ")
+    return text[text.index(_HEAD_END) + len(_HEAD_END) :].encode()
+
+
+def file_text(summary, rest: bytes) -> bytes:
+    """The whole element: ``summary`` (a ``FileSummary``) gives path, format, size, distribution."""
+    import json
+
+    head = (
+        f'{{\n      "path": {json.dumps(summary.path)},\n      "format": {json.dumps(summary.format)},'
+        f'\n      "size": {json.dumps(summary.size)},\n      "distribution": {json.dumps(summary.distribution)}'
+    )
+    return head.encode() + rest
+
+
+def scan_stream_document(result, cov: Coverage, seconds: float, targets=None) -> dict[str, Any]:
+    """``scan_document`` with ``files`` streamed from ``result.texts`` (a scan with an encoder)."""
+    from fatbin_inspect.render.jsondump import Items
+
+    doc = scan_document(dataclasses.replace(result, reports=()), cov, seconds, targets)
+    doc["files"] = Items(
+        (file_text(s, t) for s, t in zip(result.reports, result.texts(), strict=True)), encoded=True
+    )
+    return doc

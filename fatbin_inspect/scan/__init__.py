@@ -7,19 +7,23 @@ that hold device code, or could not be read, come back as records; at most ``job
 in flight, so memory does not grow with the size of the tree, only with the records found.
 
 With ``ScanOptions.summary`` the records are ``coverage.FileSummary`` (all the matrix needs); a warm
-scan then reads neither a file nor a full record, and imports none of the parsers.
+scan then reads neither a file nor a full record, and imports none of the parsers. With
+``ScanOptions.encoder`` the records are summaries too, and each full record is encoded (by the
+worker that made it) and spilled to an unlinked temporary file: ``ScanResult.texts`` streams the
+texts back in path order, so memory does not grow with the records either; a warm scan copies
+the cached texts and builds no record.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any
 
 from fatbin_inspect.formats.model import FileError, FileReport
-from fatbin_inspect.scan.cache import MISS, ScanCache, default_dir
+from fatbin_inspect.scan.cache import MISS, ScanCache, default_dir, stat_key, summaries_from
 from fatbin_inspect.scan.distributions import Attributor, innermost_wheel, wheel_distribution
 from fatbin_inspect.scan.environment import Root, iter_stat, resolve_roots
 
@@ -57,6 +61,10 @@ class ScanOptions:
     # distributed cluster at ``scheduler`` (tcp://HOST:PORT), whose workers must see the paths
     executor: str = "local"
     scheduler: str | None = None
+    # a module-level function: a record -> its bytes as the caller writes them (run in the workers,
+    # kept in the cache under the function's name); given, the records are summaries and
+    # ``ScanResult.texts`` yields the texts
+    encoder: Callable[[FileReport], bytes] | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,8 @@ class ScanResult:
     reports: tuple[FileReport, ...]  # sorted by path; ``distribution`` set where metadata claims the file
     # (``coverage.FileSummary`` records with ``ScanOptions.summary``)
     stats: ScanStats
+    # with ``ScanOptions.encoder``: the encoded records, one per report and in their order
+    texts: Callable[[], Iterator[bytes]] | None = None
 
 
 def _jobs(n: int) -> int:
@@ -100,8 +110,17 @@ class _Scanner:
         self.opts = opts
         self.progress = progress
         cache_dir = default_dir() if opts.cache_dir == "default" else opts.cache_dir
-        self.cache = ScanCache(cache_dir, _options_fingerprint(opts.inventory))
-        self.full = not opts.summary
+        enc = opts.encoder
+        self.encoder = enc
+        self.cache = ScanCache(
+            cache_dir,
+            _options_fingerprint(opts.inventory),
+            f"{enc.__module__}.{enc.__qualname__}" if enc else None,
+        )
+        self.full = not opts.summary and enc is None
+        self.keep = self.full  # the workers hand back whole records
+        self.spill = None  # with an encoder: the unlinked file holding the texts
+        self.locs: list[tuple[int, int]] = []  # (offset, length) in ``spill`` of each record's text
         self.attributor = Attributor()
         self.reports: list[FileReport] = []
         self.stats = dict(files=0, bytes=0, inspected=0, cache_hits=0, skipped=0)
@@ -137,13 +156,17 @@ class _Scanner:
         if self.progress:
             self.progress(self.done, self.stats["files"], self.bytes_done)
 
-    def _accept(self, path: str, records: Iterable[FileReport]) -> None:
+    def _accept(
+        self, path: str, records: Iterable, texts=None, summaries=None, attribute: bool = True
+    ) -> None:
+        """Keep the records of one file: full records, or their summaries (given, or made here),
+        the texts spilled with an encoder."""
         owner = MISS  # the distribution of ``path`` itself, looked up once for all its members
-        for rec in records:
+        for i, rec in enumerate(records):
             dist = innermost_wheel(rec.path) if "!" in rec.path else None
             if dist is None and rec.package is not None:  # a conda package names itself
                 dist = rec.package if isinstance(rec.package, str) else rec.package.label
-            if dist is None:  # a member of an archive belongs to the owner of the archive
+            if dist is None and attribute:  # a member of an archive belongs to the owner of the archive
                 if owner is MISS:
                     owner = (
                         wheel_distribution(path)
@@ -151,17 +174,67 @@ class _Scanner:
                         else self.attributor.distribution(path)
                     )
                 dist = owner
-            self.reports.append(dataclasses.replace(rec, distribution=dist) if dist else rec)
-
-    def _finish(self, results) -> None:
-        for path, key, records in results:
-            self.cache.put(self.apaths.pop(path, None) or os.path.abspath(path), key, records, path)
-            if not self.full:
+            if dist:
+                rec = dataclasses.replace(rec, distribution=dist)
+            if self.full:
+                self.reports.append(rec)
+                continue
+            if summaries is None:
                 from fatbin_inspect.checks.coverage import summarize
 
-                records = tuple(summarize(r) for r in records)
-            self._accept(path, records)
-            self._tick(1, key[0])
+                summary = summarize(rec)
+            else:
+                summary = dataclasses.replace(summaries[i], distribution=dist) if dist else summaries[i]
+            if self.encoder is None:
+                self.reports.append(summary)
+                continue
+            text = texts[i]
+            if self.spill is None:
+                import tempfile
+
+                self.spill = tempfile.TemporaryFile(prefix="fatbin-inspect-scan-")
+            self.locs.append((self.spill.tell(), len(text)))
+            self.spill.write(text)
+            self.reports.append(summary)
+
+    def _finish(self, results) -> None:
+        """``[(path, key, worker.encoded records)]`` from a worker (or a split zip put together)."""
+        for path, key, encs in results:
+            apath = self.apaths.pop(path, None) or os.path.abspath(path)
+            texts = [e[2] for e in encs] if self.encoder is not None else None
+            if all(e[0] is not None for e in encs):
+                self.cache.put_encoded(apath, key, [e[:2] for e in encs], texts)
+                summaries = summaries_from([e[0] for e in encs], path)
+            else:  # some record does not encode: not cached, summarized here
+                from fatbin_inspect.checks.coverage import summarize
+
+                summaries = [summarize(e[3]) for e in encs]
+            records = [e[3] for e in encs] if self.keep else summaries
+            self._accept(path, records, texts, summaries)
+            self._tick(1, key[2])
+
+    def _hit(self, path: str, apath: str, key: tuple, hit) -> bool:
+        """Accept a cache hit; False when the row cannot give what this scan needs (a miss)."""
+        if self.encoder is None:
+            if not self.full:
+                self._accept(path, summaries_from(hit.summary, path))
+                return True
+            reports = hit.reports(path)
+            if reports is MISS:
+                return False
+            self._accept(path, reports)
+            return True
+        texts = hit.texts()
+        if texts is MISS:  # cached by a scan that kept no texts: encode here, keep them
+            reports = hit.reports(path)
+            if reports is MISS:
+                return False
+            texts = [self.encoder(r) for r in reports]
+            self.cache.put(apath, key, reports, texts, base=path)
+            self._accept(path, reports, texts)
+            return True
+        self._accept(path, summaries_from(hit.summary, path), texts)
+        return True
 
     # ------------------------------------------------------------------- batches
     def _flush(self) -> None:
@@ -171,9 +244,13 @@ class _Scanner:
 
         batch, self.batch, self.batch_bytes = self.batch, [], 0
         if self.jobs == 1:
-            self._finish(worker.inspect_batch(batch, self.opts.inventory))
+            self._finish(
+                worker.inspect_batch(batch, self.opts.inventory, self.encoder, self.keep, self.cache.enabled)
+            )
             return
-        self._submit(worker.inspect_batch, batch, self.opts.inventory)
+        self._submit(
+            worker.inspect_batch, batch, self.opts.inventory, self.encoder, self.keep, self.cache.enabled
+        )
 
     def _submit(self, fn, *args):
         if self.pool is None and self.client is not None:
@@ -209,12 +286,21 @@ class _Scanner:
         token = self.tokens
         self.split[token] = [path, key, [None] * len(spans), len(spans)]
         for i in sorted(range(len(spans)), key=lambda i: -spans[i][2]):
-            fut = self._submit(worker.inspect_span, path, key, spans[i][:2], self.opts.inventory)
+            fut = self._submit(
+                worker.inspect_span,
+                path,
+                key,
+                spans[i][:2],
+                self.opts.inventory,
+                self.encoder,
+                self.keep,
+                self.cache.enabled,
+            )
             self.spans[fut] = (token, i)
 
-    def _span_done(self, token: int, i: int, records) -> None:
+    def _span_done(self, token: int, i: int, pairs) -> None:
         state = self.split[token]
-        state[2][i] = records
+        state[2][i] = pairs
         state[3] -= 1
         if state[3] == 0:
             del self.split[token]
@@ -227,11 +313,7 @@ class _Scanner:
             try:
                 st = os.stat(path)
             except OSError as exc:
-                self.reports.append(
-                    FileReport(
-                        path=path, format="unknown", size=0, error=FileError(f"unreadable: {exc.strerror}")
-                    )
-                )
+                self._error(path, 0, f"unreadable: {exc.strerror}")
                 return
         size = st.st_size
         self.stats["files"] += 1
@@ -239,13 +321,12 @@ class _Scanner:
         if size < MIN_SIZE:
             self._tick(1, size)
             return
-        key = (size, st.st_mtime_ns, st.st_ino)
-        cached = self.cache.get(apath, key, path, self.full)
-        if cached is not MISS:
+        key = stat_key(st)
+        cached = self.cache.get(apath, key)
+        if cached is None or (cached is not MISS and self._hit(path, apath, key, cached)):
             if cached is not None:
                 self.stats["cache_hits"] += 1
                 self.stats["inspected"] += 1
-                self._accept(path, cached)
             self._tick(1, size)
             return
         from fatbin_inspect.scan import worker
@@ -253,11 +334,7 @@ class _Scanner:
         try:
             fmt = worker.head_format(path)
         except OSError as exc:
-            self.reports.append(
-                FileReport(
-                    path=path, format="unknown", size=size, error=FileError(f"cannot open: {exc.strerror}")
-                )
-            )
+            self._error(path, size, f"cannot open: {exc.strerror}")
             return
         if fmt == worker.NOT_DEVICE:
             self.cache.put(apath, key, None)  # remembered too: a warm scan reads no file at all
@@ -275,6 +352,11 @@ class _Scanner:
         if len(self.batch) >= BATCH_FILES or self.batch_bytes >= BATCH_BYTES:
             self._flush()
 
+    def _error(self, path: str, size: int, message: str) -> None:
+        """A file that cannot be read: one record with the error (its text encoded here)."""
+        rec = FileReport(path=path, format="unknown", size=size, error=FileError(message))
+        self._accept(path, (rec,), [self.encoder(rec)] if self.encoder else None, attribute=False)
+
     def _quiet(self, n: int, nbytes: int) -> None:
         """``n`` files with nothing to report (too small, or cached as no binary)."""
         self.stats["files"] += n
@@ -291,10 +373,12 @@ class _Scanner:
                     k = known.get(apath)
                     if (
                         k is None
-                        or k[3] is not None
-                        or k[0] != size
-                        or k[1] != st.st_mtime_ns
-                        or k[2] != st.st_ino
+                        or k[5] is not None
+                        or k[2] != size
+                        or k[3] != st.st_mtime_ns
+                        or k[4] != st.st_ctime_ns
+                        or k[1] != st.st_ino
+                        or k[0] != st.st_dev
                     ):
                         self._file(path, apath, st)
                         continue
@@ -306,7 +390,7 @@ class _Scanner:
             elif skip is None:
                 self._file(path, apath, None)
             elif skip.startswith("unreadable"):
-                self.reports.append(FileReport(path=path, format="unknown", size=0, error=FileError(skip)))
+                self._error(path, 0, skip)
             else:
                 self.stats["skipped"] += 1
         self._quiet(n, nbytes)
@@ -326,9 +410,13 @@ class _Scanner:
             if self.client is not None:
                 self.client.close()
             self.cache.close()
-        self.reports.sort(key=lambda r: r.path)
-        stats = ScanStats(cache=self.cache.path if self.cache.path else None, **self.stats)
-        return ScanResult(roots, tuple(self.reports), stats)
+        order = sorted(range(len(self.reports)), key=lambda i: self.reports[i].path)
+        stats = ScanStats(cache=self.cache.path, **self.stats)
+        reports = tuple(self.reports[i] for i in order)
+        if self.encoder is None:
+            return ScanResult(roots, reports, stats)
+        locs = [self.locs[i] for i in order]
+        return ScanResult(roots, reports, stats, texts=lambda: _read_spill(self.spill, locs))
 
 
 def _dask_client(scheduler: str | None):
@@ -351,16 +439,33 @@ def _dask_client(scheduler: str | None):
         raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
 
 
-def _join_spans(path: str, parts) -> tuple:
-    """The records of a split zip as one whole-file unit gives them: its own record first (kept
-    only with an error, which ended the walk through its members there), then the members'."""
+def _read_spill(spill, locs: list[tuple[int, int]]) -> Iterator[bytes]:
+    """The spilled texts at ``locs``, in that order (then the file is closed, which deletes it)."""
+    if spill is None:
+        return
+    try:
+        for off, n in locs:
+            spill.seek(off)
+            yield spill.read(n)
+    finally:
+        spill.close()
+
+
+def _join_spans(path: str, parts) -> list:
+    """The ``worker.encoded`` records of a split zip as one whole-file unit gives them: its own
+    record first (kept only with an error, which ended the walk through its members there), then
+    the members'."""
     members = []
-    for records in parts:
-        members += [r for r in records if r.path != path]
-        own = [r for r in records if r.path == path]
+    for encs in parts:
+        members += [e for e in encs if _record_path(e, path) != path]
+        own = [e for e in encs if _record_path(e, path) == path]
         if own:
-            return tuple(own[:1] + members)
-    return tuple(members)
+            return own[:1] + members
+    return members
+
+
+def _record_path(enc, base: str) -> str:
+    return base + enc[0][0] if enc[0] is not None else enc[3].path
 
 
 def _largest_files_first(roots: tuple[Root, ...]) -> list[Root]:

@@ -1,42 +1,47 @@
 """Persistent scan cache: one SQLite file in the user cache dir, safe to delete at any time.
 
-A row holds the records of one file on disk (an empty tuple when it holds no device code), valid
-while the file's size, mtime (ns) and inode are unchanged and the scan options match. Beside the
-full records it holds their ``coverage.FileSummary`` (a few tuples per file): ``preload`` reads the
-keys and summaries of a whole tree in one query, so a warm scan that only needs the matrix never
-reads a full record (a cuFFT's record holds 24,000 fatbins). The file name carries
-``CACHE_VERSION`` and the rows carry the tool version, so a new release never reads old records.
-Records are pickled frozen dataclasses: the cache lives in the user's own directory and is never
-shared. Paths inside the records are stored absolute and rebased on the path the scan was given.
-Any cache failure (read-only dir, corrupt file, locked) degrades to a miss.
+A row holds what one file on disk gave (nothing, when it holds no device code), valid while the
+file's device, inode, size, mtime (ns) and ctime (ns) are unchanged and the scan options match
+(``touch`` can put an mtime back; nobody can set the ctime). A row holds data only, never code:
+
+- ``summary``: per record, its ``coverage.FileSummary`` as JSON lists (all a table scan reads);
+  ``preload`` reads the keys and summaries of a whole tree in one query;
+- ``records``: the full records as JSON data (``record_data``), for the API and ``--gpu`` verdicts;
+- ``texts``: each record's encoded JSON exactly as the scan document holds it (minus the fields
+  the scan fills in: path, format, size, distribution), one blob with the lengths beside it, so a
+  warm ``scan --format json`` copies bytes and builds no record; only printable ASCII and
+  newlines are accepted back.
+
+A row that does not validate (wrong shapes or types, lengths that do not add up) is a miss. The
+folder is created 0700; a folder or file owned by another user, or writable by group or others,
+is not used (whoever can write the cache decides what the next scan reports). Paths are keys as
+bytes (``os.fsencode``): a file name that is not UTF-8 is a key like any other. The file name
+carries ``CACHE_VERSION`` and the rows carry the tool version, so a new release never reads old
+rows. Any cache failure (read-only dir, corrupt file, locked) degrades to a miss.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import gc
+import json
 import os
-import pickle
 import sqlite3
+import stat
 import sys
+from typing import Any
 
 from fatbin_inspect import __version__
 
-CACHE_VERSION = 4  # 3: FileReport.static_cudart, .relocatable; 4: members by content, conda packages
+CACHE_VERSION = (
+    5  # 3: FileReport.static_cudart, .relocatable; 4: members by content, conda packages; 5: data rows
+)
 ENV_DIR = "FATBIN_INSPECT_CACHE_DIR"
 COMMIT_EVERY = 256
 
-Key = tuple[int, int, int]  # (size, mtime_ns, inode)
-MISS = object()  # ``get`` on an absent or stale row; a hit is a records tuple, or None (not a binary)
-_LOAD_ERRORS = (
-    pickle.UnpicklingError,
-    EOFError,
-    AttributeError,
-    ImportError,
-    TypeError,
-    ValueError,
-    IndexError,
-)
+Key = tuple[int, int, int, int, int]  # (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)
+MISS = object()  # ``get`` on an absent, stale or invalid row
+# bytes a stored text may hold: an encoder writes ASCII JSON (``ensure_ascii``), so nothing a
+# hostile row could hold reaches a terminal as a control sequence
+_TEXT_BYTES = bytes(range(0x20, 0x7F)) + b"\n"
 
 
 def default_dir() -> str:
@@ -54,40 +59,128 @@ def default_dir() -> str:
 
 
 def stat_key(st: os.stat_result) -> Key:
-    return (st.st_size, st.st_mtime_ns, st.st_ino)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _loads(data: bytes):
-    """Unpickle with the cyclic GC paused: records are acyclic, and a cuFFT's 24,000 fatbins would
-    otherwise trigger dozens of full collections (3-5x slower)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return pickle.loads(data)
-    finally:
-        if enabled:
-            gc.enable()
+def _private(st: os.stat_result) -> bool:
+    """Owned by this user and writable by nobody else (always true where there are no uids)."""
+    if not hasattr(os, "geteuid"):
+        return True
+    return st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _summary_rows(blob: Any) -> list:
+    """The summary column parsed and checked: ``[[suffix, format, size, [[kind, sm, arch]...],
+    [message, offset] or None, package label or None], ...]``."""
+    rows = json.loads(blob)
+    if type(rows) is not list:
+        raise ValueError("cache row: summary is not a list")
+    for r in rows:
+        if (
+            type(r) is not list
+            or len(r) != 6
+            or not (r[5] is None or type(r[5]) is str)
+            or type(r[0]) is not str
+            or type(r[1]) is not str
+            or type(r[2]) is not int
+            or type(r[3]) is not list
+        ):
+            raise ValueError("cache row: bad summary")
+        for a in r[3]:
+            if type(a) is not list or len(a) != 3 or type(a[0]) is not str or type(a[1]) is not int:
+                raise ValueError("cache row: bad summary arch")
+            if type(a[2]) is not str:
+                raise ValueError("cache row: bad summary arch")
+        err = r[4]
+        if err is not None and (
+            type(err) is not list
+            or len(err) != 2
+            or type(err[0]) is not str
+            or not (err[1] is None or type(err[1]) is int)
+        ):
+            raise ValueError("cache row: bad summary error")
+    return rows
+
+
+class Hit:
+    """A valid row: its summaries at once, records and texts when asked (one more query each)."""
+
+    __slots__ = ("_cache", "_key", "path", "summary")
+
+    def __init__(self, cache: ScanCache, key: bytes, path: str, summary: list):
+        self._cache, self._key, self.path, self.summary = cache, key, path, summary
+
+    def reports(self, shown: str) -> tuple | Any:
+        """The full records rebased on ``shown``, or ``MISS``."""
+        from fatbin_inspect.scan.record_data import report_from_data
+
+        row = self._cache._query("SELECT records FROM files WHERE path=?", (self._key,))
+        try:
+            data = json.loads(row[0]) if row and row[0] is not None else None
+            if type(data) is not list or len(data) != len(self.summary):
+                return MISS
+            return tuple(report_from_data(d, shown) for d in data)
+        except (ValueError, TypeError, RecursionError):
+            return MISS
+
+    def texts(self) -> list[bytes] | Any:
+        """The stored texts, one per record, or ``MISS`` (none stored for this encoder, or invalid)."""
+        row = self._cache._query("SELECT encoder, text_lens, texts FROM files WHERE path=?", (self._key,))
+        if not row or row[0] != self._cache.encoder or row[0] is None or row[2] is None:
+            return MISS
+        try:
+            lens = json.loads(row[1])
+        except (ValueError, TypeError):
+            return MISS
+        blob = bytes(row[2])
+        if (
+            type(lens) is not list
+            or len(lens) != len(self.summary)
+            or any(type(n) is not int or n < 0 for n in lens)
+            or sum(lens) != len(blob)
+            or blob.translate(None, _TEXT_BYTES)
+        ):
+            return MISS
+        out, pos = [], 0
+        for n in lens:
+            out.append(blob[pos : pos + n])
+            pos += n
+        return out
 
 
 class ScanCache:
-    """``get``/``put`` by absolute path; ``options`` is a fingerprint of what the records contain."""
+    """``get``/``put`` by absolute path; ``options`` is a fingerprint of what the records contain;
+    ``encoder`` names the text encoding the ``texts`` column holds (None: texts are not kept)."""
 
-    def __init__(self, directory: str | None, options: str):
+    def __init__(self, directory: str | None, options: str, encoder: str | None = None):
         self.options = f"{__version__}|{options}"
+        self.encoder = encoder
         self.path = None
         self._db = None
         self._pending: list[tuple] = []  # rows not yet written
-        self._meta: dict[str, tuple] = {}  # path -> (size, mtime, ino, summary blob), from ``preload``
-        self._preloaded: list[str] = []  # prefixes whose rows are all in ``_meta``
+        self._meta: dict[
+            bytes, tuple
+        ] = {}  # path -> (dev, ino, size, mtime, ctime, summary), from ``preload``
+        self._preloaded: list[bytes] = []  # prefixes whose rows are all in ``_meta``
         if directory is None:
             return
         self.path = os.path.join(directory, f"scan-v{CACHE_VERSION}.sqlite3")
         try:
-            os.makedirs(directory, exist_ok=True)
+            os.makedirs(directory, mode=0o700, exist_ok=True)
+            if not _private(os.stat(directory)):
+                self.path = None
+                return
+            try:
+                st = os.lstat(self.path)
+            except FileNotFoundError:
+                st = None
+            if st is not None and (not stat.S_ISREG(st.st_mode) or not _private(st)):
+                self.path = None
+                return
             self._db = self._connect()
         except (OSError, sqlite3.Error):
             self._db = None
-        if self._db is None and os.path.exists(self.path):
+        if self._db is None and self.path and os.path.isfile(self.path):
             try:  # corrupt: it is only a cache
                 os.unlink(self.path)
                 self._db = self._connect()
@@ -95,95 +188,111 @@ class ScanCache:
                 self._db = None
 
     def _connect(self):
-        db = sqlite3.connect(self.path, timeout=5)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER,"
-            " ino INTEGER, options TEXT, summary BLOB, records BLOB)"
-        )
+        old = os.umask(0o077)  # the database and its -wal/-shm files: this user only
+        try:
+            db = sqlite3.connect(self.path, timeout=5)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS files (path BLOB PRIMARY KEY, dev INTEGER, ino INTEGER,"
+                " size INTEGER, mtime INTEGER, ctime INTEGER, options TEXT, summary TEXT, records TEXT,"
+                " encoder TEXT, text_lens TEXT, texts BLOB)"
+            )
+        finally:
+            os.umask(old)
         return db
 
     @property
     def enabled(self) -> bool:
         return self._db is not None
 
+    def _query(self, sql: str, args: tuple):
+        if self._db is None:
+            return None
+        try:
+            return self._db.execute(sql, args).fetchone()
+        except sqlite3.Error:
+            return None
+
     def preload(self, prefix: str) -> dict[str, tuple]:
-        """Read the keys and summaries (not the records) of every row under ``prefix`` written with
-        these options, in one query: a warm scan of 15,000 files costs one query, not 15,000.
-        Returns them, ``{path: (size, mtime, ino, summary)}`` (summary None: not a binary), for a
-        caller that checks the keys itself."""
+        """Read the keys and summaries (not the records) of every row at or under ``prefix``
+        written with these options, in one query: a warm scan of 15,000 files costs one query,
+        not 15,000. Returns ``{path: (dev, ino, size, mtime, ctime, summary)}`` (summary None: not
+        a binary) for a caller that checks the keys itself."""
         if self._db is None:
             return {}
+        p = os.fsencode(prefix)
+        lo = p if p.endswith(os.sep.encode()) else p + os.sep.encode()
+        hi = lo[:-1] + bytes([lo[-1] + 1])
         try:
             rows = self._db.execute(
-                "SELECT path, size, mtime, ino, summary FROM files "
-                "WHERE path >= ? AND path < ? AND options = ?",
-                (prefix, prefix + "\U0010ffff", self.options),
+                "SELECT path, dev, ino, size, mtime, ctime, summary FROM files "
+                "WHERE (path = ? OR (path >= ? AND path < ?)) AND options = ?",
+                (p, lo, hi, self.options),
             ).fetchall()
         except sqlite3.Error:
             return {}
-        found = {r[0]: r[1:] for r in rows}
-        self._meta.update(found)
-        self._preloaded.append(prefix)
+        found = {}
+        for r in rows:
+            key = bytes(r[0])
+            self._meta[key] = r[1:]
+            found[os.fsdecode(key)] = r[1:]
+        self._preloaded.append(p)
         return found
 
-    def _row(self, path: str, key: Key):
-        """The summary blob of a valid row (None: not a binary), or ``MISS``."""
-        meta = self._meta.get(path)
-        if meta is None and not any(path.startswith(p) for p in self._preloaded):
-            try:
-                meta = self._db.execute(
-                    "SELECT size, mtime, ino, summary FROM files WHERE path=? AND options=?",
-                    (path, self.options),
-                ).fetchone()
-            except sqlite3.Error:
-                return MISS
-        if meta is None or meta[0] != key[0] or meta[1] != key[1] or meta[2] != key[2]:
-            return MISS
-        return meta[3]
-
-    def get(self, path: str, key: Key, shown: str | None = None, full: bool = True):
-        """The cached records (a tuple; None: not a binary), or ``MISS`` (absent, stale, unreadable).
-        ``full``: ``FileReport`` records, else ``FileSummary`` records; ``shown``: the path as the
-        scan was given it (records are rebased onto it)."""
+    def get(self, path: str, key: Key):
+        """``Hit`` for a valid row of a file with device code, None for one without, else ``MISS``."""
         if self._db is None:
             return MISS
-        summary = self._row(path, key)
-        if summary is MISS or summary is None:
-            return summary
+        k = os.fsencode(path)
+        meta = self._meta.get(k)
+        if meta is None and not any(k.startswith(p) for p in self._preloaded):
+            meta = self._query(
+                "SELECT dev, ino, size, mtime, ctime, summary FROM files WHERE path=? AND options=?",
+                (k, self.options),
+            )
+        if meta is None or tuple(meta[:5]) != tuple(key):
+            return MISS
+        if meta[5] is None:
+            return None
         try:
-            if not full:
-                return _summaries(summary, shown or path)
-            row = self._db.execute(
-                "SELECT size, mtime, ino, options, records FROM files WHERE path=?", (path,)
-            ).fetchone()
-            if row is None or tuple(row[:3]) != key or row[3] != self.options or row[4] is None:
-                return MISS
-            records = _loads(row[4])
-            if shown is not None and shown != path:
-                records = tuple(dataclasses.replace(r, path=shown + r.path[len(path) :]) for r in records)
-            return records
-        except (sqlite3.Error,) + _LOAD_ERRORS:
+            return Hit(self, k, path, _summary_rows(meta[5]))
+        except (ValueError, TypeError, RecursionError):
             return MISS
 
-    def put(self, path: str, key: Key, records, shown: str | None = None) -> None:
-        """``records``: a tuple (possibly empty), or None for a file that is no binary at all;
-        ``shown``: the path the records carry, when it is not ``path`` (a relative one)."""
+    def put(
+        self,
+        path: str,
+        key: Key,
+        records,
+        texts: list[bytes] | None = None,
+        base: str | None = None,
+    ) -> None:
+        """``records``: a tuple (possibly empty) of full records whose paths start with ``base``
+        (the path as scanned; default ``path``), or None for a file that is no binary at all;
+        ``texts``: their encoded texts for ``self.encoder``, if any."""
         if self._db is None:
             return
-        try:
-            if records is None:
-                summary = blob = None
-            else:
-                records = tuple(records)
-                if shown is not None and shown != path:
-                    records = tuple(dataclasses.replace(r, path=path + r.path[len(shown) :]) for r in records)
-                blob = pickle.dumps(records, protocol=4)
-                summary = pickle.dumps(tuple(_summary_row(r, path) for r in records), protocol=4)
-        except (pickle.PicklingError,) + _LOAD_ERRORS:  # a record that does not pickle is not cached
+        if records is None:
+            self.put_encoded(path, key, None)
             return
-        self._pending.append((path, *key, self.options, summary, blob))
+        try:
+            encoded = [encode_record(r, path if base is None else base) for r in records]
+        except (ValueError, TypeError):  # a record that does not encode is not cached
+            return
+        self.put_encoded(path, key, encoded, texts)
+
+    def put_encoded(self, path: str, key: Key, encoded, texts: list[bytes] | None = None) -> None:
+        """``put`` of records already turned into ``encode_record`` pairs (by a worker)."""
+        if self._db is None:
+            return
+        summary = data = lens = blob = encoder = None
+        if encoded is not None:
+            summary = json.dumps([e[0] for e in encoded], separators=(",", ":"))
+            data = "[" + ",".join(e[1] for e in encoded) + "]"
+            if texts is not None and self.encoder is not None and len(texts) == len(encoded):
+                encoder, lens, blob = self.encoder, json.dumps([len(t) for t in texts]), b"".join(texts)
+        self._pending.append((os.fsencode(path), *key, self.options, summary, data, encoder, lens, blob))
         if len(self._pending) >= COMMIT_EVERY:
             self._write()
 
@@ -193,7 +302,7 @@ class ScanCache:
         if self._db is None or not rows:
             return
         try:
-            self._db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?)", rows)
+            self._db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
             self._db.commit()
         except sqlite3.Error:
             self._db = None
@@ -208,20 +317,34 @@ class ScanCache:
             self._db = None
 
 
-def _summary_row(report, path: str) -> tuple:
-    """Plain tuples (fast to unpickle, no class lookups): member suffix, format, size, arches, error."""
+def encode_record(r, base: str, data: bool = True) -> tuple[list, str | None]:
+    """A record as a row keeps it: ``(summary item, record data as JSON or None without
+    ``data``)``, paths relative to ``base``; run by the worker that made the record, so the
+    records need not come back."""
     from fatbin_inspect.checks.coverage import summarize
+    from fatbin_inspect.scan.record_data import report_data
 
-    s = summarize(report)
-    err = (s.error.message, s.error.offset) if s.error is not None else None
-    return (s.path[len(path) :], s.format, s.size, s.arches, err, s.package)
+    s = summarize(r)
+    if not s.path.startswith(base):
+        raise ValueError(f"{s.path!r} is not under {base!r}")
+    err = [s.error.message, s.error.offset] if s.error is not None else None
+    item = [s.path[len(base) :], s.format, s.size, [list(a) for a in s.arches], err, s.package]
+    return item, json.dumps(report_data(r, base), separators=(",", ":")) if data else None
 
 
-def _summaries(blob: bytes, shown: str) -> tuple:
+def summaries_from(items, shown: str) -> tuple:
+    """``FileSummary`` records from summary items (a hit's, or ``encode_record``'s), on ``shown``."""
     from fatbin_inspect.checks.coverage import FileSummary
     from fatbin_inspect.formats.model import FileError
 
     return tuple(
-        FileSummary(shown + suffix, fmt, size, arches, FileError(*err) if err else None, package=package)
-        for suffix, fmt, size, arches, err, package in pickle.loads(blob)
+        FileSummary(
+            shown + suffix,
+            fmt,
+            size,
+            tuple(tuple(a) for a in arches),
+            FileError(*err) if err else None,
+            package=package,
+        )
+        for suffix, fmt, size, arches, err, package in items
     )

@@ -18,6 +18,7 @@ from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.fatbin import MAGIC_BYTES
 from fatbin_inspect.formats.model import FileError, FileReport
 from fatbin_inspect.inventory.core import Options, inspect_blob, inspect_zip_span
+from fatbin_inspect.scan.cache import encode_record
 
 CHUNK = 32 << 20
 HEAD = 512
@@ -90,10 +91,28 @@ def zip_spans(path: str, all_members: bool, parts: int, min_bytes: int) -> list[
 _ZIP = None  # ((path, key), blob, directory or None): the zip this process has inspect_span units of
 
 
-def inspect_span(path: str, key, span: tuple[int, int], opts) -> tuple[FileReport, ...]:
-    """Pool entry point: the records of one span of a zip (see ``inventory.inspect_zip_span``)
-    worth reporting, as ``inspect_file`` keeps them. The mapping and directory of the zip are kept
-    for the next span of the same zip (read once per process, not once per span)."""
+def encoded(records, base: str, encoder, keep: bool, data: bool = True) -> list[tuple]:
+    """What a worker hands back per record: ``(summary item, record data, text or None, record
+    or None)`` (see ``cache.encode_record``; the data only with ``data``, for the cache); the
+    record itself only with ``keep``. None for a record that does not encode (the file is then
+    not cached)."""
+    out = []
+    for r in records:
+        try:
+            item, data = encode_record(r, base, data)
+        except (ValueError, TypeError):
+            item = data = None
+        out.append((item, data, encoder(r) if encoder else None, r if keep or item is None else None))
+    return out
+
+
+def inspect_span(
+    path: str, key, span: tuple[int, int], opts, encoder=None, keep=False, data=True
+) -> list[tuple]:
+    """Pool entry point: ``encoded`` records of one span of a zip (see
+    ``inventory.inspect_zip_span``) worth reporting, as ``inspect_file`` keeps them. The mapping
+    and directory of the zip are kept for the next span of the same zip (read once per process,
+    not once per span)."""
     global _ZIP
     if not isinstance(opts, Options):
         opts = Options(**(opts or {}))
@@ -102,21 +121,23 @@ def inspect_span(path: str, key, span: tuple[int, int], opts) -> tuple[FileRepor
         try:
             blob = open_blob(path)
         except InputError as exc:
-            return (
-                FileReport(path=path, format="unknown", size=0, error=FileError(exc.message, exc.offset)),
-            )
+            rec = FileReport(path=path, format="unknown", size=0, error=FileError(exc.message, exc.offset))
+            return encoded((rec,), path, encoder, keep, data)
         try:
             zf = archives.open_zip(blob.stream())
         except InputError:
             zf = None  # inspect_zip_span reports it, as the whole file would
         _ZIP = ((path, key), blob, zf)
     _, blob, zf = _ZIP
-    return tuple(rec for rec in inspect_zip_span(path, blob, opts, span, zf) if rec.fatbins or rec.error)
+    records = [rec for rec in inspect_zip_span(path, blob, opts, span, zf) if rec.fatbins or rec.error]
+    return encoded(records, path, encoder, keep, data)
 
 
-def inspect_batch(batch, opts):
-    """Pool entry point: ``[(path, key), ...]`` -> ``[(path, key, records), ...]``; ``opts``: an
-    ``Options``, a dict of its fields, or None (the defaults)."""
+def inspect_batch(batch, opts, encoder=None, keep=False, data=True):
+    """Pool entry point: ``[(path, key), ...]`` -> ``[(path, key, encoded records), ...]``;
+    ``opts``: an ``Options``, a dict of its fields, or None (the defaults); ``encoder``: a
+    module-level function giving each record's text where it was made; ``keep``: hand back the
+    records too (the caller needs them whole); ``data``: encode them for the cache."""
     if not isinstance(opts, Options):
         opts = Options(**(opts or {}))
-    return [(path, key, inspect_file(path, opts)) for path, key in batch]
+    return [(path, key, encoded(inspect_file(path, opts), path, encoder, keep, data)) for path, key in batch]

@@ -51,20 +51,23 @@ def summary_dict(report: FindingsReport, fail_on: str) -> dict[str, Any]:
     }
 
 
-def document(report: FindingsReport, fail_on: str) -> dict[str, Any]:
-    used = sorted({f.rule_id for f in report.findings})
-    checks: list[dict[str, Any]] = []
+def _checks(report: FindingsReport, fail_on: str):
     for c in report.checks:
         fs = findings_for(c, report.findings)
-        checks.append(
-            {
-                "path": c.path,
-                "target": c.target,
-                "distribution": c.distribution,
-                "passed": not fails(fs, fail_on),
-                "findings": len(fs),
-            }
-        )
+        yield {
+            "path": c.path,
+            "target": c.target,
+            "distribution": c.distribution,
+            "passed": not fails(fs, fail_on),
+            "findings": len(fs),
+        }
+
+
+def document(report: FindingsReport, fail_on: str, stream: bool = False) -> dict[str, Any]:
+    """The gate document; ``stream``: its lists as ``jsondump.Items`` for ``jsondump.write``."""
+    used = sorted({f.rule_id for f in report.findings})
+    findings = (finding_dict(f) for f in report.findings)
+    checks = _checks(report, fail_on)
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": tool(),
@@ -76,10 +79,15 @@ def document(report: FindingsReport, fail_on: str) -> dict[str, Any]:
             {"id": r.id, "name": r.name, "severity": r.severity, "summary": r.summary, "help": r.help}
             for r in (RULE_BY_ID[i] for i in used)
         ],
-        "findings": [finding_dict(f) for f in report.findings],
-        "checks": checks,
+        "findings": jsondump.Items(findings) if stream else list(findings),
+        "checks": jsondump.Items(checks) if stream else list(checks),
     }
 
 
 def render(report: FindingsReport, fail_on: str = "error", color: bool = False) -> str:
     return jsondump.dumps(document(report, fail_on))
+
+
+def write(report: FindingsReport, fail_on: str, out) -> None:
+    """``render`` streamed to the binary stream ``out``, each finding written as it is encoded."""
+    jsondump.write(out, document(report, fail_on, stream=True))

@@ -10,19 +10,21 @@ from fatbin_inspect.render import jsondump
 from fatbin_inspect.render.findings.json import SCHEMA_VERSION, finding_dict, summary_dict
 
 
+def _records(report: FindingsReport, fail_on: str):
+    for f in report.findings:
+        yield {"schema_version": SCHEMA_VERSION, "type": "finding", **finding_dict(f)}
+    yield {
+        "schema_version": SCHEMA_VERSION,
+        "type": "summary",
+        "command": report.command,
+        **summary_dict(report, fail_on),
+    }
+
+
 def render(report: FindingsReport, fail_on: str = "error", color: bool = False) -> str:
-    lines = [
-        jsondump.dumps_line({"schema_version": SCHEMA_VERSION, "type": "finding", **finding_dict(f)})
-        for f in report.findings
-    ]
-    lines.append(
-        jsondump.dumps_line(
-            {
-                "schema_version": SCHEMA_VERSION,
-                "type": "summary",
-                "command": report.command,
-                **summary_dict(report, fail_on),
-            }
-        )
-    )
-    return "".join(lines)
+    return "".join(jsondump.dumps_line(r) for r in _records(report, fail_on))
+
+
+def write(report: FindingsReport, fail_on: str, out) -> None:
+    """``render`` streamed to the binary stream ``out``, a line at a time."""
+    jsondump.write_lines(out, _records(report, fail_on))

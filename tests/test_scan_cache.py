@@ -1,0 +1,241 @@
+"""The scan cache holds data, never code: rows that do not validate are misses, the folder is
+private, the key sees a rewrite whose mtime was put back, and any file name is a key."""
+
+import dataclasses
+import os
+import pickle
+import sqlite3
+import stat
+
+import pytest
+from conftest import fixture_path
+
+from fatbin_inspect.formats import model
+from fatbin_inspect.scan import ScanOptions, scan
+from fatbin_inspect.scan.cache import ScanCache
+from fatbin_inspect.scan.record_data import report_data, report_from_data
+
+MULTI = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")
+SM80 = fixture_path("bin", "t01_exe_sm80")
+
+
+@pytest.fixture
+def tree(tmp_path):
+    t = tmp_path / "tree"
+    (t / "lib").mkdir(parents=True)
+    (t / "lib" / "libmulti.so").write_bytes(open(MULTI, "rb").read())
+    (t / "lib" / "libsm80.so").write_bytes(open(SM80, "rb").read())
+    (t / "lib" / "notes.txt").write_bytes(b"nothing here\n" * 20)
+    return t
+
+
+def _scan(tree, cache):
+    return scan([str(tree)], ScanOptions(jobs=1, cache_dir=str(cache) if cache else None))
+
+
+def _rows(cache):
+    db = sqlite3.connect(os.path.join(cache, "scan-v5.sqlite3"))
+    try:
+        return db, db.execute("SELECT path, summary, records FROM files WHERE records IS NOT NULL").fetchall()
+    except sqlite3.Error:
+        db.close()
+        raise
+
+
+def _every_field_set():
+    """A record with a value other than the default in every field of every record type."""
+    k = model.Kernel("_Z1kv", "k()", 32, 1024, 360, (128, 1, 1), 16)
+    c = model.CubinInfo(8, "exec", 90, True, 90, False, "ptxas 13.0.88", "-arch sm_90a")
+    e = model.Entry(
+        offset=64,
+        kind="sass",
+        kind_code=2,
+        sm=90,
+        variant="a",
+        compression="zstd",
+        stored_size=10,
+        size=20,
+        flags=0x11,
+        code_version=(1, 8),
+        header_size=72,
+        payload_offset=136,
+        host="linux",
+        debug=True,
+        identifier="k.cu",
+        options="-O3",
+        relocatable_ptx=True,
+        cubin=c,
+        kernels=(k,),
+        ptx_target="sm_90a",
+        decode_error="cut",
+    )
+    pkg = model.Package("conda", "cupy", "13.0", "py311_cuda12", "linux-64", "12.4", "depends")
+    return model.FileReport(
+        path="/x/w.whl!a.so",
+        format="elf",
+        size=99,
+        fatbins=(model.Fatbin(48, 300, ".nv_fatbin", (e,), "scan"),),
+        error=model.FileError("bad", 7),
+        needs=("libcudart.so.13",),
+        notes=("n",),
+        distribution=None,
+        static_cudart=True,
+        relocatable=True,
+        package=pkg,
+    )
+
+
+def test_record_data_round_trips_every_field():
+    r = _every_field_set()
+    for cls, obj in (
+        (model.FileReport, r),
+        (model.Fatbin, r.fatbins[0]),
+        (model.Entry, r.fatbins[0].entries[0]),
+        (model.Kernel, r.fatbins[0].entries[0].kernels[0]),
+        (model.CubinInfo, r.fatbins[0].entries[0].cubin),
+        (model.Package, r.package),
+    ):
+        defaults = cls.__new__(cls)  # every field must differ from its default, so none is dropped unseen
+        for f in dataclasses.fields(cls):
+            if f.name == "distribution":
+                continue
+            if f.default is not dataclasses.MISSING:
+                assert getattr(obj, f.name) != f.default, (cls.__name__, f.name)
+        del defaults
+    import json
+
+    back = report_from_data(json.loads(json.dumps(report_data(r, "/x/w.whl"))), "/y/w.whl")
+    assert back == dataclasses.replace(r, path="/y/w.whl!a.so")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        None,
+        [],
+        "x",
+        [1] * 10,
+        lambda d: d[:9],  # a field missing
+        lambda d: [d[0], d[1], "99", *d[3:]],  # size as a string
+        lambda d: [*d[:3], [[1, 2, None, "section", [["not", "an", "entry"]]]], *d[4:]],
+        lambda d: [*d[:7], 1, *d[8:]],  # static_cudart as an int
+    ],
+)
+def test_data_that_does_not_validate_is_refused(bad):
+    good = report_data(_every_field_set(), "/x/w.whl")
+    data = bad(list(good)) if callable(bad) else bad
+    with pytest.raises(ValueError):
+        report_from_data(data, "/y")
+
+
+def test_cache_holds_no_pickle_and_a_planted_one_is_not_loaded(tree, tmp_path):
+    cache = tmp_path / "cache"
+    cold = _scan(tree, cache)
+    db, rows = _rows(cache)
+    assert rows
+    for _path, summary, records in rows:  # data: parses as JSON, is no pickle
+        import json
+
+        json.loads(summary), json.loads(records)
+    canary = tmp_path / "canary"
+
+    class Evil:
+        def __reduce__(self):
+            return (open, (str(canary), "w"))
+
+    db.execute("UPDATE files SET records = ?, summary = ?", (pickle.dumps(Evil()), pickle.dumps(Evil())))
+    db.commit()
+    db.close()
+    warm = _scan(tree, cache)
+    assert not canary.exists()
+    assert warm.reports == cold.reports and warm.stats.cache_hits == 0
+
+
+def test_a_row_with_wrong_shapes_is_a_miss(tree, tmp_path):
+    cache = tmp_path / "cache"
+    cold = _scan(tree, cache)
+    db, rows = _rows(cache)
+    db.execute('UPDATE files SET records = \'[["", "elf", "big"]]\' WHERE records IS NOT NULL')
+    db.commit()
+    db.close()
+    warm = _scan(tree, cache)
+    assert warm.reports == cold.reports and warm.stats.cache_hits == 0
+    assert _scan(tree, cache).stats.cache_hits == 2  # rewritten whole by the miss
+
+
+def test_hostile_texts_are_a_miss(tree, tmp_path, monkeypatch):
+    """A stored text holding a control character (a terminal escape) is not written through."""
+    from click.testing import CliRunner
+
+    from fatbin_inspect.cli.main import cli
+
+    monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    first = CliRunner().invoke(cli, ["scan", str(tree), "--format", "json", "-j", "1"]).stdout_bytes
+    db = sqlite3.connect(str(tmp_path / "cache" / "scan-v5.sqlite3"))
+    n = db.execute("SELECT count(*) FROM files WHERE texts IS NOT NULL").fetchone()[0]
+    assert n == 2
+    db.execute(
+        "UPDATE files SET texts = CAST(replace(CAST(texts AS TEXT), 'null', 'nul' || char(27)) AS BLOB)"
+    )
+    db.commit()
+    db.close()
+    res = CliRunner().invoke(cli, ["scan", str(tree), "--format", "json", "-j", "1"])
+    assert b"\x1b" not in res.stdout_bytes  # the texts are made again from the row's data
+    assert res.stdout_bytes.split(b'"files": [')[1] == first.split(b'"files": [')[1]
+    db = sqlite3.connect(str(tmp_path / "cache" / "scan-v5.sqlite3"))
+    assert not any(
+        b"\x1b" in bytes(t) for (t,) in db.execute("SELECT texts FROM files WHERE texts IS NOT NULL")
+    )
+    db.close()
+
+
+def test_cache_dir_is_private_and_a_shared_one_is_not_used(tree, tmp_path):
+    old = os.umask(0o002)
+    try:
+        cache = tmp_path / "c"
+        _scan(tree, cache)
+        assert stat.S_IMODE(os.stat(cache).st_mode) == 0o700
+        assert stat.S_IMODE(os.stat(cache / "scan-v5.sqlite3").st_mode) & 0o077 == 0
+        shared = tmp_path / "shared"
+        shared.mkdir()
+        os.chmod(shared, 0o775)
+        res = _scan(tree, shared)
+        again = _scan(tree, shared)
+        assert res.stats.cache is None and again.stats.cache_hits == 0
+        assert not os.listdir(shared)  # nothing written where others could have written first
+    finally:
+        os.umask(old)
+
+
+def test_key_sees_a_same_size_rewrite_whose_mtime_was_put_back(tree, tmp_path):
+    cache = tmp_path / "cache"
+    lib = tree / "lib" / "libsm80.so"
+    before = _scan(tree, cache)
+    st = os.stat(lib)
+    data = bytearray(open(MULTI, "rb").read()[: st.st_size].ljust(st.st_size, b"\0"))
+    lib.write_bytes(bytes(data))  # same size, other content
+    os.utime(lib, ns=(st.st_atime_ns, st.st_mtime_ns))  # what `touch -r` can do; ctime moves on
+    after = _scan(tree, cache)
+    assert after.stats.cache_hits == 1
+    assert after.reports != before.reports
+
+
+def test_non_utf8_file_names_are_cached_like_any_other(tmp_path):
+    if os.name != "posix":
+        pytest.skip("byte file names are a POSIX thing")
+    t = tmp_path / "tree"
+    t.mkdir()
+    name = os.fsdecode(b"lib\xff\xfe.so")
+    try:
+        with open(os.path.join(str(t), name), "wb") as fh:
+            fh.write(open(SM80, "rb").read())
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this file system refuses non-UTF-8 names")
+    cache = tmp_path / "cache"
+    cold = _scan(t, cache)
+    warm = _scan(t, cache)
+    assert [os.path.basename(r.path) for r in cold.reports] == [name]
+    assert warm.stats.cache_hits == 1 and warm.reports == cold.reports
+    c = ScanCache(str(cache), "x")
+    assert c.enabled
+    c.close()

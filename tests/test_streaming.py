@@ -1,0 +1,188 @@
+"""Streaming writers: the documents written piece by piece are byte for byte those of the whole-
+document writer (``jsondump.dumps``), on the fixtures, for list, scan, check and gate."""
+
+import glob
+import io
+import json
+import os
+
+import pytest
+from click.testing import CliRunner
+from conftest import FIXTURES
+
+from fatbin_inspect.cli.inventory import iter_reports
+from fatbin_inspect.cli.main import cli
+from fatbin_inspect.inventory.core import Options
+from fatbin_inspect.render import inventory_json, jsondump
+
+FILES = sorted(
+    p
+    for p in glob.glob(os.path.join(FIXTURES, "bin", "*")) + glob.glob(os.path.join(FIXTURES, "compat", "*"))
+    if os.path.isfile(p) and not p.endswith(".md") and "README" not in p
+)
+
+
+def _streamed(doc, pretty=True):
+    out = io.BytesIO()
+    jsondump.write(out, doc, pretty)
+    return out.getvalue()
+
+
+def _items_doc(doc):
+    """``doc`` with every top-level list handed over as an iterator (``jsondump.Items``)."""
+    return {k: jsondump.Items(iter(v)) if isinstance(v, list) else v for k, v in doc.items()}
+
+
+@pytest.mark.parametrize("pretty", [True, False])
+def test_write_equals_dumps_on_shapes(pretty):
+    docs = [
+        {},
+        {"a": []},
+        {"a": [], "b": {}, "c": [1, {"x": [[], {}]}, "\x1b\u2028é"]},
+        {"schema_version": 1, "files": [{"k": [1, 2, {"n": None}]}, {}], "tail": {"z": [True]}},
+    ]
+    for doc in docs:
+        assert _streamed(_items_doc(doc), pretty).decode() == jsondump.dumps(doc, pretty)
+
+
+@pytest.mark.parametrize("pretty", [True, False])
+def test_write_equals_dumps_on_the_fixture_inventory(pretty):
+    reports = list(iter_reports(FILES, Options(kernels=True, details=True)))
+    doc = inventory_json.inventory_document(reports)
+    assert _streamed(_items_doc(doc), pretty).decode() == jsondump.dumps(doc, pretty)
+    # pre-encoded items: compact pieces, as the --kernels writer hands them over
+    pieces = jsondump.Items((jsondump.file_pieces(r) for r in reports), encoded=True)
+    if not pretty:
+        assert _streamed({**doc, "files": pieces}, False).decode() == jsondump.dumps(doc, False)
+
+
+def _run(*args):
+    res = CliRunner().invoke(cli, list(args))
+    assert res.exit_code in (0, 1, 2), res.output
+    return res.stdout_bytes
+
+
+def test_list_json_and_jsonl_are_the_whole_document_writers_bytes():
+    reports = list(iter_reports(FILES, Options()))
+    doc = inventory_json.inventory_document(reports)
+    assert _run("list", *FILES, "--format", "json") == jsondump.dumps(doc).encode()
+    lines = "".join(
+        jsondump.dumps_line({"schema_version": inventory_json.SCHEMA_VERSION, **inventory_json.file_dict(r)})
+        for r in reports
+    )
+    assert _run("list", *FILES, "--format", "jsonl") == lines.encode()
+
+
+def test_list_json_over_the_pretty_limit_is_compact(monkeypatch):
+    from fatbin_inspect.cli import inventory as cli_inventory
+
+    monkeypatch.setattr(cli_inventory, "PRETTY_MAX_ENTRIES", 5)  # the fixtures hold more
+    doc = inventory_json.inventory_document(iter_reports(FILES, Options()))
+    assert _run("list", *FILES, "--format", "json") == jsondump.dumps(doc, pretty=False).encode()
+
+
+def test_list_kernels_json_streamed_from_parallel_slices_equals_the_document(monkeypatch):
+    """The --kernels writer: slices decoded and encoded by worker processes, written in order."""
+    from fatbin_inspect.inventory import core
+
+    monkeypatch.setattr(core, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(core, "SLICES_PER_JOB", 3)
+    monkeypatch.setattr(core, "WINDOW_PER_JOB", 1)
+    monkeypatch.setenv("FATBIN_INSPECT_JOBS", "2")
+    files = [
+        os.path.join(FIXTURES, "bin", n) for n in ("t02_exe_sm75_sm80_sm90_c90", "hidden_ldata_2fatbins.so")
+    ]
+    opts = Options(kernels=True, details=True)
+    doc = inventory_json.inventory_document(iter_reports(files, opts))
+    assert _run("list", *files, "--kernels", "--format", "json") == jsondump.dumps(doc, pretty=False).encode()
+    blob_path = files[1]
+    from fatbin_inspect.formats.binio import open_blob
+
+    blob = open_blob(blob_path)
+    fatbins = next(iter(iter_reports([blob_path], Options()))).fatbins
+    parts = list(
+        core.iter_decoded(blob, fatbins, Options(kernels=True, details=True, jobs=2), blob_path, list)
+    )
+    whole = next(iter(iter_reports([blob_path], opts))).fatbins
+    assert len(parts) > 1 and tuple(fb for p in parts for fb in p) == whole
+
+
+def test_check_json_streamed_equals_the_document():
+    from fatbin_inspect.cli.check import _judge
+    from fatbin_inspect.compat.targets import resolve_targets
+    from fatbin_inspect.render.check_json import check_document
+
+    targets = resolve_targets(["H100", "RTX 5090", "GTX 1080"], "580")
+    unreadable = []
+    from fatbin_inspect.cli.check import inventory_options
+
+    verdicts = list(_judge(FILES, targets, unreadable, inventory_options(False)))
+    errors = [{"path": r.path, "message": r.error.message, "offset": r.error.offset} for r in unreadable]
+    expect = jsondump.dumps(check_document(targets, verdicts, False, errors)).encode()
+    got = _run(
+        "check",
+        *FILES,
+        "--gpu",
+        "H100",
+        "--gpu",
+        "RTX 5090",
+        "--gpu",
+        "GTX 1080",
+        "--driver",
+        "580",
+        "--format",
+        "json",
+    )
+    assert got == expect
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl"])
+def test_gate_streamed_equals_the_renderer(fmt):
+    from fatbin_inspect.render import findings
+
+    report_text = {}
+
+    def capture(*args):
+        return _run("gate", *FILES, "--require", "sm_80,sm_90", "--isolated", "--format", fmt, *args)
+
+    streamed = capture()
+    mod = findings.module(fmt)
+    from fatbin_inspect.checks import policy
+    from fatbin_inspect.checks.gate import gate
+
+    pol, given = policy.load("", {"require": "sm_80,sm_90"})
+    report = gate(list(iter_reports(FILES, Options(details=True))), pol, given, None)
+    report_text[fmt] = mod.render(report, pol.fail_on)
+    assert streamed.decode() == report_text[fmt]
+
+
+def test_scan_json_streamed_equals_the_document_of_full_records(tmp_path, monkeypatch):
+    """The scan document written from worker-encoded texts equals ``scan_document`` of the full
+    records, cold, warm and without the cache (except the timing and cache counters)."""
+    from fatbin_inspect.checks import coverage
+    from fatbin_inspect.render.scan_json import scan_document
+    from fatbin_inspect.scan import ScanOptions, scan
+
+    tree = tmp_path / "tree"
+    (tree / "lib").mkdir(parents=True)
+    for p in FILES[:12]:
+        (tree / "lib" / os.path.basename(p)).write_bytes(open(p, "rb").read())
+    monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    outs = [
+        _run("scan", str(tree), "--format", "json", "-j", "1", *extra) for extra in ((), (), ("--no-cache",))
+    ]
+    docs = [json.loads(o) for o in outs]
+    assert docs[0]["stats"]["cache_hits"] == 0 and docs[1]["stats"]["cache_hits"] > 0
+    result = scan([str(tree)], ScanOptions(inventory=dict(jobs=1), jobs=1, cache_dir=None))
+    cov = coverage.build(result.reports, None, [])
+    for out, doc in zip(outs, docs, strict=True):
+        expect = scan_document(result, cov, doc["stats"]["seconds"], [])
+        expect["stats"].update(cache_hits=doc["stats"]["cache_hits"], inspected=doc["stats"]["inspected"])
+        assert out == jsondump.dumps(expect).encode()
+    strip = [
+        o.replace(b'"cache_hits": %d' % d["stats"]["cache_hits"], b"").replace(
+            b'"seconds": %s' % json.dumps(d["stats"]["seconds"]).encode(), b""
+        )
+        for o, d in zip(outs, docs)
+    ]
+    assert strip[0] == strip[1] == strip[2]
