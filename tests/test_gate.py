@@ -1,5 +1,6 @@
 """The release gate: policy precedence, each rule on synthesized libraries, exit codes per fail level."""
 
+import dataclasses
 import json
 import os
 
@@ -92,6 +93,10 @@ def test_overrides_apply_by_distribution_and_flags_still_win(tmp_path):
     assert pol.for_artifact("x.so", "bitsandbytes 0.42.0", given).require == ("sm_120",)
 
 
+def test_every_policy_field_has_one_validator():
+    assert set(P.VALIDATORS) == {f.name for f in dataclasses.fields(P.Policy)} - {"overrides", "source"}
+
+
 @pytest.mark.parametrize(
     "text,needle",
     [
@@ -100,6 +105,12 @@ def test_overrides_apply_by_distribution_and_flags_still_win(tmp_path):
         ('[tool.fatbin-inspect]\nfail-on = "fatal"\n', "fail-on"),
         ('[tool.fatbin-inspect]\nseverity = { FBI999 = "error" }\n', "unknown rule id"),
         ("[tool.fatbin-inspect\n", "invalid TOML"),
+        ('[tool.fatbin-inspect]\nptx-counts = "yes"\n', "ptx-counts: expected true or false"),
+        ("[tool.fatbin-inspect]\ngpus = [1]\n", "gpus: expected a list of strings"),
+        ('[tool.fatbin-inspect]\nmin-driver = "r535"\n', "min-driver: expected a driver version"),
+        ('[tool.fatbin-inspect]\nseverity = { FBI001 = "fatal" }\n', "severity.FBI001: expected one of"),
+        ('[tool.fatbin-inspect]\nseverity = "error"\n', "expected a table of rule id"),
+        ('[tool.fatbin-inspect]\ndisable = "FBI001, FBI777"\n', "unknown rule id 'FBI777'"),
     ],
 )
 def test_bad_policy_files_are_usage_errors(tmp_path, text, needle):

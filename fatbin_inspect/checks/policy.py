@@ -32,7 +32,7 @@ import fnmatch
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,7 +159,6 @@ def arch_list(value: Any, where: str) -> tuple[str, ...]:
 
 
 # ------------------------------------------------------------------------------------ reading
-_BOOL_KEYS = ("ptx_counts", "require_ptx", "allow_surplus")
 _KEYS = {f.name for f in dataclasses.fields(Policy)} - {"overrides", "source"}
 
 
@@ -168,46 +167,55 @@ def normalize(values: Mapping[str, Any], where: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for raw_key, val in values.items():
         key = raw_key.replace("-", "_")
-        here = f"{where}: {raw_key}"
         if key not in _KEYS:
             raise UsageError(
                 f"{where}: unknown key {raw_key!r} (known: "
                 f"{', '.join(sorted(k.replace('_', '-') for k in _KEYS | {'overrides'}))})"
             )
-        if key in ("require", "forbid"):
-            out[key] = arch_list(val, here)
-        elif key in _BOOL_KEYS:
-            if not isinstance(val, bool):
-                raise UsageError(f"{here}: expected true or false")
-            out[key] = val
-        elif key in ("gpus", "ignore"):
-            items = val.split(",") if isinstance(val, str) else val
-            if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
-                raise UsageError(f"{here}: expected a list of strings")
-            out[key] = tuple(i.strip() for i in items if i.strip())
-        elif key == "min_driver":
-            if not re.fullmatch(r"\d+(\.\d+)*", str(val).strip()):
-                raise UsageError(f"{here}: expected a driver version like 535 or 550.54.14")
-            out[key] = str(val).strip()
-        elif key == "targets":
-            out[key] = _targets(val, here)
-        elif key == "fail_on":
-            if val not in FAIL_LEVELS:
-                raise UsageError(f"{here}: expected one of {', '.join(FAIL_LEVELS)}")
-            out[key] = val
-        elif key == "disable":
-            items = val.replace(",", " ").split() if isinstance(val, str) else val
-            out[key] = tuple(_rule_id(i, here) for i in items)
-        elif key == "severity":
-            if not isinstance(val, Mapping):
-                raise UsageError(f"{here}: expected a table of rule id = severity")
-            grades = []
-            for rid, sev in val.items():
-                if sev not in SEVERITIES:
-                    raise UsageError(f"{here}.{rid}: expected one of {', '.join(SEVERITIES)}")
-                grades.append((_rule_id(rid, here), sev))
-            out[key] = tuple(grades)
+        out[key] = VALIDATORS[key](val, f"{where}: {raw_key}")
     return out
+
+
+def _bool(val: Any, here: str) -> bool:
+    if not isinstance(val, bool):
+        raise UsageError(f"{here}: expected true or false")
+    return val
+
+
+def _strings(val: Any, here: str) -> tuple[str, ...]:
+    """A list of strings, or one comma-separated string; blanks dropped."""
+    items = val.split(",") if isinstance(val, str) else val
+    if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
+        raise UsageError(f"{here}: expected a list of strings")
+    return tuple(i.strip() for i in items if i.strip())
+
+
+def _driver_version(val: Any, here: str) -> str:
+    if not re.fullmatch(r"\d+(\.\d+)*", str(val).strip()):
+        raise UsageError(f"{here}: expected a driver version like 535 or 550.54.14")
+    return str(val).strip()
+
+
+def _fail_level(val: Any, here: str) -> str:
+    if val not in FAIL_LEVELS:
+        raise UsageError(f"{here}: expected one of {', '.join(FAIL_LEVELS)}")
+    return val
+
+
+def _rule_ids(val: Any, here: str) -> tuple[str, ...]:
+    items = val.replace(",", " ").split() if isinstance(val, str) else val
+    return tuple(_rule_id(i, here) for i in items)
+
+
+def _severities(val: Any, here: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(val, Mapping):
+        raise UsageError(f"{here}: expected a table of rule id = severity")
+    grades = []
+    for rid, sev in val.items():
+        if sev not in SEVERITIES:
+            raise UsageError(f"{here}.{rid}: expected one of {', '.join(SEVERITIES)}")
+        grades.append((_rule_id(rid, here), sev))
+    return tuple(grades)
 
 
 def _targets(val: Any, where: str) -> tuple[str | tuple[tuple[str, Any], ...], ...]:
@@ -233,6 +241,23 @@ def _rule_id(text: Any, where: str) -> str:
     if rid not in RULE_BY_ID:
         raise UsageError(f"{where}: unknown rule id {text!r}")
     return rid
+
+
+# one validator per Policy field: raw TOML/flag value, "where: key" -> the field's value
+VALIDATORS: dict[str, Callable[[Any, str], Any]] = {
+    "require": arch_list,
+    "forbid": arch_list,
+    "ptx_counts": _bool,
+    "require_ptx": _bool,
+    "allow_surplus": _bool,
+    "gpus": _strings,
+    "ignore": _strings,
+    "min_driver": _driver_version,
+    "targets": _targets,
+    "fail_on": _fail_level,
+    "disable": _rule_ids,
+    "severity": _severities,
+}
 
 
 def from_mapping(section: Mapping[str, Any], source: str | None = None) -> Policy:

@@ -419,73 +419,84 @@ class Selection:
 def select(entries: Sequence[Entry], t: Target) -> Selection:
     """R-SEL: a compatible cubin (exact CC first, else the closest lower minor) beats any PTX; else
     the usable PTX of the highest CC is JIT-compiled, and only that one is checked against R-PTX-ISA."""
-    cubins = [e for e in entries if e.kind == KIND_SASS]
-    ptxs = [e for e in entries if e.kind == KIND_PTX]
-    tiles = [e for e in entries if e.kind == KIND_TILE]
-    if not cubins and not ptxs and not tiles:
+    kinds: dict[str, list[Entry]] = {KIND_SASS: [], KIND_PTX: [], KIND_TILE: []}
+    for e in entries:
+        kinds.get(e.kind, []).append(e)
+    cubins, ptxs, tiles = kinds[KIND_SASS], kinds[KIND_PTX], kinds[KIND_TILE]
+    if not (cubins or ptxs or tiles):
         return Selection(
             "no-device-code", None, Outcome(True, "R-SEL", "no cubin or PTX in this fatbin"), ("R-SEL",)
         )
     judged = [(e, sass(e, t)) for e in cubins]
     usable = [(e, o) for e, o in judged if o.ok]
     if usable and not t.force_ptx_jit:
-        e, o = max(usable, key=lambda eo: (cc_of(eo[0]) == t.cc, cc_of(eo[0]), eo[0].variant == ""))
-        rules = (o.rule,) + o.also + (("R-SEL",) if len(usable) > 1 or ptxs else ())
-        reason = f"loads the {e.arch} cubin natively: {o.reason}"
-        return Selection("native", e, Outcome(True, o.rule, reason, confidence=o.confidence), rules)
-    cubin_rules = tuple(dict.fromkeys(r for _, o in judged for r in (o.rule,) + o.also))
+        return _native(usable, bool(ptxs), t)
+    cubin_rules = tuple(dict.fromkeys(r for _, o in judged for r in (o.rule, *o.also)))
     if tiles and not ptxs:  # nvcc -enable-tile's second fatbin: Tile IR beside or instead of tile cubins
         return _select_tile(tiles, cubin_rules, t)
-    env = jit_env(t)
+    return _select_ptx(judged, bool(usable), ptxs, cubin_rules, t)
+
+
+Judged = list[tuple[Entry, Outcome]]
+
+
+def _native(usable: Judged, has_ptx: bool, t: Target) -> Selection:
+    """The cubin the driver loads: exact CC, else the highest lower one; a plain cubin over an
+    arch/family-specific one of the same CC."""
+    e, o = max(usable, key=lambda eo: (cc_of(eo[0]) == t.cc, cc_of(eo[0]), eo[0].variant == ""))
+    rules = (o.rule, *o.also, *(("R-SEL",) if len(usable) > 1 or has_ptx else ()))
+    reason = f"loads the {e.arch} cubin natively: {o.reason}"
+    return Selection("native", e, Outcome(True, o.rule, reason, confidence=o.confidence), rules)
+
+
+def _select_ptx(
+    judged: Judged, cubin_fits: bool, ptxs: list[Entry], cubin_rules: tuple[str, ...], t: Target
+) -> Selection:
+    """No cubin is taken: the PTX the driver JIT-compiles, if JIT is allowed and any PTX fits."""
     if t.disable_ptx_jit and ptxs:
-        return Selection("fail", None, env, ("R-JIT-ENV",) + cubin_rules)
+        return Selection("fail", None, jit_env(t), ("R-JIT-ENV", *cubin_rules))
     tjudged = [(e, ptx_target(e, t)) for e in ptxs]
     tusable = [(e, o) for e, o in tjudged if o.ok]
-    ptx_rules = tuple(dict.fromkeys(o.rule for _, o in tjudged))
     if not tusable:
-        if t.force_ptx_jit and usable:
-            return Selection("fail", None, env, ("R-JIT-ENV",) + ptx_rules)
-        why = _closest_failure(judged, t) or (tjudged[0][1] if tjudged else None)
-        parts = [
-            o.reason for o in (why, tjudged[0][1] if tjudged and why is not tjudged[0][1] else None) if o
-        ]
-        if not ptxs:
-            parts.append("and there is no PTX to JIT-compile")
-        rule = why.rule if why else "R-SEL"
-        return Selection(
-            "fail",
-            None,
-            Outcome(False, rule, "; ".join(parts), NO_IMAGE, why.confidence if why else "high"),
-            tuple(dict.fromkeys((rule,) + cubin_rules + ptx_rules)),
-        )
+        return _no_loadable_image(judged, cubin_fits, tjudged, cubin_rules, t)
+    return _jit(tusable, bool(judged), cubin_rules, t)
+
+
+def _no_loadable_image(
+    judged: Judged, cubin_fits: bool, tjudged: Judged, cubin_rules: tuple[str, ...], t: Target
+) -> Selection:
+    """No cubin loads (or JIT is forced) and no PTX targets the GPU: the failure that tells most."""
+    ptx_rules = tuple(dict.fromkeys(o.rule for _, o in tjudged))
+    if t.force_ptx_jit and cubin_fits:
+        return Selection("fail", None, jit_env(t), ("R-JIT-ENV", *ptx_rules))
+    first_ptx = tjudged[0][1] if tjudged else None
+    why = _closest_failure(judged, t) or first_ptx
+    parts = [o.reason for o in (why, first_ptx if why is not first_ptx else None) if o]
+    if not tjudged:
+        parts.append("and there is no PTX to JIT-compile")
+    rule = why.rule if why else "R-SEL"
+    return Selection(
+        "fail",
+        None,
+        Outcome(False, rule, "; ".join(parts), NO_IMAGE, why.confidence if why else "high"),
+        tuple(dict.fromkeys((rule, *cubin_rules, *ptx_rules))),
+    )
+
+
+def _jit(tusable: Judged, has_cubins: bool, cubin_rules: tuple[str, ...], t: Target) -> Selection:
+    """The PTX of the highest CC is JIT-compiled; it fails when its ISA is newer than the driver's."""
     e, o = max(tusable, key=lambda eo: (cc_of(eo[0]), eo[0].variant != ""))
     isa = ptx_isa(e, t)
+    sel = ("R-SEL",) if len(tusable) > 1 or has_cubins else ()
     rules = tuple(
-        dict.fromkeys(
-            (isa.rule if not isa.ok else o.rule, o.rule, "R-PTX-ISA")
-            + (("R-SEL",) if len(tusable) > 1 or cubins else ())
-            + cubin_rules
-        )
+        dict.fromkeys((isa.rule if not isa.ok else o.rule, o.rule, "R-PTX-ISA", *sel, *cubin_rules))
     )
     if not isa.ok:
-        return Selection(
-            "fail",
-            e,
-            Outcome(
-                False,
-                "R-PTX-ISA",
-                f"would JIT-compile the {e.arch} PTX, but its {isa.reason}",
-                UNSUPPORTED_PTX,
-            ),
-            rules,
-        )
-    lead = "no cubin fits, so " if cubins else ""
-    return Selection(
-        "jit",
-        e,
-        Outcome(True, o.rule, f"{lead}the driver JIT-compiles the {e.arch} PTX: {o.reason}; {isa.reason}"),
-        rules,
-    )
+        reason = f"would JIT-compile the {e.arch} PTX, but its {isa.reason}"
+        return Selection("fail", e, Outcome(False, "R-PTX-ISA", reason, UNSUPPORTED_PTX), rules)
+    lead = "no cubin fits, so " if has_cubins else ""
+    reason = f"{lead}the driver JIT-compiles the {e.arch} PTX: {o.reason}; {isa.reason}"
+    return Selection("jit", e, Outcome(True, o.rule, reason), rules)
 
 
 def _select_tile(tiles: Sequence[Entry], cubin_rules: tuple[str, ...], t: Target) -> Selection:

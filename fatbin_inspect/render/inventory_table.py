@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from rich.table import Table
 from rich.text import Text
 
-from fatbin_inspect.formats.model import Entry, FileReport
+from fatbin_inspect.formats.model import Entry, FileReport, Kernel
 from fatbin_inspect.render.console import human, render
 
 ENTRY_ROWS_AUTO = 40  # files with at most this many entries are listed entry by entry
@@ -48,28 +48,6 @@ def _entries_table(r: FileReport, kernels: bool) -> Table:
         if not fb.entries:
             tab.add_row(where, "(empty)", "", "", "", "", "", "")
         for e in fb.entries:
-            details: list[str] = []
-            if e.relocatable_ptx:
-                details.append("relocatable")
-            if e.tile_ir_version:
-                details.append(f"Tile IR {e.tile_ir_version}")
-            if e.debug:
-                details.append("debug")
-            if e.host and e.host != "linux":
-                details.append(f"host={e.host}")
-            if e.identifier:
-                details.append(f"id={e.identifier}")
-            if e.cubin:
-                c = e.cubin
-                details.append(f"abi{c.elf_abi} {c.elf_type}")
-                if c.device_link:
-                    details.append("device-link")
-                if c.toolkit:
-                    details.append(c.toolkit)
-            if e.kernels is not None:
-                details.append(f"{len(e.kernels)} kernels")
-            if e.decode_error:
-                details.append(f"undecodable: {e.decode_error}")
             tab.add_row(
                 where,
                 e.kind,
@@ -78,31 +56,53 @@ def _entries_table(r: FileReport, kernels: bool) -> Table:
                 human(e.stored_size),
                 human(e.size),
                 e.ptx_isa or "",
-                " ".join(details),
+                " ".join(_entry_details(e)),
             )
             where = ""
             if kernels and e.kernels:
                 for k in e.kernels:
-                    res = []
-                    if k.registers is not None:
-                        res.append(f"REG:{k.registers}")
-                    if k.shared is not None:
-                        res.append(f"SHARED:{k.shared}")
-                    if k.constant0 is not None:
-                        res.append(f"CONSTANT[0]:{k.constant0}")
-                    if k.max_threads:
-                        res.append(f"MAXTHREADS:{k.max_threads[0]}")
-                    tab.add_row(
-                        "",
-                        "",
-                        "",
-                        "",
-                        "",
-                        "",
-                        "",
-                        Text(f"  {k.demangled or k.name}  {' '.join(res)}", style="dim"),
-                    )
+                    line = f"  {k.demangled or k.name}  {' '.join(_kernel_resources(k))}"
+                    tab.add_row("", "", "", "", "", "", "", Text(line, style="dim"))
     return tab
+
+
+def _entry_details(e: Entry) -> list[str]:
+    """The ``details`` column: flags, the cubin's ELF ABI and toolkit, the kernel count."""
+    details: list[str] = []
+    if e.relocatable_ptx:
+        details.append("relocatable")
+    if e.tile_ir_version:
+        details.append(f"Tile IR {e.tile_ir_version}")
+    if e.debug:
+        details.append("debug")
+    if e.host and e.host != "linux":
+        details.append(f"host={e.host}")
+    if e.identifier:
+        details.append(f"id={e.identifier}")
+    if e.cubin:
+        c = e.cubin
+        details.append(f"abi{c.elf_abi} {c.elf_type}")
+        details += ["device-link"] if c.device_link else []
+        details += [c.toolkit] if c.toolkit else []
+    if e.kernels is not None:
+        details.append(f"{len(e.kernels)} kernels")
+    if e.decode_error:
+        details.append(f"undecodable: {e.decode_error}")
+    return details
+
+
+def _kernel_resources(k: Kernel) -> list[str]:
+    """cuobjdump -res-usage spellings: REG, SHARED, CONSTANT[0], MAXTHREADS."""
+    res = []
+    if k.registers is not None:
+        res.append(f"REG:{k.registers}")
+    if k.shared is not None:
+        res.append(f"SHARED:{k.shared}")
+    if k.constant0 is not None:
+        res.append(f"CONSTANT[0]:{k.constant0}")
+    if k.max_threads:
+        res.append(f"MAXTHREADS:{k.max_threads[0]}")
+    return res
 
 
 def _summary_table(r: FileReport) -> Table:

@@ -67,47 +67,16 @@ def render_coverage(
     """``target_sms``: the SM number of each target, for the one-line explanations under the table;
     ``headers``: short column titles for the targets (default: their labels)."""
     out: list = [Text(summary, style="bold")]
+    needed = 0
     if not cov.rows:
         out.append(Text("no device code found", style="dim"))
     else:
-        tab = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
-        width = min(60, max(len(r.name) for r in cov.rows))
-        tab.add_column("distribution / folder", min_width=width, overflow="fold")
-        tab.add_column("files", justify="right", no_wrap=True)
-        for sm in cov.columns:  # cells never wrap: a wide matrix widens the output instead
-            tab.add_column(f"sm_{sm}", justify="center", no_wrap=True, min_width=max(6, len(f"sm_{sm}")))
-        titles = [headers[i] if i < len(headers) else label for i, label in enumerate(cov.targets)]
-        for title in titles:
-            tab.add_column(title, no_wrap=True)
-        needed = width + 8 + 8 * len(cov.columns) + sum(max(len(t), 12) + 2 for t in titles)
-        for row in cov.rows:
-            _add_row(tab, cov, row, row.name, "bold" if row.kind == "distribution" else "")
-            if files:
-                cut = common_dir([c.name for c in row.children])
-                for child in row.children:
-                    _add_row(tab, cov, child, "  " + child.name[cut:], "dim")
+        tab, needed = _matrix(cov, files, headers)
         out.append(tab)
     for i, label in enumerate(cov.targets):
-        sm = target_sms[i] if i < len(target_sms) else None
-        lines = []
-        for row in cov.rows:
-            v = row.verdicts[i] if i < len(row.verdicts) else None
-            if v is None or v.verdict in ("native", "no-device-code", "link-time"):
-                continue
-            lines.append(
-                Text(f"  {row.name}: {attention(row, v, sm)}", style=_VERDICT_STYLE.get(v.verdict, ""))
-            )
-        out.append(
-            Text(
-                f"\n{label}: "
-                + (
-                    "everything runs natively"
-                    if not lines
-                    else f"{len(lines)} of {len(cov.rows)} need attention"
-                ),
-                style="bold",
-            )
-        )
+        lines = _attention(cov, i, target_sms[i] if i < len(target_sms) else None)
+        verdict = f"{len(lines)} of {len(cov.rows)} need attention" if lines else "everything runs natively"
+        out.append(Text(f"\n{label}: {verdict}", style="bold"))
         out.extend(lines)
     return render(
         out, color, width=max(needed, shutil.get_terminal_size((120, 24)).columns) if cov.rows else None
@@ -123,6 +92,38 @@ def attention(row: Row, v, sm: int | None) -> str:
     if getattr(v, "variants", ()):
         text += f" [variant: {', '.join(os.path.basename(p.rsplit('!', 1)[-1]) for p in v.variants)}]"
     return text
+
+
+def _matrix(cov: Coverage, files: bool, headers: Sequence[str]) -> tuple[Table, int]:
+    """The coverage table and the width it needs (its cells never wrap)."""
+    tab = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
+    width = min(60, max(len(r.name) for r in cov.rows))
+    tab.add_column("distribution / folder", min_width=width, overflow="fold")
+    tab.add_column("files", justify="right", no_wrap=True)
+    for sm in cov.columns:  # cells never wrap: a wide matrix widens the output instead
+        tab.add_column(f"sm_{sm}", justify="center", no_wrap=True, min_width=max(6, len(f"sm_{sm}")))
+    titles = [headers[i] if i < len(headers) else label for i, label in enumerate(cov.targets)]
+    for title in titles:
+        tab.add_column(title, no_wrap=True)
+    needed = width + 8 + 8 * len(cov.columns) + sum(max(len(t), 12) + 2 for t in titles)
+    for row in cov.rows:
+        _add_row(tab, cov, row, row.name, "bold" if row.kind == "distribution" else "")
+        if files:
+            cut = common_dir([c.name for c in row.children])
+            for child in row.children:
+                _add_row(tab, cov, child, "  " + child.name[cut:], "dim")
+    return tab, needed
+
+
+def _attention(cov: Coverage, i: int, sm: int | None) -> list[Text]:
+    """One line per row that does not run natively on target ``i``, with why."""
+    lines = []
+    for row in cov.rows:
+        v = row.verdicts[i] if i < len(row.verdicts) else None
+        if v is None or v.verdict in ("native", "no-device-code", "link-time"):
+            continue
+        lines.append(Text(f"  {row.name}: {attention(row, v, sm)}", style=_VERDICT_STYLE.get(v.verdict, "")))
+    return lines
 
 
 def summary_line(

@@ -228,38 +228,51 @@ def _compat_build(stack: Stack) -> str | None:
 
 
 def _mismatch_warnings(stack: Stack, rt: Runtime | None, drv_cuda: str | None, out: list[Advice]) -> None:
+    out += _runtimes_newer_than_driver(stack, rt, drv_cuda)
+    out += _nvcc_mismatches(stack, rt, drv_cuda)
+    out += _driver_setup_warnings(stack)
+
+
+def _runtimes_newer_than_driver(stack: Stack, rt: Runtime | None, drv_cuda: str | None) -> list[Advice]:
     dmm = _mm(drv_cuda)
+    if not dmm:
+        return []
+    out = []
     for r in stack.runtimes:
         rmm = _mm(r.version)
-        if dmm and rmm and rmm > dmm and r is not rt:
-            out.append(
-                Advice(
-                    "runtime-newer-than-driver",
-                    f"CUDA runtime {r.version} at {r.path} is newer than the driver (CUDA {drv_cuda})"
-                    + (
-                        ": it cannot start (35)."
-                        if rmm[0] > dmm[0]
-                        else ": it runs by minor-version compatibility only (no JIT of its PTX)."
-                    ),
-                )
+        if rmm and rmm > dmm and r is not rt:
+            effect = (
+                ": it cannot start (35)."
+                if rmm[0] > dmm[0]
+                else ": it runs by minor-version compatibility only (no JIT of its PTX)."
             )
-    if rt and dmm and _mm(rt.version) and _mm(rt.version) > dmm:
+            message = (
+                f"CUDA runtime {r.version} at {r.path} is newer than the driver (CUDA {drv_cuda}){effect}"
+            )
+            out.append(Advice("runtime-newer-than-driver", message))
+    in_use = _mm(rt.version) if rt else None
+    if rt and in_use and in_use > dmm:
+        message = f"the runtime in use ({rt.version}) is newer than the driver (CUDA {drv_cuda})."
+        out.append(Advice("runtime-newer-than-driver", message))
+    return out
+
+
+def _nvcc_mismatches(stack: Stack, rt: Runtime | None, drv_cuda: str | None) -> list[Advice]:
+    if not (stack.nvcc and stack.nvcc.version):
+        return []
+    nvcc = _mm(stack.nvcc.version)
+    out = []
+    in_use = _mm(rt.version) if rt else None
+    if rt and in_use and nvcc != in_use and len(data.version_tuple(rt.version)) > 1:
         out.append(
             Advice(
-                "runtime-newer-than-driver",
-                f"the runtime in use ({rt.version}) is newer than the driver (CUDA {drv_cuda}).",
+                "nvcc-differs-from-runtime",
+                f"nvcc on PATH is {stack.nvcc.version} but the runtime in use is {rt.version}: "
+                "code built here targets another CUDA version than programs load.",
             )
         )
-    if stack.nvcc and stack.nvcc.version and rt and _mm(rt.version):
-        if _mm(stack.nvcc.version) != _mm(rt.version) and len(data.version_tuple(rt.version)) > 1:
-            out.append(
-                Advice(
-                    "nvcc-differs-from-runtime",
-                    f"nvcc on PATH is {stack.nvcc.version} but the runtime in use is {rt.version}: "
-                    "code built here targets another CUDA version than programs load.",
-                )
-            )
-    if stack.nvcc and stack.nvcc.version and dmm and _mm(stack.nvcc.version) > dmm:
+    dmm = _mm(drv_cuda)
+    if dmm and nvcc and nvcc > dmm:
         out.append(
             Advice(
                 "nvcc-newer-than-driver",
@@ -267,8 +280,17 @@ def _mismatch_warnings(stack: Stack, rt: Runtime | None, drv_cuda: str | None, o
                 "emits will not JIT here (222); build cubins for this GPU (-arch=sm_XY).",
             )
         )
+    return out
+
+
+_JIT_SWITCHES = ("CUDA_FORCE_PTX_JIT", "CUDA_FORCE_JIT", "CUDA_DISABLE_PTX_JIT", "CUDA_DISABLE_JIT")
+
+
+def _driver_setup_warnings(stack: Stack) -> list[Advice]:
+    """A cuda-compat libcuda, an unusable libcuda, JIT switches set in the environment."""
+    out = []
     compat = _compat_build(stack)
-    if compat:
+    if compat and stack.user_driver and stack.kernel_driver:
         out.append(
             Advice(
                 "compat-package",
@@ -281,10 +303,6 @@ def _mismatch_warnings(stack: Stack, rt: Runtime | None, drv_cuda: str | None, o
     if u and u.error:
         out.append(Advice("libcuda-unusable", f"{u.path}: {u.error}."))
     for sw in stack.env:
-        if sw.name in (
-            "CUDA_FORCE_PTX_JIT",
-            "CUDA_FORCE_JIT",
-            "CUDA_DISABLE_PTX_JIT",
-            "CUDA_DISABLE_JIT",
-        ) and sw.value.strip().lower() in ("1", "true", "yes", "on"):
+        if sw.name in _JIT_SWITCHES and sw.value.strip().lower() in ("1", "true", "yes", "on"):
             out.append(Advice("jit-switch", f"{sw.name}={sw.value}: {sw.effect}."))
+    return out
