@@ -228,3 +228,110 @@ def test_torch_archs_from_a_real_library(tmp_path):
 def test_nvcc_not_executable_is_not_found(tmp_path):
     write(tmp_path / "nvcc", "#!/bin/sh\n", 0o644)
     assert st.find_nvcc(str(tmp_path)) is None
+
+
+# ------------------------------------------------------------------- R-FWD and bundled ptxas (#17)
+def _with_compat(t, roots, build="615.71.09", folder="usr/local/cuda-13.4/compat"):
+    compat = t / folder
+    write(compat / f"libcuda.so.{build}")
+    link(f"libcuda.so.{build}", compat / "libcuda.so.1")
+    return roots.__class__(**{**roots.__dict__, "env": {**roots.env, "LD_LIBRARY_PATH": str(compat)}})
+
+
+def _gpu(name, cc):
+    return lambda: ([st.LocalGpu(0, name, cc, False)], "580.95.05", None)
+
+
+def _fwd(d):
+    return next((c for c in d.conditions if c.rule == "R-FWD"), None)
+
+
+def test_compat_package_on_a_datacenter_gpu_is_allowed(machine):
+    t, roots = machine
+    d = diagnose(discover(_with_compat(t, roots), driver_api=13040))
+    c = _fwd(d)
+    assert c is not None and c.status == OK and "cuda-compat-13-4" in c.text and "CUDA 13.4" in c.text
+    assert d.driver_cuda == "13.4"
+
+
+def test_compat_package_on_geforce_fails_with_804(machine):
+    t, roots = machine
+    s = discover(_with_compat(t, roots), gpus=_gpu("NVIDIA GeForce RTX 4090", "8.9"), driver_api=13040)
+    c = _fwd(diagnose(s))
+    assert c.status == FAIL and "804" in c.text and "cudaErrorCompatNotSupportedOnDevice" in c.text
+
+
+def test_compat_package_on_a_new_feature_branch_fails_with_803(machine):
+    t, roots = machine
+    write(t / "proc/driver/nvidia/version", PROC_580.replace("580.95.05", "590.44.01"))
+    c = _fwd(diagnose(discover(_with_compat(t, roots), driver_api=13040)))
+    assert c.status == FAIL and "803" in c.text and "new-feature" in c.text
+
+
+def test_no_compat_package_no_fwd_condition(machine):
+    _t, roots = machine
+    assert _fwd(diagnose(discover(roots))) is None
+
+
+def test_compat_package_found_for_driver_auto(machine, monkeypatch):
+    """--driver auto: the cuda-compat libcuda the loader picks becomes the target's package."""
+    t, roots = machine
+    roots = _with_compat(t, roots)
+    udrv = st.user_driver(roots, [], api(13040))
+    found = st.compat_package(udrv, "580.95.05")
+    assert found.cuda == "13.4" and found.build == "615.71.09" and found.folder.endswith("cuda-13.4/compat")
+    assert st.compat_package(udrv, "615.71.09") is None  # same build as the kernel driver: no package
+    monkeypatch.setattr(st, "loaded_user_driver", lambda roots=None: udrv)
+    assert st._local_compat("580.95.05") == ("13.4", found.folder)
+    from fatbin_inspect.compat.targets import LocalDevices, resolve_targets
+
+    local = LocalDevices(driver="580.95.05", compat=st._local_compat("580.95.05"))
+    (tg,) = resolve_targets(["H100"], "auto", local=local)
+    assert tg.compat.package == "cuda-compat-13-4" and tg.umd.cuda == "13.4" and tg.driver.branch == 580
+
+
+def _triton(t, roots, version, ptxas_release, env_ptxas=None):
+    site = t / "site"
+    write(site / "triton/__init__.py", f"__version__ = '{version}'\n")
+    write(
+        site / "triton/backends/nvidia/bin/ptxas",
+        f"#!/bin/sh\necho 'Cuda compilation tools, release {ptxas_release}, V{ptxas_release}.85'\n",
+        0o755,
+    )
+    env = dict(roots.env)
+    if env_ptxas:
+        exe = write(t / "opt/ptxas", f"#!/bin/sh\necho 'Cuda compilation tools, V{env_ptxas}.9'\n", 0o755)
+        env["TRITON_PTXAS_PATH"] = str(exe)
+    return roots.__class__(**{**roots.__dict__, "env": env})
+
+
+def _ptxas_warnings(d):
+    return [w.text for w in d.warnings if w.code == "ptxas-too-old"]
+
+
+@pytest.mark.parametrize(
+    "gpu,cc,release,warned",
+    [
+        ("NVIDIA GeForce RTX 5090", "12.0", "12.6", True),  # 12.6 cannot target sm_120
+        ("NVIDIA GeForce RTX 5090", "12.0", "12.8", False),
+        ("NVIDIA Thor", "11.0", "12.8", True),  # 12.8 knows sm_101, not sm_110
+        ("NVIDIA H200", "9.0", "12.6", False),
+    ],
+)
+def test_triton_ptxas_too_old_for_the_gpu(machine, gpu, cc, release, warned):
+    t, roots = machine
+    s = discover(_triton(t, roots, "3.1.0", release), gpus=_gpu(gpu, cc))
+    assert [p.version for p in s.ptxas] == [f"{release}.85"] and "triton 3.1.0" in s.ptxas[0].via
+    texts = _ptxas_warnings(diagnose(s))
+    assert bool(texts) is warned, texts
+    if warned:
+        assert f"sm_{cc.replace('.', '')}" in texts[0] and "TRITON_PTXAS_PATH" in texts[0]
+
+
+def test_triton_ptxas_path_overrides_the_bundled_one(machine):
+    t, roots = machine
+    s = discover(
+        _triton(t, roots, "3.1.0", "12.6", env_ptxas="13.0"), gpus=_gpu("NVIDIA GeForce RTX 5090", "12.0")
+    )
+    assert s.ptxas[0].via == "TRITON_PTXAS_PATH" and len(s.ptxas) == 2
+    assert _ptxas_warnings(diagnose(s)) == []

@@ -57,6 +57,8 @@ def _layers(stack: Stack, diag: Diagnosis) -> Table:
     if t:
         archs = " ".join(t.archs) if t.archs else "(arch list not read)"
         tab.add_row("torch", f"{t.version}, torch.version.cuda {t.cuda or 'None (CPU build)'}, archs {archs}")
+    for p in stack.ptxas:
+        tab.add_row(f"{p.framework} ptxas", f"{p.version or '?'}  {p.path}  [{p.via}]")
     for sw in stack.env:
         tab.add_row(f"env {sw.name}", f"{sw.value}  ({sw.effect})")
     return tab

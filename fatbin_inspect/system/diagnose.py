@@ -90,7 +90,10 @@ def diagnose(stack: Stack) -> Diagnosis:
         _driver_condition(stack, rt, drv_cuda, source, branch, warnings),
         _gpu_condition(stack, branch, max_isa),
     )
+    fwd = _compat_condition(stack, branch, drv_cuda)
+    conds += (fwd,) if fwd else ()
     _mismatch_warnings(stack, rt, drv_cuda, warnings)
+    _ptxas_warnings(stack, warnings)
     return Diagnosis(drv_cuda, source, max_isa, rt, conds, tuple(warnings))
 
 
@@ -217,6 +220,56 @@ def _arch_entry(arch: str, isa: str | None) -> Entry:
         identifier=None,
         options=None,
     )
+
+
+def _compat_condition(stack: Stack, branch: Driver | None, drv_cuda: str | None) -> Condition | None:
+    """R-FWD when a cuda-compat libcuda is loaded: does every GPU here accept it on this kernel
+    driver's branch (803 / 804 otherwise)?"""
+    from fatbin_inspect.compat.rules import forward_compat
+    from fatbin_inspect.compat.targets import Target, gpu_for_cc, resolve_compat
+
+    if not _compat_build(stack) or branch is None or drv_cuda is None:
+        return None
+    try:
+        pkg = resolve_compat(drv_cuda, source=f"libcuda from {stack.user_driver.path}")
+    except FatbinInspectError:
+        return None
+    checks = [
+        (g, forward_compat(Target(gpu_for_cc(data.parse_cc(g.cc), name=g.name), branch, compat=pkg)))
+        for g in stack.gpus
+    ] or [(None, forward_compat(Target(gpu_for_cc((0, 0)), branch, compat=pkg)))]
+    bad = [(g, o) for g, o in checks if not o.ok]
+    g, o = (bad or checks)[0]
+    who = f"GPU {g.index} {g.name}: " if g is not None and len(checks) > 1 else ""
+    err = f" ({o.error}, {'cudaErrorSystemDriverMismatch' if o.error == 803 else 'cudaErrorCompatNotSupportedOnDevice'})"
+    return Condition("R-FWD", FAIL if bad else OK, f"{who}{o.reason}{err if bad else ''}.")
+
+
+def _ptxas_warnings(stack: Stack, out: list[Advice]) -> None:
+    """A framework's own ptxas (Triton) must know each GPU's SM: a ptxas 12.6 cannot target sm_120,
+    a ptxas 12.8 knows sm_101 but not sm_110. TRITON_PTXAS_PATH, when set, is the one Triton uses."""
+    chosen = [p for p in stack.ptxas if p.via == "TRITON_PTXAS_PATH"] or list(stack.ptxas)
+    known = {data.version_tuple(t["version"])[:2] for t in data.toolkits()}
+    for p in chosen:
+        mm = _mm(p.version)
+        if mm is None or mm not in known:
+            continue  # a ptxas the data does not describe (unreleased or newer): nothing to say
+        for g in stack.gpus:
+            sm = f"sm_{g.cc.replace('.', '')}"
+            able = [data.version_tuple(v)[:2] for v in data.toolkits_targeting(sm)]
+            if mm in able:
+                continue
+            since = f"; {sm} needs ptxas from CUDA {'.'.join(map(str, min(able)))}" if able else ""
+            if able and mm > max(able):
+                since = f"; CUDA {'.'.join(map(str, max(able)))} was the last to target {sm}"
+            out.append(
+                Advice(
+                    "ptxas-too-old",
+                    f"{p.framework}'s ptxas {p.version} ({p.path}, {p.via}) cannot target {sm} "
+                    f"(GPU {g.index} {g.name}, CC {g.cc}): its kernels fail to compile here{since}; "
+                    "upgrade the framework or point TRITON_PTXAS_PATH at a ptxas that knows this GPU.",
+                )
+            )
 
 
 def _compat_build(stack: Stack) -> str | None:

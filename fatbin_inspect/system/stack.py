@@ -115,6 +115,17 @@ class Nvcc:
 
 
 @dataclass(frozen=True)
+class BundledPtxas:
+    """A ptxas a framework compiles with at run time (Triton: ``backends/nvidia/bin/ptxas``, or
+    ``TRITON_PTXAS_PATH``): it must know the local GPU's SM, whatever nvcc the machine has."""
+
+    path: str
+    version: str | None  # "12.8.93" from ``ptxas --version``
+    framework: str  # "triton"
+    via: str  # "TRITON_PTXAS_PATH" | "bundled with triton <version>"
+
+
+@dataclass(frozen=True)
 class Torch:
     path: str  # the torch package folder
     version: str | None  # "2.8.0+cu128"
@@ -139,6 +150,7 @@ class Stack:
     runtimes: tuple[Runtime, ...] = ()  # loader order first (the one a plain program gets), then wheels
     nvcc: Nvcc | None = None
     torch: Torch | None = None
+    ptxas: tuple[BundledPtxas, ...] = ()  # framework-bundled ptxas (Triton), TRITON_PTXAS_PATH first
     env: tuple[EnvSwitch, ...] = ()
     missing: tuple[str, ...] = ()  # what could not be found, and why, one sentence each
     gpu_source: str | None = None  # "nvml" | "cuda-python"
@@ -216,6 +228,7 @@ def discover(
         runtimes=tuple(runtimes),
         nvcc=nvcc,
         torch=find_torch(roots.site_dirs, torch_archs),
+        ptxas=find_bundled_ptxas(roots),
         env=env_switches(roots.env),
         missing=tuple(missing),
         gpu_source=gpu_source,
@@ -523,20 +536,58 @@ def runtime_api_version(path: str) -> int | None:
 
 
 # ------------------------------------------------------------------------------ nvcc, torch
+# Where Triton keeps the ptxas it runs: 3.x under backends/nvidia/bin, 2.x under third_party/cuda/bin.
+TRITON_PTXAS = ("triton/backends/nvidia/bin/ptxas", "triton/third_party/cuda/bin/ptxas")
+
+
+def find_bundled_ptxas(roots: Roots) -> tuple[BundledPtxas, ...]:
+    """``TRITON_PTXAS_PATH`` (what Triton uses when set), then the ptxas each Triton install ships."""
+    out: list[BundledPtxas] = []
+    env = roots.env.get("TRITON_PTXAS_PATH")
+    if env and os.path.isfile(env):
+        out.append(BundledPtxas(env, tool_version(env), "triton", "TRITON_PTXAS_PATH"))
+    for d in roots.site_dirs:
+        for rel in TRITON_PTXAS:
+            exe = os.path.join(d, rel)
+            if os.path.isfile(exe) and all(os.path.realpath(exe) != os.path.realpath(p.path) for p in out):
+                ver = _py_attr(os.path.join(d, "triton", "__init__.py"), "__version__")
+                via = f"bundled with triton {ver}" if ver else "bundled with triton"
+                out.append(BundledPtxas(exe, tool_version(exe), "triton", via))
+    return tuple(out)
+
+
+def tool_version(exe: str) -> str | None:
+    """``V12.8.93`` (or ``release 12.8``) from an NVIDIA tool's ``--version``; None if it will not run."""
+    if not os.access(exe, os.X_OK):
+        return None
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"V(\d+\.\d+(?:\.\d+)?)", out) or re.search(r"release (\d+\.\d+)", out)
+    return m.group(1) if m else None
+
+
 def find_nvcc(path_var: str) -> Nvcc | None:
     for d in path_var.split(os.pathsep):
         exe = os.path.join(d, "nvcc")
         if d and os.path.isfile(exe) and os.access(exe, os.X_OK):
-            try:
-                out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
-            except (OSError, subprocess.SubprocessError):
-                out = ""
-            m = re.search(r"V(\d+\.\d+(?:\.\d+)?)", out) or re.search(r"release (\d+\.\d+)", out)
-            return Nvcc(exe, m.group(1) if m else None)
+            return Nvcc(exe, tool_version(exe))
     return None
 
 
 _PY_ASSIGN = r"^{name}\s*(?::[^=]*)?=\s*['\"]([^'\"]*)['\"]"
+
+
+def _py_attr(path: str, name: str) -> str | None:
+    """``name = '...'`` at the start of a line of a Python file (read, never imported)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read(65536)
+    except OSError:
+        return None
+    m = re.search(_PY_ASSIGN.format(name=name), text, re.M)
+    return m.group(1) if m else None
 
 
 def find_torch(site_dirs: Iterable[str], archs: bool = True) -> Torch | None:
