@@ -441,3 +441,116 @@ def conda_package(index: dict, files: Sequence[tuple[str, bytes]], fmt: str = "c
         zf.writestr(f"pkg-{dist}.tar.zst", z.compress(_tar_bytes(files)))
         zf.writestr(f"info-{dist}.tar.zst", z.compress(_tar_bytes(info)))
     return buf.getvalue()
+
+
+def layer_tar(entries, compress: str | None = "gzip") -> bytes:
+    """One image layer: ``entries`` of (path, bytes) files, (path, None) folders, (path, ("symlink"
+    | "hardlink", target)) links; ``.wh.NAME`` / ``.wh..wh..opq`` names are whiteouts."""
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        for n, d in entries:
+            info = tarfile.TarInfo(n)
+            info.mtime = 1700000000
+            if d is None:
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                tf.addfile(info)
+            elif isinstance(d, tuple):
+                info.type = tarfile.SYMTYPE if d[0] == "symlink" else tarfile.LNKTYPE
+                info.linkname = d[1]
+                tf.addfile(info)
+            else:
+                info.size, info.mode = len(d), 0o755
+                tf.addfile(info, io.BytesIO(d))
+    raw = buf.getvalue()
+    if compress == "gzip":
+        import gzip
+
+        return gzip.compress(raw, mtime=0)
+    if compress == "zstd":
+        import zstandard
+
+        return zstandard.ZstdCompressor().compress(raw)
+    return raw
+
+
+def oci_layout(
+    root, layers: Sequence[bytes], platforms: Sequence[str] = ("linux/amd64",), docker_manifest: bool = False
+) -> dict:
+    """Write an OCI image layout (image-spec: oci-layout, index.json, blobs/sha256) holding one
+    manifest per platform over the same ``layers`` (bottom first); returns the index."""
+    import hashlib
+    import json
+    import os
+
+    blobs = os.path.join(root, "blobs", "sha256")
+    os.makedirs(blobs, exist_ok=True)
+
+    def put(data: bytes) -> dict:
+        h = hashlib.sha256(data).hexdigest()
+        with open(os.path.join(blobs, h), "wb") as fh:
+            fh.write(data)
+        return {"digest": f"sha256:{h}", "size": len(data)}
+
+    lay = [
+        dict(
+            put(d),
+            mediaType="application/vnd.oci.image.layer.v1.tar" + ("+gzip" if d[:2] == b"\x1f\x8b" else ""),
+        )
+        for d in layers
+    ]
+    manifests = []
+    for plat in platforms:
+        os_, arch = plat.split("/")[:2]
+        config = put(json.dumps({"architecture": arch, "os": os_, "rootfs": {"type": "layers"}}).encode())
+        manifest = {
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": dict(config, mediaType="application/vnd.oci.image.config.v1+json"),
+            "layers": lay,
+        }
+        m = put(json.dumps(manifest).encode())
+        manifests.append(
+            dict(
+                m,
+                mediaType="application/vnd.oci.image.manifest.v1+json",
+                platform={"os": os_, "architecture": arch},
+            )
+        )
+    index = {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": manifests,
+    }
+    with open(os.path.join(root, "index.json"), "w") as fh:
+        json.dump(index, fh)
+    with open(os.path.join(root, "oci-layout"), "w") as fh:
+        json.dump({"imageLayoutVersion": "1.0.0"}, fh)
+    if docker_manifest:  # Docker 25+ docker save: manifest.json beside the layout
+        with open(os.path.join(root, "manifest.json"), "w") as fh:
+            json.dump(
+                [
+                    {
+                        "Config": "blobs/sha256/x",
+                        "RepoTags": ["app:1"],
+                        "Layers": [l["digest"].replace("sha256:", "blobs/sha256/") for l in lay],
+                    }
+                ],
+                fh,
+            )
+    return index
+
+
+def tar_of_dir(root) -> bytes:
+    """A folder as an uncompressed tar (``oci-archive``, ``docker save``), paths relative to it."""
+    import os
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for d, _dirs, files in sorted(os.walk(root)):
+            for f in sorted(files):
+                p = os.path.join(d, f)
+                tf.add(p, arcname=os.path.relpath(p, root))
+    return buf.getvalue()

@@ -126,3 +126,89 @@ def test_conda_attribution_survives_the_summary_cache(tmp_path):
     assert warm.stats.cache_hits == 1
     for res in (cold, warm):
         assert {r.distribution for r in res.reports} == {"cupy-core 13.3.0"} and len(res.reports) == 3
+
+
+# ------------------------------------------------------------------------------ OCI images
+from builders import layer_tar, oci_layout, tar_of_dir  # noqa: E402
+
+SM90 = fixture_path("bin", "t04_exe_sm90a_c90a")
+SP = "usr/lib/python3.11/site-packages"
+
+
+def _image(tmp_path, fmt="dir", **kw):
+    """Three layers: a base with two libraries and a dist-info, one deleting a library with a
+    whiteout and making a folder opaque, one overriding the other library with a newer build."""
+    base = layer_tar(
+        [
+            ("usr", None),
+            ("usr/lib", None),
+            ("usr/lib/libold.so", _read(SM80)),
+            ("usr/lib/libcuda_app.so", _read(SM80)),
+            ("opt/vendor/libvendor.so", _read(LIB86)),
+            (f"{SP}/gpu/_ext.so", _read(FATBIN)),
+            (f"{SP}/gpu-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: gpu\nVersion: 1.0\n\n"),
+            (f"{SP}/gpu-1.0.dist-info/RECORD", b"gpu/_ext.so,sha256=x,1\ngpu-1.0.dist-info/RECORD,,\n"),
+            ("etc/escape", ("symlink", "../../../../etc/passwd")),
+        ]
+    )
+    delete = layer_tar(
+        [("usr/lib/.wh.libold.so", b""), ("opt/vendor/.wh..wh..opq", b""), ("opt/vendor/README", b"x")]
+    )
+    override = layer_tar([("usr/lib/libcuda_app.so", _read(SM90))], compress="zstd")
+    root = tmp_path / "layout"
+    oci_layout(str(root), [base, delete, override], **kw)
+    if fmt == "dir":
+        return root
+    t = tmp_path / "image.tar"
+    t.write_bytes(tar_of_dir(str(root)))
+    return t
+
+
+def _files(recs, top):
+    out = {}
+    for r in recs:
+        if r.path != str(top):
+            _, layer, member = r.path.split("!", 2)
+            out[member] = (layer, r)
+    return out
+
+
+@pytest.mark.parametrize("fmt,docker", [("dir", False), ("tar", False), ("tar", True)])
+def test_oci_image_final_filesystem_with_whiteouts_and_layers(tmp_path, fmt, docker):
+    img = _image(tmp_path, fmt, docker_manifest=docker)
+    recs = list(inspect_path(str(img)))
+    own = recs[0]
+    assert own.path == str(img) and own.format == "oci" and own.error is None, own
+    files = _files(recs, img)
+    assert sorted(files) == ["usr/lib/libcuda_app.so", f"{SP}/gpu/_ext.so"]  # libold deleted, vendor opaque
+    layer, app = files["usr/lib/libcuda_app.so"]
+    index = json.loads((tmp_path / "layout" / "index.json").read_text())
+    manifest = json.loads(
+        (
+            tmp_path / "layout" / index["manifests"][0]["digest"].replace("sha256:", "blobs/sha256/")
+        ).read_text()
+    )
+    top = manifest["layers"][2]["digest"].replace("sha256:", "blobs/sha256/")
+    assert layer == top  # the override, from the last layer
+    assert {e.arch for e in app.entries} >= {"sm_90a"} and "sm_80" not in {e.arch for e in app.entries}
+    ext_layer, ext = files[f"{SP}/gpu/_ext.so"]
+    assert ext_layer == manifest["layers"][0]["digest"].replace("sha256:", "blobs/sha256/")
+    assert ext.package.label == "gpu 1.0" and app.package is None
+    assert any("3 layers, 2 whiteouts" in n and "1 links not followed" in n for n in own.notes), own.notes
+    res = scan([str(img)], ScanOptions(jobs=1, cache_dir=str(tmp_path / "cache")))
+    dists = {r.path.rsplit("!", 1)[1]: r.distribution for r in res.reports}
+    assert dists == {f"{SP}/gpu/_ext.so": "gpu 1.0", "usr/lib/libcuda_app.so": None}
+    warm = scan([str(img)], ScanOptions(jobs=1, cache_dir=str(tmp_path / "cache")))
+    assert warm.stats.cache_hits == 1 and warm.reports == res.reports
+
+
+def test_oci_multi_platform_index_default_and_platform_option(tmp_path):
+    from fatbin_inspect.inventory.core import Options
+
+    img = _image(tmp_path, platforms=("linux/arm64", "linux/amd64"))
+    own = next(iter(inspect_path(str(img))))
+    assert any("linux/amd64 scanned" in n for n in own.notes)
+    own = next(iter(inspect_path(str(img), Options(platform="linux/arm64"))))
+    assert own.error is None and any("linux/arm64 sha256:" in n for n in own.notes)
+    own = next(iter(inspect_path(str(img), Options(platform="windows/amd64"))))
+    assert "no windows/amd64 image" in own.error.message

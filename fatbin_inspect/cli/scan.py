@@ -169,6 +169,13 @@ def _target_dict(t):
     metavar="tcp://HOST:PORT",
     help="Dask scheduler for --executor dask (its workers must see the same paths).",
 )
+@click.option(
+    "--platform",
+    default="linux/amd64",
+    show_default=True,
+    metavar="OS/ARCH[/VARIANT]",
+    help="The image of a multi-platform OCI index to scan.",
+)
 @click.option("--strict", is_flag=True, help="Exit 3 when any file could not be read.")
 @format_option(["table", "json", "html"])
 @output_option
@@ -184,13 +191,15 @@ def scan_cmd(
     no_cache,
     executor,
     scheduler,
+    platform,
     strict,
     fmt,
     output,
 ):
     """Which installed distributions have device code for which GPUs.
 
-    PATHS: folders, virtualenv or conda prefixes, wheels, conda packages, .tar/.tar.gz images (none: the running
+    PATHS: folders, virtualenv or conda prefixes, wheels, conda packages, OCI image layouts and
+    .tar images (OCI archives, docker save) (none: the running
     interpreter's site-packages). Cache: $FATBIN_INSPECT_CACHE_DIR or the user cache dir; delete it
     at will. Exit 1 when a --gpu target fails to run something.
     """
@@ -208,7 +217,7 @@ def scan_cmd(
     # files are already spread over processes: no second level of processes inside one file;
     # with targets, small cubins are decoded so device-link output is not judged as code
     # (inventory.Options fields as a dict: the parsers are imported only if a file must be read)
-    inv = {"kernels": kernels, "details": kernels, "jobs": 1, "probe_small": bool(targets)}
+    inv = {"kernels": kernels, "details": kernels, "jobs": 1, "probe_small": bool(targets), "platform": platform}
     # the table needs per-file summaries only (a warm scan then loads no full record); the JSON
     # of a scan without targets is encoded by the workers and streamed (a warm scan copies the
     # cached bytes); the engine's verdicts and the HTML report need the full records

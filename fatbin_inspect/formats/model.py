@@ -109,12 +109,14 @@ class FileError:
 
 @dataclass(frozen=True)
 class Package:
-    """The package a container says it is: a conda package's ``info/index.json``.
+    """The package that holds a file, from its own metadata: a conda package's ``info/index.json``
+    (kind "conda"), or, inside an image, a ``*.dist-info`` RECORD (kind "python") or a prefix's
+    ``conda-meta/*.json`` (kind "conda") that lists the file.
 
     ``cuda`` is the CUDA the package declares (``cuda-version >=12.4`` or ``__cuda >=12.0`` in
     ``depends``, ``cuda126`` in the build string): "12.4" (a lower bound) or "12" (a family)."""
 
-    kind: str  # "conda"
+    kind: str  # "conda" | "python"
     name: str
     version: str
     build: str = ""

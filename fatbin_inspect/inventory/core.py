@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from fatbin_inspect.containers import Layout, archives, conda, detect, has_static_cudart
+from fatbin_inspect.containers import Layout, archives, conda, detect, has_static_cudart, oci
 from fatbin_inspect.errors import InputError, LimitExceeded
 from fatbin_inspect.formats import cubin as cubin_mod
 from fatbin_inspect.formats import fatbin as fatbin_mod
@@ -43,10 +43,15 @@ class Options:
     jobs: int = 0  # processes for decoding one large file's payloads; 0 = one per CPU, 1 = none
     resources: bool = True  # with kernels: registers, shared, constant0, max threads per kernel
     probe_small: bool = False  # decode only small cubins (<= PROBE_MAX): tells device-link output
+    platform: str = "linux/amd64"  # the image of a multi-platform OCI index that is read
 
 
 def inspect_path(path: str, opts: Options = Options()) -> Iterator[FileReport]:
-    """Records for one file on disk (directories are walked by ``scan``)."""
+    """Records for one file on disk, or an OCI image layout folder (other folders are walked by
+    ``scan``)."""
+    if os.path.isdir(path) and oci.is_layout_dir(path):
+        yield from _container_first(path, _inspect_image(path, oci.DirStore(path), opts, 0, 0))
+        return
     try:
         blob = open_blob(path)
     except InputError as exc:
@@ -103,6 +108,14 @@ def inspect_pairs(path: str, blob: Blob, opts: Options, depth: int) -> Iterator[
     """(record, blob) pairs, streaming: each member's bytes can be dropped once the consumer moves
     on (a wheel's members are never all held at once). An archive's own record comes last."""
     fmt = detect(blob.head(512))
+    if fmt == "tar" and depth < MAX_DEPTH:
+        try:
+            store = oci.TarStore.index(blob)  # headers only: an image is read layer by layer
+        except InputError:
+            store = None  # the plain walk reports it
+        if store is not None and oci.is_image_names(store.entries):
+            yield from _inspect_image(path, store, opts, depth, blob.size)
+            return
     if fmt in ("ar", "zip", "tar", "gzip", "bzip2"):
         yield from _inspect_archive(path, fmt, blob, opts, depth)
         return
@@ -195,6 +208,44 @@ def _inspect_archive(
         ),
         blob,
     )
+
+
+def _inspect_image(path: str, store, opts: Options, depth: int, size: int):
+    """An OCI layout or ``docker save`` tar: its final filesystem's files (``PATH!LAYER!FILE``),
+    attributed by the image's own Python and conda metadata, then the image's record. The
+    records are held until the last layer was read (metadata may sit in any layer)."""
+    notes: list[str] = []
+    error: FileError | None = None
+    out: list[FileReport] = []
+    seen: set[str] = set()
+    try:
+        images, notes = oci.images(store, opts.platform)
+        for image in images:
+            reader = oci.ImageReader(store, image)
+            found: list[FileReport] = []
+            for m in reader.members():
+                child = f"{path}!{m.name}"
+                if m.error is not None:
+                    found.append(FileReport(path=child, format="unknown", size=0, error=_err(m.error)))
+                    continue
+                for rec, _b in inspect_pairs(child, m.blob, opts, depth + 1):
+                    if rec.fatbins or rec.error or (opts.members == "all" and rec.format != "unknown"):
+                        found.append(rec)
+            owners = reader.owners()
+            for rec in found:
+                if rec.path in seen:  # a layer two images of one archive share
+                    continue
+                seen.add(rec.path)
+                owner = owners.get(rec.path[len(path) + 1 :].split("!")[1])
+                out.append(rec if owner is None or rec.package else dataclasses.replace(rec, package=owner))
+            notes += reader.notes
+    except InputError as exc:
+        error = _err(exc)
+    except Exception as exc:
+        error = _err(exc)
+    for rec in out:
+        yield rec, None
+    yield FileReport(path=path, format="oci", size=size, error=error, notes=tuple(notes)), None
 
 
 def _gzip_members(blob: Blob) -> Iterator[archives.Member]:

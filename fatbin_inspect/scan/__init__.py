@@ -45,7 +45,13 @@ ProgressFn = Callable[[int, int, int], None]  # (files done, files seen, bytes d
 # the ``inventory.Options`` fields the records depend on (the cache fingerprint), with their
 # defaults (a test holds them equal to Options'), so options given as a dict need no parser import
 FINGERPRINT_DEFAULTS = dict(
-    kernels=False, details=False, resources=True, probe_small=False, scan_hidden=True, members="device"
+    kernels=False,
+    details=False,
+    resources=True,
+    probe_small=False,
+    scan_hidden=True,
+    members="device",
+    platform="linux/amd64",
 )
 
 
@@ -102,6 +108,7 @@ def _options_fingerprint(o: Options | Mapping[str, Any] | None) -> str:
     return (
         f"k{int(v['kernels'])}d{int(v['details'])}r{int(v['resources'])}p{int(v['probe_small'])}"
         f"h{int(v['scan_hidden'])}m{v['members']}"
+        + ("" if v["platform"] == "linux/amd64" else f"p{v['platform']}")
     )
 
 
@@ -307,8 +314,9 @@ class _Scanner:
             path = state[0]
             self._finish([(path, state[1], _join_spans(path, state[2]))])
 
-    def _file(self, path: str, apath: str, st: os.stat_result | None) -> None:
-        """One regular file: ``apath`` its absolute path, ``st`` its stat when the walk had it."""
+    def _file(self, path: str, apath: str, st: os.stat_result | None, fmt: str | None = None) -> None:
+        """One regular file: ``apath`` its absolute path, ``st`` its stat when the walk had it;
+        ``fmt``: its format when known without reading it (an image layout folder)."""
         if st is None:
             try:
                 st = os.stat(path)
@@ -332,7 +340,7 @@ class _Scanner:
         from fatbin_inspect.scan import worker
 
         try:
-            fmt = worker.head_format(path)
+            fmt = fmt or worker.head_format(path)
         except OSError as exc:
             self._error(path, size, f"cannot open: {exc.strerror}")
             return
@@ -364,6 +372,18 @@ class _Scanner:
         self._tick(n, nbytes)
 
     def _root(self, root: Root) -> None:
+        if root.kind == "oci-image":  # one unit, keyed by its index.json (blobs are content-addressed)
+            try:
+                st = os.stat(os.path.join(root.path, "index.json"))
+            except OSError as exc:
+                self.reports.append(
+                    FileReport(
+                        path=root.path, format="oci", size=0, error=FileError(f"unreadable: {exc.strerror}")
+                    )
+                )
+                return
+            self._file(root.path, os.path.abspath(root.path), st, fmt="oci")
+            return
         known = self.cache.preload(os.path.abspath(root.path))
         n = nbytes = 0  # files settled by their stat alone, not yet counted: the warm path of a
         for path, apath, st, skip in iter_stat(root.path):  # tree is this loop and nothing else

@@ -20,7 +20,7 @@ from fatbin_inspect.inventory.walk import StatItem, iter_stat  # noqa: F401  (th
 @dataclass(frozen=True)
 class Root:
     path: str
-    kind: str  # site-packages | venv | conda | directory | wheel | conda-package | archive | file
+    kind: str  # site-packages | venv | conda | oci-image | directory | wheel | conda-package | archive | file
 
 
 def interpreter_site_packages() -> tuple[str, ...]:
@@ -38,6 +38,10 @@ def interpreter_site_packages() -> tuple[str, ...]:
 
 def kind_of(path: str) -> str:
     if os.path.isdir(path):
+        if os.path.isfile(os.path.join(path, "oci-layout")) and os.path.isfile(
+            os.path.join(path, "index.json")
+        ):
+            return "oci-image"
         if os.path.isfile(os.path.join(path, "pyvenv.cfg")):
             return "venv"
         if os.path.isdir(os.path.join(path, "conda-meta")):

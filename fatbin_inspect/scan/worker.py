@@ -17,7 +17,7 @@ from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.fatbin import MAGIC_BYTES
 from fatbin_inspect.formats.model import FileError, FileReport
-from fatbin_inspect.inventory.core import Options, inspect_blob, inspect_zip_span
+from fatbin_inspect.inventory.core import Options, inspect_blob, inspect_path, inspect_zip_span
 from fatbin_inspect.scan.cache import encode_record
 
 CHUNK = 32 << 20
@@ -49,7 +49,10 @@ def has_magic(blob: Blob) -> bool:
 
 
 def inspect_file(path: str, opts: Options) -> tuple[FileReport, ...]:
-    """Records worth reporting for one file on disk: those with device code or an error."""
+    """Records worth reporting for one file on disk (or an OCI image layout folder): those with
+    device code or an error."""
+    if os.path.isdir(path):
+        return tuple(rec for rec in inspect_path(path, opts) if rec.fatbins or rec.error)
     try:
         blob = open_blob(path)
     except InputError as exc:
