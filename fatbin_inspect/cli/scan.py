@@ -217,7 +217,13 @@ def scan_cmd(
     # files are already spread over processes: no second level of processes inside one file;
     # with targets, small cubins are decoded so device-link output is not judged as code
     # (inventory.Options fields as a dict: the parsers are imported only if a file must be read)
-    inv = {"kernels": kernels, "details": kernels, "jobs": 1, "probe_small": bool(targets), "platform": platform}
+    inv = {
+        "kernels": kernels,
+        "details": kernels,
+        "jobs": 1,
+        "probe_small": bool(targets),
+        "platform": platform,
+    }
     # the table needs per-file summaries only (a warm scan then loads no full record); the JSON
     # of a scan without targets is encoded by the workers and streamed (a warm scan copies the
     # cached bytes); the engine's verdicts and the HTML report need the full records
