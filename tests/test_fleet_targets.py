@@ -1,7 +1,10 @@
 """``--targets``: doctor JSON reports, fleet TOML and ``[tool.fatbin-inspect] targets`` as targets."""
 
 import json
+import shutil
+from importlib import resources
 
+import jsonschema
 import pytest
 from conftest import fixture_path
 
@@ -120,7 +123,7 @@ def test_check_against_a_fleet_is_one_command(nodes, capsys):
 
 
 def test_gpu_and_targets_combine_and_env_switches_apply(nodes, capsys):
-    code, out, _ = run(
+    _code, out, _ = run(
         [
             "check",
             MULTI,
@@ -148,7 +151,7 @@ def test_pyproject_targets_for_check_and_gate(nodes, tmp_path, capsys, monkeypat
     proj = tmp_path / "proj"
     (proj / "fleet").mkdir(parents=True)
     for p in nodes[:2]:
-        (proj / "fleet" / p.rsplit("/", 1)[1]).write_text(open(p).read())
+        shutil.copyfile(p, proj / "fleet" / p.rsplit("/", 1)[1])
     (proj / "pyproject.toml").write_text(
         '[tool.fatbin-inspect]\ntargets = [{ name = "ci", gpu = "GTX 1080", driver = "580" }, "fleet/doctor-*.json"]\n'
     )
@@ -173,6 +176,8 @@ def test_scan_takes_targets(nodes, capsys):
     doc = json.loads(out)
     assert [t["hosts"] for t in doc["targets"]] == [["old03"], ["ws"]]
     assert code == 1
+    schema = json.loads(resources.files("fatbin_inspect").joinpath("schemas/scan.schema.json").read_text())
+    jsonschema.validate(doc, schema)
 
 
 def test_no_gpu_anywhere_is_a_usage_error(tmp_path, capsys):
@@ -184,5 +189,5 @@ def test_no_gpu_anywhere_is_a_usage_error(tmp_path, capsys):
 def test_doctor_json_names_its_host(capsys):
     import socket
 
-    code, out, _ = run(["doctor", "--format", "json", "--no-torch-archs"], capsys)
+    _code, out, _ = run(["doctor", "--format", "json", "--no-torch-archs"], capsys)
     assert json.loads(out)["stack"]["host"] == socket.gethostname()

@@ -196,3 +196,16 @@ def test_chromium_renders_the_heatmaps(tmp_path, capsys):
 
     for state in ("sass", "fail", "jit"):  # the heatmap colours are on screen
         assert rgb(COLOURS[state]) in seen, state
+
+
+def test_drilldown_is_bounded_per_file(monkeypatch):
+    from fatbin_inspect.checks import coverage
+    from fatbin_inspect.checks.findings import FindingsReport
+    from fatbin_inspect.inventory.core import Options, inspect_path
+    from fatbin_inspect.render.findings import html
+
+    monkeypatch.setattr(html, "FATBINS_SHOWN", 1)
+    reports = list(inspect_path(MULTI, Options()))  # two fatbins (device-link output and the code)
+    assert len(reports[0].fatbins) == 2
+    page = html.render(FindingsReport("check", (), coverage=coverage.build(reports), files=tuple(reports)))
+    assert "… and 1 more fatbins" in page and page.count(".nv_fatbin @ 0x") == 1

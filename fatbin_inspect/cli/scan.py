@@ -21,8 +21,9 @@ from fatbin_inspect.cli.fleet import targets_option
 
 
 def _verdicts(reports, targets, env_runtime):
-    """Per-file engine verdicts (R-FILE, with R-RT's runtime) as coverage ``Verdict`` records, and
-    the roll-up of a row's files (R-UNIT, R-VARIANT by ``env_runtime``). Imported only with ``--gpu``."""
+    """Per-file engine verdicts (R-FILE, with R-RT's runtime) as coverage ``Verdict`` records, the
+    roll-up of a row's files (R-UNIT, R-VARIANT by ``env_runtime``), and the engine's verdicts
+    themselves (path -> one per target). Imported only with ``--gpu``."""
     from fatbin_inspect.checks.coverage import verdict_of
     from fatbin_inspect.compat import runtime, units
     from fatbin_inspect.compat.engine import evaluate
@@ -43,7 +44,7 @@ def _verdicts(reports, targets, env_runtime):
             out.append(verdict_of(u, u.path))
         return out
 
-    return {p: [verdict_of(v, p) for v in vs] for p, vs in engine_vs.items()}, roll_up
+    return {p: [verdict_of(v, p) for v in vs] for p, vs in engine_vs.items()}, roll_up, engine_vs
 
 
 def _wheel_runtime(path: str):
@@ -92,32 +93,17 @@ def _torch_cuda(version_py: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _html(paths, targets, reports) -> str:
-    """The HTML report: coverage, verdicts per target, files and fatbins, findings as ``check`` gives them."""
+def _html(paths, targets, reports, cov, engine_verdicts) -> str:
+    """The HTML report: the table's matrix (rows rolled up the same way), files and fatbins, and
+    the findings ``check`` would give for the same verdicts."""
     import dataclasses
 
     from fatbin_inspect.checks.gate import check_findings
-    from fatbin_inspect.cli.findings import with_views
-    from fatbin_inspect.compat.engine import evaluate
     from fatbin_inspect.render import findings
 
-    engine = [evaluate(r, t) for r in reports for t in targets]
-    report = check_findings(paths, targets, engine, [r for r in reports if r.error])
-    report = with_views(dataclasses.replace(report, command="scan"), reports, engine)
+    report = check_findings(paths, targets, engine_verdicts, [r for r in reports if r.error])
+    report = dataclasses.replace(report, command="scan", coverage=cov, files=tuple(reports))
     return findings.render(report, "html")[0]
-
-
-def _target_dict(t):
-    return {
-        "gpu": t.gpu.name,
-        "cc": f"{t.cc[0]}.{t.cc[1]}",
-        "tegra": t.gpu.tegra,
-        "driver": t.driver.version,
-        "driver_cuda": t.driver.cuda,
-        "max_ptx_isa": t.driver.max_ptx_isa,
-        "driver_assumed": t.driver.assumed,
-        "hosts": list(t.hosts),
-    }
 
 
 @click.command("scan")
@@ -249,22 +235,23 @@ def scan_cmd(
     seconds = time.monotonic() - start
     for r in result.reports:
         note_error(r)
-    verdicts, roll_up = None, None
+    verdicts, roll_up, engine_vs = None, None, {}
     if targets:
         env_rt = environment_runtime(runtime_version, result.reports)
-        verdicts, roll_up = _verdicts(result.reports, targets, env_rt)
+        verdicts, roll_up, engine_vs = _verdicts(result.reports, targets, env_rt)
     labels = [t.label for t in targets]
     cov = coverage.build(result.reports, verdicts, labels, roll_up)
     if fmt == "json":
         from fatbin_inspect.render import jsondump
+        from fatbin_inspect.render.check_json import target_dict
         from fatbin_inspect.render.scan_json import scan_document, scan_stream_document
 
         document = scan_stream_document if streamed else scan_document
         with open_output(output) as out:
-            jsondump.write(out, document(result, cov, seconds, [_target_dict(t) for t in targets]))
+            jsondump.write(out, document(result, cov, seconds, [target_dict(t) for t in targets]))
         text = None
     elif fmt == "html":
-        text = _html(paths, targets, result.reports)
+        text = _html(paths, targets, result.reports, cov, [v for vs in engine_vs.values() for v in vs])
     else:
         from fatbin_inspect.render.scan_table import render_coverage, summary_line
 

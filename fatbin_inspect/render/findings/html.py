@@ -24,6 +24,7 @@ from fatbin_inspect.render.scan_table import common_dir
 CELL, GAP, LEFT = 26, 2, 300  # heatmap geometry in px: cell, gap, label column
 CHAR = 6.6  # px per character of 12px text, to make room for the rotated column titles
 FILE_ROWS = 200  # folder rows are drawn file by file when there are at most this many files
+FATBINS_SHOWN = 100  # per file in the drill-down (libtorch_cuda.so has over 20,000)
 GLYPH = {SASS: "S", PTX: "P", "native": "✓", "jit": "J", "fail": "✗", "no-device-code": "–", "link-time": "L"}
 COLOURS = {
     SASS: "#2e9d4f",
@@ -192,7 +193,7 @@ def _fatbins(report: FileReport) -> str:
     if not report.fatbins:
         return "<p>no fatbin</p>"
     parts = []
-    for fb in report.fatbins:
+    for fb in report.fatbins[:FATBINS_SHOWN]:
         where = f"{fb.section or '-'} @ {fb.offset:#x}"
         archs = ", ".join(dict.fromkeys(e.arch for e in fb.entries)) or "empty"
         rows = "".join(
@@ -206,6 +207,9 @@ def _fatbins(report: FileReport) -> str:
             "<table><tr><th>kind</th><th>arch</th><th>compression</th><th>size</th><th>PTX ISA</th></tr>"
             f"{rows}</table></details>"
         )
+    more = len(report.fatbins) - FATBINS_SHOWN
+    if more > 0:
+        parts.append(f"<p>… and {more} more fatbins (<code>fatbin-inspect PATH</code> lists every one)</p>")
     return "".join(parts)
 
 
