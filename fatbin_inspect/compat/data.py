@@ -68,10 +68,12 @@ def error_by_number(number: int) -> dict[str, Any] | None:
     return next((e for e in errors() if e["number"] == number), None)
 
 
+@cache  # packaged data never changes in a run; the engine asks per entry and target
 def tegra_ccs() -> tuple[CC, ...]:
     return tuple(parse_cc(c) for c in load("target_rules")["sass_rules"]["tegra_exact_only_ccs"])
 
 
+@cache  # packaged data never changes in a run; the engine asks per entry and target
 def family_members(sm: int) -> tuple[CC, ...] | None:
     """CCs that ``compute_<sm>f`` (and an ``sm_<sm>f`` cubin) serve; None when the data has no row."""
     row = load("target_rules")["family_members"].get(f"compute_{sm}f")
