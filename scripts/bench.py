@@ -3,6 +3,7 @@
 
     python scripts/bench.py inventory [FILE...]   # issue 2: listing vs cuobjdump, --kernels vs cubloaty
     python scripts/bench.py scan ...              # issue 4: see scripts/bench_scan.py
+    python scripts/bench.py table ...             # issue 15: every row of its table (scripts/bench_table.py)
 
 Default files: libtorch_cuda.so (torch==2.14.1) and libcublasLt.so.13 (nvidia-cublas==13.1.1.3),
 unpacked from the wheels in .cache/corpus by scripts/fetch_corpus.sh. Every command runs as a child
@@ -149,6 +150,8 @@ def main(argv):
     what = argv[1] if len(argv) > 1 else "inventory"
     if what == "inventory":
         bench_inventory(argv[2:] or DEFAULT_FILES)
+    elif what == "table":  # issue 15: every row of its table
+        os.execv(sys.executable, [sys.executable, os.path.join(ROOT, "scripts", "bench_table.py"), *argv[2:]])
     elif what == "scan":
         os.execv(sys.executable, [sys.executable, os.path.join(ROOT, "scripts", "bench_scan.py"), *argv[2:]])
     else:

@@ -32,7 +32,14 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from fatbin_inspect.containers import archives  # noqa: E402
 
-WHEELS = ("torch-2.14.1-", "nvidia_cublas-13.", "nvidia_cufft-12.", "cupy_cuda12x-", "onnxruntime_gpu-")
+WHEELS = (
+    "torch-2.14.1-",
+    "nvidia_cublas-13.",
+    "nvidia_cufft-12.",
+    "nvidia_nccl_cu13-",
+    "cupy_cuda12x-",
+    "onnxruntime_gpu-",
+)
 
 
 def _tree_rss(pid: int) -> int:
