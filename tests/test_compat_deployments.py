@@ -1,6 +1,7 @@
 """Deployment situations of issue #17: forward-compatibility packages (R-FWD 803/804), Windows driver
 numbers, Jetson releases, and the data rows of the December 2026 update (each row has a source)."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -294,3 +295,46 @@ def test_generation_support_going_forward():
 def test_every_data_file_is_dated_by_its_last_source():
     for name in ("drivers", "gpus", "toolkits", "target_rules", "errors"):
         assert data.load(name)["as_of"] == "2026-12-01", name
+
+
+# ------------------------------------------------------------- fleet: doctor reports carry R-FWD
+def _doctor_report(tmp_path, name, gpu, kernel, libcuda_path, build, api):
+    doc = {
+        "schema_version": 1,
+        "stack": {
+            "gpus": [{"index": 0, "name": gpu[0], "cc": gpu[1], "tegra": False, "uuid": None}],
+            "kernel_driver": {"version": kernel, "source": "nvml"},
+            "user_driver": {"path": libcuda_path, "build": build, "api_version": api, "error": None},
+            "host": name,
+        },
+    }
+    p = tmp_path / f"doctor-{name}.json"
+    p.write_text(json.dumps(doc))
+    return str(p)
+
+
+def test_doctor_report_with_a_compat_libcuda_is_a_compat_target(tmp_path):
+    from fatbin_inspect.cli import fleet
+
+    p = _doctor_report(
+        tmp_path,
+        "node1",
+        ("NVIDIA H100 80GB HBM3", "9.0"),
+        "580.95.05",
+        "/usr/local/cuda-13.4/compat/libcuda.so.1",
+        "615.71.09",
+        13040,
+    )
+    (t,) = fleet.read_targets(p, None)
+    assert t.compat is not None and t.compat.package == "cuda-compat-13-4" and t.driver.branch == 580
+    assert rules.forward_compat(t).ok
+    plain = _doctor_report(
+        tmp_path,
+        "node2",
+        ("NVIDIA H100 80GB HBM3", "9.0"),
+        "580.95.05",
+        "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+        "580.95.05",
+        13000,
+    )
+    assert fleet.read_targets(plain, None)[0].compat is None

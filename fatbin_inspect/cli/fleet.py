@@ -4,7 +4,8 @@ A FILE is recognised by its content, not its name:
 
 - a ``doctor --format json`` report: each distinct GPU model of ``stack.gpus`` (name and compute
   capability as NVML saw them) on the kernel driver ``stack.kernel_driver.version`` (else the
-  ``libcuda`` build); the node is named by ``stack.host``, else by the file name without
+  ``libcuda`` build), with the cuda-compat package its ``libcuda`` came from, if any (R-FWD);
+  the node is named by ``stack.host``, else by the file name without
   ``doctor-`` and ``.json``. A report without GPUs adds nothing (a warning says so);
 - a JSON list of such reports;
 - TOML with ``targets = [{name = "...", gpu = "H100", driver = "550"}, ...]`` (``[[targets]]``
@@ -80,12 +81,35 @@ def _doctor_targets(doc: dict, path: str, default_driver: str | None, warn) -> l
         gpu = gpu_for_cc(cc, name=g["name"])
         if g.get("tegra") is True and not gpu.tegra:
             gpu = dataclasses.replace(gpu, tegra=True)
-        t = Target(gpu, _driver(version, path), hosts=(host,))
+        t = Target(gpu, _driver(version, path), hosts=(host,), compat=_doctor_compat(udrv, kdrv, path))
         if t not in out:
             out.append(t)
     if not out:
         warn(f"{path}: no GPU in this doctor report ({host}): no target from it")
     return out
+
+
+def _doctor_compat(udrv: Any, kdrv: Any, where: str):
+    """The cuda-compat package a doctor report's libcuda came from (its folder and build)."""
+    from fatbin_inspect.compat.targets import resolve_compat
+    from fatbin_inspect.system.stack import UserDriver, compat_package
+
+    if not isinstance(udrv, dict) or not isinstance(udrv.get("path"), str):
+        return None
+    build, api = udrv.get("build"), udrv.get("api_version")
+    found = compat_package(
+        UserDriver(
+            udrv["path"], build if isinstance(build, str) else None, api if isinstance(api, int) else None
+        ),
+        kdrv.get("version") if isinstance(kdrv, dict) else None,
+        local=False,
+    )
+    if found is None or not found.cuda:
+        return None
+    try:
+        return resolve_compat(found.cuda, source=f"{where}: libcuda from {found.folder}")
+    except UsageError:
+        return None
 
 
 def _driver(version: str | None, where: str):

@@ -29,12 +29,13 @@ def short_gpu(t: Target) -> str:
 def target_title(t: Target) -> str:
     """A column title: the hosts (fleet targets) or the GPU, then the driver (``*``: assumed)."""
     driver = f"drv {t.driver.version}{'*' if t.driver.assumed else ''}"
-    return "\n".join(x for x in (t.host_label, short_gpu(t), driver) if x)
+    compat = f"compat {t.compat.cuda}" if t.compat else None  # R-FWD: cuda-compat package in use
+    return "\n".join(x for x in (t.host_label, short_gpu(t), driver, compat) if x)
 
 
 def target_name(t: Target) -> str:
     """One line naming a target in the notes."""
-    gpu = f"{short_gpu(t)}, driver {t.driver.version}"
+    gpu = f"{short_gpu(t)}, driver {t.driver.version}{f' + {t.compat.package}' if t.compat else ''}"
     return f"{t.host_label} ({gpu})" if t.hosts else gpu
 
 

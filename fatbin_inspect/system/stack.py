@@ -347,16 +347,8 @@ def local_devices(gpus: Sequence[str], driver: str | None) -> LocalDevices:
 
 def _local_compat(kernel_version: str | None) -> tuple[str, str] | None:
     """(CUDA, folder) of the cuda-compat libcuda the loader picks, for ``--driver auto`` (R-FWD)."""
-    from fatbin_inspect.compat import data
-
     found = compat_package(loaded_user_driver(), kernel_version)
-    if found is None:
-        return None
-    cuda = found.cuda
-    if cuda is None and found.build:
-        row = data.branch_row(data.leading_int(found.build))
-        cuda = row["max_cuda_version"] if row else None
-    return (cuda, found.folder) if cuda else None
+    return (found.cuda, found.folder) if found is not None and found.cuda else None
 
 
 def proc_driver_version(proc: str) -> KernelDriver | None:
@@ -399,13 +391,16 @@ class CompatPackage:
     folder: str
 
 
-def compat_package(udrv: UserDriver | None, kernel_version: str | None) -> CompatPackage | None:
+def compat_package(
+    udrv: UserDriver | None, kernel_version: str | None, local: bool = True
+) -> CompatPackage | None:
     """The forward-compatibility package in use: libcuda's real path lies in a ``cuda-compat``
     folder (``/usr/local/cuda-13.4/compat``, a conda ``cuda-compat`` prefix) and its build differs
-    from the kernel driver (a compat libcuda of the installed build changes nothing)."""
+    from the kernel driver (a compat libcuda of the installed build changes nothing). ``local``:
+    the path is on this machine (links are followed); a path from another machine's report is not."""
     if udrv is None:
         return None
-    folder = os.path.dirname(os.path.realpath(udrv.path))
+    folder = os.path.dirname(os.path.realpath(udrv.path) if local else udrv.path)
     m = _COMPAT_DIR.search(folder)
     if not m:
         return None
@@ -416,6 +411,11 @@ def compat_package(udrv: UserDriver | None, kernel_version: str | None) -> Compa
         cuda = f"{udrv.api_version // 1000}.{udrv.api_version % 1000 // 10}"
     elif m.group(1) or m.group(3):
         cuda = f"{int(m.group(1) or m.group(3))}.{int(m.group(2) or m.group(4))}"
+    elif udrv.build:  # the build's branch tells its CUDA (drivers.json)
+        from fatbin_inspect.compat import data
+
+        row = data.branch_row(data.leading_int(udrv.build))
+        cuda = row["max_cuda_version"] if row else None
     return CompatPackage(cuda, udrv.build, folder)
 
 
