@@ -145,6 +145,52 @@ RULES: tuple[Rule, ...] = (
         "and CUDA initialisation fails with cudaErrorNoDevice (100). Install a driver branch that "
         "supports the GPU, or check against the branch the deployment really runs.",
     ),
+    Rule(
+        "FBI014",
+        "specialised-elsewhere",
+        "note",
+        "Code made for other GPUs is set aside on a target (R-FILE, R-UNIT)",
+        "Some fat binaries (or whole files of a distribution) hold only code for other GPUs: a higher "
+        "compute capability, arch/family-specific code, or an older generation the library replaces "
+        "with its general code. Libraries that pick kernels by compute capability never launch them "
+        "there; if one did, it would fail with 209. Informational; re-grade it to enforce full coverage.",
+    ),
+    Rule(
+        "FBI015",
+        "nothing-to-check",
+        "error",
+        "The gate found nothing to check",
+        "No input held device code: no artifacts were found, every one was ignored, or a wheel that "
+        "names CUDA in its name or requirements ships no device code. A gate that checks nothing "
+        "passes by accident; fix the paths or the ignore globs, or disable FBI015 for CPU-only builds.",
+    ),
+    Rule(
+        "FBI016",
+        "no-exact-cubin",
+        "error",
+        "No cubin for exactly the required architecture (require-exact)",
+        "The code loads natively through a cubin for a lower minor of the same major (sm_80 on 8.6), "
+        "but the policy asks for a cubin built for exactly this arch (require-exact). Add the arch to "
+        "the build, or drop require-exact to accept same-major compatibility (R-SASS-1).",
+    ),
+    Rule(
+        "FBI017",
+        "cuda-major-differs-from-torch",
+        "error",
+        "An extension needs another CUDA major than the torch it is installed with",
+        "The extension links a CUDA runtime of another major than torch's (a CUDA 12 extension beside "
+        "a CUDA 13 torch): both runtimes must load into one process, and the driver must serve the "
+        "newer one. Install the extension build that matches torch.version.cuda.",
+    ),
+    Rule(
+        "FBI018",
+        "driver-numbering-mismatch",
+        "warning",
+        "The target's driver number does not fit the platform it is judged on",
+        "A Jetson target was given a desktop driver number (Jetson drivers come with JetPack/L4T), or a "
+        "Windows binary is judged against a Linux driver number (Windows numbers differ, e.g. 581.xx for "
+        "R580). The verdict uses the CUDA level of the number as given; check against the real driver.",
+    ),
 )
 
 RULE_BY_ID: dict[str, Rule] = {r.id: r for r in RULES}

@@ -12,18 +12,20 @@ judged the same way; FBI005 (arch-specific only) applies to required archs, not 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
+from fatbin_inspect.checks.coverage import folder_of
 from fatbin_inspect.checks.findings import Check, Finding, FindingsReport, sort_key
 from fatbin_inspect.checks.policy import Policy, distribution_of, split_arch
-from fatbin_inspect.compat import data, engine, rules
-from fatbin_inspect.compat.runtime import from_needs
+from fatbin_inspect.compat import data, engine, rules, units
+from fatbin_inspect.compat import runtime as runtime_mod
+from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import NOT_PROBED, LocalDevices, Target, resolve_driver, resolve_targets
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Fatbin, FileReport
 
-OK, ARCH_SPECIFIC, JIT, PTX_TOO_NEW, NONE = "ok", "arch-specific", "jit", "ptx-too-new", "none"
+OK, JIT, PTX_TOO_NEW, NONE = "ok", "jit", "ptx-too-new", "none"
 RUNTIME_TOO_NEW, NO_DEVICE = "runtime-too-new", "no-device"  # file-wide failures (R-DRV, R-GPU)
 FAILURE_STATE = {
     rules.UNSUPPORTED_PTX: PTX_TOO_NEW,
@@ -102,16 +104,6 @@ def state(d: engine.Decision) -> str:
     return FAILURE_STATE.get(d.error.code if d.error is not None else None, NONE)
 
 
-def coverage(fbv, fatbin: Fatbin, req: Requirement) -> str:
-    """How one judged fatbin serves a requirement: ``state`` or arch-specific (only sm_XYa code)."""
-    s = state(fbv)
-    if s != OK or req.arch is None or split_arch(req.arch)[2] == "a":
-        return s
-    native = {ev.offset for ev in fbv.entries if ev.verdict == "native"}
-    specific = [rules.arch_specific(e) for e in fatbin.entries if e.offset in native]
-    return ARCH_SPECIFIC if specific and all(specific) else OK
-
-
 # ------------------------------------------------------------------------------------- rules
 class _Emitter:
     def __init__(self, report: FileReport, policy: Policy):
@@ -129,56 +121,121 @@ class _Emitter:
 _of = engine.of_fatbins
 
 
-def check_requirement(emit: _Emitter, fatbins: list[Fatbin], req: Requirement) -> None:
-    """FBI001/2/3/5/9 for one requirement, fatbin by fatbin (R-SEL and the rules it calls)."""
+def check_requirement(
+    emit: _Emitter,
+    v: engine.FileVerdict,
+    req: Requirement,
+    set_aside: bool = False,
+    fatbins: Sequence[Fatbin] = (),
+) -> None:
+    """FBI001/2/3/5/9/14/16 for one requirement from the file's R-FILE verdict on its target:
+    fatbins (or, R-UNIT, whole files) made for other GPUs are a note, gaps fail."""
     arch = req.arch or f"sm_{req.target.gpu.sm}"
-    states: dict[str, list] = {}
-    for fb in fatbins:
-        fbv = engine.evaluate_fatbin(fb, req.target)
-        if fbv.verdict != "no-device-code":
-            states.setdefault(coverage(fbv, fb, req), []).append(fbv)
-    total = sum(len(x) for x in states.values())
     label = req.label
-
-    def n(state: str) -> str:
-        return _of(len(states[state]), total)
-
-    if states.get(NONE):
-        if req.none_rule == "FBI009":
-            emit("FBI009", "warning", f"{label}: no code in {n(NONE)}, torch has {arch}", label, arch)
-        else:
-            emit("FBI001", "error", f"{label}: no loadable SASS or PTX in {n(NONE)}", label, arch)
-    if states.get(PTX_TOO_NEW):
-        drv = req.target.driver
-        isas = sorted(
-            {e.ptx_isa for fb in fatbins for e in fb.entries if e.kind == KIND_PTX},
-            key=lambda v: tuple(map(int, v.split("."))),
-        )
+    total = sum(v.counts.values())
+    if total == 0:
+        return
+    if set_aside:
+        archs = ", ".join(a for a, _ in (v.specialised.archs if v.specialised else ())[:4])
         emit(
-            "FBI003",
-            "error",
-            f"{label}: only PTX newer than the driver's JIT in {n(PTX_TOO_NEW)} "
-            f"(PTX ISA {isas[-1]}; R{drv.branch} compiles up to {drv.max_ptx_isa})",
+            "FBI014",
+            "note",
+            f"{label}: only code for other GPUs ({archs}); set aside, as another file of the "
+            "distribution runs there (R-UNIT)",
             label,
             arch,
         )
-    if states.get(JIT):
+        return
+    _failures(emit, v, req, arch, total, fatbins)
+    if v.counts["jit"]:
         sev = "note" if emit.policy.ptx_counts else "error"
-        emit("FBI002", sev, f"{label}: only PTX (JIT) in {n(JIT)}", label, arch)
-    if states.get(ARCH_SPECIFIC):
+        emit("FBI002", sev, f"{label}: only PTX (JIT) in {_of(v.counts['jit'], total)}", label, arch)
+    if v.specialised is not None and v.coverage == "partial":
+        emit("FBI014", "note", f"{label}: {engine.coverage_line(v)}", label, arch)
+    _arch_specific_only(emit, v, req, arch, total)
+    if emit.policy.require_exact and req.arch is not None:
+        _exact(emit, v, req, total)
+
+
+def _failures(
+    emit: _Emitter, v: engine.FileVerdict, req: Requirement, arch: str, total: int, fatbins: Sequence[Fatbin]
+) -> None:
+    """FBI001/FBI009 (209), FBI003 (222) for the gaps (or for everything when nothing loads)."""
+    if v.verdict != "fail":
+        return
+    label = req.label
+    failing = v.gaps.count if v.gaps is not None and v.coverage == "partial" else total
+    what = f"{_of(failing, total)}"
+    if v.gaps is not None and v.gaps.kernels:
+        what += f" ({len(v.gaps.kernels)} kernels: {', '.join(v.gaps.kernels[:3])})"
+    s = state(v)
+    if s == PTX_TOO_NEW:
+        drv = req.target.driver
+        isas = sorted(
+            {e.ptx_isa for fb in fatbins for e in fb.entries if e.kind == KIND_PTX},
+            key=lambda x: tuple(map(int, x.split("."))),
+        )
+        newest = f"PTX ISA {isas[-1]}; " if isas else ""
+        emit(
+            "FBI003",
+            "error",
+            f"{label}: only PTX newer than the driver's JIT in {what} "
+            f"({newest}R{drv.branch} compiles up to {drv.max_ptx_isa})",
+            label,
+            arch,
+        )
+    elif req.none_rule == "FBI009":
+        emit("FBI009", "warning", f"{label}: no code in {what}, torch has {arch}", label, arch)
+    else:
+        elsewhere = (
+            "; everything else is made for other GPUs" if v.specialised and v.coverage == "none" else ""
+        )
+        emit("FBI001", "error", f"{label}: no loadable SASS or PTX in {what}{elsewhere}", label, arch)
+
+
+def _arch_specific_only(
+    emit: _Emitter, v: engine.FileVerdict, req: Requirement, arch: str, total: int
+) -> None:
+    """FBI005: a file that loads only through arch-specific (sm_XYa) code where sm_XY is required."""
+    if req.arch is None or split_arch(req.arch)[2] == "a":
+        return
+    only_a = [f for f in v.fatbins if f.ignored is None and f.verdict == "native" and not f.general_native]
+    # beside general code for the target they are specialised kernels (cuBLASLt's sm_90a ones), not a gap
+    if only_a and not any(f.general_native for f in v.fatbins if f.ignored is None):
         cc = req.target.cc
         emit(
             "FBI005",
             "warning",
-            f"{label}: only {arch}a code (runs on CC {cc[0]}.{cc[1]} only) in {n(ARCH_SPECIFIC)}",
-            label,
+            f"{req.label}: only {arch}a code (runs on CC {cc[0]}.{cc[1]} only) in {_of(len(only_a), total)}",
+            req.label,
             arch,
         )
 
 
-def check_runtime(emit: _Emitter, report: FileReport, target: Target) -> None:
-    """FBI004: the CUDA runtime the file links needs a newer driver than the minimum (R-DRV)."""
-    o = rules.driver_for_runtime(from_needs(report.needs), target)
+def _exact(emit: _Emitter, v: engine.FileVerdict, req: Requirement, total: int) -> None:
+    """FBI016 (require-exact): loading fatbins whose cubin is not built for exactly the required arch."""
+    _, sm, variant = split_arch(req.arch)
+    want = {f"sm_{sm}{variant}"} | ({f"sm_{sm}"} if variant == "f" else set())
+    loose = [
+        f
+        for f in v.fatbins
+        if f.ignored is None and f.verdict in ("native", "jit") and not want & set(f.archs)
+    ]
+    if loose:
+        via = sorted({f.chosen.arch for f in loose if f.chosen is not None})
+        emit(
+            "FBI016",
+            "error",
+            f"{req.label}: no {req.arch} cubin in {_of(len(loose), total)} (they load through {', '.join(via)})",
+            req.label,
+            req.arch,
+        )
+
+
+def check_runtime(emit: _Emitter, rt: RuntimeNeed | None, target: Target) -> None:
+    """FBI004: the CUDA runtime the file needs (R-RT, as ``check`` finds it) needs a newer driver
+    than the minimum (R-DRV)."""
+    o = rules.driver_for_runtime(rt, target)
     if not o.ok:
         err = engine.error_ref(o.error)
         emit("FBI004", "error", f"{err.name} ({err.code}): {o.reason}", FILE_WIDE)
@@ -232,6 +289,27 @@ def _required(required, sm: int, variant: str) -> bool:
 
 
 # --------------------------------------------------------------------------------- the gate
+@dataclass(frozen=True)
+class Context:
+    """What the CLI read besides the records: runtimes from wheel metadata (R-RT 4), inputs that
+    name CUDA (wheel name or requirements), and torch's CUDA runtime for ``--match torch``."""
+
+    wheel_runtimes: Mapping[str, RuntimeNeed] = dataclasses.field(default_factory=dict)
+    cuda_named: frozenset[str] = frozenset()
+    torch_runtime: RuntimeNeed | None = None
+
+
+@dataclass
+class _Artifact:
+    report: FileReport
+    policy: Policy
+    emit: _Emitter
+    fatbins: list[Fatbin]
+    runtime: RuntimeNeed | None
+    reqs: tuple[Requirement, ...] = ()
+    verdicts: dict[str, engine.FileVerdict] = dataclasses.field(default_factory=dict)
+
+
 def gate(
     reports: Iterable[FileReport],
     policy: Policy,
@@ -239,48 +317,40 @@ def gate(
     reference: FileReport | None = None,
     fleet: Sequence[Target] = (),
     local: LocalDevices = NOT_PROBED,
+    context: Context = Context(),
 ) -> FindingsReport:
     """Findings for every artifact. ``flags`` are reapplied after per-distribution overrides;
     ``reference`` is torch's libtorch_cuda.so for ``--match torch`` (its archs become FBI009
     requirements, and torch's own files are not checked); ``fleet``: resolved ``--targets``, each
     judged on its own driver like a named GPU; ``local``: the probed GPUs and driver for ``auto``
-    (``system.stack.local_devices``)."""
+    (``system.stack.local_devices``). Steps: collect the artifacts, judge each file on each
+    requirement (R-FILE), set aside files made for other GPUs per distribution (R-UNIT), emit."""
     ref_archs = reference_archs(reference) if reference is not None else ()
     fleet_reqs = tuple(Requirement(t.label, t, None) for t in fleet)
     labels: list[str] = [
         r.label
         for r in requirements(policy.require, policy.gpus, policy.min_driver, ref_archs, local) + fleet_reqs
     ]
-    findings: list[Finding] = []
+    reports = list(reports)
+    arts, inputs, ignored = _collect(reports, policy, flags, reference, context)
     checks: list[Check] = []
-    inputs: list[str] = []
-    for report in reports:
-        if "!" not in report.path:
-            inputs.append(report.path)
-        pol = policy.for_artifact(report.path, distribution_of(report), flags)
-        if pol.ignored(report.path) or (reference is not None and _is_torch(report, reference)):
-            continue
-        fatbins = counted_fatbins(report)
-        if not fatbins and report.error is None:
-            continue
-        emit = _Emitter(report, pol)
-        checks.append(Check(report.path, FILE_WIDE, emit.dist))
-        if report.error is not None:
-            emit("FBI008", "error", report.error.message, FILE_WIDE, None, report.error.offset)
-        if fatbins:
-            check_file_wide(emit, fatbins, pol)
-            reqs = requirements(pol.require, pol.gpus, pol.min_driver, ref_archs, local) + fleet_reqs
-            if reqs and pol.min_driver:
-                check_runtime(
-                    emit,
-                    report,
-                    dataclasses.replace(reqs[0].target, driver=resolve_driver(pol.min_driver, local.driver)),
-                )
-            for req in reqs:
-                checks.append(Check(report.path, req.label, emit.dist))
-                labels.append(req.label)
-                check_requirement(emit, fatbins, req)
-        findings += emit.out
+    for art in arts:
+        if art.fatbins:
+            art.reqs = requirements(
+                art.policy.require, art.policy.gpus, art.policy.min_driver, ref_archs, local
+            )
+            art.reqs += fleet_reqs
+            art.verdicts = {r.label: engine.evaluate(art.report, r.target, stack=False) for r in art.reqs}
+    aside = _unit_set_aside(arts)
+    findings: list[Finding] = []
+    for art in arts:
+        _emit_artifact(art, aside, local, context, reference)
+        checks.append(Check(art.report.path, FILE_WIDE, art.emit.dist))
+        for req in art.reqs:
+            checks.append(Check(art.report.path, req.label, art.emit.dist))
+            labels.append(req.label)
+        findings += art.emit.out
+    findings += _nothing_to_check(reports, arts, ignored, policy, context)
     return FindingsReport(
         "gate",
         tuple(sorted(findings, key=sort_key)),
@@ -288,6 +358,103 @@ def gate(
         tuple(dict.fromkeys(labels)),
         tuple(inputs),
     )
+
+
+def _collect(reports, policy: Policy, flags, reference, context: Context):
+    arts: list[_Artifact] = []
+    inputs: list[str] = []
+    ignored = 0
+    for report in reports:
+        if "!" not in report.path:
+            inputs.append(report.path)
+        pol = policy.for_artifact(report.path, distribution_of(report), flags)
+        if pol.ignored(report.path) or (reference is not None and _is_torch(report, reference)):
+            ignored += 1
+            continue
+        fatbins = counted_fatbins(report)
+        if not fatbins and report.error is None:
+            continue
+        emit = _Emitter(report, pol)
+        rt = runtime_mod.for_file(report, context.wheel_runtimes.get(report.path.split("!", 1)[0]))
+        arts.append(_Artifact(report, pol, emit, fatbins, rt))
+    return arts, inputs, ignored
+
+
+def _unit_set_aside(arts: Sequence[_Artifact]) -> set[tuple[str, str]]:
+    """(path, requirement label) of files made only for other GPUs while another file of the same
+    distribution (or folder) runs there (R-UNIT)."""
+    groups: dict[tuple[str | None, str], list[_Artifact]] = {}
+    for art in arts:
+        unit = art.emit.dist or folder_of(art.report.path)
+        for label in art.verdicts:
+            groups.setdefault((unit, label), []).append(art)
+    out = set()
+    for (_, label), members in groups.items():
+        if len(members) < 2:
+            continue
+        pairs = [(a.report.path, a.verdicts[label]) for a in members]
+        if any(v.verdict != "fail" or v.coverage == "partial" for _, v in pairs):
+            out |= {(p, label) for p in units.set_aside(pairs)}
+    return out
+
+
+def _emit_artifact(art: _Artifact, aside, local, context: Context, reference) -> None:
+    emit, report, pol = art.emit, art.report, art.policy
+    if report.error is not None:
+        emit("FBI008", "error", report.error.message, FILE_WIDE, None, report.error.offset)
+    if not art.fatbins:
+        return
+    check_file_wide(emit, art.fatbins, pol)
+    if art.reqs and pol.min_driver:
+        target = dataclasses.replace(art.reqs[0].target, driver=resolve_driver(pol.min_driver, local.driver))
+        check_runtime(emit, art.runtime, target)
+    if reference is not None:
+        check_torch_runtime(emit, art.runtime, context.torch_runtime)
+    for req in art.reqs:
+        check_requirement(emit, art.verdicts[req.label], req, (report.path, req.label) in aside, art.fatbins)
+        check_driver_numbering(emit, report, req)
+
+
+def _nothing_to_check(reports, arts, ignored: int, policy: Policy, context: Context) -> list[Finding]:
+    """FBI015: no artifact with device code, everything ignored, or a CUDA-named wheel without device code."""
+    out = []
+    with_code = {a.report.path.split("!", 1)[0] for a in arts if a.fatbins}
+    for path in sorted(context.cuda_named - with_code):
+        out.append(
+            Finding(
+                "FBI015", "error", "names CUDA in its name or requirements but holds no device code", path
+            )
+        )
+    if not arts:
+        why = (
+            f"every artifact with device code was ignored ({ignored})"
+            if ignored
+            else "no artifact with device code was found in the inputs"
+        )
+        out.append(Finding("FBI015", "error", why, reports[0].path.split("!", 1)[0] if reports else "."))
+    return [
+        dataclasses.replace(f, severity=sev)
+        for f in out
+        if (sev := policy.grade(f.rule_id, f.severity)) is not None
+    ]
+
+
+def check_torch_runtime(emit: _Emitter, rt: RuntimeNeed | None, torch: RuntimeNeed | None) -> None:
+    """FBI017: an extension whose CUDA runtime major differs from torch's."""
+    if rt is None or torch is None or rt.major == torch.major:
+        return
+    emit(
+        "FBI017",
+        "error",
+        f"needs CUDA {rt.major} ({rt.source}) but torch uses CUDA {torch.major} ({torch.source})",
+        FILE_WIDE,
+    )
+
+
+def check_driver_numbering(emit: _Emitter, report: FileReport, req: Requirement) -> None:
+    """FBI018: a Jetson target given a desktop driver number; a Windows binary on a Linux number."""
+    for note in engine.platform_notes(report, req.target):
+        emit("FBI018", "warning", f"{req.label}: {note}", req.label)
 
 
 # ------------------------------------------------------------------------------- check

@@ -71,6 +71,9 @@ class Override:
 class Policy:
     require: tuple[str, ...] = ()  # normalized SASS archs: sm_80, sm_90a, sm_100f
     ptx_counts: bool = False  # JIT-able PTX satisfies a required arch (as a note, FBI002)
+    require_exact: bool = (
+        False  # a required arch needs a cubin for exactly it, not just one that loads (FBI016)
+    )
     require_ptx: bool = False  # PTX for the newest required arch (FBI006)
     forbid: tuple[str, ...] = ()  # sm_XX / compute_XX archs that must not appear (FBI007 error)
     allow_surplus: bool = True  # False: SASS for archs not in `require` is FBI007 (warning)
@@ -248,6 +251,7 @@ VALIDATORS: dict[str, Callable[[Any, str], Any]] = {
     "require": arch_list,
     "forbid": arch_list,
     "ptx_counts": _bool,
+    "require_exact": _bool,
     "require_ptx": _bool,
     "allow_surplus": _bool,
     "gpus": _strings,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 
 import click
 
@@ -50,13 +51,56 @@ def installed_torch_lib() -> str | None:
     return lib if os.path.isfile(lib) else None
 
 
+class CommaList(click.ParamType):
+    """A repeatable option whose values (and environment variable) may also be comma lists:
+    ``--require sm_80 --require sm_90,sm_100`` accumulate."""
+
+    name = "list"
+    envvar_list_splitter = ","
+
+
+def _joined(values) -> str | None:
+    """Repeated and comma-separated values as one comma list (None when none were given)."""
+    items = [i.strip() for v in values or () for i in v.split(",") if i.strip()]
+    return ",".join(items) if items else None
+
+
+def gate_context(paths, reports, reference):
+    """What the gate needs besides the records: wheel requirements as runtimes (R-RT 4), the
+    inputs that name CUDA (FBI015 when they hold no device code), torch's runtime (FBI017)."""
+    import zipfile
+
+    from fatbin_inspect.checks.gate import Context
+    from fatbin_inspect.compat import runtime
+
+    wheels = {r.path.split("!", 1)[0] for r in reports} | {p for p in paths if os.path.isfile(p)}
+    wheel_rts, named = {}, set()
+    for w in sorted(wheels):
+        if not (w.lower().endswith(".whl") and zipfile.is_zipfile(w)):
+            continue
+        rt = runtime.from_wheel(w)
+        if rt is not None:
+            wheel_rts[w] = rt
+        if rt is not None or re.search(r"(?i)(cuda|[_-]cu\d{2,3}\b|^nvidia[_-])", os.path.basename(w)):
+            named.add(w)
+    torch_rt = runtime.for_file(reference) if reference is not None else None
+    return Context(wheel_rts, frozenset(named), torch_rt)
+
+
 @click.command("gate")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @click.option(
     "--require",
-    default=None,
+    multiple=True,
+    type=CommaList(),
     envvar=_env("REQUIRE"),
-    help="Required SASS archs, e.g. sm_80,sm_90,sm_100,sm_120 (env FATBIN_INSPECT_REQUIRE).",
+    help="Required SASS archs, repeatable or comma-separated: sm_80,sm_90,sm_100,sm_120 (env FATBIN_INSPECT_REQUIRE).",
+)
+@click.option(
+    "--require-exact/--no-require-exact",
+    default=None,
+    envvar=_env("REQUIRE_EXACT"),
+    help="A required arch needs a cubin built for exactly it (sm_86), not one that loads there (sm_80).",
 )
 @click.option(
     "--ptx-counts/--no-ptx-counts",
@@ -71,7 +115,11 @@ def installed_torch_lib() -> str | None:
     help="Require PTX for the newest required arch (forward compatibility).",
 )
 @click.option(
-    "--forbid", default=None, envvar=_env("FORBID"), help="Archs that must not appear, e.g. sm_50,compute_50."
+    "--forbid",
+    multiple=True,
+    type=CommaList(),
+    envvar=_env("FORBID"),
+    help="Archs that must not appear, repeatable or comma-separated: sm_50,compute_50.",
 )
 @click.option(
     "--allow-surplus/--no-allow-surplus",
@@ -82,9 +130,10 @@ def installed_torch_lib() -> str | None:
 @click.option(
     "--gpu",
     "gpus",
-    default=None,
+    multiple=True,
+    type=CommaList(),
     envvar=_env("GPU"),
-    help="Target GPUs, comma-separated ('H100,RTX 5090,8.9'): checked with the compatibility engine.",
+    help="Target GPUs, repeatable or comma-separated ('H100,RTX 5090,8.9'): checked with the compatibility engine.",
 )
 @targets_option
 @click.option(
@@ -97,7 +146,11 @@ def installed_torch_lib() -> str | None:
     "--ignore", "ignore", multiple=True, envvar=_env("IGNORE"), help="Skip artifacts matching GLOB (repeat)."
 )
 @click.option(
-    "--disable", default=None, envvar=_env("DISABLE"), help="Rule ids never reported, e.g. FBI007,FBI006."
+    "--disable",
+    multiple=True,
+    type=CommaList(),
+    envvar=_env("DISABLE"),
+    help="Rule ids never reported, repeatable or comma-separated: FBI007,FBI006.",
 )
 @click.option(
     "--match",
@@ -120,6 +173,7 @@ def installed_torch_lib() -> str | None:
 def gate_cmd(
     paths,
     require,
+    require_exact,
     ptx_counts,
     require_ptx,
     forbid,
@@ -148,15 +202,16 @@ def gate_cmd(
     from fatbin_inspect.cli.inventory import iter_reports
 
     flags = {
-        "require": require,
+        "require": _joined(require),
+        "require_exact": require_exact,
         "ptx_counts": ptx_counts,
         "require_ptx": require_ptx,
-        "forbid": forbid,
+        "forbid": _joined(forbid),
         "allow_surplus": allow_surplus,
-        "gpus": gpus,
+        "gpus": _joined(gpus),
         "min_driver": min_driver,
         "ignore": list(ignore) or None,
-        "disable": disable,
+        "disable": _joined(disable),
         "fail_on": fail_on,
     }
     pol, given = policy_mod.load("" if isolated else config, flags)
@@ -186,7 +241,8 @@ def gate_cmd(
     reference = torch_reference(match, reports) if match else None
     from fatbin_inspect.system.stack import local_devices
 
-    report = gate(reports, pol, given, reference, fleet, local_devices(pol.gpus, pol.min_driver))
+    ctx = gate_context(paths, reports, reference)
+    report = gate(reports, pol, given, reference, fleet, local_devices(pol.gpus, pol.min_driver), ctx)
     if fmt == "html":
         report = with_views(report, [r for r in reports if r.fatbins or r.error])
     emit_findings(report, fmt, pol.fail_on, output, exit_zero)

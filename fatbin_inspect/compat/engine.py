@@ -250,12 +250,15 @@ def specialised_in(v: FatbinVerdict, unit_general: bool) -> bool:
 
 
 # --------------------------------------------------------------------------- step: the file
-def evaluate(report: FileReport, target: Target, runtime: RuntimeNeed | None = None) -> FileVerdict:
+def evaluate(
+    report: FileReport, target: Target, runtime: RuntimeNeed | None = None, *, stack: bool = True
+) -> FileVerdict:
     """The file's verdict on ``target``: R-DRV, then R-GPU, then R-FILE over its fatbins.
 
     ``runtime`` defaults to the one ``report.needs`` names (``runtime.for_file`` adds wheel and
-    static-cudart evidence)."""
-    rt = runtime if runtime is not None else from_needs(report.needs)
+    static-cudart evidence); ``stack=False`` judges the device code only (a gate checks the
+    runtime against its minimum driver once per file)."""
+    rt = (runtime if runtime is not None else from_needs(report.needs)) if stack else None
     fbs = judge_fatbins(report, target)
     counted = [v for v in fbs if _counts_toward(v)]
     base = {
@@ -265,7 +268,7 @@ def evaluate(report: FileReport, target: Target, runtime: RuntimeNeed | None = N
         "runtime": rt,
         "kernels_analysed": bool(counted) and all(v.kernels is not None for v in counted),
     }
-    notes = tuple(n for n in (target.driver.note,) if n)
+    notes = tuple(n for n in (target.driver.note,) if n) + platform_notes(report, target)
     if is_link_time(report):
         return _link_time(counted, notes, base)
     if not counted and rt is None:
@@ -290,6 +293,24 @@ def judge_fatbins(report: FileReport, target: Target) -> tuple[FatbinVerdict, ..
         dataclasses.replace(v, specialised=True) if _counts_toward(v) and specialised_in(v, general) else v
         for v in fbs
     )
+
+
+def platform_notes(report: FileReport, target: Target) -> tuple[str, ...]:
+    """Warnings that the driver number does not fit where the code runs: a Jetson given a
+    desktop driver number, a Windows binary judged against a Linux driver number."""
+    drv, out = target.driver, []
+    platform = getattr(drv, "platform", None)
+    if target.gpu.tegra and not drv.assumed and platform != "jetson":
+        out.append(
+            f"{target.gpu.name} is a Jetson: its driver comes with JetPack/L4T (--driver jetpack-6.2), "
+            f"but {drv.version} is a desktop driver number; judged as CUDA {drv.cuda}"
+        )
+    if report.format == "pe" and platform == "linux":
+        out.append(
+            f"a Windows binary judged against Linux driver {drv.version}: Windows drivers are numbered "
+            "differently (e.g. 581.xx for R580); give the Windows number"
+        )
+    return tuple(out)
 
 
 def _counts_toward(v: FatbinVerdict) -> bool:

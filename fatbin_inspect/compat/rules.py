@@ -494,7 +494,9 @@ def _jit(tusable: Judged, has_cubins: bool, cubin_rules: tuple[str, ...], t: Tar
     if not isa.ok:
         reason = f"would JIT-compile the {e.arch} PTX, but its {isa.reason}"
         return Selection("fail", e, Outcome(False, "R-PTX-ISA", reason, UNSUPPORTED_PTX), rules)
-    lead = "no cubin fits, so " if has_cubins else ""
+    lead = ""
+    if has_cubins:  # under CUDA_FORCE_PTX_JIT a fitting cubin is ignored, not missing
+        lead = "CUDA_FORCE_PTX_JIT=1 ignores the cubins, so " if t.force_ptx_jit else "no cubin fits, so "
     reason = f"{lead}the driver JIT-compiles the {e.arch} PTX: {o.reason}; {isa.reason}"
     return Selection("jit", e, Outcome(True, o.rule, reason), rules)
 

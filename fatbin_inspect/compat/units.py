@@ -129,7 +129,7 @@ def unit_verdict(
     return _roll_up(chosen, decided)
 
 
-def _set_aside(chosen: Sequence[tuple[str, FileVerdict]]) -> set[str]:
+def set_aside(chosen: Sequence[tuple[str, FileVerdict]]) -> set[str]:
     """Files made only for other GPUs: (iii) counts when another file runs a general cubin natively."""
     out = set()
     for p, v in chosen:
@@ -145,7 +145,7 @@ def _set_aside(chosen: Sequence[tuple[str, FileVerdict]]) -> set[str]:
 
 
 def _roll_up(chosen: Sequence[tuple[str, FileVerdict]], decided: dict[str, tuple[str, ...]]) -> UnitVerdict:
-    aside = _set_aside(chosen)
+    aside = set_aside(chosen)
     judged = [(p, v) for p, v in chosen if v.verdict not in ("no-device-code", "link-time")]
     kept = [(p, v) for p, v in judged if p not in aside]
     extra = (tuple(sorted(aside)), tuple(decided), tuple(q for qs in decided.values() for q in qs))

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Verdicts of every library with device code in the corpus wheels, on the issue's eight GPUs.
+
+    nice python3 scripts/corpus_verdicts.py [.cache/corpus] [-o table.md] [--json out.json]
+
+For each wheel (``*.whl`` in the folder and its ``win/``), each member with device code is judged
+(R-RT runtime: linked or static cudart, else the wheel's requirements) on A100, H100, RTX 4090,
+RTX 5090, B200, GB10, Jetson AGX Orin and GTX 1080 with driver R580, and for CUDA 12 (and older)
+libraries also with R535; each wheel gets a distribution row (R-UNIT, R-VARIANT). A cell reads
+``verdict/coverage``, with the CUDA error for a failure; every failure's reason follows the table.
+Verdicts need only entry headers and small device-link cubins, as ``check`` without ``--kernels``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from fatbin_inspect.compat import runtime, units
+from fatbin_inspect.compat.engine import evaluate
+from fatbin_inspect.compat.targets import resolve_targets
+from fatbin_inspect.inventory.core import Options, inspect_path
+
+GPUS = ("A100", "H100", "RTX 4090", "RTX 5090", "B200", "GB10", "Jetson AGX Orin", "GTX 1080")
+SHORT = ("A100", "H100", "4090", "5090", "B200", "GB10", "Orin", "1080")
+OPTS = Options(probe_small=True)
+
+
+def cell(v) -> str:
+    if v.verdict == "fail":
+        return f"fail {v.error.code if v.error else '?'}/{v.coverage}"
+    return f"{v.verdict}/{v.coverage}"
+
+
+def judge_wheel(path: str, targets_by_driver: dict) -> list[dict]:
+    """Rows for one wheel: its members with device code, then the distribution."""
+    wheel_rt = runtime.from_wheel(path)
+    members = []
+    for r in inspect_path(path, OPTS):
+        if not r.fatbins or "!" not in r.path:
+            continue
+        members.append((r, runtime.for_file(r, wheel_rt)))
+    rows = []
+    per_driver: dict[str, list] = {d: [] for d in targets_by_driver}
+    for r, rt in members:
+        drivers = ["580"] + (["535"] if rt is not None and rt.major <= 12 else [])
+        row = {"library": r.path.split("!", 1)[1], "runtime": rt.version if rt else None, "cells": {}}
+        for d in drivers:
+            vs = [evaluate(r, t, rt) for t in targets_by_driver[d]]
+            per_driver[d].append((r.path, vs))
+            row["cells"][d] = [
+                {
+                    "verdict": v.verdict,
+                    "coverage": v.coverage,
+                    "error": v.error.code if v.error else None,
+                    "rule": v.rule,
+                    "reason": v.reason,
+                    "summary": _summary(v),
+                }
+                for v in vs
+            ]
+        rows.append(row)
+    if members:
+        dist = {"library": f"[distribution] {os.path.basename(path)}", "runtime": None, "cells": {}}
+        for d, files in per_driver.items():
+            if not files or (d == "535" and len(files) < len(members)):
+                continue
+            us = [units.unit_verdict([(p, vs[i]) for p, vs in files]) for i in range(len(GPUS))]
+            dist["cells"][d] = [
+                {
+                    "verdict": u.verdict,
+                    "coverage": u.coverage,
+                    "error": u.error.code if u.error else None,
+                    "rule": u.rule,
+                    "reason": u.reason,
+                    "summary": None,
+                    "set_aside": [p.rsplit("/", 1)[-1] for p in u.set_aside],
+                    "variants": [p.rsplit("/", 1)[-1] for p in u.variants],
+                }
+                for u in us
+            ]
+        rows.append(dist)
+    return rows
+
+
+def _summary(v) -> str | None:
+    from fatbin_inspect.compat.engine import coverage_line
+
+    return coverage_line(v)
+
+
+def markdown(results: dict[str, list[dict]]) -> str:
+    out = [
+        "| wheel | library | runtime | driver | " + " | ".join(SHORT) + " |",
+        "|---|---|---|---|" + "---|" * len(SHORT),
+    ]
+    reasons = []
+    for wheel, rows in results.items():
+        for row in rows:
+            for d, cells in row["cells"].items():
+                texts = []
+                for gpu, c in zip(SHORT, cells, strict=False):
+                    t = f"{c['verdict']}" + (f" {c['error']}" if c["error"] else "") + f"/{c['coverage']}"
+                    if c["verdict"] == "fail":
+                        reasons.append(
+                            f"{len(reasons) + 1}. {row['library']} on {gpu} (R{d}): {c['rule']}: {c['reason']}"
+                        )
+                        t += f" [{len(reasons)}]"
+                    texts.append(t)
+                name = wheel.split("-")[0] + " " + wheel.split("-")[1]
+                out.append(
+                    f"| {name} | {row['library']} | {row['runtime'] or '-'} | {d} | "
+                    + " | ".join(texts)
+                    + " |"
+                )
+    return "\n".join([*out, "", "Failure reasons:", "", *reasons]) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "corpus", nargs="?", default=os.path.join(os.path.dirname(__file__), "..", ".cache", "corpus")
+    )
+    ap.add_argument("-o", "--output", help="markdown table (default: stdout)")
+    ap.add_argument("--json", help="also write the verdicts as JSON")
+    ap.add_argument("--only", action="append", default=[], help="wheel name prefix to include (repeat)")
+    args = ap.parse_args(argv)
+    wheels = sorted(
+        glob.glob(os.path.join(args.corpus, "*.whl")) + glob.glob(os.path.join(args.corpus, "win", "*.whl"))
+    )
+    if args.only:
+        wheels = [w for w in wheels if any(os.path.basename(w).startswith(p) for p in args.only)]
+    targets = {d: resolve_targets(list(GPUS), d) for d in ("580", "535")}
+    results = {}
+    for w in wheels:
+        print(f"judging {os.path.basename(w)}", file=sys.stderr, flush=True)
+        rows = judge_wheel(w, targets)
+        if rows:
+            results[os.path.basename(w)] = rows
+    text = markdown(results)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(results, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
