@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from fatbin_inspect.checks.coverage import folder_of
 from fatbin_inspect.checks.findings import Check, Finding, FindingsReport, sort_key
 from fatbin_inspect.checks.policy import Policy, distribution_of, split_arch
 from fatbin_inspect.compat import data, engine, rules, units
@@ -382,10 +381,13 @@ def _collect(reports, policy: Policy, flags, reference, context: Context):
 
 def _unit_set_aside(arts: Sequence[_Artifact]) -> set[tuple[str, str]]:
     """(path, requirement label) of files made only for other GPUs while another file of the same
-    distribution (or folder) runs there (R-UNIT)."""
+    distribution runs there (R-UNIT). Loose files in a folder are release artifacts in their own
+    right here (scan rows do treat a folder as a unit): a gate flags a Hopper-only executable."""
     groups: dict[tuple[str | None, str], list[_Artifact]] = {}
     for art in arts:
-        unit = art.emit.dist or folder_of(art.report.path)
+        unit = art.emit.dist
+        if unit is None:
+            continue
         for label in art.verdicts:
             groups.setdefault((unit, label), []).append(art)
     out = set()

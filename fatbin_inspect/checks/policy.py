@@ -71,9 +71,7 @@ class Override:
 class Policy:
     require: tuple[str, ...] = ()  # normalized SASS archs: sm_80, sm_90a, sm_100f
     ptx_counts: bool = False  # JIT-able PTX satisfies a required arch (as a note, FBI002)
-    require_exact: bool = (
-        False  # a required arch needs a cubin for exactly it, not just one that loads (FBI016)
-    )
+    require_exact: bool = False  # a required arch needs a cubin built for exactly it (FBI016)
     require_ptx: bool = False  # PTX for the newest required arch (FBI006)
     forbid: tuple[str, ...] = ()  # sm_XX / compute_XX archs that must not appear (FBI007 error)
     allow_surplus: bool = True  # False: SASS for archs not in `require` is FBI007 (warning)
