@@ -6,6 +6,7 @@ The ``--format`` choices are the findings-format registry (``render.findings.FOR
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 import click
 
@@ -77,9 +78,9 @@ def with_views(report: FindingsReport, reports, verdicts=()) -> FindingsReport:
 
     from fatbin_inspect.checks import coverage
 
-    per_path: dict[str, list] = {}
+    per_path: dict[str, Sequence[coverage.Verdict]] = {}
     for v in verdicts:
-        per_path.setdefault(v.path, []).append(coverage.verdict_of(v, v.path))
+        per_path[v.path] = [*per_path.get(v.path, ()), coverage.verdict_of(v, v.path)]
     labels = report.targets if verdicts else ()
     cov = coverage.build(reports, per_path or None, labels)
     return dataclasses.replace(report, coverage=cov, files=tuple(reports))

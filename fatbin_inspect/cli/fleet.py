@@ -66,7 +66,8 @@ def _doctor_targets(doc: dict, path: str, default_driver: str | None, warn) -> l
         raise UsageError(
             f"{path}: a JSON object without a doctor 'stack': not a `doctor --format json` report"
         )
-    host = stack.get("host") if isinstance(stack.get("host"), str) and stack.get("host") else _host_of(path)
+    named = stack.get("host")
+    host: str = named if isinstance(named, str) and named else _host_of(path)
     kdrv, udrv = stack.get("kernel_driver") or {}, stack.get("user_driver") or {}
     version = kdrv.get("version") if isinstance(kdrv, dict) else None
     version = version or (udrv.get("build") if isinstance(udrv, dict) else None) or default_driver
