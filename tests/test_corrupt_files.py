@@ -417,3 +417,91 @@ def test_conda_packages_truncated_corrupt_and_bombs(tmp_path):
     assert any("inflates past" in m for m in errs["bomb.conda"]), errs["bomb.conda"]
     assert any("not JSON" in m for m in errs["bad_index.tar.bz2"]), errs["bad_index.tar.bz2"]
     assert any("pkg-*.tar.zst" in m for m in errs["no_pkg.conda"]), errs["no_pkg.conda"]
+
+
+# ---------------------------------------------------------------------- OCI images (issue 12)
+def _oci(root, layers, **kw):
+    B.oci_layout(str(root), layers, **kw)
+    return root
+
+
+def test_oci_links_out_of_the_image_are_never_followed(tmp_path):
+    secret = tmp_path / "outside.so"
+    secret.write_bytes(read("t01_exe_sm80"))  # device code outside the image: must not be read
+    layer = B.layer_tar(
+        [
+            ("usr/lib/libabs.so", ("symlink", str(secret))),
+            ("usr/lib/librel.so", ("symlink", "../../../../../" + str(secret))),
+            ("usr/lib/libhard.so", ("hardlink", str(secret).lstrip("/"))),
+            ("../../escape.so", read("t01_exe_sm80")),
+            ("usr/lib/libok.so", read("t12_lib_sm86_c89.so")),
+        ]
+    )
+    img = tmp_path / "images"
+    _oci(img / "links", [layer])
+    (img / "links.tar").write_bytes(B.tar_of_dir(str(img / "links")))
+    before = sorted(os.listdir(tmp_path))
+    recs = list_records(str(img / "links"))
+    recs += list_records(str(img / "links.tar"))
+    assert sorted(os.listdir(tmp_path)) == before
+    members = sorted(r["path"].rsplit("!", 1)[1] for r in recs if r["path"].count("!") == 2)
+    assert members == ["usr/lib/libok.so", "usr/lib/libok.so"], members
+    own = [r for r in recs if r["format"] == "oci"]
+    assert len(own) == 2 and all(r["error"] is None for r in own)
+    assert all("3 links not followed" in n and "1 entries outside" in n for r in own for n in r["notes"][-1:])
+
+
+def test_oci_bombs_layer_counts_nesting_and_broken_layouts(tmp_path):
+    import json as _json
+
+    fb = read("t01_exe_sm80")
+    good = B.layer_tar([("usr/lib/libk.so", fb)])
+    _oci(tmp_path / "bomb", [_zstd_tar_bomb("usr/lib/libbomb.so", 256 << 20)])  # 256 MiB from a few KB
+    _oci(tmp_path / "layers", [good] * 600)  # past MAX_LAYERS, one blob named 600 times
+    inner = tmp_path / "n0"
+    _oci(inner, [good])
+    data = B.tar_of_dir(str(inner))
+    for level in range(1, 6):  # an image whose layer holds an image tar, five deep
+        d = tmp_path / f"n{level}"
+        _oci(d, [B.layer_tar([("img.tar", data)], compress=None)])
+        data = B.tar_of_dir(str(d))
+    (tmp_path / "deep.tar").write_bytes(data)
+    whole = B.tar_of_dir(str(inner))
+    for cut in (len(whole) // 3, 2 * len(whole) // 3):
+        (tmp_path / f"cut_{cut}.tar").write_bytes(whole[:cut])
+    bad = tmp_path / "badindex"
+    _oci(bad, [good])
+    (bad / "index.json").write_text("{not json")
+    missing = tmp_path / "missing"
+    idx = _oci(missing, [good])
+    for f in (missing / "blobs" / "sha256").iterdir():
+        if f.read_bytes()[:2] == b"\x1f\x8b":
+            f.unlink()  # the layer blob
+    loop = tmp_path / "loop"
+    _oci(loop, [good])
+    doc = {
+        "schemaVersion": 2,
+        "manifests": [
+            {
+                "mediaType": "application/vnd.oci.image.index.v1+json",
+                "digest": "sha256:" + "0" * 64,
+                "size": 1,
+            }
+        ],
+    }
+    (loop / "blobs" / "sha256" / ("0" * 64)).write_text(_json.dumps(doc))
+    (loop / "index.json").write_text(_json.dumps(doc))
+    errs = {}
+    for r in list_records(str(tmp_path)):  # one run: every layout folder is one input
+        top = os.path.relpath(r["path"].split("!", 1)[0], tmp_path)
+        errs.setdefault(top, []).extend([r["error"]["message"]] if r["error"] else [])
+    for level in range(6):  # the images along the way: fine while shallow enough
+        assert bool(errs.pop(f"n{level}")) == (level >= 4), level
+    assert any("inflates past" in m for m in errs["bomb"]), errs["bomb"]
+    assert any("600 layers" in m for m in errs["layers"]), errs["layers"]
+    assert any("nested deeper" in m for m in errs["deep.tar"]), errs["deep.tar"]
+    assert any("not JSON" in m for m in errs["badindex"]), errs["badindex"]
+    assert any("missing" in m for m in errs["missing"]), errs["missing"]
+    assert any("nested deeper" in m for m in errs["loop"]), errs["loop"]
+    for name, msgs in errs.items():
+        assert msgs and all("\n" not in m for m in msgs), (name, msgs)

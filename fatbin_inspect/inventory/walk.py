@@ -27,6 +27,7 @@ def iter_files(root: str) -> Iterator[Item]:
 StatItem = tuple[str, str, os.stat_result | None, str | None]
 
 
+_LAYOUT = {"oci-layout", "index.json"}  # an OCI image layout folder holds both files
 _SCANDIR_FD = os.scandir in os.supports_fd  # stat by name relative to an open folder (fstatat)
 
 
@@ -54,7 +55,8 @@ def _entries(d: str) -> list:
 
 def iter_stat(root: str) -> Iterator[StatItem]:
     """Every regular file under ``root`` (sorted by name per folder, depth first), symlinks not
-    followed; one loop over a stack of folders, not a generator per folder level."""
+    followed; one loop over a stack of folders, not a generator per folder level. An OCI image
+    layout folder (``oci-layout`` and ``index.json``) is one item, without a stat."""
     if not os.path.isdir(root):
         yield root, os.path.abspath(root), None, None
         return
@@ -71,6 +73,8 @@ def iter_stat(root: str) -> Iterator[StatItem]:
             entries = _entries(d)
         except OSError as exc:
             return f"unreadable directory: {exc.strerror}"
+        if _LAYOUT <= {name for name, _st, note in entries if note is None}:
+            return None  # an OCI image layout: one input, read as an image, not file by file
         return iter(entries), d if d.endswith(sep) else d + sep, ad if ad.endswith(sep) else ad + sep
 
     aroot = os.path.abspath(root)
@@ -78,7 +82,7 @@ def iter_stat(root: str) -> Iterator[StatItem]:
         top = listing(root, aroot, os.stat(root))
     except OSError as exc:
         top = f"unreadable directory: {exc.strerror}"
-    if isinstance(top, str):
+    if top is None or isinstance(top, str):
         yield root, aroot, None, top
         return
     stack = [top]
@@ -96,7 +100,7 @@ def iter_stat(root: str) -> Iterator[StatItem]:
                 yield shown + name, prefix + name, est, None
             elif S_ISDIR(mode):
                 sub = listing(shown + name, prefix + name, est)
-                if isinstance(sub, str):
+                if sub is None or isinstance(sub, str):
                     yield shown + name, prefix + name, None, sub
                     continue
                 stack.append(sub)

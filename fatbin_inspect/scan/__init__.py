@@ -317,9 +317,14 @@ class _Scanner:
     def _file(self, path: str, apath: str, st: os.stat_result | None, fmt: str | None = None) -> None:
         """One regular file: ``apath`` its absolute path, ``st`` its stat when the walk had it;
         ``fmt``: its format when known without reading it (an image layout folder)."""
+        if st is None and os.path.isdir(path):  # an OCI image layout (the walk yields it whole):
+            fmt = "oci"  # one unit, keyed by its index.json (the blobs are content-addressed)
+            path_st = os.path.join(path, "index.json")
+        else:
+            path_st = path
         if st is None:
             try:
-                st = os.stat(path)
+                st = os.stat(path_st)
             except OSError as exc:
                 self._error(path, 0, f"unreadable: {exc.strerror}")
                 return
@@ -372,18 +377,6 @@ class _Scanner:
         self._tick(n, nbytes)
 
     def _root(self, root: Root) -> None:
-        if root.kind == "oci-image":  # one unit, keyed by its index.json (blobs are content-addressed)
-            try:
-                st = os.stat(os.path.join(root.path, "index.json"))
-            except OSError as exc:
-                self.reports.append(
-                    FileReport(
-                        path=root.path, format="oci", size=0, error=FileError(f"unreadable: {exc.strerror}")
-                    )
-                )
-                return
-            self._file(root.path, os.path.abspath(root.path), st, fmt="oci")
-            return
         known = self.cache.preload(os.path.abspath(root.path))
         n = nbytes = 0  # files settled by their stat alone, not yet counted: the warm path of a
         for path, apath, st, skip in iter_stat(root.path):  # tree is this loop and nothing else
