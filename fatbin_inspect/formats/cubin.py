@@ -171,29 +171,9 @@ def parse_cubin(
     ``demangle(name) -> str | None`` fills ``Kernel.demangled``."""
     elf = _Elf(data)
     flags = elf.e_flags
-    if elf.abi >= 8 or elf.osabi == OSABI_CUDA_V2:
-        sm = (flags >> 8) & 0xFF
-        arch_specific = bool(flags & 0x8)
-        virtual_sm = None
-    else:
-        sm = flags & 0xFF
-        arch_specific = bool(flags & 0x800)
-        virtual_sm = (flags >> 16) & 0xFF or None
-    compat = elf.section(".nv.compat")
-    if compat:
-        for attr, _fmt, val in _nv_records(compat):
-            if attr == COMPAT_ACCELERATOR_TARGET and val == 1:
-                arch_specific = True
-    toolkit = cmdline = None
-    for name in (".note.nv.cuinfo", ".note.nv.cuver", ".note.nv.tkinfo"):
-        raw = elf.section(name)
-        if not raw:
-            continue
-        for ntype, desc in _notes(raw):
-            if ntype == NOTE_TKINFO:
-                toolkit, cmdline = _tkinfo(desc)
-            elif ntype == NOTE_CUINFO and len(desc) >= 4:
-                virtual_sm = struct.unpack_from("<H", desc, 2)[0] or virtual_sm
+    sm, arch_specific, virtual_sm = _target_of(elf)
+    toolkit, cmdline, note_sm = _notes_of(elf)
+    virtual_sm = note_sm or virtual_sm
 
     syms = _kernel_symbols(elf)
     nvlink = (toolkit or "").startswith("nvlink") or (elf.abi >= 8 and flags >> 24 == 0x05)
@@ -212,6 +192,35 @@ def parse_cubin(
     if not resources:
         return info, tuple(Kernel(n, demangle(n) if demangle else None) for _i, n in syms)
     return info, _with_resources(elf, syms, demangle)
+
+
+def _target_of(elf: _Elf) -> tuple[int, bool, int | None]:
+    """(SM, arch-specific, virtual SM) from ``e_flags`` (layout by ELF ABI version) and ``.nv.compat``."""
+    flags = elf.e_flags
+    if elf.abi >= 8 or elf.osabi == OSABI_CUDA_V2:
+        sm, arch_specific, virtual_sm = (flags >> 8) & 0xFF, bool(flags & 0x8), None
+    else:
+        sm, arch_specific, virtual_sm = flags & 0xFF, bool(flags & 0x800), (flags >> 16) & 0xFF or None
+    compat = elf.section(".nv.compat")
+    if compat:  # every record is read: a cut section is an error even after a match
+        records = [(a, v) for a, _f, v in _nv_records(compat)]
+        arch_specific = arch_specific or (COMPAT_ACCELERATOR_TARGET, 1) in records
+    return sm, arch_specific, virtual_sm
+
+
+def _notes_of(elf: _Elf) -> tuple[str | None, str | None, int | None]:
+    """(toolkit, command line) from the tkinfo note, and the virtual SM a cuinfo note names."""
+    toolkit = cmdline = virtual_sm = None
+    for name in (".note.nv.cuinfo", ".note.nv.cuver", ".note.nv.tkinfo"):
+        raw = elf.section(name)
+        if not raw:
+            continue
+        for ntype, desc in _notes(raw):
+            if ntype == NOTE_TKINFO:
+                toolkit, cmdline = _tkinfo(desc)
+            elif ntype == NOTE_CUINFO and len(desc) >= 4:
+                virtual_sm = struct.unpack_from("<H", desc, 2)[0] or virtual_sm
+    return toolkit, cmdline, virtual_sm
 
 
 def _kernel_symbols(elf: _Elf) -> list[tuple[int, str]]:
