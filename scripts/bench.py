@@ -4,6 +4,7 @@
     python scripts/bench.py inventory [FILE...]   # issue 2: listing vs cuobjdump, --kernels vs cubloaty
     python scripts/bench.py scan ...              # issue 4: see scripts/bench_scan.py
     python scripts/bench.py table ...             # issue 15: every row of its table (scripts/bench_table.py)
+    python scripts/bench.py micro-cubin [FILE...] # the cubin reader vs pyelftools on the same cubins
 
 Default files: libtorch_cuda.so (torch==2.14.1) and libcublasLt.so.13 (nvidia-cublas==13.1.1.3),
 unpacked from the wheels in .cache/corpus by scripts/fetch_corpus.sh. Every command runs as a child
@@ -16,6 +17,7 @@ nothing (targets: listing >= 20x faster than cuobjdump at < 1/10 of its peak mem
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import subprocess
@@ -146,12 +148,89 @@ def bench_inventory(files):
             print("cubloaty not installed: pip install cubloaty")
 
 
+def cubin_images(files):
+    """The decoded cubins of ``files`` (default: the committed fixtures), as bytes."""
+    from fatbin_inspect.formats.binio import open_blob
+    from fatbin_inspect.inventory.core import Options, inspect_pairs, payload
+
+    out = []
+    for path in files:
+        blob = open_blob(path)
+        for rec, b in inspect_pairs(path, blob, Options(), 0):
+            out += [
+                payload(b, e) for fb in rec.fatbins for e in fb.entries if e.kind == "sass" and b is not None
+            ]
+    return out
+
+
+def _pyelftools_kernels(data: bytes):
+    """What parse_cubin(kernels=True) reads, through pyelftools: e_flags, notes, kernel symbols."""
+    import io
+
+    from elftools.elf.elffile import ELFFile
+
+    elf = ELFFile(io.BytesIO(data))
+    flags = elf.header["e_flags"]
+    names = [s.name for s in elf.iter_sections()]
+    symtab = elf.get_section_by_name(".symtab")
+    kernels = []
+    if symtab is not None:  # pyelftools drops st_other's STO_CUDA_ENTRY bit (0x10): read it raw
+        raw, size = symtab.data(), symtab["sh_entsize"]
+        kernels = [
+            sym.name
+            for i, sym in enumerate(symtab.iter_symbols())
+            if sym["st_info"]["type"] == "STT_FUNC" and raw[i * size + 5] & 0x10
+        ]
+    return flags, names, kernels
+
+
+def bench_micro_cubin(files, rounds=7):
+    """Decode every cubin once per round with each reader, alternating; median seconds per reader."""
+    from fatbin_inspect.formats.cubin import parse_cubin
+
+    cubins = cubin_images(files)
+    if not cubins:
+        sys.exit("micro-cubin: no cubin in the files given")
+    try:
+        import elftools  # noqa: F401
+    except ImportError:
+        sys.exit("micro-cubin: pyelftools is the peer: pip install pyelftools")
+    ours, theirs = [], []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for c in cubins:
+            parse_cubin(c, kernels=True)
+        t1 = time.perf_counter()
+        for c in cubins:
+            _pyelftools_kernels(c)
+        theirs.append(time.perf_counter() - t1)
+        ours.append(t1 - t0)
+    ours.sort()
+    theirs.sort()
+    mo, mt = ours[rounds // 2], theirs[rounds // 2]
+    same = sum(
+        sorted(k.name for k in parse_cubin(c, kernels=True)[1] or ()) == sorted(_pyelftools_kernels(c)[2])
+        for c in cubins
+    )
+    print(
+        f"{len(cubins)} cubins, {sum(map(len, cubins)) / 1e6:.1f} MB, median of {rounds} alternating rounds"
+    )
+    print(
+        f"  cubin.parse_cubin(kernels=True): {mo * 1e3:.1f} ms   pyelftools (sections + symbols): {mt * 1e3:.1f} ms"
+    )
+    print(
+        f"RATIO micro-cubin: {mt / mo:.1f}x faster than pyelftools; same kernel names in {same}/{len(cubins)} cubins"
+    )
+
+
 def main(argv):
     what = argv[1] if len(argv) > 1 else "inventory"
     if what == "inventory":
         bench_inventory(argv[2:] or DEFAULT_FILES)
     elif what == "table":  # issue 15: every row of its table
         os.execv(sys.executable, [sys.executable, os.path.join(ROOT, "scripts", "bench_table.py"), *argv[2:]])
+    elif what == "micro-cubin":
+        bench_micro_cubin(argv[2:] or sorted(glob.glob(os.path.join(ROOT, "fixtures", "bin", "*"))))
     elif what == "scan":
         os.execv(sys.executable, [sys.executable, os.path.join(ROOT, "scripts", "bench_scan.py"), *argv[2:]])
     else:

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Rebuild the committed test fixtures of fatbin-inspect from fixtures/src.
 #
-#   fixtures/bin/      inventory fixtures (FORMAT.md section 9: t01..t19, o1..o3, v1, hidden/PE)
+#   fixtures/bin/      inventory fixtures (fixtures/README.md: t01..t19, o1..o3, v1, hidden/PE)
 #   fixtures/compat/   one file per concrete case of COMPAT_CASES.md (described in compat/cases.json)
 #   fixtures/units/    multi-TU libraries and extension sets for R-FILE / R-UNIT / R-VARIANT
-#                      (COMPATIBILITY.md section 3b; ONLY=units builds just these, with nvcc 13.0 and gcc)
+#                      (docs/compatibility.md §4; ONLY=units builds just these, with nvcc 13.0 and gcc)
 #   fixtures/cuobjdump_expected.json   cuobjdump -lelf -lptx [-all] listing of every fixture (if cuobjdump found)
 #
 # Tools (override with env vars):
@@ -78,7 +78,7 @@ EXE=("${HOST[@]}" -Xlinker -s)
 nv() { rm -rf keep && mkdir keep && "$NVCC" -keep -keep-dir keep "$@"; }
 
 ###############################################################################################
-# Unit fixtures (COMPATIBILITY.md section 3b): libraries of several translation units whose
+# Unit fixtures (docs/compatibility.md §4): libraries of several translation units whose
 # fatbins target different GPUs, one kernel per TU (unit.cu, -DTU=name). Objects from nvcc -c
 # are linked by gcc against a stub libcudart.so.13 (or .12), so each TU keeps its own fatbin
 # in .nv_fatbin and there is no device-link fatbin.
@@ -130,7 +130,7 @@ if [[ ${ONLY:-} == units ]]; then
 fi
 
 ###############################################################################################
-# Inventory fixtures (FORMAT.md section 9)
+# Inventory fixtures (fixtures/README.md)
 ###############################################################################################
 echo "== inventory fixtures"
 g() { echo "-gencode arch=compute_$1,code=$2"; }

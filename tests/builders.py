@@ -1,6 +1,6 @@
 """Synthesize fatbin, cubin, host ELF, ar and zip bytes for edge cases, no toolchain needed.
 
-The layouts follow FORMAT.md (§2 fatbin/entry headers, §3 cubin). Every builder returns bytes;
+The layouts follow docs/format.md (§2 fatbin/entry headers, §3 cubin). Every builder returns bytes;
 tests write them to ``tmp_path`` when a file is needed.
 """
 

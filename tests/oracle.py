@@ -1,4 +1,4 @@
-"""NVIDIA cuobjdump as a differential oracle, with its documented quirks (CORPUS.md, FORMAT.md §6).
+"""NVIDIA cuobjdump as a differential oracle, with its documented quirks (CORPUS.md, docs/format.md §4).
 
 Quirks allowed for: PTX is named ``sm_XY``; ``f`` is dropped from ELF names (kept for PTX);
 LTO-IR is never listed; only ``.nv_fatbin``/``__nv_relfatbin`` are read (``-all``), never hidden

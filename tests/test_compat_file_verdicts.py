@@ -3,7 +3,7 @@
 Each library links several translation units whose fatbins target different GPUs (one kernel per
 TU, named after it): f1 every TU for sm_80/90/100/120 (+compute_120), f2 only sm_90a, f3 a general
 TU (sm_80/90/120) beside TUs for sm_90a, sm_100f, sm_75 and sm_120 only, f4 general code for sm_80
-only beside an sm_90a TU (COMPATIBILITY.md §3b's gap example). Driver R580 throughout.
+only beside an sm_90a TU (docs/compatibility.md §4's gap example). Driver R580 throughout.
 """
 
 import json

@@ -1,7 +1,7 @@
 """R-UNIT and R-VARIANT: distributions assembled from the committed fixtures/units libraries.
 
 extdist: a generic extension (sm_80/90/100/120), a Hopper-only one (sm_90a) and an older attention
-extension (sm_80 + compute_80), COMPATIBILITY.md §3b's example. vardist: the same library built for
+extension (sm_80 + compute_80), docs/compatibility.md §4's example. vardist: the same library built for
 CUDA 12.6 (sm_80/90, libcudart.so.12) and CUDA 13.0 (sm_80/90/100/120, libcudart.so.13).
 """
 

@@ -1,4 +1,4 @@
-"""Fatbin edge cases synthesized in Python: every flag, kind, padding and gap rule of FORMAT.md §1-2."""
+"""Fatbin edge cases synthesized in Python: every flag, kind, padding and gap rule of docs/format.md §1-2."""
 
 import struct
 

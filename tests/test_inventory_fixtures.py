@@ -1,4 +1,4 @@
-"""Every committed real fixture lists exactly the entries FORMAT.md §9 says nvcc put there."""
+"""Every committed real fixture lists exactly the entries fixtures/README.md says nvcc put there."""
 
 import pytest
 from conftest import fixture_path
@@ -7,7 +7,7 @@ from fatbin_inspect.inventory.core import Options, inspect_path
 
 
 def legend(report):
-    """FORMAT.md §9 legend: E:80/zs, P:c90, L:c80, R:c80; fatbins joined by ' ; '."""
+    """fixtures/README.md legend: E:80/zs, P:c90, L:c80, R:c80; fatbins joined by ' ; '."""
     parts = []
     for fb in report.fatbins:
         items = []
@@ -22,7 +22,7 @@ def legend(report):
     return " ; ".join(parts)
 
 
-# file -> (sections, legend) as documented in FORMAT.md §9 for the same nvcc/fatbinary commands
+# file -> (sections, legend) as documented in fixtures/README.md for the same nvcc/fatbinary commands
 EXPECTED = {
     "t01_exe_sm80": ({".nv_fatbin"}, "E:80 ; E:80 P:c80/zs"),
     "t02_exe_sm75_sm80_sm90_c90": ({".nv_fatbin"}, "E:75 E:80 E:90 ; E:75 E:80 E:90 P:c90/zs"),
@@ -105,7 +105,7 @@ def test_details_from_cubin_and_headers():
 
 
 def test_kernel_resources_match_cuobjdump_res_usage():
-    # FORMAT.md §3.6: REG 12/8/10, SHARED 2048/0/0 for add/scale/tmpl (nvcc 13.0, sm_80)
+    # docs/format.md §3.6: REG 12/8/10, SHARED 2048/0/0 for add/scale/tmpl (nvcc 13.0, sm_80)
     (r,) = inspect_path(fixture_path("bin", "t07_exe_no_compress"), Options(kernels=True))
     real = r.fatbins[1].entries[0]
     by = {k.demangled.split("(")[0].replace("void ", ""): k for k in real.kernels}

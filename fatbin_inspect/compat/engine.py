@@ -7,7 +7,7 @@ Fatbins that cannot make a launch fail are kept but ``ignored`` (not counted): n
 kernel-less device-link output (nvcc 13 puts one in every executable), fatbins without images,
 and the ``__nv_relfatbin`` copies a linked file keeps next to its device-linked ``.nv_fatbin``.
 
-A file's verdict is not its worst fatbin (COMPATIBILITY.md §3b, R-FILE): a fatbin that fails on
+A file's verdict is not its worst fatbin (docs/compatibility.md §4, R-FILE): a fatbin that fails on
 the GPU only because it holds code made for other GPUs ("specialised elsewhere": (i) a higher
 CC, (ii) `a`/`f`/Tegra code whose exact CC or family excludes the GPU, (iii) baseline code for
 an older major while another fatbin of the file loads a general cubin natively) is set aside;

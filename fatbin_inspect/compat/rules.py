@@ -1,4 +1,4 @@
-"""The rules of COMPATIBILITY.md, each implemented once and named by its id.
+"""The rules of docs/compatibility.md, each implemented once and named by its id.
 
 Every rule returns an ``Outcome``: whether the condition holds, the rule id, one sentence a user
 understands, and the CUDA error number the failure surfaces as. ``select`` (R-SEL) combines the

@@ -97,7 +97,7 @@ _TABLE_TYPES = {2, 3, 4, 5, 6, 7, 9, 11, 0x6FFFFFF6, 0x6FFFFFFD, 0x6FFFFFFE, 0x6
 
 def _worth_scanning(name: str, sh: tuple) -> bool:
     """Only data sections can hide a fatbin; skipping code also removes the false magic hits
-    (``movabs`` immediates in code that checks the magic, FORMAT.md §1.4)."""
+    (``movabs`` immediates in code that checks the magic, docs/format.md §1.4)."""
     if sh[2] & SHF_EXECINSTR or sh[1] in _TABLE_TYPES:
         return False
     return not name.startswith((".debug", ".eh_frame", ".gcc_except_table", ".comment"))

@@ -1,9 +1,9 @@
-"""Device ELF (cubin) parser (FORMAT.md §3).
+"""Device ELF (cubin) parser (docs/format.md §3).
 
 A hand-written ELF64 reader rather than pyelftools: a 500 MB library holds thousands of cubins
 and only the section table, ``.symtab``/``.strtab``, two notes and the ``.nv.info*`` records
 are needed. Building pyelftools' ELFFile/Section objects per cubin cost several times more
-than the few ``struct`` calls below (see ``scripts/bench.py --micro-cubin``).
+than the few ``struct`` calls below (see ``scripts/bench.py micro-cubin``).
 
 Facts a reader cannot guess:
 

@@ -1,4 +1,4 @@
-"""Bounded decoding of fatbin entry payloads (FORMAT.md §2.6).
+"""Bounded decoding of fatbin entry payloads (docs/format.md §2.5).
 
 LZ4 entries are a raw LZ4 *block* (no frame) and must be cut to ``compressed_size`` first: the
 payload is zero-padded to 8 and the padding breaks the block decoder. Zstandard entries are

@@ -1,4 +1,4 @@
-"""Fat binary parser (FORMAT.md §1.3, §1.4, §2).
+"""Fat binary parser (docs/format.md §1.3, §1.4, §2).
 
 Layout::
 
@@ -19,7 +19,7 @@ Entry header (0x40 fixed bytes, little-endian)::
 
 Several fatbins sit back to back in a section; padding between them is zero bytes (ELF: none,
 PE: to 16, cuFFT ``.ldata``: to 32). ``0x466243B1`` is the registration *wrapper* magic, not a
-fatbin: fatbins are found by walking data, never through the wrappers (FORMAT.md §1.2).
+fatbin: fatbins are found by walking data, never through the wrappers (docs/format.md §1.2).
 
 Tile IR (nvcc 13.3+ ``-enable-tile``): a second fatbin per object holds the Tile code, either as
 kind 0x80 entries whose payload (zstd like PTX) starts ``\x7fTileIR\0`` + major, minor, or as
@@ -228,7 +228,7 @@ def parse_fatbin(
 
 
 def plausible_at(blob: Blob, off: int) -> bool:
-    """The magic-scan plausibility test of FORMAT.md §1.4 (rejects x86 ``movabs`` immediates)."""
+    """The magic-scan plausibility test of docs/format.md §1.4 (rejects x86 ``movabs`` immediates)."""
     try:
         magic, version, header_size, fat_size = blob.unpack(FAT_HEADER, off)
     except TruncatedError:

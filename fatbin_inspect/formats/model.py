@@ -31,7 +31,7 @@ class Kernel:
 
 @dataclass(frozen=True)
 class CubinInfo:
-    """What only the decoded device ELF tells (FORMAT.md §3)."""
+    """What only the decoded device ELF tells (docs/format.md §3)."""
 
     elf_abi: int  # EI_ABIVERSION: 7 (OSABI 0x33) or 8 (OSABI 0x41)
     elf_type: str  # "exec" (ET_EXEC) or "rel" (ET_REL)
@@ -92,7 +92,7 @@ class Entry:
 
 @dataclass(frozen=True)
 class Fatbin:
-    """A fat binary: 16-byte header plus entries (FORMAT.md §2)."""
+    """A fat binary: 16-byte header plus entries (docs/format.md §2)."""
 
     offset: int  # absolute offset of the fatbin header
     size: int  # bytes after the header (fat_size)

@@ -1,4 +1,4 @@
-"""PTX text: the directives that matter for loading (FORMAT.md §3.8).
+"""PTX text: the directives that matter for loading (docs/format.md §3.8).
 
 Embedded PTX is ASCII and NUL-terminated; fatbinary strips comments, so only directives are
 read: ``.version M.m`` (the ISA the driver's JIT must know), ``.target sm_XY[a|f][, ...]``

@@ -38,7 +38,7 @@ MAX_DEPTH = 4  # wheel inside a tar layer inside a tar is depth 2; deeper is not
 class Options:
     kernels: bool = False  # decode payloads: kernel names and per-kernel resources
     details: bool = False  # decode cubins for ABI/type/toolkit/device-link (implied by kernels)
-    scan_hidden: bool = True  # magic scan outside the fatbin sections (FORMAT.md §1.4)
+    scan_hidden: bool = True  # magic scan outside the fatbin sections (docs/format.md §1.4)
     members: str = "device"  # "device": archive members with device code; "all": every candidate
     jobs: int = 0  # processes for decoding one large file's payloads; 0 = one per CPU, 1 = none
     resources: bool = True  # with kernels: registers, shared, constant0, max threads per kernel

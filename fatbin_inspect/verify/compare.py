@@ -21,7 +21,7 @@ from fatbin_inspect.inventory.core import Options, inspect_pairs, payload
 from fatbin_inspect.verify.runner import CRASH, FAILED, LOADED, TIMEOUT, LoadResult
 
 NATIVE, JIT, FAIL, NOT_ALONE, EMPTY, ERROR = "native", "jit", "fail", "not-loadable-alone", "empty", "error"
-# codes the spec lets stand for one another (COMPATIBILITY.md R-JIT-ENV: 223 "or 209"; R-DRV: 35 or 3)
+# codes the spec lets stand for one another (docs/compatibility.md R-JIT-ENV: 223 "or 209"; R-DRV: 35 or 3)
 EQUIVALENT = ({209, 223}, {35, 3})
 
 
