@@ -338,3 +338,10 @@ def test_doctor_report_with_a_compat_libcuda_is_a_compat_target(tmp_path):
         13000,
     )
     assert fleet.read_targets(plain, None)[0].compat is None
+
+
+def test_scan_takes_compat_too():
+    out = CliRunner().invoke(
+        cli, ["scan", str(FIX / "compat"), "--gpu", "RTX 4090", "--driver", "580", "--compat", "13.4"]
+    )
+    assert out.exit_code == 1 and "804" in out.output and "cuda-compat-13-4" in out.output

@@ -24,7 +24,7 @@ from fatbin_inspect.cli.common import (
     write_output,
 )
 from fatbin_inspect.cli.findings import findings_format_option, with_views, write_findings
-from fatbin_inspect.cli.fleet import nearest_policy_targets, resolve_all, targets_option
+from fatbin_inspect.cli.fleet import compat_option, nearest_policy_targets, resolve_all, targets_option
 from fatbin_inspect.cli.inventory import iter_reports
 from fatbin_inspect.compat import runtime
 from fatbin_inspect.compat.engine import evaluate
@@ -112,14 +112,7 @@ def _write_json(judged, targets, per_fatbin: bool, unreadable: list, bad: set, o
     help="Driver: Linux version (550.54.14), branch (550), Windows version (581.29 or 32.0.15.8129), "
     "Jetson release (jetpack-6.2, l4t-36.4) or 'auto'; default: newest known branch.",
 )
-@click.option(
-    "--compat",
-    default=None,
-    envvar="FATBIN_INSPECT_COMPAT",
-    metavar="CUDA",
-    help="A cuda-compat forward-compatibility package in use (13.4 = cuda-compat-13-4); "
-    "--driver auto finds one by itself.",
-)
+@compat_option
 @targets_option
 @click.option(
     "--env",

@@ -47,6 +47,13 @@ targets_option = click.option(
     type=click.Path(exists=True, dir_okay=False),
     help="Fleet targets: `doctor --format json` reports or a fleet TOML of {name, gpu, driver}. Repeatable.",
 )
+compat_option = click.option(
+    "--compat",
+    default=None,
+    metavar="CUDA",
+    help="A cuda-compat forward-compatibility package in use (13.4 = cuda-compat-13-4); "
+    "--driver auto finds one by itself.",
+)
 
 
 def _warn(message: str) -> None:

@@ -17,7 +17,7 @@ from fatbin_inspect.cli.common import (
     output_option,
     write_output,
 )
-from fatbin_inspect.cli.fleet import targets_option
+from fatbin_inspect.cli.fleet import compat_option, targets_option
 
 
 def _verdicts(reports, targets, env_runtime):
@@ -117,6 +117,7 @@ def _html(paths, targets, reports, cov, engine_verdicts) -> str:
 @click.option(
     "--driver", default=None, help="Driver for --gpu targets (550.54.14, 550, auto; default: newest known)."
 )
+@compat_option
 @targets_option
 @click.option(
     "--runtime",
@@ -169,6 +170,7 @@ def scan_cmd(
     paths,
     gpus,
     driver,
+    compat,
     target_files,
     runtime_version,
     show_files,
@@ -199,7 +201,7 @@ def scan_cmd(
     if gpus or target_files:
         from fatbin_inspect.cli.fleet import resolve_all
 
-        targets = resolve_all(gpus, driver, None, target_files)
+        targets = resolve_all(gpus, driver, None, target_files, compat=compat)
     # files are already spread over processes: no second level of processes inside one file;
     # with targets, small cubins are decoded so device-link output is not judged as code
     # (inventory.Options fields as a dict: the parsers are imported only if a file must be read)
