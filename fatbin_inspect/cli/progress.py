@@ -14,8 +14,6 @@ import sys
 import time
 from typing import TextIO
 
-from fatbin_inspect.render.console import human
-
 DELAY = 0.5
 REFRESH = 10
 
@@ -72,6 +70,8 @@ class Progress:
             )
             self._progress.start()
             self._task = self._progress.add_task(self.label, total=seen, size="")
+        from fatbin_inspect.render.console import human  # rich is imported only once drawing starts
+
         self._progress.update(self._task, completed=done, total=max(seen, done), size=human(nbytes))
         self._progress.refresh()
 
