@@ -472,3 +472,24 @@ def test_extensionless_executable_inside_an_archive_is_found_by_content(tmp_path
     recs = list(inspect_path(str(arc)))
     assert [r.path.split("!", 1)[1] for r in recs[1:]] == ["usr/bin/cuda_app"]
     assert "sm_80" in {e.arch for e in recs[1].entries} and recs[0].error is None
+
+
+@pytest.mark.parametrize("all_members", [False, True])
+def test_a_large_zip_listed_by_worker_processes_gives_the_records_of_one_walk(
+    tmp_path, monkeypatch, all_members
+):
+    """list/check/gate of a wheel above SPLIT_BYTES: spans inflated in parallel, same records."""
+    from fatbin_inspect.inventory import core
+
+    whl = _big_wheel(tmp_path)
+    members = "all" if all_members else "device"
+    one = list(inspect_path(str(whl), core.Options(jobs=1, members=members)))
+    monkeypatch.setattr(core, "SPLIT_BYTES", 1)
+    monkeypatch.setattr(core, "SPAN_BYTES", 1)
+    calls = []
+    real = core._inspect_zip_parallel
+    monkeypatch.setattr(core, "_inspect_zip_parallel", lambda *a: (calls.append(len(a[1])), real(*a))[1])
+    par = list(inspect_path(str(whl), core.Options(jobs=2, members=members)))
+    assert calls and calls[0] >= 4
+    assert par == one and [r.notes for r in par] == [r.notes for r in one]
+    assert par[0].path == str(whl) and any(r.error for r in par[1:])  # the zip first; the broken member kept

@@ -58,7 +58,89 @@ def inspect_path(path: str, opts: Options = Options()) -> Iterator[FileReport]:
         size = _size_or_zero(path)
         yield FileReport(path=path, format="unknown", size=size, error=_err(exc))
         return
+    jobs = opts.jobs or os.cpu_count() or 1
+    if jobs > 1 and blob.size >= SPLIT_BYTES and detect(blob.head(512)) == "zip":
+        spans = zip_spans(path, opts.members == "all", jobs * 2, SPAN_BYTES)
+        if spans:
+            yield from _inspect_zip_parallel(path, spans, opts, jobs)
+            return
     yield from inspect_blob(path, blob, opts, 0)
+
+
+# a zip this large (a 500 MB wheel) is inspected by worker processes, each inflating about
+# 1/(2 jobs) of its candidate members (at least SPAN_BYTES) straight into the parsers
+SPLIT_BYTES = 64 << 20
+SPAN_BYTES = 32 << 20
+
+
+def zip_spans(path: str, all_members: bool, parts: int, min_bytes: int) -> list[tuple[int, int, int]] | None:
+    """Split a zip on disk (a large wheel) into about ``parts`` work units for ``inspect_zip_span``:
+    contiguous ``(start, stop, inflated bytes)`` ranges of central-directory indices covering it all, cut between
+    wanted members so that each holds about ``1/parts`` of their inflated bytes and at least
+    ``min_bytes``; a member larger than that is a unit of its own. None: not worth splitting, or
+    the directory is unreadable (the whole-file path then reports that as it always has)."""
+    try:
+        with archives.open_zip(path) as zf:
+            infos = zf.infolist()
+    except (InputError, OSError):
+        return None
+    wanted = [(i, info.file_size) for i, info in enumerate(infos) if archives.zip_wanted(info, all_members)]
+    total = sum(size for _, size in wanted)
+    target = max(min_bytes, total // max(1, parts))
+    spans, start, acc = [], 0, 0
+    for i, size in wanted:
+        if acc >= min_bytes and acc + size > target:
+            spans.append((start, i, acc))
+            start, acc = i, 0
+        acc += size
+    spans.append((start, len(infos), acc))
+    return spans if len(spans) > 1 else None
+
+
+def _inspect_zip_parallel(path: str, spans, opts: Options, jobs: int) -> Iterator[FileReport]:
+    """``inspect_blob`` of a large zip on disk with its spans inspected by ``jobs`` processes: the
+    same records in the same order (the zip's own record first, its notes those of every span up
+    to the first whose walk ended in an error, which is the record's error and ends the members
+    there, as in one walk)."""
+    import concurrent.futures as cf
+
+    serial = dataclasses.replace(opts, jobs=1)
+    try:
+        pool = cf.ProcessPoolExecutor(max_workers=jobs)
+    except OSError:
+        yield from inspect_blob(path, open_blob(path), opts, 0)
+        return
+    with pool:
+        futures = [pool.submit(_span_records, path, span[:2], serial) for span in spans]
+        notes: list[str] = []
+        members: list[FileReport] = []
+        own = None
+        try:
+            for fut in futures:
+                records = fut.result()
+                own = records[0]
+                members += records[1:]
+                notes += own.notes
+                if own.error is not None:
+                    break
+        except cf.process.BrokenProcessPool:
+            yield from inspect_blob(path, open_blob(path), opts, 0)
+            return
+        finally:
+            for fut in futures:
+                fut.cancel()
+    yield dataclasses.replace(own, notes=tuple(notes))
+    yield from members
+
+
+def _span_records(path: str, span: tuple[int, int], opts: Options) -> list[FileReport]:
+    """Pool entry point: ``inspect_zip_span`` of one span, the zip's own record first."""
+    blob = open_blob(path)
+    try:
+        zf = archives.open_zip(blob.stream())
+    except InputError:
+        zf = None
+    return list(inspect_zip_span(path, blob, opts, span, zf))
 
 
 def _size_or_zero(path: str) -> int:

@@ -36,7 +36,7 @@ BATCH_BYTES = 64 << 20
 # a zip this large (a wheel) is split into about ``jobs * 2`` units of its members, each of at
 # least SPAN_BYTES inflated, so that one 500 MB wheel does not keep one worker busy while the
 # others idle; the records are put together again in member order (same records, one cache entry)
-SPLIT_BYTES = 64 << 20
+SPLIT_BYTES = 64 << 20  # as inventory.core's for one file (not imported: a warm scan loads no parser)
 SPAN_BYTES = 32 << 20
 
 ProgressFn = Callable[[int, int, int], None]  # (files done, files seen, bytes done)
@@ -356,7 +356,7 @@ class _Scanner:
         self.stats["inspected"] += 1
         self.apaths[path] = apath
         if fmt == "zip" and self.jobs > 1 and size >= SPLIT_BYTES:
-            spans = worker.zip_spans(path, self.all_members, self.jobs * 2, SPAN_BYTES)
+            spans = worker.zip_spans(path, self.all_members, self.jobs * 2, SPAN_BYTES)  # noqa: re-exported
             if spans:
                 self._split_zip(path, key, spans)
                 return

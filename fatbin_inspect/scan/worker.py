@@ -17,7 +17,7 @@ from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.fatbin import MAGIC_BYTES
 from fatbin_inspect.formats.model import FileError, FileReport
-from fatbin_inspect.inventory.core import Options, inspect_blob, inspect_path, inspect_zip_span
+from fatbin_inspect.inventory.core import Options, inspect_blob, inspect_path, inspect_zip_span, zip_spans
 from fatbin_inspect.scan.cache import encode_record
 
 CHUNK = 32 << 20
@@ -65,30 +65,6 @@ def inspect_file(path: str, opts: Options) -> tuple[FileReport, ...]:
         if rec.fatbins or rec.error:
             out.append(rec)
     return tuple(out)
-
-
-def zip_spans(path: str, all_members: bool, parts: int, min_bytes: int) -> list[tuple[int, int, int]] | None:
-    """Split a zip on disk (a large wheel) into about ``parts`` work units for ``inspect_span``:
-    contiguous ``(start, stop, inflated bytes)`` ranges of central-directory indices covering it all, cut between
-    wanted members so that each holds about ``1/parts`` of their inflated bytes and at least
-    ``min_bytes``; a member larger than that is a unit of its own. None: not worth splitting, or
-    the directory is unreadable (the whole-file path then reports that as it always has)."""
-    try:
-        with archives.open_zip(path) as zf:
-            infos = zf.infolist()
-    except (InputError, OSError):
-        return None
-    wanted = [(i, info.file_size) for i, info in enumerate(infos) if archives.zip_wanted(info, all_members)]
-    total = sum(size for _, size in wanted)
-    target = max(min_bytes, total // max(1, parts))
-    spans, start, acc = [], 0, 0
-    for i, size in wanted:
-        if acc >= min_bytes and acc + size > target:
-            spans.append((start, i, acc))
-            start, acc = i, 0
-        acc += size
-    spans.append((start, len(infos), acc))
-    return spans if len(spans) > 1 else None
 
 
 _ZIP = None  # ((path, key), blob, directory or None): the zip this process has inspect_span units of
