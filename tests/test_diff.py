@@ -63,6 +63,7 @@ def test_wheels_matched_by_member_path(wheels):
     assert sorted((f.rule_id, f.arch) for f in rep.findings) == [
         ("FBI010", "compute_90"),
         ("FBI010", "sm_75"),
+        ("FBI010", "sm_86"),  # the release as a whole: only the dropped extra.so had sm_86/compute_89
         ("FBI010", "sm_90"),
         ("FBI012", None),
     ]
@@ -107,3 +108,16 @@ def test_cli_fail_on_dropped(wheels, capsys):
         main(["diff", new, new, "--fail-on-dropped", "--format", "junit"])
     assert exc.value.code == 0
     assert "<testcase" in capsys.readouterr().out
+
+
+@needs_fixtures
+def test_archs_dropped_by_the_release_as_a_whole(tmp_path):
+    # every library renamed (as bitsandbytes 0.42.0 -> 0.50.2): no per-file FBI010, one for the release
+    old = tmp_path / "demo-1.0-py3-none-any.whl"
+    new = tmp_path / "demo-2.0-py3-none-any.whl"
+    old.write_bytes(B.zip_archive([("demo/lib_cuda118.so", read(OLD_LIB))]))
+    new.write_bytes(B.zip_archive([("demo/lib_cuda130.so", read(NEW_LIB))]))
+    report = D.findings(run(str(old), str(new), kernels=False))
+    drops = [f for f in report.findings if f.rule_id == "FBI010"]
+    assert [(f.distribution, f.arch) for f in drops] == [("demo", "sm_75")]
+    assert "demo 1.0 -> 2.0 drops sm_75, sm_90, compute_90 from the release as a whole" in drops[0].message

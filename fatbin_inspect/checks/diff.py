@@ -209,4 +209,29 @@ def findings(d: DiffReport) -> FindingsReport:
                     f.distribution,
                 )
             )
+    out += _release_drops(d)
     return FindingsReport("diff", tuple(sorted(out, key=sort_key)), tuple(checks), (), (d.old, d.new))
+
+
+def _release_drops(d: DiffReport) -> list[Finding]:
+    """FBI010 for archs the release as a whole dropped: no file of the new distribution has them
+    (bitsandbytes 0.42.0 -> 0.50.2 drops sm_50/52/61 while every library was renamed)."""
+    out = []
+    per_file = {(f.distribution, a) for f in d.files if f.status != "dropped" for a in f.archs_dropped}
+    for dist in d.distributions:
+        dropped = tuple(a for a in dist.archs_dropped if (dist.name, a) not in per_file)
+        if not dropped or not dist.archs_new:
+            continue  # said per file already, or a distribution gone entirely (its files: FBI012)
+        versions = f"{dist.old_version or '?'} -> {dist.new_version or '?'}"
+        out.append(
+            Finding(
+                "FBI010",
+                "error",
+                f"{dist.name} {versions} drops {', '.join(dropped)} from the release as a whole",
+                d.new,
+                None,
+                dropped[0],
+                dist.name,
+            )
+        )
+    return out
