@@ -17,6 +17,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -47,8 +48,9 @@ def judge_wheel(path: str, targets_by_driver: dict) -> list[dict]:
         members.append((r, runtime.for_file(r, wheel_rt)))
     rows = []
     per_driver: dict[str, list] = {d: [] for d in targets_by_driver}
+    older = _cuda12_wheel(path, wheel_rt)
     for r, rt in members:
-        drivers = ["580"] + (["535"] if rt is not None and rt.major <= 12 else [])
+        drivers = ["580"] + (["535"] if (rt is not None and rt.major <= 12) or (rt is None and older) else [])
         row = {"library": r.path.split("!", 1)[1], "runtime": rt.version if rt else None, "cells": {}}
         for d in drivers:
             vs = [evaluate(r, t, rt) for t in targets_by_driver[d]]
@@ -86,6 +88,13 @@ def judge_wheel(path: str, targets_by_driver: dict) -> list[dict]:
             ]
         rows.append(dist)
     return rows
+
+
+def _cuda12_wheel(path: str, wheel_rt) -> bool:
+    """A CUDA 12 (or older) wheel by its requirements or name (cu11/cu12, cuda11x/cuda12x)."""
+    if wheel_rt is not None:
+        return wheel_rt.major <= 12
+    return re.search(r"(?i)(cu1[12]\b|cu1[12][_-]|cuda1[12]x)", os.path.basename(path)) is not None
 
 
 def _summary(v) -> str | None:
