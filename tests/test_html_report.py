@@ -209,3 +209,20 @@ def test_drilldown_is_bounded_per_file(monkeypatch):
     assert len(reports[0].fatbins) == 2
     page = html.render(FindingsReport("check", (), coverage=coverage.build(reports), files=tuple(reports)))
     assert "… and 1 more fatbins" in page and page.count(".nv_fatbin @ 0x") == 1
+
+
+def test_partial_coverage_is_marked_in_the_verdict_heatmap(tmp_path, capsys):
+    import builders as B
+
+    lib = tmp_path / "lib.so"  # a TU for sm_90 and one for sm_80 only: the H100 sets the second aside
+    lib.write_bytes(B.arch_library(B.arch_fatbin(["90"]), B.arch_fatbin(["80"])))
+    _, page = run(
+        ["check", str(lib), "--gpu", "H100", "--gpu", "RTX 5090", "--driver", "580", "--format", "html"],
+        capsys,
+    )
+    doc = parse(page)
+    _cov, verdicts = list(doc.iter(f"{SVG}svg"))
+    glyphs = [t.text for t in verdicts.iter(f"{SVG}text") if t.get("aria-hidden")]
+    assert glyphs == ["✓~", "✗"]  # RTX 5090: neither fatbin has code for it
+    tips = ["".join(t.itertext()) for r in verdicts.iter(f"{SVG}rect") for t in r.iter(f"{SVG}title")]
+    assert "partial coverage" in tips[0] and "partial coverage" not in tips[1]

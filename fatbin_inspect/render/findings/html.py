@@ -152,7 +152,15 @@ def _row_verdicts(report: FindingsReport, cov: Coverage) -> list[tuple[str, list
             if i < len(r.verdicts):
                 v = r.verdicts[i]
                 tip = f"{r.name} on {label}: {v.verdict}" + (f" ({v.error})" if v.error else "")
-                cells.append((v.verdict, tip + (f": {v.reason}" if v.reason else "")))
+                tip += f": {v.reason}" if v.reason else ""
+                glyph = GLYPH.get(v.verdict, "")
+                if v.coverage == "partial":  # some fatbins (or files) set aside or without code for it
+                    glyph, tip = glyph + "~", tip + " (partial coverage)"
+                if v.set_aside:
+                    tip += f"; set aside: {', '.join(v.set_aside[:5])}" + (
+                        " …" if len(v.set_aside) > 5 else ""
+                    )
+                cells.append((v.verdict, tip, glyph))
                 continue
             paths = {c.name for c in r.children} or {r.name}
             fs = [f for f in report.findings if f.path in paths and f.target == label]
@@ -175,7 +183,7 @@ def _targets_section(report: FindingsReport, cov: Coverage) -> str:
         "<h2>Verdicts: target GPUs</h2>"
         + _legend(
             [
-                ("native", "runs (native)"),
+                ("native", "runs (native; ~ partial coverage)"),
                 ("jit", "only through the PTX JIT"),
                 ("fail", "fails"),
                 ("link-time", "link-time input (.o, .a member)"),
