@@ -8,7 +8,9 @@
 (b) the wheels scanned directly (no cache) vs only inflating their candidate members once, both
     serially and spread over the same workers (target: <= 1.5x);
 (c) a warm-cache rescan of the tree vs the cold scan (target: >= 20x);
-(d) peak resident memory of the scan, its worker processes included, sampled every 20 ms (< 500 MB).
+(d) peak resident memory of the scan, its worker processes included, sampled every 20 ms (< 500 MB);
+(e) an OCI image tarball (one gzip'd layer) of the fixture binaries vs the same files as a folder,
+    alternating, median of 5 (target: <= 1.5x); ``--oci-only`` runs just this row (no corpus needed).
 Every scan runs as the CLI in a subprocess (interpreter start-up included). The wheels are
 extracted into --work (gitignored), never into the repository.
 """
@@ -128,13 +130,55 @@ def elf_files(tree):
                     yield p
 
 
+def oci_vs_dir(work: str, env: dict, scan: list, rounds: int = 5) -> float:
+    """(e): the fixtures as an image's only layer, in an OCI archive, vs the same files as a folder."""
+    import statistics
+
+    from builders import layer_tar, oci_layout, tar_of_dir
+
+    base = os.path.join(work, "oci")
+    shutil.rmtree(base, ignore_errors=True)
+    tree = os.path.join(base, "tree", "usr", "lib")
+    os.makedirs(tree)
+    files = []
+    for p in sorted(glob.glob(os.path.join(ROOT, "fixtures", "bin", "*"))):
+        with open(p, "rb") as fh:
+            data = fh.read()
+        files.append(("usr/lib/" + os.path.basename(p), data))
+        with open(os.path.join(tree, os.path.basename(p)), "wb") as fh:
+            fh.write(data)
+    layout = os.path.join(base, "layout")
+    oci_layout(layout, [layer_tar(files)])
+    image = os.path.join(base, "image.tar")
+    with open(image, "wb") as fh:
+        fh.write(tar_of_dir(layout))
+    folder = os.path.join(base, "tree")
+    times = {"image": [], "folder": []}
+    for _ in range(rounds):
+        for name, target in (("image", image), ("folder", folder)):
+            times[name].append(run_measured(scan + ["--no-cache", target], env)[0])
+    img, fol = statistics.median(times["image"]), statistics.median(times["folder"])
+    size = sum(len(d) for _, d in files)
+    print(
+        f"\n(e) OCI archive of the {len(files)} fixtures ({size / 2**20:.1f} MiB, one gzip'd layer): {img:.2f} s; "
+        f"the same files as a folder: {fol:.2f} s (medians of {rounds}, alternating)"
+    )
+    print(f"    ratio: {img / fol:.2f}x (target <= 1.5x)")
+    return img / fol
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default=os.path.join(ROOT, ".cache", "corpus"))
     ap.add_argument("--work", default=os.path.join(ROOT, ".cache", "bench_scan"))
     ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--skip-cuobjdump", action="store_true")
+    ap.add_argument("--oci-only", action="store_true", help="Only (e): an OCI archive vs a folder.")
     args = ap.parse_args()
+    if args.oci_only:
+        env = dict(os.environ, FATBIN_INSPECT_JOBS=str(args.jobs), FATBIN_INSPECT_PROGRESS="0")
+        oci_vs_dir(args.work, env, [sys.executable, "-m", "fatbin_inspect", "scan", "-o", os.devnull])
+        return 0
     wheels = [w for pre in WHEELS for w in sorted(glob.glob(os.path.join(args.corpus, pre + "*.whl")))[:1]]
     if len(wheels) < len(WHEELS):
         print(f"missing wheels in {args.corpus}; need {', '.join(WHEELS)}", file=sys.stderr)
@@ -221,6 +265,8 @@ def main() -> int:
         f"    wheels, cold cache: {t_cold_w:.2f} s; warm cache: {t_warm_w:.2f} s; "
         f"ratio {t_cold_w / t_warm_w:.1f}x (target >= 20x)"
     )
+
+    oci_vs_dir(args.work, env, scan)  # (e)
 
     # (d) memory
     worst = max(peaks.values())

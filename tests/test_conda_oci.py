@@ -1,5 +1,6 @@
 """conda packages (.conda, .tar.bz2) and OCI images, read in place; built here from the fixtures."""
 
+import glob
 import json
 import os
 
@@ -212,3 +213,51 @@ def test_oci_multi_platform_index_default_and_platform_option(tmp_path):
     assert own.error is None and any("linux/arm64 sha256:" in n for n in own.notes)
     own = next(iter(inspect_path(str(img), Options(platform="windows/amd64"))))
     assert "no windows/amd64 image" in own.error.message
+
+
+def _corpus_wheel(prefix):
+    from conftest import CORPUS
+
+    hits = sorted(glob.glob(os.path.join(os.environ.get("FATBIN_INSPECT_CORPUS", CORPUS), prefix + "*.whl")))
+    return hits[0] if hits else None
+
+
+@pytest.mark.corpus
+def test_real_wheel_tree_as_an_image_layer(tmp_path):
+    """A real wheel installed into an image layer reads like the wheel itself, and the image's
+    own dist-info RECORD attributes every file to the distribution."""
+    import zipfile
+
+    from fatbin_inspect.scan.distributions import wheel_distribution
+
+    whl = _corpus_wheel("nvidia_cuda_cupti-") or _corpus_wheel("jax_cuda12_plugin-")
+    if whl is None:
+        pytest.skip(
+            "no nvidia_cuda_cupti or jax_cuda12_plugin wheel in .cache/corpus (scripts/fetch_corpus.sh)"
+        )
+    with zipfile.ZipFile(whl) as zf:
+        members = [(f"{SP}/{i.filename}", zf.read(i)) for i in zf.infolist() if not i.is_dir()]
+    image = _image(tmp_path)  # the three fixture layers, then the wheel's tree on top
+    root = tmp_path / "with_wheel"
+    index = json.loads((image / "index.json").read_text())
+    manifest = json.loads(
+        (image / index["manifests"][0]["digest"].replace("sha256:", "blobs/sha256/")).read_text()
+    )
+    lower = [
+        (image / lay["digest"].replace("sha256:", "blobs/sha256/")).read_bytes() for lay in manifest["layers"]
+    ]
+    oci_layout(str(root), [*lower, layer_tar(members)])
+    t = tmp_path / "with_wheel.tar"
+    t.write_bytes(tar_of_dir(str(root)))
+    res = scan([str(t)], ScanOptions(jobs=1, cache_dir=None))
+    direct = scan([whl], ScanOptions(jobs=1, cache_dir=None))
+    want = {r.path.split("!", 1)[1]: r for r in direct.reports}
+    got = {
+        r.path.split("!", 2)[2][len(SP) + 1 :]: r
+        for r in res.reports
+        if SP in r.path and "gpu/" not in r.path
+    }
+    assert want and sorted(got) == sorted(want)
+    for name, r in got.items():
+        assert r.fatbins == want[name].fatbins and r.needs == want[name].needs, name
+        assert r.distribution.lower() == wheel_distribution(whl).lower(), (name, r.distribution)
