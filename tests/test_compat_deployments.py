@@ -345,3 +345,17 @@ def test_scan_takes_compat_too():
         cli, ["scan", str(FIX / "compat"), "--gpu", "RTX 4090", "--driver", "580", "--compat", "13.4"]
     )
     assert out.exit_code == 1 and "804" in out.output and "cuda-compat-13-4" in out.output
+
+
+@pytest.mark.parametrize(
+    "text,branch,platform",
+    [
+        ("550.54.14", 550, "linux"),
+        ("430.50.01", 418, "linux"),
+        ("572.61", 570, "windows"),
+        ("580.88", 580, None),
+    ],
+)
+def test_linux_three_part_numbers_are_never_windows(text, branch, platform):
+    d = resolve_driver(text)
+    assert (d.branch, d.platform) == (branch, platform)

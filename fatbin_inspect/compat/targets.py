@@ -328,7 +328,8 @@ def resolve_driver(text: str | None, local_driver: str | None = None) -> Driver:
             "or 'auto'"
         )
     branch = int(m.group(1))
-    if data.branch_row(branch) is None:
+    linux_form = m.group(2).count(".") == 2  # 550.54.14: Windows numbers have two parts (581.29)
+    if data.branch_row(branch) is None and not linux_form:
         win = _windows_driver(text.lstrip("rR"), None)
         if win is not None:
             return win
@@ -338,7 +339,7 @@ def resolve_driver(text: str | None, local_driver: str | None = None) -> Driver:
     row, note = known[-1], None
     if int(row["branch"]) != branch:
         note = f"branch {branch} is not in the data; using the limits of R{row['branch']}"
-    platform = "linux" if m.group(2).count(".") == 2 else None  # 550.54.14; 550.54 is either
+    platform = "linux" if linux_form else None  # 550.54 is either
     return _driver(text.lstrip("rR"), row, note=note, platform=platform)
 
 
