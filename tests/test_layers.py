@@ -27,7 +27,7 @@ LAYERS = (
     "verify",
     "render",
     "cli",
-    "",  # the package root: the library API (__init__) and __main__
+    "",  # the package root: __init__, __main__ and the library API (api.py)
 )
 RANK = {name: i for i, name in enumerate(LAYERS)}
 # the root package's own names that any layer may read (a constant, no code of a higher layer)
@@ -37,8 +37,8 @@ ROOT_CONSTANTS = {"__version__"}
 def layer_of(module: str) -> str:
     """``fatbin_inspect.compat.engine`` -> ``compat``; the root package and ``__main__`` -> ``""``."""
     parts = module.split(".")[1:]
-    if not parts or parts[0] in ("__init__", "__main__"):
-        return ""
+    if not parts or parts[0] not in RANK:
+        return ""  # the root package, __main__ and the library API beside them
     return parts[0]
 
 

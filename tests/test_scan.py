@@ -202,8 +202,11 @@ def _big_wheel(tmp_path):
 
 
 def test_split_wheel_gives_the_same_records_in_order_and_one_cache_entry(tmp_path, monkeypatch):
-    from fatbin_inspect import scan as scan_mod
+    import importlib
+
     from fatbin_inspect.scan import worker
+
+    scan_mod = importlib.import_module("fatbin_inspect.scan")  # fatbin_inspect.scan is the API function
 
     whl = _big_wheel(tmp_path)
     spans = worker.zip_spans(str(whl), False, 4, 1)

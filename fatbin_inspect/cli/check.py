@@ -54,14 +54,16 @@ def wheel_runtime(path: str):
     return runtime.from_wheel(path) if zipfile.is_zipfile(path) else None
 
 
-def _judge(paths, targets, unreadable: list, opts, kept: list | None = None):
-    """Verdicts per file and target as the records come; unreadable records go to ``unreadable``,
-    and every judged record to ``kept`` when it is a list."""
+def _judge(paths, targets, unreadable: list, opts, kept: list | None = None, note=note_error):
+    """Verdicts per file and target as the records come; unreadable records go to ``unreadable``
+    (and to ``note``, which tells on stderr; None: silent, for the library), and every judged
+    record to ``kept`` when it is a list."""
     for root in paths:
         wheel = wheel_runtime(root) if os.path.isfile(root) else None
         for report in iter_reports([root], opts):
             if report.error is not None:  # a damaged file is never called fine: exit 2 and FBI008
-                note_error(report)
+                if note is not None:
+                    note(report)
                 unreadable.append(report)
                 if not report.fatbins:
                     continue

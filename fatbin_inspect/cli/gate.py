@@ -87,6 +87,37 @@ def gate_context(paths, reports, reference):
     return Context(wheel_rts, frozenset(named), torch_rt)
 
 
+def run_gate(paths, pol, given, target_files=(), match=None):
+    """(findings, records) of ``paths`` under ``pol`` with the command line's ``given`` flags on top
+    of per-distribution overrides: what ``gate`` reports, and the library's ``gate()``."""
+    from fatbin_inspect.checks.gate import gate
+    from fatbin_inspect.cli.inventory import iter_reports
+    from fatbin_inspect.system.stack import local_devices
+
+    fleet: tuple = ()
+    if target_files or pol.targets:
+        from fatbin_inspect.cli import fleet as fleet_mod
+
+        found = (
+            [t for f in target_files for t in fleet_mod.read_targets(f, pol.min_driver)]
+            if target_files
+            else fleet_mod.policy_targets(pol.targets, pol.source, pol.min_driver)
+        )
+        if not found:
+            raise UsageError("gate: --targets: no GPU in any of the files given")
+        fleet = fleet_mod.merge(found)
+    if not (pol.require or pol.gpus or pol.forbid or match or pol.overrides or fleet):
+        raise UsageError(
+            "gate: nothing to check: give --require, --gpu, --targets, --forbid or --match, "
+            "or a [tool.fatbin-inspect] policy"
+        )
+    reports = list(iter_reports(paths, Options(probe_small=True)))
+    reference = torch_reference(match, reports) if match else None
+    ctx = gate_context(paths, reports, reference)
+    report = gate(reports, pol, given, reference, fleet, local_devices(pol.gpus, pol.min_driver), ctx)
+    return report, reports
+
+
 @click.command("gate")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @click.option(
@@ -198,8 +229,6 @@ def gate_cmd(
     fatbin-inspect gate --match torch        # extensions narrower than the installed torch
     """
     from fatbin_inspect.checks import policy as policy_mod
-    from fatbin_inspect.checks.gate import gate
-    from fatbin_inspect.cli.inventory import iter_reports
 
     flags = {
         "require": _joined(require),
@@ -220,29 +249,7 @@ def gate_cmd(
         if lib is None:
             raise UsageError("gate: give at least one PATH (file, wheel or directory)")
         paths = (os.path.dirname(os.path.dirname(os.path.dirname(lib))),)  # torch's site-packages
-    fleet: tuple = ()
-    if target_files or pol.targets:
-        from fatbin_inspect.cli import fleet as fleet_mod
-
-        found = (
-            [t for f in target_files for t in fleet_mod.read_targets(f, pol.min_driver)]
-            if target_files
-            else fleet_mod.policy_targets(pol.targets, pol.source, pol.min_driver)
-        )
-        if not found:
-            raise UsageError("gate: --targets: no GPU in any of the files given")
-        fleet = fleet_mod.merge(found)
-    if not (pol.require or pol.gpus or pol.forbid or match or pol.overrides or fleet):
-        raise UsageError(
-            "gate: nothing to check: give --require, --gpu, --targets, --forbid or --match, "
-            "or a [tool.fatbin-inspect] policy"
-        )
-    reports = list(iter_reports(paths, Options(probe_small=True)))
-    reference = torch_reference(match, reports) if match else None
-    from fatbin_inspect.system.stack import local_devices
-
-    ctx = gate_context(paths, reports, reference)
-    report = gate(reports, pol, given, reference, fleet, local_devices(pol.gpus, pol.min_driver), ctx)
+    report, reports = run_gate(paths, pol, given, target_files, match)
     if fmt == "html":
         report = with_views(report, [r for r in reports if r.fatbins or r.error])
     emit_findings(report, fmt, pol.fail_on, output, exit_zero)

@@ -1,0 +1,126 @@
+"""The library API: what ``list``, ``check``, ``scan`` and ``gate`` compute, as records, for people who
+test their own wheels in pytest. Re-exported at the package root (``fatbin_inspect.check(...)``).
+
+Same options, same answers as the command line: each function reads the inputs with the options
+its command uses and calls the same code, so ``check(paths, gpus=["H100"])`` gives the verdicts
+behind ``fatbin-inspect check PATHS --gpu H100 --format json``. Nothing is printed; an unreadable
+input is a record with ``error`` set (``check`` and ``gate`` report it like the CLI: FBI008, and
+``check`` never calls a damaged file fine). ``auto`` as a GPU or driver probes this machine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from fatbin_inspect.checks.coverage import Coverage
+from fatbin_inspect.checks.findings import FindingsReport
+from fatbin_inspect.checks.policy import Policy
+from fatbin_inspect.compat.engine import FileVerdict
+from fatbin_inspect.compat.targets import Target
+from fatbin_inspect.formats.model import FileReport
+from fatbin_inspect.scan import ScanResult
+
+PathArg = str | os.PathLike[str]
+
+
+def _paths(paths: PathArg | Iterable[PathArg]) -> list[str]:
+    if isinstance(paths, (str, os.PathLike)):
+        return [os.fspath(paths)]
+    return [os.fspath(p) for p in paths]
+
+
+def targets(
+    gpus: str | Sequence[str], driver: str | None = None, env: Mapping[str, str] | None = None
+) -> tuple[Target, ...]:
+    """``--gpu`` / ``--driver`` / ``--env`` as the engine's targets (``auto`` probes this machine)."""
+    from fatbin_inspect.compat.targets import resolve_targets
+    from fatbin_inspect.system.stack import local_devices
+
+    queries = [gpus] if isinstance(gpus, str) else list(gpus)
+    return resolve_targets(queries, driver, dict(env or {}), local_devices(queries, driver))
+
+
+def inspect(
+    path: PathArg | Iterable[PathArg],
+    *,
+    kernels: bool = False,
+    details: bool = False,
+    scan_hidden: bool = True,
+) -> list[FileReport]:
+    """The records of ``fatbin-inspect list PATH`` (``--kernels``, ``--details``, ``--no-scan``): one
+    per file and archive member, with its fatbins and entries."""
+    from fatbin_inspect.cli.inventory import iter_reports
+    from fatbin_inspect.inventory.core import Options
+
+    opts = Options(kernels=kernels, details=details or kernels, scan_hidden=scan_hidden)
+    return list(iter_reports(_paths(path), opts))
+
+
+def check(
+    paths: PathArg | Iterable[PathArg],
+    gpus: str | Sequence[str],
+    driver: str | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    kernels: bool = False,
+) -> list[FileVerdict]:
+    """The verdicts of ``fatbin-inspect check PATHS --gpu ... --driver ...``: one per file and
+    target, ``.verdict`` being native, jit, fail, link-time or no-device-code. ``driver`` None is
+    the newest branch the data confirms, as on the command line."""
+    from fatbin_inspect.cli.check import _judge, inventory_options
+
+    unreadable: list[FileReport] = []
+    return list(
+        _judge(_paths(paths), targets(gpus, driver, env), unreadable, inventory_options(kernels), note=None)
+    )
+
+
+def scan(
+    paths: PathArg | Iterable[PathArg] = (),
+    gpus: str | Sequence[str] = (),
+    driver: str | None = None,
+    *,
+    jobs: int = 1,
+    cache_dir: str | None = None,
+) -> tuple[ScanResult, Coverage]:
+    """``fatbin-inspect scan PATHS [--gpu ...]``: the records of every file with device code (no
+    paths: this interpreter's site-packages), and the coverage matrix by distribution, with a
+    verdict per target when ``gpus`` are given. No cache unless ``cache_dir`` is given."""
+    from fatbin_inspect.checks import coverage
+    from fatbin_inspect.cli.scan import _verdicts, environment_runtime
+    from fatbin_inspect.scan import ScanOptions
+    from fatbin_inspect.scan import scan as run_scan
+
+    ts = targets(gpus, driver) if gpus else ()
+    inv = {"kernels": False, "details": False, "jobs": 1, "probe_small": bool(ts)}
+    result = run_scan(_paths(paths), ScanOptions(inventory=inv, jobs=jobs, cache_dir=cache_dir))
+    verdicts, roll_up = None, None
+    if ts:
+        verdicts, roll_up, _engine = _verdicts(result.reports, ts, environment_runtime(None, result.reports))
+    return result, coverage.build(result.reports, verdicts, [t.label for t in ts], roll_up)
+
+
+def gate(
+    paths: PathArg | Iterable[PathArg],
+    policy: Policy | tuple[Policy, Mapping[str, Any]] | str | None = None,
+    **flags: Any,
+) -> FindingsReport:
+    """The findings of ``fatbin-inspect gate PATHS``. ``policy``: a ``Policy``, what
+    ``checks.policy.load()`` returns, a pyproject.toml/TOML path, or None for the nearest
+    pyproject.toml; ``flags`` are the command line's (``require="sm_80,sm_90"``, ``gpus=...``,
+    ``fail_on=...``) and win over the file, as there. ``.findings`` are the FBI rule hits;
+    ``checks.findings.fails(report.findings, level)`` is the gate's exit decision."""
+    from fatbin_inspect.checks import policy as policy_mod
+    from fatbin_inspect.cli.gate import run_gate
+
+    if isinstance(policy, Policy):
+        given = policy_mod.normalize({k: v for k, v in flags.items() if v is not None}, "flags")
+        pol = dataclasses.replace(policy, **given)
+    elif isinstance(policy, tuple):
+        pol, given = policy
+    else:
+        pol, given = policy_mod.load(policy, flags)
+    return run_gate(_paths(paths), pol, given)[0]
