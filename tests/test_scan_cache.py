@@ -4,6 +4,7 @@ private, the key sees a rewrite whose mtime was put back, and any file name is a
 import dataclasses
 import os
 import pickle
+import shutil
 import sqlite3
 import stat
 
@@ -23,8 +24,8 @@ SM80 = fixture_path("bin", "t01_exe_sm80")
 def tree(tmp_path):
     t = tmp_path / "tree"
     (t / "lib").mkdir(parents=True)
-    (t / "lib" / "libmulti.so").write_bytes(open(MULTI, "rb").read())
-    (t / "lib" / "libsm80.so").write_bytes(open(SM80, "rb").read())
+    shutil.copyfile(MULTI, t / "lib" / "libmulti.so")
+    shutil.copyfile(SM80, t / "lib" / "libsm80.so")
     (t / "lib" / "notes.txt").write_bytes(b"nothing here\n" * 20)
     return t
 
@@ -154,7 +155,7 @@ def test_cache_holds_no_pickle_and_a_planted_one_is_not_loaded(tree, tmp_path):
 def test_a_row_with_wrong_shapes_is_a_miss(tree, tmp_path):
     cache = tmp_path / "cache"
     cold = _scan(tree, cache)
-    db, rows = _rows(cache)
+    db, _ = _rows(cache)
     db.execute('UPDATE files SET records = \'[["", "elf", "big"]]\' WHERE records IS NOT NULL')
     db.commit()
     db.close()
@@ -212,7 +213,8 @@ def test_key_sees_a_same_size_rewrite_whose_mtime_was_put_back(tree, tmp_path):
     lib = tree / "lib" / "libsm80.so"
     before = _scan(tree, cache)
     st = os.stat(lib)
-    data = bytearray(open(MULTI, "rb").read()[: st.st_size].ljust(st.st_size, b"\0"))
+    with open(MULTI, "rb") as fh:
+        data = bytearray(fh.read()[: st.st_size].ljust(st.st_size, b"\0"))
     lib.write_bytes(bytes(data))  # same size, other content
     os.utime(lib, ns=(st.st_atime_ns, st.st_mtime_ns))  # what `touch -r` can do; ctime moves on
     after = _scan(tree, cache)
@@ -227,8 +229,7 @@ def test_non_utf8_file_names_are_cached_like_any_other(tmp_path):
     t.mkdir()
     name = os.fsdecode(b"lib\xff\xfe.so")
     try:
-        with open(os.path.join(str(t), name), "wb") as fh:
-            fh.write(open(SM80, "rb").read())
+        shutil.copyfile(SM80, os.path.join(str(t), name))
     except (OSError, UnicodeEncodeError):
         pytest.skip("this file system refuses non-UTF-8 names")
     cache = tmp_path / "cache"

@@ -5,6 +5,7 @@ import glob
 import io
 import json
 import os
+import shutil
 
 import pytest
 from click.testing import CliRunner
@@ -33,6 +34,36 @@ def _items_doc(doc):
     return {k: jsondump.Items(iter(v)) if isinstance(v, list) else v for k, v in doc.items()}
 
 
+def test_pretty_is_json_dumps_indent_2():
+    values = [
+        0,
+        -3,
+        2**70,
+        1.5,
+        float("nan"),
+        float("inf"),
+        True,
+        False,
+        None,
+        "",
+        '\x1b[31m\u2028é\U0001f600"\\',
+        [],
+        {},
+        (),
+        [[], {}, [()]],
+        {"a": {"b": [1, {"c": None}]}, "": [True, 1.25]},
+        {1: "int key"},
+        {"k": (1, 2)},
+        [{"x": []}, {"y": {}}],
+    ]
+    for v in values:
+        for depth in (0, 1, 3):
+            assert jsondump.pretty(v, depth) == json.dumps(v, indent=2).replace("\n", "\n" + "  " * depth)
+    reports = list(iter_reports(FILES, Options(kernels=True, details=True)))
+    doc = inventory_json.inventory_document(reports)
+    assert jsondump.pretty(doc) == json.dumps(doc, indent=2)
+
+
 @pytest.mark.parametrize("pretty", [True, False])
 def test_write_equals_dumps_on_shapes(pretty):
     docs = [
@@ -43,6 +74,10 @@ def test_write_equals_dumps_on_shapes(pretty):
     ]
     for doc in docs:
         assert _streamed(_items_doc(doc), pretty).decode() == jsondump.dumps(doc, pretty)
+        assert (
+            jsondump.dumps(doc, pretty)
+            == (json.dumps(doc, indent=2) if pretty else json.dumps(doc, separators=(",", ":"))) + "\n"
+        )
 
 
 @pytest.mark.parametrize("pretty", [True, False])
@@ -166,14 +201,14 @@ def test_scan_json_streamed_equals_the_document_of_full_records(tmp_path, monkey
     tree = tmp_path / "tree"
     (tree / "lib").mkdir(parents=True)
     for p in FILES[:12]:
-        (tree / "lib" / os.path.basename(p)).write_bytes(open(p, "rb").read())
+        shutil.copyfile(p, tree / "lib" / os.path.basename(p))
     monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
     outs = [
         _run("scan", str(tree), "--format", "json", "-j", "1", *extra) for extra in ((), (), ("--no-cache",))
     ]
     docs = [json.loads(o) for o in outs]
     assert docs[0]["stats"]["cache_hits"] == 0 and docs[1]["stats"]["cache_hits"] > 0
-    result = scan([str(tree)], ScanOptions(inventory=dict(jobs=1), jobs=1, cache_dir=None))
+    result = scan([str(tree)], ScanOptions(inventory={"jobs": 1}, jobs=1, cache_dir=None))
     cov = coverage.build(result.reports, None, [])
     for out, doc in zip(outs, docs, strict=True):
         expect = scan_document(result, cov, doc["stats"]["seconds"], [])
@@ -183,6 +218,6 @@ def test_scan_json_streamed_equals_the_document_of_full_records(tmp_path, monkey
         o.replace(b'"cache_hits": %d' % d["stats"]["cache_hits"], b"").replace(
             b'"seconds": %s' % json.dumps(d["stats"]["seconds"]).encode(), b""
         )
-        for o, d in zip(outs, docs)
+        for o, d in zip(outs, docs, strict=True)
     ]
     assert strip[0] == strip[1] == strip[2]

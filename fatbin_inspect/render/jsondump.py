@@ -16,6 +16,68 @@ from typing import IO, Any
 _COMPACT = (",", ":")
 
 
+def pretty(value: Any, depth: int = 0) -> str:
+    """``json.dumps(value, indent=2)`` with every line after the first indented by ``depth``
+    levels, byte for byte, about twice as fast: the standard library's indenting encoder is pure
+    Python built of generators (a scan's 33 MB of records took 1.2 s of CPU to indent); this one
+    appends to one list and encodes strings with the C escaper. Values other than dicts (with
+    string keys), lists, tuples, strings, numbers, booleans and None go to ``json.dumps``."""
+    out: list[str] = []
+    ap = out.append
+
+    def enc(o: Any, ind: str) -> None:
+        t = type(o)
+        if t is str:
+            ap(_ascii(o))
+        elif t is int:
+            ap(int.__repr__(o))
+        elif o is None:
+            ap("null")
+        elif t is bool:
+            ap("true" if o else "false")
+        elif t is dict:
+            if not o:
+                ap("{}")
+                return
+            nxt = ind + "  "
+            sep = "{" + nxt
+            for k, v in o.items():
+                if type(k) is not str:
+                    raise _Other
+                ap(sep)
+                ap(_ascii(k))
+                ap(": ")
+                enc(v, nxt)
+                sep = "," + nxt
+            ap(ind + "}")
+        elif t is list or t is tuple:
+            if not o:
+                ap("[]")
+                return
+            nxt = ind + "  "
+            sep = "[" + nxt
+            for v in o:
+                ap(sep)
+                enc(v, nxt)
+                sep = "," + nxt
+            ap(ind + "]")
+        else:
+            raise _Other
+
+    try:
+        enc(value, "\n" + "  " * depth)
+    except _Other:
+        return json.dumps(value, indent=2).replace("\n", "\n" + "  " * depth)
+    return "".join(out)
+
+
+class _Other(Exception):
+    """A value ``pretty`` leaves to ``json.dumps`` (floats, other key types, other objects)."""
+
+
+_ascii = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+
+
 class Items:
     """A list of a document written item by item: dicts (encoded by ``write``) or, ``encoded``,
     their final bytes at their depth (a top-level list's items are at depth 2), each item bytes
@@ -25,6 +87,9 @@ class Items:
 
     def __init__(self, items: Iterable[Any], encoded: bool = False):
         self.items, self.encoded = items, encoded
+
+
+_pretty = pretty  # ``write``'s and ``dumps``' flag of the same name hides the function there
 
 
 def write(out: IO[bytes], document: dict[str, Any], pretty: bool = True) -> None:
@@ -41,7 +106,7 @@ def write(out: IO[bytes], document: dict[str, Any], pretty: bool = True) -> None
         if isinstance(value, Items):
             _write_items(out, value, pretty)
         elif pretty:
-            out.write(json.dumps(value, indent=2).replace("\n", "\n  ").encode())
+            out.write(_pretty(value, 1).encode())
         else:
             out.write(json.dumps(value, separators=_COMPACT).encode())
     out.write(b"\n}\n" if pretty else b"}\n")
@@ -53,7 +118,7 @@ def _write_items(out: IO[bytes], items: Items, pretty: bool) -> None:
         if items.encoded:
             text = item if isinstance(item, bytes) else None
         elif pretty:
-            text = json.dumps(item, indent=2).replace("\n", "\n    ").encode()
+            text = _pretty(item, 2).encode()
         else:
             text = json.dumps(item, separators=_COMPACT).encode()
         if pretty:
@@ -83,7 +148,7 @@ def dumps(document: dict[str, Any], pretty: bool = True) -> str:
     ``indent``: 170 MB of libtorch_cuda.so kernels take 20 s indented, 1 s compact)."""
     if not pretty:
         return json.dumps(document, separators=(",", ":")) + "\n"
-    return json.dumps(document, indent=2, sort_keys=False) + "\n"
+    return _pretty(document) + "\n"
 
 
 def dumps_line(record: dict[str, Any]) -> str:

@@ -69,11 +69,11 @@ def file_rest(report) -> bytes:
     the field after ``distribution`` on: the scan cache keeps these bytes, the path and distribution (which
     depend on how and where the scan was run) are put in front by ``file_text``. Module-level: the
     scan's workers call it (``ScanOptions.encoder``)."""
-    import json
+    from fatbin_inspect.render import jsondump
 
     if report.distribution is not None:
         report = dataclasses.replace(report, distribution=None)
-    text = json.dumps(file_dict(report), indent=2).replace("\n", "\n    ")
+    text = jsondump.pretty(file_dict(report), 2)
     return text[text.index(_HEAD_END) + len(_HEAD_END) :].encode()
 
 
