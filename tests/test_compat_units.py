@@ -119,3 +119,16 @@ def test_scan_rows_use_unit_and_variant_verdicts(tmp_path):
     res = CliRunner().invoke(cli, [*args, "--runtime", "12.8", "--files"])
     assert "fail (209" in res.output and "[variant: libvar_cuda126.so]" in res.output
     assert res.exit_code == 1
+
+
+def test_scan_flags_an_extension_of_another_cuda_major_than_torch(tmp_path):
+    site = tmp_path / "site"
+    (site / "torch" / "lib").mkdir(parents=True)
+    (site / "ext").mkdir()
+    (site / "torch" / "lib" / "libtorch_cuda.so").write_bytes(
+        open(fixture_path("units", "libvar_cuda130.so"), "rb").read()
+    )
+    (site / "ext" / "_C.so").write_bytes(open(fixture_path("units", "libvar_cuda126.so"), "rb").read())
+    res = CliRunner().invoke(cli, ["scan", str(site), "--gpu", "H100", "--driver", "580", "--no-cache"])
+    assert "CUDA runtime differs from torch's" in res.output
+    assert "_C.so needs CUDA 12" in res.output and "torch uses CUDA 13" in res.output

@@ -160,9 +160,19 @@ def _failures(
     emit: _Emitter, v: engine.FileVerdict, req: Requirement, arch: str, total: int, fatbins: Sequence[Fatbin]
 ) -> None:
     """FBI001/FBI009 (209), FBI003 (222) for the gaps (or for everything when nothing loads)."""
+    label = req.label
+    if v.verdict == "link-time" and v.counts["fail"]:  # R-LINK: coverage requirements still apply
+        what = _of(v.counts["fail"], total)
+        emit(
+            "FBI001",
+            "error",
+            f"{label}: no code to link for {arch} in {what} (link-time input, R-LINK)",
+            label,
+            arch,
+        )
+        return
     if v.verdict != "fail":
         return
-    label = req.label
     failing = v.gaps.count if v.gaps is not None and v.coverage == "partial" else total
     what = f"{_of(failing, total)}"
     if v.gaps is not None and v.gaps.kernels:

@@ -47,6 +47,27 @@ def _verdicts(reports, targets, env_runtime):
     return {p: [verdict_of(v, p) for v in vs] for p, vs in engine_vs.items()}, roll_up, engine_vs
 
 
+def torch_mismatches(reports, engine_vs) -> list[str]:
+    """Files whose CUDA runtime major differs from the torch scanned with them (a CUDA 12
+    extension beside a CUDA 13 torch): both runtimes would load into one process."""
+    torch = next(
+        (r for r in reports if r.path.replace("\\", "/").endswith("torch/lib/libtorch_cuda.so")), None
+    )
+    trt = engine_vs[torch.path][0].runtime if torch is not None and engine_vs.get(torch.path) else None
+    if trt is None:
+        return []
+    top = torch.path.replace("\\", "/").rsplit("/lib/", 1)[0] + "/"
+    out = []
+    for r in reports:
+        vs = engine_vs.get(r.path)
+        rt = vs[0].runtime if vs else None
+        if rt is None or rt.major == trt.major or r.path.replace("\\", "/").startswith(top):
+            continue
+        who = r.distribution or r.path
+        out.append(f"{who}: {r.path} needs CUDA {rt.major} ({rt.source}) but torch uses CUDA {trt.major}")
+    return out
+
+
 def _wheel_runtime(path: str):
     import zipfile
 
@@ -271,6 +292,11 @@ def scan_cmd(
                 t.host_label or t.gpu.name.replace("NVIDIA ", "").replace("GeForce ", "") for t in targets
             ],
         )
+    if text is not None and fmt == "table" and targets:
+        lines = torch_mismatches(result.reports, engine_vs)
+        if lines:
+            text += "\nCUDA runtime differs from torch's (FBI017 in gate --match torch):\n"
+            text += "".join(f"  {line}\n" for line in lines)
     if text is not None:
         write_output(text, output)
     if strict and any(r.error for r in result.reports):
