@@ -105,11 +105,17 @@ def test_gate_html_grades_requirements_from_the_findings(capsys):
     assert code == 1
 
 
-def test_scan_html_rows_are_distributions_or_files(tmp_path, capsys):
+def test_scan_html_keeps_the_table_rows_and_their_findings(capsys):
     code, page = run(["scan", SM80, PTX80, "--gpu", "A100", "--format", "html", "--no-cache"], capsys)
     doc = parse(page)
     _cov, verdicts = list(doc.iter(f"{SVG}svg"))
-    assert states(verdicts) == ["native", "jit"] and code == 0  # sm_80 cubin; compute_80 PTX only
+    # one folder row as in the terminal table: sm_80 SASS in one file, compute_80 PTX only in the
+    # other, so the row needs the JIT
+    assert states(verdicts) == ["jit"] and code == 0
+    summaries = texts(doc, "summary")
+    assert any("t01_exe_sm80" in x for x in summaries) and any("t03_exe_ptx_only_c80" in x for x in summaries)
+    rules = [t for t in texts(doc, "td") if t.startswith("FBI0")]
+    assert rules == ["FBI002 jit-only"]  # t01 loads natively: no finding for it
     assert "fatbin-inspect scan" in texts(doc, "h1")[0]
 
 

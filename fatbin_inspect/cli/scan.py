@@ -116,13 +116,24 @@ def _torch_cuda(version_py: str) -> str | None:
 
 def _html(paths, targets, reports, cov, engine_verdicts) -> str:
     """The HTML report: the table's matrix (rows rolled up the same way), files and fatbins, and
-    the findings ``check`` would give for the same verdicts."""
+    the findings ``check`` would give for the files of the rows that fail or need JIT."""
     import dataclasses
 
     from fatbin_inspect.checks.gate import check_findings
     from fatbin_inspect.render import findings
 
-    report = check_findings(paths, targets, engine_verdicts, [r for r in reports if r.error])
+    # a file's failure is a finding only where its row fails too: R-UNIT sets aside the files made
+    # for other GPUs and R-VARIANT the builds for another runtime
+    index = {t: i for i, t in enumerate(targets)}
+    row_of = {c.name: row for row in cov.rows for c in row.children}
+    kept = [
+        v
+        for v in engine_verdicts
+        if v.path in row_of
+        and index[v.target] < len(row_of[v.path].verdicts)
+        and row_of[v.path].verdicts[index[v.target]].verdict in ("fail", "jit")
+    ]
+    report = check_findings(paths, targets, kept, [r for r in reports if r.error])
     report = dataclasses.replace(report, command="scan", coverage=cov, files=tuple(reports))
     return findings.render(report, "html")[0]
 

@@ -96,10 +96,11 @@ def _legend(items: Sequence[tuple[str, str]]) -> str:
     )
 
 
-def heat_rows(cov: Coverage) -> list[Row]:
-    """Distributions as they are; folders file by file unless that would be over ``FILE_ROWS`` rows."""
+def heat_rows(cov: Coverage, expand: bool = True) -> list[Row]:
+    """Distributions as they are; folders file by file (``expand``: check and gate, whose rows are
+    the inputs) unless that would be over ``FILE_ROWS`` rows. ``scan`` keeps its table's rows."""
     files = sum(len(r.children) for r in cov.rows if r.kind != "distribution")
-    if files > FILE_ROWS:
+    if not expand or files > FILE_ROWS:
         return list(cov.rows)
     return [x for r in cov.rows for x in ((r,) if r.kind == "distribution" else r.children)]
 
@@ -121,11 +122,11 @@ def _in(prefix: str) -> str:
     return f'<p class="meta">in <code>{escape(prefix)}</code></p>' if prefix else ""
 
 
-def _coverage_section(cov: Coverage) -> str:
+def _coverage_section(cov: Coverage, shown: Sequence[Row]) -> str:
     cols = [f"sm_{sm}" for sm in cov.columns]
     rows = []
-    names, prefix = _labels(heat_rows(cov))
-    for name, r in zip(names, heat_rows(cov), strict=True):
+    names, prefix = _labels(shown)
+    for name, r in zip(names, shown, strict=True):
         cells = []
         for sm in cov.columns:
             c = r.cells.get(sm)
@@ -142,12 +143,12 @@ def _coverage_section(cov: Coverage) -> str:
     )
 
 
-def _row_verdicts(report: FindingsReport, cov: Coverage) -> list[tuple[str, list[tuple[str, str]]]]:
-    """Per row and target: the engine's worst verdict (check, scan), else the worst finding (gate)."""
-    out = []
-    names, _prefix = _labels(heat_rows(cov))
-    for name, r in zip(names, heat_rows(cov), strict=True):
-        cells = []
+def _row_verdicts(report: FindingsReport, shown: Sequence[Row]) -> list[tuple[str, list[tuple[str, ...]]]]:
+    """Per row and target: the engine's verdict (check, scan), else the worst finding (gate)."""
+    out: list[tuple[str, list[tuple[str, ...]]]] = []
+    names, _prefix = _labels(shown)
+    for name, r in zip(names, shown, strict=True):
+        cells: list[tuple[str, ...]] = []
         for i, label in enumerate(report.targets):
             if i < len(r.verdicts):
                 v = r.verdicts[i]
@@ -175,7 +176,7 @@ def _row_verdicts(report: FindingsReport, cov: Coverage) -> list[tuple[str, list
     return out
 
 
-def _targets_section(report: FindingsReport, cov: Coverage) -> str:
+def _targets_section(report: FindingsReport, shown: Sequence[Row]) -> str:
     if not report.targets:
         return ""
     titles = [short_target(t) for t in report.targets]
@@ -189,8 +190,8 @@ def _targets_section(report: FindingsReport, cov: Coverage) -> str:
                 ("link-time", "link-time input (.o, .a member)"),
             ]
         )
-        + _in(_labels(heat_rows(cov))[1])
-        + f'<div class="scroll">{_svg_heatmap(_row_verdicts(report, cov), titles, "verdict by target")}</div>'
+        + _in(_labels(shown)[1])
+        + f'<div class="scroll">{_svg_heatmap(_row_verdicts(report, shown), titles, "verdict by target")}</div>'
         + "<ol>"
         + "".join(f"<li><code>{escape(t)}</code></li>" for t in report.targets)
         + "</ol>"
@@ -292,7 +293,8 @@ def render(report: FindingsReport, fail_on: str = "error", color: bool = False) 
         f'<p class="meta">{pills} fail level: {escape(fail_on)} · inputs: {inputs or "-"}</p>',
     ]
     if cov is not None and cov.rows:
-        body += [_coverage_section(cov), _targets_section(report, cov)]
+        shown = heat_rows(cov, expand=report.command != "scan")
+        body += [_coverage_section(cov, shown), _targets_section(report, shown)]
     body.append(_findings_section(report))
     if cov is not None and cov.rows:
         body.append(_drilldown(cov, report.files, report.findings))
