@@ -156,7 +156,7 @@ def oci_vs_dir(work: str, env: dict, scan: list, rounds: int = 5) -> float:
     times = {"image": [], "folder": []}
     for _ in range(rounds):
         for name, target in (("image", image), ("folder", folder)):
-            times[name].append(run_measured(scan + ["--no-cache", target], env)[0])
+            times[name].append(run_measured([*scan, "--no-cache", target], env)[0])
     img, fol = statistics.median(times["image"]), statistics.median(times["folder"])
     size = sum(len(d) for _, d in files)
     print(

@@ -534,7 +534,7 @@ def oci_layout(
                     {
                         "Config": "blobs/sha256/x",
                         "RepoTags": ["app:1"],
-                        "Layers": [l["digest"].replace("sha256:", "blobs/sha256/") for l in lay],
+                        "Layers": [x["digest"].replace("sha256:", "blobs/sha256/") for x in lay],
                     }
                 ],
                 fh,

@@ -1,7 +1,6 @@
 """scan --executor dask: the local pool's work units on a Dask cluster (a LocalCluster here)."""
 
 import json
-import os
 
 import pytest
 from builders import conda_index, conda_package, tar_archive, zip_archive

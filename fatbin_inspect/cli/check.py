@@ -31,7 +31,7 @@ from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.inventory.core import Options
 
-ARCHIVE_FORMATS = ("zip", "ar", "tar", "conda")
+ARCHIVE_FORMATS = ("zip", "ar", "tar", "conda", "oci")
 
 
 def parse_env(pairs, inherit: bool):

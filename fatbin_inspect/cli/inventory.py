@@ -191,7 +191,7 @@ def _judge(r, targets, wheels) -> list:
     from fatbin_inspect.compat.engine import evaluate
 
     if (r.error is not None and not r.fatbins) or (
-        r.format in ("zip", "ar", "tar", "conda") and not r.fatbins
+        r.format in ("zip", "ar", "tar", "conda", "oci") and not r.fatbins
     ):
         return []
     rt = runtime.for_file(r, wheels.get(r.path.split("!", 1)[0]))
@@ -247,7 +247,7 @@ def _file_pieces(path: str, opts: Options, state: dict):
         light = dataclasses.replace(opts, kernels=False, details=False)
         reports = list(inspect_path(path, light))
         r = reports[0]
-        if len(reports) == 1 and r.fatbins and r.format not in ("zip", "ar", "tar", "conda"):
+        if len(reports) == 1 and r.fatbins and r.format not in ("zip", "ar", "tar", "conda", "oci"):
             try:
                 blob = open_blob(path)
             except InputError:

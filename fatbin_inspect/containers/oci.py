@@ -85,10 +85,22 @@ class TarStore:
 
     @classmethod
     def index(cls, blob: Blob) -> TarStore:
+        """Read the headers only, seeking over the data (a plain tar that is no image costs one
+        512-byte read per member before it is walked as a tar)."""
+        import tarfile
+
         entries = {}
-        for ti, _tf in archives.tar_entries(blob.stream()):
-            if ti.isreg():
-                entries[posixpath.normpath(ti.name.lstrip("/"))] = (ti.offset_data, ti.size)
+        try:
+            with tarfile.open(fileobj=blob.stream(), mode="r:") as tf:
+                for count, ti in enumerate(tf, 1):
+                    if count > archives.MAX_MEMBERS:
+                        raise LimitExceeded(f"more than {archives.MAX_MEMBERS} members")
+                    if ti.isreg():
+                        entries[posixpath.normpath(ti.name.lstrip("/"))] = (ti.offset_data, ti.size)
+        except (LimitExceeded, CorruptError):
+            raise
+        except Exception as exc:  # tarfile.ReadError and friends on hostile bytes
+            raise CorruptError(f"not a readable tar archive: {exc}") from None
         return cls(blob, entries)
 
     def get(self, name: str) -> Blob | None:

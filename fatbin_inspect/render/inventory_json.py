@@ -5,6 +5,7 @@ Field names in ``inventory.schema.json`` are fixed; fields are only ever added.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
@@ -100,17 +101,7 @@ def file_dict(r: FileReport) -> dict[str, Any]:
 
 
 def package_dict(p: Package | None) -> dict[str, Any] | None:
-    if p is None:
-        return None
-    return {
-        "kind": p.kind,
-        "name": p.name,
-        "version": p.version,
-        "build": p.build,
-        "subdir": p.subdir,
-        "cuda": p.cuda,
-        "cuda_source": p.cuda_source,
-    }
+    return None if p is None else dataclasses.asdict(p)
 
 
 def inventory_document(reports: Iterable[FileReport]) -> dict[str, Any]:

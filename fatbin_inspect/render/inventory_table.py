@@ -30,7 +30,7 @@ def _file_header(r: FileReport) -> Text:
         t.append(
             f"  {len(r.fatbins)} fatbins, {sum(len(fb.entries) for fb in r.fatbins)} entries in {', '.join(secs)}"
         )
-    elif r.format in ("zip", "ar", "tar", "conda") and not r.error:
+    elif r.format in ("zip", "ar", "tar", "conda", "oci") and not r.error:
         t.append("  archive: members with device code follow", style="dim")
     elif not r.error:
         t.append("  no device code", style="dim")
