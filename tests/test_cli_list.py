@@ -80,7 +80,7 @@ def test_extract_writes_decompressed_images(tmp_path):
         "sass",
         "--arch",
         "sm_80",
-        "-o",
+        "-d",
         str(out),
     )
     assert res.exit_code == 0
@@ -89,7 +89,7 @@ def test_extract_writes_decompressed_images(tmp_path):
     for f in files:
         data = (out / f).read_bytes()
         assert data[:4] == b"\x7fELF" and data[18] == 190  # decompressed device ELF
-    res = run("extract", fixture_path("bin", "t08_exe_mode_speed_lz4"), "--kind", "ptx", "-o", str(out / "p"))
+    res = run("extract", fixture_path("bin", "t08_exe_mode_speed_lz4"), "--kind", "ptx", "-d", str(out / "p"))
     (ptx,) = os.listdir(out / "p")
     text = (out / "p" / ptx).read_bytes()
     assert text.lstrip().startswith(b".version") or b".version 9.0" in text

@@ -87,7 +87,7 @@ COMMANDS = [
 @pytest.mark.parametrize("argv", COMMANDS + [["extract"]], ids=["list-json", "list-table", "extract"])
 def test_inputs_read_only_and_unchanged(argv, inputs, opened, tmp_path, capsys):
     before = _state(inputs)
-    args = argv + [str(inputs)] + (["-o", str(tmp_path / "out")] if argv == ["extract"] else [])
+    args = argv + [str(inputs)] + (["-d", str(tmp_path / "out")] if argv == ["extract"] else [])
     assert _run(args) == 0
     assert opened, "the inputs were never opened: the check would prove nothing"
     assert {p for p, _f in opened} >= {str(inputs / n) for n in os.listdir(inputs)}

@@ -27,6 +27,8 @@ VERDICT_ORDER = {"fail": 3, "jit": 2, "native": 1, "no-device-code": 0}
 class Cell:
     state: str  # sass | ptx | none
     arches: tuple[str, ...] = ()  # "sm_90", "sm_90a", "compute_90" ...
+    fatbins: int = 0  # fatbins of the row holding code of this state for the SM (0: not counted)
+    of: int = 0  # fatbins of the row with SASS or PTX at all
 
 
 @dataclass(frozen=True)
@@ -82,15 +84,23 @@ class FileSummary:
     error: FileError | None = None
     distribution: str | None = field(default=None, compare=False)
     package: str | None = None  # ``name version`` of the package holding it (FileReport.package)
+    fatbins: int = 0  # fatbins with SASS or PTX (the denominator of a cell's share)
+    counts: tuple[tuple[str, int, int], ...] = ()  # (kind, sm, fatbins holding that kind for sm)
 
 
 def summarize(report: FileReport) -> FileSummary:
     """The ``FileSummary`` of a full record (its ``distribution`` carried over)."""
     if isinstance(report, FileSummary):
         return report
-    seen = {
-        (e.kind, e.sm, e.arch) for fb in report.fatbins for e in fb.entries if e.kind in (KIND_SASS, KIND_PTX)
-    }
+    seen = set()
+    per: dict[tuple[str, int], int] = {}
+    coded = 0
+    for fb in report.fatbins:
+        here = {(e.kind, e.sm, e.arch) for e in fb.entries if e.kind in (KIND_SASS, KIND_PTX)}
+        seen |= here
+        coded += bool(here)
+        for key in {(k, sm) for k, sm, _a in here}:
+            per[key] = per.get(key, 0) + 1
     return FileSummary(
         report.path,
         report.format,
@@ -99,6 +109,8 @@ def summarize(report: FileReport) -> FileSummary:
         report.error,
         report.distribution,
         report.package.label if report.package is not None else None,
+        coded,
+        tuple(sorted((k, sm, n) for (k, sm), n in per.items())),
     )
 
 
@@ -118,13 +130,21 @@ def _arches(report) -> dict[int, set]:
     return out
 
 
-def _cells(arches: dict[int, set]) -> dict[int, Cell]:
+def _cells(arches: dict[int, set], counts: dict[tuple[str, int], int], of: int) -> dict[int, Cell]:
+    """``counts``: fatbins per (kind, SM), ``of``: fatbins with code (both 0 when not counted)."""
     cells = {}
     for sm, items in arches.items():
         sass = sorted(a for k, a in items if k == KIND_SASS)
         ptx = sorted(a for k, a in items if k == KIND_PTX)
-        cells[sm] = Cell(SASS, tuple(sass + ptx)) if sass else Cell(PTX, tuple(ptx))
+        kind = KIND_SASS if sass else KIND_PTX
+        n = counts.get((kind, sm), 0)
+        cells[sm] = Cell(SASS if sass else PTX, tuple(sass + ptx), n if of else 0, of if n else 0)
     return cells
+
+
+def _counts(report) -> tuple[dict[tuple[str, int], int], int]:
+    s = summarize(report)
+    return {(k, sm): n for k, sm, n in s.counts}, s.fatbins if s.counts else 0
 
 
 def _worst(verdicts: Sequence[Verdict]) -> Verdict:
@@ -147,13 +167,20 @@ def build(
     rows = []
     for (order, name), members in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1].lower())):
         merged: dict[int, set] = {}
+        counted: dict[tuple[str, int], int] = {}
+        total, complete = 0, True  # shares only when every file of the row was counted
         children = []
         for r in sorted(members, key=lambda r: r.path):
             arches = _arches(r)
             for sm, items in arches.items():
                 merged.setdefault(sm, set()).update(items)
+            counts, of = _counts(r)
+            complete &= bool(of) or not arches
+            total += of
+            for key, n in counts.items():
+                counted[key] = counted.get(key, 0) + n
             vs = tuple(verdicts.get(r.path, ())) if verdicts else ()
-            children.append(Row(r.path, "file", _cells(arches), 1, int(r.error is not None), vs))
+            children.append(Row(r.path, "file", _cells(arches, counts, of), 1, int(r.error is not None), vs))
         columns.update(merged)
         if units is not None and targets:
             row_vs = tuple(units([c.name for c in children]))
@@ -165,7 +192,7 @@ def build(
             Row(
                 name,
                 "distribution" if order == 0 else "folder",
-                _cells(merged),
+                _cells(merged, counted, total if complete else 0),
                 len(members),
                 sum(c.errors for c in children),
                 row_vs,

@@ -17,15 +17,17 @@ from fatbin_inspect.cli.common import (
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_USAGE,
-    color_for,
+    look,
     note_error,
     open_output,
     output_option,
+    progress_for,
     write_output,
 )
 from fatbin_inspect.cli.findings import findings_format_option, with_views, write_findings
 from fatbin_inspect.cli.fleet import compat_option, nearest_policy_targets, resolve_all, targets_option
 from fatbin_inspect.cli.inventory import iter_reports
+from fatbin_inspect.cli.options import driver_option, examples, fail_options, gpu_option, ui_options
 from fatbin_inspect.compat import runtime
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.errors import UsageError
@@ -54,25 +56,28 @@ def wheel_runtime(path: str):
     return runtime.from_wheel(path) if zipfile.is_zipfile(path) else None
 
 
-def _judge(paths, targets, unreadable: list, opts, kept: list | None = None, note=note_error):
+def _judge(paths, targets, unreadable: list, opts, kept: list | None = None, note=note_error, progress=None):
     """Verdicts per file and target as the records come; unreadable records go to ``unreadable``
     (and to ``note``, which tells on stderr; None: silent, for the library), and every judged
-    record to ``kept`` when it is a list."""
-    for root in paths:
-        wheel = wheel_runtime(root) if os.path.isfile(root) else None
-        for report in iter_reports([root], opts):
-            if report.error is not None:  # a damaged file is never called fine: exit 2 and FBI008
-                if note is not None:
-                    note(report)
-                unreadable.append(report)
-                if not report.fatbins:
-                    continue
-            if report.format in ARCHIVE_FORMATS and not report.fatbins:
-                continue  # the archive's members carry the verdicts
-            rt = runtime.for_file(report, wheel)
-            if kept is not None:
-                kept.append(report)
-            yield from (evaluate(report, t, rt) for t in targets)
+    record to ``kept`` when it is a list. A wheel's metadata names the runtime of its members
+    (wheels inside folders too)."""
+    wheels: dict[str, object] = {}  # container path -> the runtime its wheel metadata names
+    for report in iter_reports(paths, opts, progress):
+        if report.error is not None:  # a damaged file is never called fine: exit 2 and FBI008
+            if note is not None:
+                note(report)
+            unreadable.append(report)
+            if not report.fatbins:
+                continue
+        if report.format in ARCHIVE_FORMATS and not report.fatbins:
+            continue  # the archive's members carry the verdicts
+        container = report.path.split("!", 1)[0]
+        if container not in wheels:
+            wheels[container] = wheel_runtime(container) if os.path.isfile(container) else None
+        rt = runtime.for_file(report, wheels[container])
+        if kept is not None:
+            kept.append(report)
+        yield from (evaluate(report, t, rt) for t in targets)
 
 
 def _write_json(judged, targets, per_fatbin: bool, unreadable: list, bad: set, output) -> list:
@@ -98,21 +103,21 @@ def _write_json(judged, targets, per_fatbin: bool, unreadable: list, bad: set, o
     return worst
 
 
+@examples(
+    'fatbin-inspect check app --gpu H100 --gpu "RTX 5090" --driver 570',
+    "fatbin-inspect check dist/*.whl --gpu auto --fail-on warning",
+    "fatbin-inspect check lib.so --targets doctor-*.json --format sarif -o check.sarif --exit-zero",
+)
 @click.command("check")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=True))
-@click.option(
-    "--gpu",
-    "gpus",
-    multiple=True,
+@gpu_option(
+    "GPU: a name ('RTX 4090', 'NVIDIA H100 80GB HBM3'), a CC (8.9), an SM (sm_89) or 'auto'.",
     envvar="FATBIN_INSPECT_GPU",
-    help="GPU: a name ('RTX 4090', 'NVIDIA H100 80GB HBM3'), a CC (8.9), an SM (sm_89) or 'auto'. Repeatable.",
 )
-@click.option(
-    "--driver",
-    default=None,
-    envvar="FATBIN_INSPECT_DRIVER",
+@driver_option(
     help="Driver: Linux version (550.54.14), branch (550), Windows version (581.29 or 32.0.15.8129), "
     "Jetson release (jetpack-6.2, l4t-36.4) or 'auto'; default: newest known branch.",
+    envvar=["FATBIN_INSPECT_DRIVER"],
 )
 @compat_option
 @targets_option
@@ -126,13 +131,7 @@ def _write_json(judged, targets, per_fatbin: bool, unreadable: list, bad: set, o
 @click.option(
     "--inherit-env", is_flag=True, help="Also read CUDA_* switches from this process's environment."
 )
-@click.option(
-    "--fail-on",
-    type=click.Choice(["error", "warning"]),
-    default="error",
-    show_default=True,
-    help="Exit 1 on failures only, or also when something needs PTX JIT.",
-)
+@fail_options("error", what="failures (error) or PTX JIT (warning)")
 @click.option(
     "--long", "long_view", is_flag=True, help="Table: one block per file and target instead of the matrix."
 )
@@ -145,6 +144,7 @@ def _write_json(judged, targets, per_fatbin: bool, unreadable: list, bad: set, o
 )
 @findings_format_option
 @output_option
+@ui_options
 def check_cmd(
     paths,
     gpus,
@@ -155,6 +155,7 @@ def check_cmd(
     inherit_env,
     fail_on,
     long_view,
+    exit_zero,
     per_fatbin,
     all_kernels,
     fmt,
@@ -169,21 +170,24 @@ def check_cmd(
     targets = resolve_all(gpus, driver, env, target_files, nearest_policy_targets(driver), compat)
     unreadable: list = []
     kept: list | None = [] if fmt == "html" else None  # the records --format html drills into
-    judged = _judge(paths, targets, unreadable, inventory_options(all_kernels), kept)
-    bad = {"fail"} | ({"jit"} if fail_on == "warning" else set())
-    verdicts = (
-        _write_json(judged, targets, per_fatbin, unreadable, bad, output) if fmt == "json" else list(judged)
-    )
+    bad = {"error": {"fail"}, "warning": {"fail", "jit"}, "never": set()}[fail_on]
+    with progress_for(fmt, "checking") as progress:
+        judged = _judge(paths, targets, unreadable, inventory_options(all_kernels), kept, progress=progress)
+        verdicts = (
+            _write_json(judged, targets, per_fatbin, unreadable, bad, output)
+            if fmt == "json"
+            else list(judged)
+        )
     if fmt == "json":
         pass  # written as judged
     elif fmt == "table" and not long_view and (len(targets) > 1 or len({v.path for v in verdicts}) > 1):
         from fatbin_inspect.render.check_matrix import render_matrix
 
-        write_output(render_matrix(targets, verdicts, color=color_for(output)), output)
+        write_output(render_matrix(targets, verdicts, **look(output)), output)
     elif fmt == "table":
         from fatbin_inspect.render.check_table import render_check
 
-        write_output(render_check(targets, verdicts, color=color_for(output), kernels=all_kernels), output)
+        write_output(render_check(targets, verdicts, kernels=all_kernels, **look(output)), output)
     else:
         from fatbin_inspect.checks.gate import check_findings
 
@@ -193,4 +197,5 @@ def check_cmd(
         write_findings(report, fmt, fail_on, output)
     if unreadable:
         raise SystemExit(EXIT_USAGE)
-    raise SystemExit(EXIT_FINDINGS if any(v.verdict in bad for v in verdicts) else EXIT_OK)
+    failed = any(v.verdict in bad for v in verdicts) and not exit_zero
+    raise SystemExit(EXIT_FINDINGS if failed else EXIT_OK)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Iterator
 from typing import IO
 
 import click
 
+from fatbin_inspect.cli.options import format_option as format_option  # the shared options
+from fatbin_inspect.cli.options import output_option as output_option
+from fatbin_inspect.cli.options import settings
 from fatbin_inspect.formats.model import FileReport
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
@@ -47,30 +51,40 @@ def write_output(text: str, output: str | None) -> None:
 
 
 def color_for(output: str | None) -> bool:
+    """Colour for the report: never into a file; --color, NO_COLOR, FORCE_COLOR, then the terminal."""
     from fatbin_inspect.render.console import want_color
 
     if output and output != "-":
         return False
-    return want_color(sys.stdout.isatty())
+    return want_color(sys.stdout.isatty(), settings()["color"])
 
 
-def format_option(choices, default="table"):
-    return click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(choices),
-        default=default,
-        show_default=True,
-        envvar="FATBIN_INSPECT_FORMAT",
-        help="Output format (env FATBIN_INSPECT_FORMAT).",
-    )
+def width_for(output: str | None) -> int | None:
+    """Columns for the report: ``COLUMNS`` when set, else the terminal's; ``None`` (no wrapping:
+    one record a line) into a pipe or a file. There is no floor: 60 columns get 60."""
+    if output and output != "-":
+        return None
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit() and int(cols) > 0:
+        return int(cols)
+    try:
+        if sys.stdout.isatty():
+            return os.get_terminal_size(sys.stdout.fileno()).columns or None
+    except (OSError, ValueError, AttributeError):
+        pass
+    return None
 
 
-output_option = click.option(
-    "--output",
-    "-o",
-    "output",
-    default=None,
-    envvar="FATBIN_INSPECT_OUTPUT",
-    help="Write the report to FILE instead of stdout (env FATBIN_INSPECT_OUTPUT).",
-)
+def look(output: str | None) -> dict:
+    """The ``color`` and ``width`` keywords every table renderer takes."""
+    return {"color": color_for(output), "width": width_for(output)}
+
+
+def progress_for(fmt: str, label: str):
+    """A ``Progress`` callback for table output (machine formats never draw one), honouring
+    -q and --no-progress; it still draws only on a terminal (``cli.progress``)."""
+    from fatbin_inspect.cli.progress import Progress
+
+    ui = settings()
+    on = None if (fmt in ("table", "html") and ui["progress"] and not ui["quiet"]) else False
+    return Progress(enabled=on, label=label)

@@ -1,6 +1,6 @@
 """``fatbin-inspect diff OLD NEW``: archs and kernels added and dropped between two releases.
 
-Exit 0, or 1 with ``--fail-on-dropped`` when an arch, kernels or a file with device code were
+Exit 0, or 1 with ``--fail-on warning`` (``--fail-on-dropped``) when an arch, kernels or a file with device code were
 dropped; 2 on usage or internal error. Machine formats render the drops as findings
 (FBI010-FBI012); ``--format json`` adds every file's changes under ``diff``.
 """
@@ -10,11 +10,17 @@ from __future__ import annotations
 import click
 
 from fatbin_inspect.checks.findings import fails
-from fatbin_inspect.cli.common import EXIT_FINDINGS, EXIT_OK, color_for, output_option, write_output
+from fatbin_inspect.cli.common import EXIT_FINDINGS, EXIT_OK, look, output_option, progress_for, write_output
 from fatbin_inspect.cli.findings import emit_findings, findings_format_option
+from fatbin_inspect.cli.options import examples, fail_options, ui_options
 from fatbin_inspect.inventory.core import Options
 
 
+@examples(
+    "fatbin-inspect diff old.whl new.whl",
+    "fatbin-inspect diff dist-1.0/ dist-1.1/ --fail-on warning   # any drop fails",
+    "fatbin-inspect diff old.whl new.whl --no-kernels --format markdown -o diff.md",
+)
 @click.command("diff")
 @click.argument("old", type=click.Path(exists=True))
 @click.argument("new", type=click.Path(exists=True))
@@ -22,31 +28,38 @@ from fatbin_inspect.inventory.core import Options
     "--fail-on-dropped",
     is_flag=True,
     envvar="FATBIN_INSPECT_FAIL_ON_DROPPED",
-    help="Exit 1 when an arch, kernels or a file with device code were dropped.",
+    help="Exit 1 when an arch, kernels or a file with device code were dropped (= --fail-on warning).",
 )
 @click.option(
     "--kernels/--no-kernels",
     default=True,
     show_default=True,
-    envvar="FATBIN_INSPECT_KERNELS",
     help="Compare kernel names too (decodes every image).",
 )
+@fail_options("never", what="drops (error: an arch dropped; warning: kernels or a file too)")
 @findings_format_option
 @output_option
-def diff_cmd(old, new, fail_on_dropped, kernels, fmt, output):
+@ui_options
+def diff_cmd(old, new, fail_on_dropped, kernels, fail_on, exit_zero, fmt, output):
     """Compare the device code of OLD and NEW (files, wheels or directories)."""
     from fatbin_inspect.checks import diff as diff_mod
     from fatbin_inspect.cli.inventory import iter_reports
 
     opts = Options(kernels=kernels, details=kernels)
-    d = diff_mod.diff(iter_reports([old], opts), old.rstrip("/"), iter_reports([new], opts), new.rstrip("/"))
+    with progress_for(fmt, "comparing") as progress:
+        d = diff_mod.diff(
+            iter_reports([old], opts, progress),
+            old.rstrip("/"),
+            iter_reports([new], opts, progress),
+            new.rstrip("/"),
+        )
     report = diff_mod.findings(d)
-    level = "warning" if fail_on_dropped else "never"
+    level = "warning" if fail_on_dropped else fail_on
     if fmt in ("table", "markdown", "json"):
         if fmt == "table":
             from fatbin_inspect.render import diff_table
 
-            text = diff_table.render_diff_table(d, color=color_for(output))
+            text = diff_table.render_diff_table(d, **look(output))
         elif fmt == "markdown":
             from fatbin_inspect.render import diff_markdown
 
@@ -57,5 +70,5 @@ def diff_cmd(old, new, fail_on_dropped, kernels, fmt, output):
 
             text = jsondump.dumps({**findings_json.document(report, level), "diff": diff_json.diff_dict(d)})
         write_output(text, output)
-        raise SystemExit(EXIT_FINDINGS if fails(report.findings, level) else EXIT_OK)
-    emit_findings(report, fmt, level, output, exit_zero=False)
+        raise SystemExit(EXIT_FINDINGS if fails(report.findings, level) and not exit_zero else EXIT_OK)
+    emit_findings(report, fmt, level, output, exit_zero)

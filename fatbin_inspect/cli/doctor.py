@@ -8,22 +8,29 @@ from fatbin_inspect.cli.common import (
     EXIT_FINDINGS,
     EXIT_NO_DEVICE,
     EXIT_OK,
-    color_for,
     format_option,
+    look,
     output_option,
     write_output,
 )
+from fatbin_inspect.cli.options import examples, fail_options, ui_options
 
 
+@examples(
+    "fatbin-inspect doctor",
+    "fatbin-inspect doctor --format json -o doctor-$(hostname).json   # feed to --targets",
+)
 @click.command("doctor")
 @click.option(
     "--no-torch-archs",
     is_flag=True,
     help="Do not read torch's arch list from libtorch_cuda.so (a large file).",
 )
+@fail_options("error", what="failed conditions (error) or mismatch warnings (warning)")
 @format_option(["table", "json"])
 @output_option
-def doctor_cmd(no_torch_archs, fmt, output):
+@ui_options
+def doctor_cmd(no_torch_archs, fail_on, exit_zero, fmt, output):
     """Show the CUDA stack of this machine, one layer a line: GPUs, kernel driver, libcuda in use,
     every CUDA runtime, nvcc, torch, the environment switches; then whether the driver serves the
     runtime and the GPU, and warnings for classic mismatches. Needs no GPU: what is missing is said.
@@ -47,8 +54,9 @@ def doctor_cmd(no_torch_archs, fmt, output):
     else:
         from fatbin_inspect.render.doctor_table import render_doctor
 
-        text = render_doctor(st, diag, color=color_for(output))
+        text = render_doctor(st, diag, **look(output))
     write_output(text, output)
-    if diag.failed:
+    failing = diag.failed or (fail_on == "warning" and bool(diag.warnings))
+    if failing and fail_on != "never" and not exit_zero:
         raise SystemExit(EXIT_FINDINGS)
     raise SystemExit(EXIT_NO_DEVICE if not st.gpus or st.kernel_driver is None else EXIT_OK)

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import click
 
-from fatbin_inspect.cli.common import EXIT_OK, format_option, output_option, write_output
+from fatbin_inspect.cli.common import EXIT_OK, format_option, look, output_option, write_output
+from fatbin_inspect.cli.options import examples, ui_options
 from fatbin_inspect.compat.explain import explain
 from fatbin_inspect.errors import UsageError
 
 
+@examples(
+    "fatbin-inspect explain 209",
+    "fatbin-inspect explain cudaErrorUnsupportedPtxVersion --format json",
+    'fatbin-inspect explain "no kernel image is available for execution on the device"',
+)
 @click.command("explain")
 @click.argument("error", nargs=-1, required=True)
-@format_option(["text", "json"], default="text")
+@format_option(["table", "json"], aliases={"text": "table"})  # `text`: the name before 0.2
 @output_option
+@ui_options
 def explain_cmd(error, fmt, output):
     """Explain ERROR: a number (209), a name (cudaErrorNoKernelImageForDevice, CUDA_ERROR_NO_BINARY_FOR_GPU)
     or the text a program printed ("no kernel image is available for execution on the device")."""
@@ -25,7 +32,7 @@ def explain_cmd(error, fmt, output):
     text = (
         jsondump.dumps(explain_json.explanation_dict(e))
         if fmt == "json"
-        else explain_text.explanation_text(e)
+        else explain_text.explanation_text(e, **look(output))
     )
     write_output(text, output)
     raise SystemExit(EXIT_OK)

@@ -7,7 +7,8 @@ import re
 
 import click
 
-from fatbin_inspect.cli.common import EXIT_OK, note_error
+from fatbin_inspect.cli.common import EXIT_OK, format_option, note_error, output_option, write_output
+from fatbin_inspect.cli.options import examples, note, ui_options
 from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.binio import open_blob
 from fatbin_inspect.formats.decompress import Budget
@@ -21,6 +22,11 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", name).strip("._") or "file"
 
 
+@examples(
+    "fatbin-inspect extract app -d out/",
+    "fatbin-inspect extract lib.so --arch sm_90 --kind sass -d cubins/",
+    "fatbin-inspect extract torch-*.whl --kind ptx -d ptx/ --format json -o written.json",
+)
 @click.command("extract")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option(
@@ -35,20 +41,24 @@ def _safe(name: str) -> str:
 )
 @click.option(
     "--output-dir",
-    "-o",
+    "-d",
     "out_dir",
     required=True,
     type=click.Path(file_okay=False),
     help="Directory for the extracted images (created).",
 )
-def extract_cmd(paths, arches, kinds, out_dir):
+@format_option(["table", "json"])
+@output_option
+@ui_options
+def extract_cmd(paths, arches, kinds, out_dir, fmt, output):
     """Write entries, decompressed, as files (what cuobjdump -xelf/-xptx does).
 
     Names: <file>.<fatbin#>.<entry#>.<arch>.cubin|.ptx; LTO-IR is written as stored (opaque).
+    The report (-o, --format) lists the files written, one a line, or as JSON.
     """
     os.makedirs(out_dir, exist_ok=True)
-    wanted = {a if not a.isdigit() else a for a in arches}
-    written = 0
+    wanted = set(arches)
+    written: list[dict] = []
     for root in paths:
         for path, skip in iter_files(root):
             if skip:
@@ -79,7 +89,22 @@ def extract_cmd(paths, arches, kinds, out_dir):
                         name = f"{_safe(os.path.basename(rec.path))}.{fi}.{ei}.{e.arch}{_SUFFIX[e.kind]}"
                         with open(os.path.join(out_dir, name), "wb") as fh:
                             fh.write(data)
-                        written += 1
-                        click.echo(name)
-    click.echo(f"{written} images written to {out_dir}", err=True)
+                        written.append(
+                            {
+                                "file": name,
+                                "path": rec.path,
+                                "fatbin": fi,
+                                "entry": ei,
+                                "arch": e.arch,
+                                "kind": e.kind,
+                            }
+                        )
+    if fmt == "json":
+        from fatbin_inspect.render import jsondump
+
+        text = jsondump.dumps({"schema_version": 1, "output_dir": out_dir, "written": written})
+    else:
+        text = "".join(w["file"] + "\n" for w in written)
+    write_output(text, output)
+    note(None, f"{len(written)} images written to {out_dir}")
     raise SystemExit(EXIT_OK)

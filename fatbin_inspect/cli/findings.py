@@ -8,14 +8,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-import click
-
-from fatbin_inspect.checks.findings import FAIL_LEVELS, FindingsReport, fails
+from fatbin_inspect.checks.findings import FindingsReport, fails
+from fatbin_inspect.cli import options
 from fatbin_inspect.cli.common import (
     EXIT_FINDINGS,
     EXIT_OK,
-    color_for,
     format_option,
+    look,
     open_output,
     write_output,
 )
@@ -24,20 +23,7 @@ from fatbin_inspect.render.findings import FORMATS
 findings_format_option = format_option(list(FORMATS))
 
 
-def fail_options(f):
-    f = click.option(
-        "--exit-zero",
-        is_flag=True,
-        envvar="FATBIN_INSPECT_EXIT_ZERO",
-        help="Exit 0 even when findings reach the fail level (env FATBIN_INSPECT_EXIT_ZERO).",
-    )(f)
-    return click.option(
-        "--fail-on",
-        type=click.Choice(FAIL_LEVELS),
-        default=None,
-        envvar="FATBIN_INSPECT_FAIL_ON",
-        help="Lowest severity that fails (default: error; env FATBIN_INSPECT_FAIL_ON).",
-    )(f)
+fail_options = options.fail_options(None)  # gate: the policy file may set the level
 
 
 def emit_findings(
@@ -63,7 +49,7 @@ def write_findings(report: FindingsReport, fmt: str, fail_on: str, output: str |
         job = getattr(mod, "job_summary", None)
         summary = job(report, fail_on) if job else None
     else:
-        text, summary = findings.render(report, fmt, fail_on, color=color_for(output))
+        text, summary = findings.render(report, fmt, fail_on, **look(output))
         write_output(text, output)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary is not None and step_summary:

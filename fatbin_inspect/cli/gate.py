@@ -13,9 +13,10 @@ import re
 
 import click
 
-from fatbin_inspect.cli.common import output_option
+from fatbin_inspect.cli.common import output_option, progress_for
 from fatbin_inspect.cli.findings import emit_findings, fail_options, findings_format_option, with_views
 from fatbin_inspect.cli.fleet import targets_option
+from fatbin_inspect.cli.options import driver_option, examples, gpu_option, ui_options
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.formats.model import FileReport
 from fatbin_inspect.inventory.core import Options, inspect_path
@@ -47,7 +48,7 @@ def installed_torch_lib() -> str | None:
     spec = importlib.util.find_spec("torch")  # locates the package without importing it
     if spec is None or not spec.submodule_search_locations:
         return None
-    lib = os.path.join(list(spec.submodule_search_locations)[0], "lib", "libtorch_cuda.so")
+    lib = os.path.join(next(iter(spec.submodule_search_locations)), "lib", "libtorch_cuda.so")
     return lib if os.path.isfile(lib) else None
 
 
@@ -87,7 +88,7 @@ def gate_context(paths, reports, reference):
     return Context(wheel_rts, frozenset(named), torch_rt)
 
 
-def run_gate(paths, pol, given, target_files=(), match=None):
+def run_gate(paths, pol, given, target_files=(), match=None, progress=None):
     """(findings, records) of ``paths`` under ``pol`` with the command line's ``given`` flags on top
     of per-distribution overrides: what ``gate`` reports, and the library's ``gate()``."""
     from fatbin_inspect.checks.gate import gate
@@ -111,13 +112,19 @@ def run_gate(paths, pol, given, target_files=(), match=None):
             "gate: nothing to check: give --require, --gpu, --targets, --forbid or --match, "
             "or a [tool.fatbin-inspect] policy"
         )
-    reports = list(iter_reports(paths, Options(probe_small=True)))
+    reports = list(iter_reports(paths, Options(probe_small=True), progress))
     reference = torch_reference(match, reports) if match else None
     ctx = gate_context(paths, reports, reference)
     report = gate(reports, pol, given, reference, fleet, local_devices(pol.gpus, pol.min_driver), ctx)
     return report, reports
 
 
+@examples(
+    "fatbin-inspect gate dist/*.whl --require sm_80,sm_90,sm_100,sm_120 --format sarif -o gate.sarif",
+    "fatbin-inspect gate dist/ --gpu H100 --gpu 'RTX 5090' --driver 550 --fail-on warning",
+    "fatbin-inspect gate dist/ --format github --exit-zero     # annotate, never fail the job",
+    "fatbin-inspect gate --match torch        # extensions narrower than the installed torch",
+)
 @click.command("gate")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @click.option(
@@ -158,20 +165,13 @@ def run_gate(paths, pol, given, target_files=(), match=None):
     envvar=_env("ALLOW_SURPLUS"),
     help="Accept SASS for archs the policy does not require (default: yes).",
 )
-@click.option(
-    "--gpu",
-    "gpus",
-    multiple=True,
-    type=CommaList(),
-    envvar=_env("GPU"),
-    help="Target GPUs, repeatable or comma-separated ('H100,RTX 5090,8.9'): checked with the compatibility engine.",
-)
+@gpu_option("Target GPU, checked with the compatibility engine ('H100,RTX 5090,8.9').", envvar=_env("GPU"))
 @targets_option
-@click.option(
+@driver_option(
     "--min-driver",
-    default=None,
-    envvar=_env("MIN_DRIVER"),
+    dest="min_driver",
     help="Oldest driver the release supports (535, 550.54.14): PTX and runtime checks.",
+    envvar=[_env("DRIVER"), _env("MIN_DRIVER")],
 )
 @click.option(
     "--ignore", "ignore", multiple=True, envvar=_env("IGNORE"), help="Skip artifacts matching GLOB (repeat)."
@@ -201,6 +201,7 @@ def run_gate(paths, pol, given, target_files=(), match=None):
 @fail_options
 @findings_format_option
 @output_option
+@ui_options
 def gate_cmd(
     paths,
     require,
@@ -222,12 +223,7 @@ def gate_cmd(
     fmt,
     output,
 ):
-    """Check PATHS (files, wheels, directories) against the release policy; findings FBI001...
-
-    \b
-    fatbin-inspect gate dist/*.whl --require sm_80,sm_90,sm_100,sm_120 --format sarif -o gate.sarif
-    fatbin-inspect gate --match torch        # extensions narrower than the installed torch
-    """
+    """Check PATHS (files, wheels, directories) against the release policy; findings FBI001..."""
     from fatbin_inspect.checks import policy as policy_mod
 
     flags = {
@@ -249,7 +245,8 @@ def gate_cmd(
         if lib is None:
             raise UsageError("gate: give at least one PATH (file, wheel or directory)")
         paths = (os.path.dirname(os.path.dirname(os.path.dirname(lib))),)  # torch's site-packages
-    report, reports = run_gate(paths, pol, given, target_files, match)
+    with progress_for(fmt, "gating") as progress:
+        report, reports = run_gate(paths, pol, given, target_files, match, progress)
     if fmt == "html":
         report = with_views(report, [r for r in reports if r.fatbins or r.error])
     emit_findings(report, fmt, pol.fail_on, output, exit_zero)

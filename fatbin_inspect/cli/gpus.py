@@ -4,27 +4,39 @@ from __future__ import annotations
 
 import click
 
-from fatbin_inspect.cli.common import EXIT_OK, color_for, format_option, output_option, write_output
+from fatbin_inspect.cli.common import EXIT_OK, format_option, look, output_option, write_output
+from fatbin_inspect.cli.options import complete_gpu, examples, ui_options
 from fatbin_inspect.compat import data
 from fatbin_inspect.compat.targets import search_gpus
 from fatbin_inspect.errors import UsageError
 
 
+@examples(
+    "fatbin-inspect gpus                 # every GPU, by compute capability then name",
+    'fatbin-inspect gpus "h100 sxm"      # words as --gpu takes them',
+    "fatbin-inspect gpus --cc 9.0",
+    "fatbin-inspect gpus jetson --format json",
+)
 @click.command("gpus")
-@click.argument("query", required=False)
+@click.argument("query", required=False, shell_complete=complete_gpu)
+@click.option("--cc", default=None, metavar="X.Y", help="Only GPUs of this compute capability (9.0, sm_90).")
 @format_option(["table", "json"])
 @output_option
-def gpus_cmd(query, fmt, output):
-    """List known GPUs; QUERY filters by name words ('4090', 'jetson orin') or compute capability (8.9, sm_89)."""
+@ui_options
+def gpus_cmd(query, cc, fmt, output):
+    """List known GPUs, sorted by compute capability then name. QUERY filters by name words
+    ('4090', 'jetson orin', 'H100-SXM5-80GB', as --gpu matches them) or compute capability
+    (8.9, sm_89)."""
     from fatbin_inspect.render import gpus_json, gpus_table, jsondump
 
-    rows = search_gpus(query)
+    rows = search_gpus(query, cc)
     if not rows:
-        raise UsageError(f"gpus: nothing matches {query!r}")
+        what = " and ".join(x for x in (query and repr(query), cc and f"--cc {cc}") if x)
+        raise UsageError(f"gpus: nothing matches {what}")
     if fmt == "json":
         doc = {"schema_version": 1, "as_of": data.load("gpus")["as_of"], "gpus": gpus_json.gpu_dicts(rows)}
         text = jsondump.dumps(doc)
     else:
-        text = gpus_table.render_gpus(rows, color=color_for(output))
+        text = gpus_table.render_gpus(rows, **look(output))
     write_output(text, output)
     raise SystemExit(EXIT_OK)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 
 import click
@@ -9,13 +10,15 @@ import click
 from fatbin_inspect.cli.common import (
     EXIT_OK,
     EXIT_STRICT,
-    color_for,
     format_option,
+    look,
     note_error,
     open_output,
     output_option,
+    progress_for,
     write_output,
 )
+from fatbin_inspect.cli.options import driver_option, examples, gpu_option, ui_options
 from fatbin_inspect.formats.model import FileError, FileReport
 from fatbin_inspect.inventory.core import Options, inspect_path
 from fatbin_inspect.inventory.walk import iter_files
@@ -23,21 +26,48 @@ from fatbin_inspect.inventory.walk import iter_files
 PRETTY_MAX_ENTRIES = 2000  # larger inventories are written compact (same document, no indentation)
 
 
-def iter_reports(paths, opts: Options) -> Iterator[FileReport]:
-    for root in paths:
-        for path, skip in iter_files(root):
-            if skip:
-                yield FileReport(path=path, format="unknown", size=0, error=FileError(skip))
-                continue
-            yield from inspect_path(path, opts)
+def iter_reports(paths, opts: Options, progress=None) -> Iterator[FileReport]:
+    """Every record under ``paths``. With a ``progress`` callback ``(files done, files, bytes
+    done)``, the trees are walked first, so the bar knows how many files there are."""
+    if progress is None:
+        for root in paths:
+            for path, skip in iter_files(root):
+                yield from _reports(path, skip, opts)
+        return
+    import os
+
+    walked = [(path, skip) for root in paths for path, skip in iter_files(root)]
+    done = 0
+    for i, (path, skip) in enumerate(walked):
+        yield from _reports(path, skip, opts)
+        with contextlib.suppress(OSError):
+            done += 0 if skip else os.path.getsize(path)
+        progress(i + 1, len(walked), done)
 
 
+def _reports(path: str, skip: str | None, opts: Options) -> Iterator[FileReport]:
+    if skip:
+        yield FileReport(path=path, format="unknown", size=0, error=FileError(skip))
+    else:
+        yield from inspect_path(path, opts)
+
+
+@examples(
+    "fatbin-inspect app.so                      # every fatbin and entry",
+    "fatbin-inspect torch-*.whl --entries summary",
+    "fatbin-inspect lib.so --kernels            # every kernel, with registers and shared memory",
+    "fatbin-inspect build/ --gpu H100 --format json -o inventory.json",
+)
 @click.command("list")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=True))
-@click.option("--kernels", is_flag=True, help="Decode payloads: kernel names and per-kernel resources.")
+@click.option("--kernels", is_flag=True, help="Decode payloads: every kernel, with per-kernel resources.")
 @click.option("--details", is_flag=True, help="Decode cubins: ELF ABI, type, toolkit, device-link.")
 @click.option(
-    "--no-scan", is_flag=True, help="Only walk fatbin sections; skip the magic scan of other bytes."
+    "--sections-only",
+    "--no-scan",
+    "no_scan",
+    is_flag=True,
+    help="Only read fatbin sections; skip the magic scan of other bytes (--no-scan: old name).",
 )
 @click.option(
     "--entries",
@@ -50,17 +80,11 @@ def iter_reports(paths, opts: Options) -> Iterator[FileReport]:
     "--all-members", is_flag=True, help="Report every candidate archive member, even without device code."
 )
 @click.option("--strict", is_flag=True, help="Exit 3 when any input could not be read.")
-@click.option(
-    "--gpu",
-    "gpus",
-    multiple=True,
-    help="Also give a verdict for this GPU (name, 8.9, sm_89, auto); repeatable. `check` explains more.",
-)
-@click.option(
-    "--driver", default=None, help="Driver for --gpu (550.54.14, 550, auto; default: newest known)."
-)
+@gpu_option("Also give a verdict for this GPU (name, 8.9, sm_89, auto); `check` explains more.")
+@driver_option(help="Driver for --gpu (550.54.14, 550, auto; default: newest known).")
 @format_option(["table", "json", "jsonl"])
 @output_option
+@ui_options
 def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpus, driver, fmt, output):
     """List every CUDA fat binary and entry in PATHS (files, archives, wheels, directories).
 
@@ -89,17 +113,18 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
                 failed = _write_json(out, paths, opts, targets)
         raise SystemExit(EXIT_STRICT if strict and failed else EXIT_OK)
     reports = []
-    for r in iter_reports(paths, opts):
-        note_error(r)
-        reports.append(r)
+    with progress_for(fmt, "reading") as progress:
+        for r in iter_reports(paths, opts, progress):
+            note_error(r)
+            reports.append(r)
     verdicts = _verdicts(paths, reports, targets) if targets else []
     from fatbin_inspect.render.inventory_table import render_inventory
 
-    text = render_inventory(reports, color=color_for(output), entries=entries, kernels=kernels)
+    text = render_inventory(reports, entries=entries, kernels=kernels, **look(output))
     if targets:
         from fatbin_inspect.render.check_table import render_check
 
-        text += render_check(targets, verdicts, color=color_for(output))
+        text += render_check(targets, verdicts, **look(output))
     write_output(text, output)
     if strict and any(r.error for r in reports):
         raise SystemExit(EXIT_STRICT)

@@ -6,6 +6,7 @@ Exit codes: 0 clean, 1 findings at or above the fail level, 2 usage or internal 
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
@@ -14,6 +15,7 @@ import traceback
 import click
 
 from fatbin_inspect import __version__
+from fatbin_inspect.cli.options import adopt
 from fatbin_inspect.errors import DeviceError, FatbinInspectError, UsageError
 
 COMMANDS = {
@@ -43,7 +45,7 @@ class DefaultGroup(click.Group):
         if target is None:
             return None
         mod, attr = target.split(":")
-        return getattr(__import__(mod, fromlist=[attr]), attr)
+        return adopt(getattr(__import__(mod, fromlist=[attr]), attr))
 
     def parse_args(self, ctx, args):
         lead = 0
@@ -51,8 +53,21 @@ class DefaultGroup(click.Group):
             lead += 1
         rest = args[lead:]
         if rest and rest[0] not in COMMANDS and rest[0] not in ("--help", "-h", "--version"):
-            args = list(args[:lead]) + ["list"] + list(rest)
+            if not ctx.resilient_parsing:  # (shell completion parses half-typed words)
+                _no_such_command(rest[0])
+            args = [*list(args[:lead]), "list", *list(rest)]
         return super().parse_args(ctx, args)
+
+
+def _no_such_command(word: str) -> None:
+    """``fatbin-inspect chekc x``: a word that is neither a path nor a command, but looks like one."""
+    import difflib
+
+    if word.startswith("-") or os.path.lexists(word):
+        return
+    close = difflib.get_close_matches(word, list(COMMANDS), n=1, cutoff=0.6)
+    if close:
+        raise click.UsageError(f"no such command or path {word!r}; did you mean {close[0]!r}?")
 
 
 # every option of every command also reads FATBIN_INSPECT_<COMMAND>_<OPTION> (e.g.
@@ -135,8 +150,6 @@ def console_main() -> None:
         else:
             code = exc.code or 0
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(BrokenPipeError, OSError, ValueError):
             stream.flush()
-        except (BrokenPipeError, OSError, ValueError):
-            pass
     os._exit(code)

@@ -79,3 +79,9 @@ class Progress:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

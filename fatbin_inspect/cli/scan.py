@@ -10,14 +10,17 @@ from fatbin_inspect.cli.common import (
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_STRICT,
-    color_for,
     format_option,
+    look,
     note_error,
     open_output,
     output_option,
+    progress_for,
     write_output,
 )
 from fatbin_inspect.cli.fleet import compat_option, targets_option
+from fatbin_inspect.cli.options import driver_option, examples, fail_options, gpu_option, ui_options
+from fatbin_inspect.errors import UsageError
 
 
 def _verdicts(reports, targets, env_runtime):
@@ -138,17 +141,16 @@ def _html(paths, targets, reports, cov, engine_verdicts) -> str:
     return findings.render(report, "html")[0]
 
 
+@examples(
+    "fatbin-inspect scan                          # this interpreter's site-packages",
+    "fatbin-inspect scan .venv --gpu auto --verdicts",
+    'fatbin-inspect scan dist/*.whl --gpu H100 --gpu "RTX 5090" --files',
+    "fatbin-inspect scan image.tar --format json -o scan.json",
+)
 @click.command("scan")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, dir_okay=True))
-@click.option(
-    "--gpu",
-    "gpus",
-    multiple=True,
-    help="Add a verdict column for this GPU (repeatable; name, 8.9, sm_89, auto).",
-)
-@click.option(
-    "--driver", default=None, help="Driver for --gpu targets (550.54.14, 550, auto; default: newest known)."
-)
+@gpu_option("Add a verdict column for this GPU (name, 8.9, sm_89, auto).")
+@driver_option(help="Driver for --gpu targets (550.54.14, 550, auto; default: newest known).")
 @compat_option
 @targets_option
 @click.option(
@@ -164,7 +166,13 @@ def _html(paths, targets, reports, cov, engine_verdicts) -> str:
     is_flag=True,
     help="Table: expand every distribution into its files, each with its own verdict.",
 )
-@click.option("--kernels", is_flag=True, help="Decode payloads: kernel names (slower; JSON only shows them).")
+@click.option(
+    "--verdicts",
+    "verdicts_only",
+    is_flag=True,
+    help="Table: only distributions × targets (needs --gpu or --targets); fits 80 columns.",
+)
+@click.option("--kernels", is_flag=True, help="Decode payloads: every kernel in the JSON (slower).")
 @click.option(
     "--jobs",
     "-j",
@@ -172,7 +180,7 @@ def _html(paths, targets, reports, cov, engine_verdicts) -> str:
     default=0,
     envvar="FATBIN_INSPECT_JOBS",
     show_default=True,
-    help="Worker processes (0: every core; env FATBIN_INSPECT_JOBS).",
+    help="Worker processes (0: every core).",
 )
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the scan cache.")
 @click.option(
@@ -196,8 +204,10 @@ def _html(paths, targets, reports, cov, engine_verdicts) -> str:
     help="The image of a multi-platform OCI index to scan.",
 )
 @click.option("--strict", is_flag=True, help="Exit 3 when any file could not be read.")
+@fail_options("error", what="failures (error) or PTX JIT (warning) of a --gpu target")
 @format_option(["table", "json", "html"])
 @output_option
+@ui_options
 def scan_cmd(
     paths,
     gpus,
@@ -213,6 +223,9 @@ def scan_cmd(
     scheduler,
     platform,
     strict,
+    verdicts_only,
+    fail_on,
+    exit_zero,
     fmt,
     output,
 ):
@@ -221,14 +234,15 @@ def scan_cmd(
     PATHS: folders, virtualenv or conda prefixes, wheels, conda packages, OCI image layouts and
     .tar images (OCI archives, docker save) (none: the running
     interpreter's site-packages). Cache: $FATBIN_INSPECT_CACHE_DIR or the user cache dir; delete it
-    at will. Exit 1 when a --gpu target fails to run something.
+    at will. Exit 1 when a --gpu target fails to run something (--fail-on warning: or needs JIT).
     """
     from fatbin_inspect.checks import coverage
-    from fatbin_inspect.cli.progress import Progress
     from fatbin_inspect.scan import ScanOptions, scan
 
     if executor == "dask" and not scheduler:
         raise click.UsageError("--executor dask needs --scheduler tcp://HOST:PORT")
+    if verdicts_only and not (gpus or target_files):
+        raise UsageError("scan --verdicts: give --gpu or --targets (the verdicts are per target)")
     targets: tuple = ()
     if gpus or target_files:
         from fatbin_inspect.cli.fleet import resolve_all
@@ -261,7 +275,7 @@ def scan_cmd(
         scheduler=scheduler,
     )
     start = time.monotonic()
-    progress = Progress()
+    progress = progress_for(fmt, "scanning")
     try:
         result = scan(paths, opts, progress)
     finally:
@@ -296,7 +310,8 @@ def scan_cmd(
         text = render_coverage(
             cov,
             summary,
-            color=color_for(output),
+            verdicts_only=verdicts_only,
+            **look(output),
             files=show_files,
             target_sms=[t.gpu.sm for t in targets],
             headers=[
@@ -312,6 +327,7 @@ def scan_cmd(
         write_output(text, output)
     if strict and any(r.error for r in result.reports):
         raise SystemExit(EXIT_STRICT)
-    if any(v.verdict == "fail" for row in cov.rows for v in row.verdicts):
+    bad = {"error": {"fail"}, "warning": {"fail", "jit"}, "never": set()}[fail_on]
+    if any(v.verdict in bad for row in cov.rows for v in row.verdicts) and not exit_zero:
         raise SystemExit(EXIT_FINDINGS)
     raise SystemExit(EXIT_OK)

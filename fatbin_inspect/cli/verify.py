@@ -10,11 +10,12 @@ from fatbin_inspect.cli.common import (
     EXIT_FINDINGS,
     EXIT_NO_DEVICE,
     EXIT_OK,
-    color_for,
     format_option,
+    look,
     output_option,
     write_output,
 )
+from fatbin_inspect.cli.options import examples, fail_options, ui_options
 from fatbin_inspect.errors import DeviceError, UsageError
 
 
@@ -32,6 +33,10 @@ def _target(env):
     return targets[0], None
 
 
+@examples(
+    "fatbin-inspect verify build/libkernels.so",
+    "fatbin-inspect verify torch/lib/libtorch_cuda.so --max-fatbins 50 --findings-only",
+)
 @click.command("verify")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--device", default=0, show_default=True, help="CUDA device ordinal to load on.")
@@ -41,9 +46,13 @@ def _target(env):
 @click.option("--no-entries", is_flag=True, help="Load whole fatbins only, not each entry alone.")
 @click.option("--max-fatbins", type=int, default=None, help="At most N fatbins per file (large libraries).")
 @click.option("--findings-only", is_flag=True, help="Table: print findings and the summary, not every image.")
+@fail_options("error", what="contradicted predictions and hung or crashed loads")
 @format_option(["table", "json"])
 @output_option
-def verify_cmd(paths, device, timeout, no_entries, max_fatbins, findings_only, fmt, output):
+@ui_options
+def verify_cmd(
+    paths, device, timeout, no_entries, max_fatbins, findings_only, fail_on, exit_zero, fmt, output
+):
     """Load every fatbin in PATHS with cuModuleLoadData (cuda-python) in child processes, and
     compare with the prediction for this GPU and driver. Each fatbin is loaded whole, again with
     CUDA_DISABLE_PTX_JIT=1 (native or JIT?), then entry by entry. A hang or crash costs one result.
@@ -81,14 +90,14 @@ def verify_cmd(paths, device, timeout, no_entries, max_fatbins, findings_only, f
                         )
     except NoDevice as exc:
         click.echo(f"fatbin-inspect: verify needs a GPU: {exc}", err=True)
-        raise SystemExit(EXIT_NO_DEVICE)
+        raise SystemExit(EXIT_NO_DEVICE) from None
     found = compare.findings(checks)
     if fmt == "json":
         text = jsondump.dumps(verify_document(label, checks, found))
     else:
         from fatbin_inspect.render.verify_table import render_verify
 
-        text = render_verify(label, checks, found, color=color_for(output), images=not findings_only)
+        text = render_verify(label, checks, found, images=not findings_only, **look(output))
     write_output(text, output)
     bad = found or any(c.actual == compare.ERROR for c in checks)
-    raise SystemExit(EXIT_FINDINGS if bad else EXIT_OK)
+    raise SystemExit(EXIT_FINDINGS if bad and fail_on != "never" and not exit_zero else EXIT_OK)

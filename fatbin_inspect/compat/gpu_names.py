@@ -63,14 +63,15 @@ def _best(row: dict, qt: tuple[str, ...]) -> Match:
     return best
 
 
-def match(query: str, rows: Iterable[dict] | None = None) -> list[Match]:
-    """Every row the query names: exact names, else rows with all tokens, else the relaxed rule."""
+def match(query: str, rows: Iterable[dict] | None = None, listing: bool = False) -> list[Match]:
+    """Every row the query names: exact names, else rows with all tokens, else the relaxed rule
+    (``listing``: rows with all tokens even when some name is exact, as ``gpus QUERY`` lists)."""
     qt = tokens(query)
     if not qt:
         return []
     scored = [_best(r, qt) for r in (data.gpus() if rows is None else rows)]
     exact = [m for m in scored if m.exact]
-    if exact:
+    if exact and not listing:
         return exact
     full = [m for m in scored if m.hits == len(qt)]
     if full:

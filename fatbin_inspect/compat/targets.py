@@ -261,7 +261,7 @@ def search_gpus(query: str | None = None, cc: str | None = None) -> list[dict]:
         want = resolve_gpu(query).cc
         rows = [g for g in rows if data.parse_cc(g["compute_capability"]) == want]
     elif query:
-        rows = [m.row for m in gpu_names.match(query, rows)]
+        rows = [m.row for m in gpu_names.match(query, rows, listing=True)]
     return sorted(rows, key=gpu_names.sort_key)
 
 

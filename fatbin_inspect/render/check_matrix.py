@@ -110,7 +110,9 @@ def _notes(targets: Sequence[Target], verdicts: Sequence[FileVerdict], cut: int)
     return out
 
 
-def render_matrix(targets: Sequence[Target], verdicts: Sequence[FileVerdict], color: bool = False) -> str:
+def render_matrix(
+    targets: Sequence[Target], verdicts: Sequence[FileVerdict], color: bool = False, width: int | None = None
+) -> str:
     """The matrix of ``check`` (``verdicts`` in file order, one per target each)."""
     by_file: dict[str, dict[Target, FileVerdict]] = {}
     for v in verdicts:
@@ -141,4 +143,4 @@ def render_matrix(targets: Sequence[Target], verdicts: Sequence[FileVerdict], co
             style="bold",
         ),
     ]
-    return render(out, color)
+    return render(out, color, width)

@@ -9,14 +9,14 @@ from rich.text import Text
 from fatbin_inspect.compat.engine import FileVerdict, coverage_line
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.formats.demangle import demangle
-from fatbin_inspect.render.console import render
+from fatbin_inspect.render.console import Hanging, bounded, hang, render
 
 STYLE = {"native": "green", "jit": "yellow", "fail": "bold red", "no-device-code": "dim", "link-time": "cyan"}
 KERNELS_SHOWN = 5
 
 
-def target_lines(targets: Sequence[Target]) -> list[Text]:
-    out = [Text("Targets", style="bold")]
+def target_lines(targets: Sequence[Target]) -> list:
+    out: list = [Text("Targets", style="bold")]
     for i, t in enumerate(targets):
         d = t.umd  # with a cuda-compat package: the CUDA of the package (R-FWD)
         umd = f" (user-mode R{d.branch})" if t.compat else ""
@@ -33,13 +33,13 @@ def target_lines(targets: Sequence[Target]) -> list[Text]:
         ]
         if env:
             line.append(f"  {' '.join(env)}", style="yellow")
-        out.append(line)
+        out.append(Hanging(line, 6))
         if d.note:
-            out.append(Text(f"      note: {d.note}", style="yellow"))
+            out.append(hang("      note: ", d.note, style="yellow"))
     return out
 
 
-def verdict_block(v: FileVerdict, index: int, kernels: bool) -> list[Text]:
+def verdict_block(v: FileVerdict, index: int, kernels: bool) -> list:
     head = Text()
     head.append(v.path, style="bold")
     head.append(f"  on [{index}]  ")
@@ -52,10 +52,10 @@ def verdict_block(v: FileVerdict, index: int, kernels: bool) -> list[Text]:
     c = v.counts
     if sum(c.values()):
         head.append(f"  fatbins: {c['native']} native, {c['jit']} jit, {c['fail']} fail", style="dim")
-    out = [head, Text(f"    {v.reason}")]
+    out = [Hanging(head, 4), hang("    ", v.reason)]
     out += coverage_lines(v)
     if v.runtime:
-        out.append(Text(f"    runtime: CUDA {v.runtime.version} ({v.runtime.source})", style="dim"))
+        out.append(hang("    runtime: ", f"CUDA {v.runtime.version} ({v.runtime.source})", style="dim"))
     if v.missing_kernels:
         out.append(
             Text(
@@ -64,20 +64,16 @@ def verdict_block(v: FileVerdict, index: int, kernels: bool) -> list[Text]:
                 style="yellow",
             )
         )
-        shown = v.missing_kernels if kernels else v.missing_kernels[:KERNELS_SHOWN]
-        out += [Text(f"      {demangle(k) or k}", style="dim") for k in shown]
-        if len(shown) < len(v.missing_kernels):
-            out.append(
-                Text(
-                    f"      ... {len(v.missing_kernels) - len(shown)} more (--kernels lists all)", style="dim"
-                )
-            )
-    out += [Text(f"    note: {n}", style="yellow") for n in v.notes if n != v.target.driver.note]
-    out += [Text(f"    fix: {a}", style="cyan") for a in v.advice]
+        shown, more = bounded(v.missing_kernels, None if kernels else KERNELS_SHOWN)
+        out += [hang("      ", demangle(k) or k, style="dim") for k in shown]
+        if more:
+            out.append(Text(f"      {more}", style="dim"))
+    out += [hang("    note: ", n, style="yellow") for n in v.notes if n != v.target.driver.note]
+    out += [hang("    fix: ", a, style="cyan") for a in v.advice]
     return out
 
 
-def coverage_lines(v: FileVerdict) -> list[Text]:
+def coverage_lines(v: FileVerdict) -> list:
     """R-FILE in one line ("native (sm_90); 412 fatbins are specialised for other GPUs (sm_100 ×780 …)
     and are not used here"), then which kernels live only there, or how to find out."""
     line = coverage_line(v)
@@ -85,7 +81,7 @@ def coverage_lines(v: FileVerdict) -> list[Text]:
         return []
     style = "bold red" if v.verdict == "fail" else "yellow"
     verdict = v.verdict + (f" ({v.chosen.arch})" if v.chosen else "")
-    out = [Text(f"    coverage {v.coverage}: {verdict}; {line}", style=style)]
+    out: list = [hang(f"    coverage {v.coverage}: ", f"{verdict}; {line}", style=style)]
     groups = [
         (g, what)
         for g, what in (
@@ -111,10 +107,14 @@ def coverage_lines(v: FileVerdict) -> list[Text]:
 
 
 def render_check(
-    targets: Sequence[Target], verdicts: Sequence[FileVerdict], color: bool = False, kernels: bool = False
+    targets: Sequence[Target],
+    verdicts: Sequence[FileVerdict],
+    color: bool = False,
+    kernels: bool = False,
+    width: int | None = None,
 ) -> str:
     index = {t: i for i, t in enumerate(targets)}
-    out: list[Text] = [*target_lines(targets), Text("")]
+    out: list = [*target_lines(targets), Text("")]
     for v in verdicts:
         out += verdict_block(v, index[v.target], kernels)
     c = {k: sum(1 for v in verdicts if v.verdict == k) for k in STYLE}
@@ -126,4 +126,4 @@ def render_check(
             style="bold",
         ),
     ]
-    return render(out, color)
+    return render(out, color, width)

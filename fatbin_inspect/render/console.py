@@ -13,8 +13,7 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 
-from rich.console import Console, RenderableType
-from rich.table import Table
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.text import Text
 
 UNBOUNDED = 1 << 15  # "no wrapping": wider than any line a report holds
@@ -51,16 +50,34 @@ def render(renderables: Iterable[RenderableType], color: bool, width: int | None
     return "".join(_TRAILING.sub("", line) + "\n" for line in buf.getvalue().splitlines())
 
 
-def hang(head: str | Text, body: str | Text, style: str = "") -> Table:
-    """``head`` then ``body``; wrapped lines of ``body`` start under its first character."""
-    grid = Table.grid(padding=0)
-    grid.add_column(no_wrap=True)
-    grid.add_column(overflow="fold")
-    grid.add_row(
-        Text(head, style=style) if isinstance(head, str) else head,
-        Text(body, style=style) if isinstance(body, str) else body,
-    )
-    return grid
+class Hanging:
+    """Text wrapped between words whose second and later lines start ``indent`` columns in (at
+    most a third of the width, so a long head never squeezes the text to nothing)."""
+
+    def __init__(self, text: Text, indent: int, cap: bool = True):
+        self.text = text
+        self.indent = indent
+        self.cap = cap
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        indent = min(self.indent, width // 3) if self.cap else min(self.indent, width - 1)
+        lines = self.text.wrap(console, width, overflow="fold")
+        if not lines:
+            return
+        yield lines[0]
+        rest = self.text[len(lines[0].plain) :]
+        rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")) :]
+        if rest.plain:
+            for line in rest.wrap(console, max(1, width - indent), overflow="fold"):
+                yield Text(" " * indent) + line
+
+
+def hang(head: str | Text, body: str | Text = "", style: str = "") -> Hanging:
+    """``head`` then ``body``; wrapped lines start under the first character of ``body``."""
+    h = Text(head, style=style) if isinstance(head, str) else head
+    b = Text(body, style=style) if isinstance(body, str) else body
+    return Hanging(h + b, h.cell_len)
 
 
 def bounded(items: Sequence[str], limit: int | None) -> tuple[list[str], str | None]:
@@ -77,9 +94,83 @@ def drop_empty_columns(
     used = [
         i
         for i, h in enumerate(headers)
-        if h in keep or any(str(r[i]).strip() for r in rows if i < len(r) and r[i] is not None)
+        if h in keep or any(_plain(r[i]).strip() for r in rows if i < len(r) and r[i] is not None)
     ]
     return [headers[i] for i in used], [[r[i] for i in used] for r in rows]
+
+
+def _plain(cell: object) -> str:
+    return cell.plain if isinstance(cell, Text) else "" if cell is None else str(cell)
+
+
+def _text(cell: object) -> Text:
+    return cell if isinstance(cell, Text) else Text(_plain(cell))
+
+
+def natural_width(headers: Sequence[str], rows: Sequence[Sequence[object]], gap: int = 2) -> int:
+    """Columns one unwrapped row of ``grid`` takes (Text rows, notes, not counted)."""
+    widths = [len(h) for h in headers]
+    for r in rows:
+        if not isinstance(r, Text):
+            for i, c in enumerate(r[: len(widths)]):
+                widths[i] = max(widths[i], _text(c).cell_len)
+    return sum(widths) + gap * (len(widths) - 1)
+
+
+MIN_LAST = 24  # narrower than this, the last column moves to its own line under the row
+
+
+def grid(
+    headers: Sequence[str] | None,
+    rows: Sequence[Sequence[object]],
+    width: int | None,
+    right: Sequence[str] = (),
+    indent: int = 0,
+    gap: int = 2,
+) -> list[RenderableType]:
+    """A borderless table as lines. Every column but the last is as wide as its widest cell and
+    never wraps; the last one wraps between words under its own first character, or, when fewer
+    than ``MIN_LAST`` columns are left for it, goes on its own line(s) under the row. Unbounded
+    (``width=None``): one row a line. A row is a sequence of cells (str or Text); a row that is a
+    single Text is printed as it is (a note or a group title), wrapped 2 columns in."""
+    cols = len(headers) if headers else max((len(r) for r in rows if not isinstance(r, Text)), default=0)
+    table_rows = [r for r in rows if not isinstance(r, Text)]
+    widths = [0] * cols
+    for r in ([list(headers)] if headers else []) + [list(r) for r in table_rows]:
+        for i, c in enumerate(r[:cols]):
+            widths[i] = max(widths[i], _text(c).cell_len)
+    lead = indent + sum(widths[:-1]) + gap * (cols - 1) if cols else indent
+    below = width is not None and cols > 1 and width - lead < min(MIN_LAST, widths[-1])
+    names = [headers[i] if i < len(headers) else "" for i in range(cols)] if headers else []
+
+    def cell(c: object, i: int, style: str) -> Text:
+        t = _text(c).copy()
+        if style:
+            t.stylize(style)
+        if i == cols - 1 and below:
+            return t
+        pad = Text(" " * (widths[i] - t.cell_len))
+        return pad + t if names and names[i] in right else t + pad
+
+    def line(cells: Sequence[object], style: str = "") -> list[RenderableType]:
+        parts = [cell(c, i, style) for i, c in enumerate(cells[:cols])]
+        if below:
+            head = Text(" " * indent) + Text(" " * gap).join(parts[:-1])
+            head.rstrip()
+            tail = parts[-1]
+            return [head] + ([Hanging(Text(" " * (indent + 4)) + tail, indent + 4)] if tail.plain else [])
+        head = Text(" " * indent) + Text(" " * gap).join([*parts[:-1], Text("")])
+        return [Hanging(head + parts[-1], head.cell_len, cap=False)]
+
+    out: list[RenderableType] = []
+    if headers:
+        out += line(list(headers), style="bold")
+    for r in rows:
+        if isinstance(r, Text):
+            out.append(Hanging(r, len(r.plain) - len(r.plain.lstrip(" ")) + 2))
+        else:
+            out += line(list(r) + [""] * (cols - len(r)))
+    return out
 
 
 def human(n: int) -> str:

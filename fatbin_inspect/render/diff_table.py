@@ -18,7 +18,7 @@ def kernels_cell(f: FileDiff) -> str:
     return " ".join(parts)
 
 
-def render_diff_table(d: DiffReport, color: bool = False) -> str:
+def render_diff_table(d: DiffReport, color: bool = False, width: int | None = None) -> str:
     out: list = [Text(f"{d.old} -> {d.new}", style="bold")]
     if d.distributions:
         tab = Table(box=None, pad_edge=False, header_style="bold")
@@ -46,4 +46,4 @@ def render_diff_table(d: DiffReport, color: bool = False) -> str:
             kernels_cell(f),
         )
     out.append(tab)
-    return render(out, color)
+    return render(out, color, width)

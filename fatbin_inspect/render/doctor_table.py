@@ -64,7 +64,7 @@ def _layers(stack: Stack, diag: Diagnosis) -> Table:
     return tab
 
 
-def render_doctor(stack: Stack, diag: Diagnosis, color: bool = False) -> str:
+def render_doctor(stack: Stack, diag: Diagnosis, color: bool = False, width: int | None = None) -> str:
     out: list = [_layers(stack, diag), Text("")]
     for i, c in enumerate(diag.conditions, 1):
         word, style = _MARK.get(c.status, ("unknown", "yellow"))
@@ -76,4 +76,4 @@ def render_doctor(stack: Stack, diag: Diagnosis, color: bool = False) -> str:
         out.append(Text(f"warning ({w.code}): {w.text}", style="yellow"))
     for m in stack.missing:
         out.append(Text(f"missing: {m}", style="dim"))
-    return render(out, color)
+    return render(out, color, width)

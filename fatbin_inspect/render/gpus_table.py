@@ -5,22 +5,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rich.table import Table
+from rich.text import Text
 
-from fatbin_inspect.render.console import render
+from fatbin_inspect.render.console import drop_empty_columns, grid, render
 
 
-def render_gpus(rows: Sequence[dict[str, Any]], color: bool = False) -> str:
-    tab = Table(box=None, pad_edge=False, header_style="bold")
-    for col in ("name", "CC", "architecture", "segment", "tegra", "confidence"):
-        tab.add_column(col)
-    for r in rows:
-        tab.add_row(
-            r["name"],
+def render_gpus(rows: Sequence[dict[str, Any]], color: bool = False, width: int | None = None) -> str:
+    """One GPU a line in the order given: CC first, the name last (the column that wraps)."""
+    cells = [
+        [
             r["compute_capability"],
-            r["architecture"],
-            r["segment"],
+            r["architecture"] or "",
+            r["segment"] or "",
             "yes" if r["tegra_igpu"] else "",
             r["confidence"],
-        )
-    return render([tab, f"{len(rows)} GPUs"], color)
+            r["name"],
+        ]
+        for r in rows
+    ]
+    headers, cells = drop_empty_columns(
+        ["CC", "architecture", "segment", "tegra", "confidence", "name"], cells
+    )
+    return render(
+        [*grid(headers, cells, width), Text(f"{len(rows)} GPU{'' if len(rows) == 1 else 's'}")], color, width
+    )

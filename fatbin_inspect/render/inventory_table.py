@@ -5,11 +5,18 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from rich.table import Table
 from rich.text import Text
 
-from fatbin_inspect.formats.model import Entry, FileReport, Kernel
-from fatbin_inspect.render.console import human, render
+from fatbin_inspect.formats.model import Entry, FileReport
+from fatbin_inspect.render.console import (
+    Hanging,
+    drop_empty_columns,
+    grid,
+    hang,
+    human,
+    natural_width,
+    render,
+)
 
 ENTRY_ROWS_AUTO = 40  # files with at most this many entries are listed entry by entry
 
@@ -39,35 +46,33 @@ def _file_header(r: FileReport) -> Text:
     return t
 
 
-def _entries_table(r: FileReport, kernels: bool) -> Table:
-    tab = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
-    for col in ("fatbin", "kind", "arch", "compression", "stored", "size", "PTX ISA", "details"):
-        tab.add_column(col, justify="right" if col in ("stored", "size") else "left")
-    for fb in r.fatbins:
-        where = f"{fb.section or '-'}@{fb.offset:#x}"
-        if not fb.entries:
-            tab.add_row(where, "(empty)", "", "", "", "", "", "")
-        for e in fb.entries:
-            tab.add_row(
-                where,
-                e.kind,
-                e.arch,
-                e.compression,
-                human(e.stored_size),
-                human(e.size),
-                e.ptx_isa or "",
-                " ".join(_entry_details(e)),
-            )
-            where = ""
-            if kernels and e.kernels:
-                for k in e.kernels:
-                    line = f"  {k.demangled or k.name}  {' '.join(_kernel_resources(k))}"
-                    tab.add_row("", "", "", "", "", "", "", Text(line, style="dim"))
-    return tab
+ENTRY_COLUMNS = ("fatbin", "kind", "arch", "compression", "stored", "size", "PTX ISA", "details")
+SUMMARY_COLUMNS = ("kind", "arch", "entries", "compression", "stored", "size", "PTX ISA", "kernels")
+_RIGHT = ("entries", "stored", "size", "kernels")
+HEADERS = {"compression": "compr", "PTX ISA": "ISA"}  # short titles: 80 columns hold the row
 
 
-def _entry_details(e: Entry) -> list[str]:
-    """The ``details`` column: flags, the cubin's ELF ABI and toolkit, the kernel count."""
+def _table(headers: tuple[str, ...], rows: list, keep: tuple[str, ...], width: int | None) -> list:
+    """The columns that hold something (``keep``: always shown); Text rows are notes (kernels).
+    When the rows do not fit ``width`` and the first column is ``fatbin``, each fatbin becomes a
+    line of its own above its entries instead of a column."""
+    cells = [r for r in rows if not isinstance(r, Text)]
+    cols, _ = drop_empty_columns(headers, cells, keep)
+    idx = [headers.index(c) for c in cols]
+    shown = [r if isinstance(r, Text) else [r[i] for i in idx] for r in rows]
+    titles = [HEADERS.get(c, c) for c in cols]
+    right = [HEADERS.get(c, c) for c in _RIGHT]
+    if cols[0] == "fatbin" and width is not None and natural_width(titles, shown) > width:
+        grouped: list = []
+        for r in shown:
+            if not isinstance(r, Text) and r[0]:
+                grouped.append(Text(r[0], style="bold"))
+            grouped.append(r if isinstance(r, Text) else r[1:])
+        return grid(titles[1:], grouped, width, right=right, indent=2)
+    return grid(titles, shown, width, right=right)
+
+
+def _details(e: Entry) -> str:
     details: list[str] = []
     if e.relocatable_ptx:
         details.append("relocatable")
@@ -82,17 +87,18 @@ def _entry_details(e: Entry) -> list[str]:
     if e.cubin:
         c = e.cubin
         details.append(f"abi{c.elf_abi} {c.elf_type}")
-        details += ["device-link"] if c.device_link else []
-        details += [c.toolkit] if c.toolkit else []
+        if c.device_link:
+            details.append("device-link")
+        if c.toolkit:
+            details.append(c.toolkit)
     if e.kernels is not None:
         details.append(f"{len(e.kernels)} kernels")
     if e.decode_error:
         details.append(f"undecodable: {e.decode_error}")
-    return details
+    return " ".join(details)
 
 
-def _kernel_resources(k: Kernel) -> list[str]:
-    """cuobjdump -res-usage spellings: REG, SHARED, CONSTANT[0], MAXTHREADS."""
+def _kernel_line(k) -> Text:
     res = []
     if k.registers is not None:
         res.append(f"REG:{k.registers}")
@@ -102,49 +108,78 @@ def _kernel_resources(k: Kernel) -> list[str]:
         res.append(f"CONSTANT[0]:{k.constant0}")
     if k.max_threads:
         res.append(f"MAXTHREADS:{k.max_threads[0]}")
-    return res
+    return Text(f"    {k.demangled or k.name}  {' '.join(res)}", style="dim")
 
 
-def _summary_table(r: FileReport) -> Table:
+def _entries_table(r: FileReport, kernels: bool, width: int | None) -> list:
+    rows: list[list] = []
+    for fb in r.fatbins:
+        where = f"{fb.section or '-'}@{fb.offset:#x}"
+        if not fb.entries:
+            rows.append([where, "(empty)", "", "", "", "", "", ""])
+        for e in fb.entries:
+            rows.append(
+                [
+                    where,
+                    e.kind,
+                    e.arch,
+                    e.compression,
+                    human(e.stored_size),
+                    human(e.size),
+                    e.ptx_isa or "",
+                    _details(e),
+                ]
+            )
+            where = ""
+            if kernels and e.kernels:  # --kernels: every kernel, nothing left out
+                rows += [_kernel_line(k) for k in e.kernels]
+    return _table(ENTRY_COLUMNS, rows, ENTRY_COLUMNS[:6], width)
+
+
+def _summary_table(r: FileReport, width: int | None) -> list:
     groups = defaultdict(list)
     for e in r.entries:
         groups[(e.kind, e.arch)].append(e)
-    tab = Table(box=None, pad_edge=False, header_style="bold")
-    for col in ("kind", "arch", "entries", "compression", "stored", "size", "PTX ISA", "kernels"):
-        tab.add_column(col, justify="right" if col in ("entries", "stored", "size", "kernels") else "left")
+    rows = []
     for (kind, arch), es in sorted(groups.items(), key=lambda kv: _arch_key(kv[1][0])):
         comp = ",".join(sorted({e.compression for e in es}))
         isas = ",".join(sorted({e.ptx_isa for e in es if e.ptx_isa}))
         ks = [k.name for e in es if e.kernels for k in e.kernels]
-        tab.add_row(
-            kind,
-            arch,
-            str(len(es)),
-            comp,
-            human(sum(e.stored_size for e in es)),
-            human(sum(e.size for e in es)),
-            isas,
-            str(len(set(ks))) if any(e.kernels is not None for e in es) else "",
+        rows.append(
+            [
+                kind,
+                arch,
+                str(len(es)),
+                comp,
+                human(sum(e.stored_size for e in es)),
+                human(sum(e.size for e in es)),
+                isas,
+                str(len(set(ks))) if any(e.kernels is not None for e in es) else "",
+            ]
         )
-    return tab
+    return _table(SUMMARY_COLUMNS, rows, SUMMARY_COLUMNS[:6], width)
 
 
 def render_inventory(
-    reports: Iterable[FileReport], color: bool = False, entries: str = "auto", kernels: bool = False
+    reports: Iterable[FileReport],
+    color: bool = False,
+    entries: str = "auto",
+    kernels: bool = False,
+    width: int | None = None,
 ) -> str:
     """``entries``: "auto" (list entries of small files), "all", or "summary"."""
-    out = []
+    out: list = []
     for r in reports:
-        out.append(_file_header(r))
+        out.append(Hanging(_file_header(r), 4))
         if r.error:
             where = f" at offset {r.error.offset:#x}" if r.error.offset is not None else ""
-            out.append(Text(f"  error{where}: {r.error.message}", style="red"))
+            out.append(hang(f"  error{where}: ", r.error.message, style="red"))
         for note in r.notes:
-            out.append(Text(f"  note: {note}", style="yellow"))
+            out.append(hang("  note: ", note, style="yellow"))
         n = len(r.entries)
         if not n:
             continue
         show_all = entries == "all" or (entries == "auto" and (n <= ENTRY_ROWS_AUTO or kernels))
-        out.append(_entries_table(r, kernels) if show_all else _summary_table(r))
+        out += _entries_table(r, kernels, width) if show_all else _summary_table(r, width)
         out.append(Text(""))
-    return render(out, color)
+    return render(out, color, width)

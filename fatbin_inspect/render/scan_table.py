@@ -1,20 +1,21 @@
 """Terminal view of a scan: the coverage matrix, one row per distribution, verdicts per target.
 
-Cells read without colour too: ``SASS``, ``PTX`` or ``-``; a cell whose cubins are all
-arch/family-specific shows the suffix (``SASS a``), since such code runs on that exact GPU only.
+Cells read without colour too: ``SASS``, ``SASS+PTX``, ``PTX`` or ``-``, then the share
+``n/m`` (n of the row's m fatbins with device code have it: ``SASS 4/3165`` is not coverage); a
+cell whose cubins are all arch/family-specific shows the suffix (``SASS a``), since such code runs
+on that exact GPU only. A legend follows the matrix. Columns that do not fit the width go to a
+band of their own below; ``verdicts_only`` leaves the architectures out.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Sequence
 
-from rich.table import Table
 from rich.text import Text
 
 from fatbin_inspect.checks.coverage import NONE, PTX, SASS, Cell, Coverage, Row, describe
-from fatbin_inspect.render.console import human, render
+from fatbin_inspect.render.console import Hanging, hang, human, render
 
 _CELL_STYLE = {SASS: "green", PTX: "yellow", NONE: "dim"}
 _VERDICT_STYLE = {"native": "green", "jit": "yellow", "fail": "bold red", "no-device-code": "dim"}
@@ -29,6 +30,8 @@ def _cell_text(cell: Cell | None) -> Text:
     suffixes = {a[-1] for a in sass if not a[-1].isdigit()}
     plain = any(a[-1].isdigit() for a in sass)
     label = "SASS" if plain or not suffixes else "SASS " + "".join(sorted(suffixes))
+    if any(a.startswith("compute_") for a in cell.arches):
+        label += "+PTX"
     return Text(label, style=_CELL_STYLE[SASS])
 
 
@@ -41,19 +44,97 @@ def _verdict_text(v) -> Text:
     return Text(word, style=_VERDICT_STYLE.get(v.verdict, ""))
 
 
-def _add_row(tab: Table, cov: Coverage, row: Row, name: str, style: str = "") -> None:
-    cells = [_cell_text(row.cells.get(sm)) for sm in cov.columns]
-    verdicts = [
+def _share(cell: Cell | None, label: Text) -> Text:
+    """``SASS 4/3165``: fatbins of the row with this state for the SM, of all its fatbins."""
+    if cell is None or cell.state == NONE or not cell.of:
+        return label
+    return label + Text(f" {cell.fatbins}/{cell.of}", style=label.style)
+
+
+def _cells(cov: Coverage, row: Row, verdicts_only: bool) -> list[Text]:
+    cells = (
+        []
+        if verdicts_only
+        else [_share(row.cells.get(sm), _cell_text(row.cells.get(sm))) for sm in cov.columns]
+    )
+    return cells + [
         _verdict_text(row.verdicts[i] if i < len(row.verdicts) else None) for i in range(len(cov.targets))
     ]
-    errs = f" ({row.errors} unreadable)" if row.errors else ""
-    tab.add_row(Text(name, style=style), f"{row.files}{errs}", *cells, *verdicts)
+
+
+def _matrix_rows(cov: Coverage, files: bool, verdicts_only: bool) -> list[tuple[Text, str, list[Text]]]:
+    out = []
+    for row in cov.rows:
+        errs = f" ({row.errors} unreadable)" if row.errors else ""
+        style = "bold" if row.kind == "distribution" else ""
+        out.append((Text(row.name, style=style), f"{row.files}{errs}", _cells(cov, row, verdicts_only)))
+        if files:
+            cut = common_dir([c.name for c in row.children])
+            for child in row.children:
+                out.append(
+                    (Text("  " + child.name[cut:], style="dim"), "", _cells(cov, child, verdicts_only))
+                )
+    return out
 
 
 def common_dir(names: Sequence[str]) -> int:
     """Length of the folder (or ``ARCHIVE!``) prefix the paths share, to show the rest."""
-    prefix = os.path.commonprefix(list(names))
+    prefix = os.path.commonprefix(list(names))  # noqa: RUF071 (paths inside archives too)
     return max(prefix.rfind("/"), prefix.rfind("!")) + 1
+
+
+NAME_MAX = 40  # a longer distribution or folder name goes on a line of its own above its cells
+
+
+def _matrix(titles: list[str], rows: list, width: int | None) -> list:
+    """The matrix as lines: name, files, then as many columns as the width holds; the rest in
+    further bands below, each with its own header (no line is wider than ``width``)."""
+    names = max([len("distribution / folder")] + [r[0].cell_len for r in rows])
+    namew = names if width is None else min(names, NAME_MAX, max(12, width // 3))
+    filew = max([len("files")] + [len(r[1]) for r in rows])
+    colw = [max([len(t)] + [r[2][i].cell_len for r in rows]) for i, t in enumerate(titles)]
+    bands: list[list[int]] = [[]]
+    used = namew + 2 + filew
+    for i, w in enumerate(colw):
+        if width is not None and bands[-1] and used + 2 + w > width:
+            bands.append([])
+            used = namew + 2 + filew
+        bands[-1].append(i)
+        used += 2 + w
+    out: list = []
+    for n, band in enumerate(bands):
+        if n:
+            out.append(Text(""))
+        head = Text(f"{'distribution / folder':<{namew}}  {'files':>{filew}}", style="bold")
+        for i in band:
+            head += Text(
+                "  " + titles[i].center(colw[i]).rstrip()
+                if i == band[-1]
+                else "  " + titles[i].center(colw[i]),
+                style="bold",
+            )
+        out.append(head)
+        for name, nfiles, cells in rows:
+            line = Text("")
+            if name.cell_len > namew:
+                out.append(name)
+                line += Text(" " * namew)
+            else:
+                line += name + Text(" " * (namew - name.cell_len))
+            line += Text(f"  {nfiles:>{filew}}")
+            for i in band:
+                c = cells[i]
+                pad = colw[i] - c.cell_len
+                line += Text("  " + " " * (pad // 2)) + c + Text(" " * (pad - pad // 2))
+            out.append(line)
+    return out
+
+
+LEGEND = (
+    "SASS: cubins for that SM (SASS a / SASS f: only arch- or family-specific ones, which run on that "
+    "exact GPU or family only); +PTX: PTX for it too; PTX: only PTX, the driver must JIT it; -: none"
+)
+SHARE_LEGEND = "; n/m: n of the row's m fatbins with device code have it"
 
 
 def render_coverage(
@@ -63,24 +144,28 @@ def render_coverage(
     files: bool = False,
     target_sms: Sequence[int | None] = (),
     headers: Sequence[str] = (),
+    width: int | None = None,
+    verdicts_only: bool = False,
 ) -> str:
     """``target_sms``: the SM number of each target, for the one-line explanations under the table;
-    ``headers``: short column titles for the targets (default: their labels)."""
-    out: list = [Text(summary, style="bold")]
-    needed = 0
+    ``headers``: short column titles for the targets (default: their labels); ``verdicts_only``:
+    distributions × targets, no architecture columns."""
+    out: list = [Hanging(Text(summary, style="bold"), 2)]
     if not cov.rows:
         out.append(Text("no device code found", style="dim"))
     else:
-        tab, needed = _matrix(cov, files, headers)
-        out.append(tab)
+        titles = [headers[i] if i < len(headers) else label for i, label in enumerate(cov.targets)]
+        if not verdicts_only:
+            titles = [f"sm_{sm}" for sm in cov.columns] + titles
+        out += _matrix(titles, _matrix_rows(cov, files, verdicts_only), width)
+        if not verdicts_only:
+            shares = any(c.of for r in cov.rows for c in r.cells.values())
+            out.append(hang("legend: ", LEGEND + (SHARE_LEGEND if shares else "") + ".", style="dim"))
     for i, label in enumerate(cov.targets):
         lines = _attention(cov, i, target_sms[i] if i < len(target_sms) else None)
         verdict = f"{len(lines)} of {len(cov.rows)} need attention" if lines else "everything runs natively"
-        out.append(Text(f"\n{label}: {verdict}", style="bold"))
-        out.extend(lines)
-    return render(
-        out, color, width=max(needed, shutil.get_terminal_size((120, 24)).columns) if cov.rows else None
-    )
+        out += [Text(""), Hanging(Text(f"{label}: {verdict}", style="bold"), 2), *lines]
+    return render(out, color, width)
 
 
 def attention(row: Row, v, sm: int | None) -> str:
@@ -94,35 +179,14 @@ def attention(row: Row, v, sm: int | None) -> str:
     return text
 
 
-def _matrix(cov: Coverage, files: bool, headers: Sequence[str]) -> tuple[Table, int]:
-    """The coverage table and the width it needs (its cells never wrap)."""
-    tab = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
-    width = min(60, max(len(r.name) for r in cov.rows))
-    tab.add_column("distribution / folder", min_width=width, overflow="fold")
-    tab.add_column("files", justify="right", no_wrap=True)
-    for sm in cov.columns:  # cells never wrap: a wide matrix widens the output instead
-        tab.add_column(f"sm_{sm}", justify="center", no_wrap=True, min_width=max(6, len(f"sm_{sm}")))
-    titles = [headers[i] if i < len(headers) else label for i, label in enumerate(cov.targets)]
-    for title in titles:
-        tab.add_column(title, no_wrap=True)
-    needed = width + 8 + 8 * len(cov.columns) + sum(max(len(t), 12) + 2 for t in titles)
-    for row in cov.rows:
-        _add_row(tab, cov, row, row.name, "bold" if row.kind == "distribution" else "")
-        if files:
-            cut = common_dir([c.name for c in row.children])
-            for child in row.children:
-                _add_row(tab, cov, child, "  " + child.name[cut:], "dim")
-    return tab, needed
-
-
-def _attention(cov: Coverage, i: int, sm: int | None) -> list[Text]:
+def _attention(cov: Coverage, i: int, sm: int | None) -> list:
     """One line per row that does not run natively on target ``i``, with why."""
     lines = []
     for row in cov.rows:
         v = row.verdicts[i] if i < len(row.verdicts) else None
         if v is None or v.verdict in ("native", "no-device-code", "link-time"):
             continue
-        lines.append(Text(f"  {row.name}: {attention(row, v, sm)}", style=_VERDICT_STYLE.get(v.verdict, "")))
+        lines.append(hang(f"  {row.name}: ", attention(row, v, sm), style=_VERDICT_STYLE.get(v.verdict, "")))
     return lines
 
 

@@ -44,6 +44,7 @@ def render_verify(
     findings: list[Disagreement],
     color: bool = False,
     images: bool = True,
+    width: int | None = None,
 ) -> str:
     out: list = [Text(f"target: {target}", style="bold")]
     if images:
@@ -57,4 +58,4 @@ def render_verify(
             )
         )
     out.append(Text(", ".join(f"{label} {n}" for label, n in summary(checks)), style="bold"))
-    return render(out, color)
+    return render(out, color, width)

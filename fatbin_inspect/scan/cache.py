@@ -32,7 +32,7 @@ from typing import Any
 from fatbin_inspect import __version__
 
 CACHE_VERSION = (
-    5  # 3: FileReport.static_cudart, .relocatable; 4: members by content, conda packages; 5: data rows
+    6  # 3: static_cudart, relocatable; 4: members by content, conda; 5: data rows; 6: fatbin counts
 )
 ENV_DIR = "FATBIN_INSPECT_CACHE_DIR"
 COMMIT_EVERY = 256
@@ -71,15 +71,21 @@ def _private(st: os.stat_result) -> bool:
 
 def _summary_rows(blob: Any) -> list:
     """The summary column parsed and checked: ``[[suffix, format, size, [[kind, sm, arch]...],
-    [message, offset] or None, package label or None], ...]``."""
+    [message, offset] or None, package label or None, fatbins with code, [[kind, sm, fatbins]...]],
+    ...]``."""
     rows = json.loads(blob)
     if type(rows) is not list:
         raise ValueError("cache row: summary is not a list")
     for r in rows:
         if (
             type(r) is not list
-            or len(r) != 6
+            or len(r) != 8
             or not (r[5] is None or type(r[5]) is str)
+            or type(r[6]) is not int
+            or type(r[7]) is not list
+            or any(
+                type(c) is not list or len(c) != 3 or [type(x) for x in c] != [str, int, int] for c in r[7]
+            )
             or type(r[0]) is not str
             or type(r[1]) is not str
             or type(r[2]) is not int
@@ -328,7 +334,16 @@ def encode_record(r, base: str, data: bool = True) -> tuple[list, str | None]:
     if not s.path.startswith(base):
         raise ValueError(f"{s.path!r} is not under {base!r}")
     err = [s.error.message, s.error.offset] if s.error is not None else None
-    item = [s.path[len(base) :], s.format, s.size, [list(a) for a in s.arches], err, s.package]
+    item = [
+        s.path[len(base) :],
+        s.format,
+        s.size,
+        [list(a) for a in s.arches],
+        err,
+        s.package,
+        s.fatbins,
+        [list(c) for c in s.counts],
+    ]
     return item, json.dumps(report_data(r, base), separators=(",", ":")) if data else None
 
 
@@ -345,6 +360,8 @@ def summaries_from(items, shown: str) -> tuple:
             tuple(tuple(a) for a in arches),
             FileError(*err) if err else None,
             package=package,
+            fatbins=fatbins,
+            counts=tuple(tuple(c) for c in counts),
         )
-        for suffix, fmt, size, arches, err, package in items
+        for suffix, fmt, size, arches, err, package, fatbins, counts in items
     )

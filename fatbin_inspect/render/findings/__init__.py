@@ -37,10 +37,16 @@ def module(fmt: str) -> ModuleType:
 
 
 def render(
-    report: FindingsReport, fmt: str, fail_on: str = "error", color: bool = False
+    report: FindingsReport, fmt: str, fail_on: str = "error", color: bool = False, width: int | None = None
 ) -> tuple[str, str | None]:
-    """(the document for the output, the job summary or None)."""
+    """(the document for the output, the job summary or None). ``width`` reaches the formats
+    drawn for a terminal (``TERMINAL = True`` in their module); documents ignore it."""
     mod = module(fmt)
     draw: Renderer = mod.render
     summary = getattr(mod, "job_summary", None)
-    return draw(report, fail_on, color), summary(report, fail_on) if summary else None
+    text = (
+        draw(report, fail_on, color, width=width)
+        if getattr(mod, "TERMINAL", False)
+        else draw(report, fail_on, color)
+    )
+    return text, summary(report, fail_on) if summary else None

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from rich.table import Table
 from rich.text import Text
 
 from fatbin_inspect.checks.findings import Finding, FindingsReport, counts, fails
 from fatbin_inspect.render import console
 
 STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}
+TERMINAL = True  # takes the terminal's width (render.findings.render)
+WIDE = 100  # from this width on, the rule's name stands beside its id
 
 
-def render(report: FindingsReport, fail_on: str = "error", color: bool = False) -> str:
+def render(
+    report: FindingsReport, fail_on: str = "error", color: bool = False, width: int | None = None
+) -> str:
     by_path: dict[str, list[Finding]] = {}
     for f in report.findings:
         by_path.setdefault(f.path, []).append(f)
@@ -20,18 +23,18 @@ def render(report: FindingsReport, fail_on: str = "error", color: bool = False) 
         head = Text(path, style="bold")
         if fs[0].distribution:
             head.append(f"  [{fs[0].distribution}]", style="cyan")
-        out.append(head)
-        tab = Table(box=None, pad_edge=False, show_header=False)
-        for col in ("severity", "rule", "target", "message"):
-            tab.add_column(col, no_wrap=col != "message")
-        for f in fs:
-            tab.add_row(
+        out.append(console.Hanging(head, 4))
+        rows = [
+            [
                 Text(f.severity, style=STYLE[f.severity]),
-                f"{f.rule_id} {f.rule.name}",
+                f"{f.rule_id} {f.rule.name}" if width is None or width >= WIDE else f.rule_id,
                 f.target or "",
                 f.message,
-            )
-        out += [tab, Text("")]
+            ]
+            for f in fs
+        ]
+        _, rows = console.drop_empty_columns(["severity", "rule", "target", "message"], rows)
+        out += [*console.grid(None, rows, width, indent=2), Text("")]
     n = counts(report.findings)
     artifacts = len({c.path for c in report.checks})
     failed = fails(report.findings, fail_on)
@@ -43,4 +46,4 @@ def render(report: FindingsReport, fail_on: str = "error", color: bool = False) 
     if report.targets:
         line.append(f"; targets {', '.join(report.targets)}", style="dim")
     out.append(line)
-    return console.render(out, color)
+    return console.render(out, color, width)

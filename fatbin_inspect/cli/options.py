@@ -1,0 +1,345 @@
+"""The option vocabulary every command shares, and how options read the environment.
+
+Names mean the same in every command: ``--format table|json|…``, ``-o/--output FILE`` (the
+report), ``--fail-on error|warning|never`` and ``--exit-zero`` (every command that can exit 1),
+``--gpu`` (repeatable, or comma-separated) and ``--driver``, ``-q/--quiet``, ``-v/--verbose``,
+``--color auto|always|never``, ``--no-progress``. ``--kernels`` always means "every kernel in
+the output, unbounded"; ``--strict`` "an unreadable input makes the exit code 3".
+
+Environment (``EnvOption``, given to every option of every command by ``adopt``):
+
+- ``FATBIN_INSPECT_<COMMAND>_<OPTION>`` sets any option of one command (``FATBIN_INSPECT_LIST_ENTRIES
+  =summary``, ``FATBIN_INSPECT_SCAN_FORMAT=json``); a value the option refuses is an error naming
+  the variable;
+- the shared names (an option's ``envvar``: ``FATBIN_INSPECT_FORMAT``, ``_OUTPUT``, ``_FAIL_ON``,
+  ``_EXIT_ZERO``, ``_COLOR``, gate's policy options...) are read after it. A shared value that
+  this command does not take but another does (``FATBIN_INSPECT_FORMAT=sarif`` for ``scan``) is
+  skipped with a note, so one CI job can set it for ``gate`` and still run ``scan``; a value no
+  command takes is an error naming the variable.
+
+Repeatable options read comma-separated lists from the environment (``FATBIN_INSPECT_GPU=H100,RTX
+5090``: GPU names hold blanks).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+ENV_PREFIX = "FATBIN_INSPECT"
+UI = "fatbin_inspect.ui"  # ctx.meta key: the settings of -q/-v/--color/--no-progress
+FAIL_LEVELS = ("error", "warning", "never")
+
+
+def long_name(opt: click.Option) -> str:
+    """The first ``--long`` spelling without dashes: ``fail-on`` (``-o`` alone: ``o``)."""
+    longs = [o for o in opt.opts if o.startswith("--")]
+    return (longs[0] if longs else opt.opts[0]).lstrip("-")
+
+
+def env_name(prefix: str, opt: click.Option) -> str:
+    return f"{prefix}_{long_name(opt).upper().replace('-', '_')}"
+
+
+class Choice(click.Choice):
+    """A ``click.Choice`` that also takes hidden old spellings (``explain --format text``)."""
+
+    def __init__(self, choices: Sequence[str], aliases: dict[str, str] | None = None):
+        super().__init__(list(choices))
+        self.aliases = dict(aliases or {})
+
+    def convert(self, value: Any, param, ctx) -> Any:
+        if isinstance(value, str) and value in self.aliases:
+            value = self.aliases[value]
+        return super().convert(value, param, ctx)
+
+    def shell_complete(self, ctx, param, incomplete):
+        from click.shell_completion import CompletionItem
+
+        return [CompletionItem(c) for c in self.choices if str(c).startswith(incomplete)]
+
+
+class EnvOption(click.Option):
+    """An option that reads its command's variable, then its shared one (module docstring)."""
+
+    def env_candidates(self, ctx: click.Context) -> list[tuple[str, bool]]:
+        """(variable, shared?) in the order they are read."""
+        out = []
+        if ctx.auto_envvar_prefix and ctx.auto_envvar_prefix != ENV_PREFIX:
+            out.append((env_name(ctx.auto_envvar_prefix, self), False))
+        shared = (
+            self.envvar if isinstance(self.envvar, (list, tuple)) else [self.envvar] if self.envvar else []
+        )
+        out += [(v, True) for v in shared if v not in {n for n, _ in out}]
+        return out
+
+    def resolve_envvar_value(self, ctx: click.Context) -> str | None:
+        for var, shared in self.env_candidates(ctx):
+            raw = os.environ.get(var)
+            if not raw:
+                continue
+            if shared and isinstance(self.type, click.Choice) and not self._takes(raw, ctx):
+                others = elsewhere(long_name(self), raw)
+                if not others:
+                    raise click.BadParameter(
+                        f"{raw!r} is not one of {', '.join(map(str, self.type.choices))} "
+                        "(nor taken by any other command)",
+                        ctx=ctx,
+                        param=self,
+                        param_hint=f"{var} (--{long_name(self)})",
+                    )
+                note(
+                    ctx,
+                    f"{var}={raw} does not apply to `{ctx.info_name}` "
+                    f"(it takes {', '.join(map(str, self.type.choices))}; {', '.join(others)} take it): ignored",
+                )
+                continue
+            ctx.meta.setdefault(f"{UI}.env", {})[self.name] = var
+            return raw
+        return None
+
+    def _takes(self, raw: str, ctx: click.Context) -> bool:
+        try:
+            self.type.convert(raw, self, ctx)
+        except click.BadParameter:
+            return False
+        return True
+
+    def value_from_envvar(self, ctx: click.Context) -> Any:
+        if self.multiple and not self.is_flag:
+            raw = self.resolve_envvar_value(ctx)
+            return None if raw is None else [v.strip() for v in raw.split(",") if v.strip()]
+        return super().value_from_envvar(ctx)
+
+    def consume_value(self, ctx: click.Context, opts) -> Any:
+        value, source = super().consume_value(ctx, opts)
+        if source != ParameterSource.ENVIRONMENT:
+            ctx.meta.get(f"{UI}.env", {}).pop(self.name, None)
+        return value, source
+
+    def process_value(self, ctx: click.Context, value: Any) -> Any:
+        try:
+            return super().process_value(ctx, value)
+        except click.BadParameter as exc:
+            var = ctx.meta.get(f"{UI}.env", {}).get(self.name)
+            if var:
+                exc.param_hint = (
+                    f"{var}={os.environ.get(var, '')!r} (--{long_name(self)}, from the environment)"
+                )
+            raise
+
+
+def adopt(cmd: click.Command) -> click.Command:
+    """Give every option of ``cmd`` the environment rules of ``EnvOption`` (once per command)."""
+    for p in cmd.params:
+        if isinstance(p, click.Option) and not isinstance(p, EnvOption):
+            p.__class__ = EnvOption if type(p) is click.Option else _with_env(type(p))
+    return cmd
+
+
+_MIXED: dict[type, type] = {}
+
+
+def _with_env(cls: type) -> type:
+    if cls not in _MIXED:
+        _MIXED[cls] = type("Env" + cls.__name__, (EnvOption, cls), {})
+    return _MIXED[cls]
+
+
+def elsewhere(option: str, raw: str) -> list[str]:
+    """The commands whose ``--option`` takes ``raw`` (imports every command: error path only)."""
+    from fatbin_inspect.cli.main import COMMANDS, cli
+
+    ctx = click.Context(cli)
+    out = []
+    for name in COMMANDS:
+        cmd = cli.get_command(ctx, name)
+        for p in getattr(cmd, "params", ()):
+            if isinstance(p, click.Option) and long_name(p) == option and isinstance(p.type, click.Choice):
+                try:
+                    p.type.convert(raw, p, ctx)
+                except click.BadParameter:
+                    continue
+                out.append(name)
+    return out
+
+
+# ------------------------------------------------------------------------------- user interface
+def settings(ctx: click.Context | None = None) -> dict[str, Any]:
+    """-q/-v/--color/--no-progress of the running command (defaults outside one)."""
+    ctx = ctx or click.get_current_context(silent=True)
+    base = {"quiet": False, "verbose": False, "color": "auto", "progress": True}
+    return {**base, **(ctx.meta.get(UI, {}) if ctx else {})}
+
+
+def note(ctx: click.Context | None, message: str) -> None:
+    """An informational line on stderr, unless --quiet."""
+    if not settings(ctx)["quiet"]:
+        click.echo(f"fatbin-inspect: {message}", err=True)
+
+
+def _store(key: str, convert: Callable[[Any], Any] = lambda v: v):
+    def callback(ctx: click.Context, _param, value):
+        if value is not None:
+            ctx.meta.setdefault(UI, {})[key] = convert(value)
+        return value
+
+    return callback
+
+
+def ui_options(f):
+    """-q/--quiet, -v/--verbose, --color, --no-progress: kept in ``ctx.meta``, not passed on."""
+    for decl, kw in reversed(
+        [
+            (
+                ("-q", "--quiet"),
+                {
+                    "is_flag": True,
+                    "default": None,
+                    "help": "No progress and no notes on stderr; errors only.",
+                },
+            ),
+            (
+                ("-v", "--verbose"),
+                {
+                    "is_flag": True,
+                    "default": None,
+                    "help": "Also say which settings came from the environment.",
+                },
+            ),
+            (
+                ("--color",),
+                {
+                    "type": Choice(["auto", "always", "never"]),
+                    "default": "auto",
+                    "show_default": True,
+                    "envvar": f"{ENV_PREFIX}_COLOR",
+                    "help": "Colour the table (auto: on a terminal, honouring NO_COLOR / FORCE_COLOR).",
+                },
+            ),
+            (
+                ("--no-progress",),
+                {
+                    "is_flag": True,
+                    "default": None,
+                    "help": "Draw no progress bar (it appears on a terminal only).",
+                },
+            ),
+        ]
+    ):
+        key = decl[-1].lstrip("-").replace("no-", "")
+        convert = (lambda v: not v) if key == "progress" else (lambda v: v)
+        f = click.option(*decl, cls=EnvOption, expose_value=False, callback=_store(key, convert), **kw)(f)
+    return f
+
+
+# ------------------------------------------------------------------------------- shared options
+def format_option(choices: Sequence[str], default: str = "table", aliases: dict[str, str] | None = None):
+    return click.option(
+        "--format",
+        "fmt",
+        cls=EnvOption,
+        type=Choice(choices, aliases),
+        default=default,
+        show_default=True,
+        envvar=f"{ENV_PREFIX}_FORMAT",
+        help="Output format.",
+    )
+
+
+output_option = click.option(
+    "--output",
+    "-o",
+    "output",
+    cls=EnvOption,
+    default=None,
+    metavar="FILE",
+    envvar=f"{ENV_PREFIX}_OUTPUT",
+    help="Write the report to FILE instead of stdout.",
+)
+
+
+def fail_options(default: str | None = "error", what: str = "findings"):
+    """--fail-on error|warning|never and --exit-zero. ``default=None`` lets a policy file decide."""
+
+    def deco(f):
+        f = click.option(
+            "--exit-zero",
+            cls=EnvOption,
+            is_flag=True,
+            envvar=f"{ENV_PREFIX}_EXIT_ZERO",
+            help=f"Exit 0 even when {what} reach the fail level (the report is the same).",
+        )(f)
+        return click.option(
+            "--fail-on",
+            cls=EnvOption,
+            type=Choice(FAIL_LEVELS),
+            default=default,
+            show_default=default is not None,
+            envvar=f"{ENV_PREFIX}_FAIL_ON",
+            help=f"Lowest severity of {what} that makes the exit code 1"
+            + (" (default: error, or the policy file's)." if default is None else "."),
+        )(f)
+
+    return deco
+
+
+def split_commas(_ctx, _param, values):
+    """``--gpu 'H100,RTX 5090' --gpu 8.9`` -> three queries."""
+    if values is None:
+        return values
+    return tuple(v.strip() for raw in values for v in raw.split(",") if v.strip())
+
+
+def complete_gpu(_ctx, _param, incomplete: str):
+    """Shell completion for --gpu: product names that start with (or contain) what was typed."""
+    from click.shell_completion import CompletionItem
+
+    from fatbin_inspect.compat import data
+
+    low = incomplete.lower()
+    names = sorted({g["name"] for g in data.gpus()} | {"auto"})
+    hits = [n for n in names if n.lower().startswith(low)]
+    hits += [n for n in names if low in n.lower() and n not in hits]
+    return [CompletionItem(n) for n in hits]
+
+
+def gpu_option(help: str, envvar: str | None = None):
+    return click.option(
+        "--gpu",
+        "gpus",
+        cls=EnvOption,
+        multiple=True,
+        envvar=envvar,
+        callback=split_commas,
+        shell_complete=complete_gpu,
+        metavar="GPU",
+        help=help + " Repeatable, or comma-separated.",
+    )
+
+
+def driver_option(*aliases: str, dest: str = "driver", help: str, envvar: Sequence[str] = ()):
+    return click.option(
+        "--driver",
+        *aliases,
+        dest,
+        cls=EnvOption,
+        default=None,
+        envvar=list(envvar) or None,
+        metavar="VERSION",
+        help=help,
+    )
+
+
+def examples(*lines: str):
+    """Add an ``Examples:`` block (kept as written) to a command's --help."""
+
+    def deco(cmd: click.Command) -> click.Command:
+        cmd.epilog = "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+        return cmd
+
+    return deco
