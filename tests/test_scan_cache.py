@@ -13,7 +13,7 @@ from conftest import fixture_path
 
 from fatbin_inspect.formats import model
 from fatbin_inspect.scan import ScanOptions, scan
-from fatbin_inspect.scan.cache import ScanCache
+from fatbin_inspect.scan.cache import CACHE_VERSION, ScanCache
 from fatbin_inspect.scan.record_data import report_data, report_from_data
 
 MULTI = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")
@@ -35,7 +35,7 @@ def _scan(tree, cache):
 
 
 def _rows(cache):
-    db = sqlite3.connect(os.path.join(cache, "scan-v5.sqlite3"))
+    db = sqlite3.connect(os.path.join(cache, f"scan-v{CACHE_VERSION}.sqlite3"))
     try:
         return db, db.execute("SELECT path, summary, records FROM files WHERE records IS NOT NULL").fetchall()
     except sqlite3.Error:
@@ -172,7 +172,7 @@ def test_hostile_texts_are_a_miss(tree, tmp_path, monkeypatch):
 
     monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
     first = CliRunner().invoke(cli, ["scan", str(tree), "--format", "json", "-j", "1"]).stdout_bytes
-    db = sqlite3.connect(str(tmp_path / "cache" / "scan-v5.sqlite3"))
+    db = sqlite3.connect(str(tmp_path / "cache" / f"scan-v{CACHE_VERSION}.sqlite3"))
     n = db.execute("SELECT count(*) FROM files WHERE texts IS NOT NULL").fetchone()[0]
     assert n == 2
     db.execute(
@@ -183,7 +183,7 @@ def test_hostile_texts_are_a_miss(tree, tmp_path, monkeypatch):
     res = CliRunner().invoke(cli, ["scan", str(tree), "--format", "json", "-j", "1"])
     assert b"\x1b" not in res.stdout_bytes  # the texts are made again from the row's data
     assert res.stdout_bytes.split(b'"files": [')[1] == first.split(b'"files": [')[1]
-    db = sqlite3.connect(str(tmp_path / "cache" / "scan-v5.sqlite3"))
+    db = sqlite3.connect(str(tmp_path / "cache" / f"scan-v{CACHE_VERSION}.sqlite3"))
     assert not any(
         b"\x1b" in bytes(t) for (t,) in db.execute("SELECT texts FROM files WHERE texts IS NOT NULL")
     )
@@ -196,7 +196,7 @@ def test_cache_dir_is_private_and_a_shared_one_is_not_used(tree, tmp_path):
         cache = tmp_path / "c"
         _scan(tree, cache)
         assert stat.S_IMODE(os.stat(cache).st_mode) == 0o700
-        assert stat.S_IMODE(os.stat(cache / "scan-v5.sqlite3").st_mode) & 0o077 == 0
+        assert stat.S_IMODE(os.stat(cache / f"scan-v{CACHE_VERSION}.sqlite3").st_mode) & 0o077 == 0
         shared = tmp_path / "shared"
         shared.mkdir()
         os.chmod(shared, 0o775)
