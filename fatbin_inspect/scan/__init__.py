@@ -127,7 +127,9 @@ class _Scanner:
         self.full = not opts.summary and enc is None
         self.keep = self.full  # the workers hand back whole records
         self.spill = None  # with an encoder: the unlinked file holding the texts
-        self.locs: list[tuple[int, int]] = []  # (offset, length) in ``spill`` of each record's text
+        # where each record's text is: (offset, length) in ``spill``, or (cache hit, index, path
+        # shown, absolute path, key) for a text still in its cache row
+        self.locs: list[tuple] = []
         self.attributor = Attributor()
         self.reports: list[FileReport] = []
         self.stats = dict(files=0, bytes=0, inspected=0, cache_hits=0, skipped=0)
@@ -196,6 +198,10 @@ class _Scanner:
                 self.reports.append(summary)
                 continue
             text = texts[i]
+            if type(text) is tuple:  # still in the cache row: read when it is written out
+                self.locs.append(text)
+                self.reports.append(summary)
+                continue
             if self.spill is None:
                 import tempfile
 
@@ -231,16 +237,16 @@ class _Scanner:
                 return False
             self._accept(path, reports)
             return True
-        texts = hit.texts()
-        if texts is MISS:  # cached by a scan that kept no texts: encode here, keep them
-            reports = hit.reports(path)
-            if reports is MISS:
-                return False
-            texts = [self.encoder(r) for r in reports]
-            self.cache.put(apath, key, reports, texts, base=path)
-            self._accept(path, reports, texts)
+        if hit.has_texts():  # read (and checked) when written out, not held nor copied
+            where = [(hit, i, path, apath, key) for i in range(len(hit.summary))]
+            self._accept(path, summaries_from(hit.summary, path), where)
             return True
-        self._accept(path, summaries_from(hit.summary, path), texts)
+        reports = hit.reports(path)  # cached by a scan that kept no texts: encode here, keep them
+        if reports is MISS:
+            return False
+        texts = [self.encoder(r) for r in reports]
+        self.cache.put(apath, key, reports, texts, base=path)
+        self._accept(path, reports, texts)
         return True
 
     # ------------------------------------------------------------------- batches
@@ -422,14 +428,47 @@ class _Scanner:
                 self.pool.shutdown(wait=True)
             if self.client is not None:
                 self.client.close()
-            self.cache.close()
+            if self.encoder is None:
+                self.cache.close()
+            else:  # the texts still in cache rows are read from it as they are written out
+                self.cache.flush()
         order = sorted(range(len(self.reports)), key=lambda i: self.reports[i].path)
         stats = ScanStats(cache=self.cache.path, **self.stats)
         reports = tuple(self.reports[i] for i in order)
         if self.encoder is None:
             return ScanResult(roots, reports, stats)
         locs = [self.locs[i] for i in order]
-        return ScanResult(roots, reports, stats, texts=lambda: _read_spill(self.spill, locs))
+        return ScanResult(roots, reports, stats, texts=lambda: self._texts(locs))
+
+    def _texts(self, locs: list[tuple]) -> Iterator[bytes]:
+        """The texts at ``locs`` in that order, from the spill file or a cache row (checked as it
+        is read: one that no longer validates is encoded again from the row's records); then the
+        spill file (unlinked) and the cache are closed."""
+        row = rows = None
+        try:
+            for loc in locs:
+                if len(loc) == 2:
+                    self.spill.seek(loc[0])
+                    yield self.spill.read(loc[1])
+                    continue
+                hit, i, shown, apath, key = loc
+                if hit is not row:
+                    row, rows = hit, hit.texts()
+                    if rows is MISS:  # encoded again from the row's records, and kept
+                        reports = hit.reports(shown)
+                        if reports is MISS:
+                            from fatbin_inspect.errors import InputError
+
+                            raise InputError(
+                                f"{self.cache.path}: the scan cache changed while it was read; scan again"
+                            )
+                        rows = [self.encoder(r) for r in reports]
+                        self.cache.put(apath, key, reports, rows, base=shown)
+                yield rows[i]
+        finally:
+            if self.spill is not None:
+                self.spill.close()
+            self.cache.close()
 
 
 def _dask_client(scheduler: str | None):
@@ -450,18 +489,6 @@ def _dask_client(scheduler: str | None):
         return Client(scheduler, timeout=30)
     except (OSError, TimeoutError) as exc:
         raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
-
-
-def _read_spill(spill, locs: list[tuple[int, int]]) -> Iterator[bytes]:
-    """The spilled texts at ``locs``, in that order (then the file is closed, which deletes it)."""
-    if spill is None:
-        return
-    try:
-        for off, n in locs:
-            spill.seek(off)
-            yield spill.read(n)
-    finally:
-        spill.close()
 
 
 def _join_spans(path: str, parts) -> list:

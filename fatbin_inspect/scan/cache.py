@@ -129,6 +129,17 @@ class Hit:
         except (ValueError, TypeError, RecursionError):
             return MISS
 
+    def has_texts(self) -> bool:
+        """Texts for this encoder are stored, one per record (their bytes are checked by ``texts``)."""
+        row = self._cache._query("SELECT encoder, text_lens FROM files WHERE path=?", (self._key,))
+        if not row or row[0] is None or row[0] != self._cache.encoder:
+            return False
+        try:
+            lens = json.loads(row[1])
+        except (ValueError, TypeError):
+            return False
+        return type(lens) is list and len(lens) == len(self.summary)
+
     def texts(self) -> list[bytes] | Any:
         """The stored texts, one per record, or ``MISS`` (none stored for this encoder, or invalid)."""
         row = self._cache._query("SELECT encoder, text_lens, texts FROM files WHERE path=?", (self._key,))
@@ -312,6 +323,10 @@ class ScanCache:
             self._db.commit()
         except sqlite3.Error:
             self._db = None
+
+    def flush(self) -> None:
+        """Write the pending rows; the cache stays open for reading."""
+        self._write()
 
     def close(self) -> None:
         self._write()
