@@ -130,6 +130,44 @@ def markdown(results: dict[str, list[dict]]) -> str:
     return "\n".join([*out, "", "Failure reasons:", "", *reasons]) + "\n"
 
 
+LETTER = {"native": "N", "jit": "J", "fail": "F", "link-time": "L", "no-device-code": "-"}
+COVER = {"full": "f", "partial": "p", "none": "n"}
+
+
+def failure_class(c: dict) -> str:
+    """Why a cell fails, by the deciding rule: the classes the issue note lists."""
+    if c["rule"] == "R-GPU":
+        return "G"  # the driver branch does not enumerate the GPU (100)
+    if c["rule"] == "R-DRV":
+        return "D"  # the runtime needs a newer driver (35)
+    if c["rule"] == "R-PTX-ISA":
+        return "I"  # PTX newer than the driver's JIT (222)
+    if c["rule"] == "R-SASS-TEGRA":
+        return "T"  # desktop cubins never run on Tegra, no PTX that reaches 8.7
+    return "A"  # no code for this GPU's generation (R-SASS-1 / R-PTX-TARGET), 209
+
+
+def brief(results: dict[str, list[dict]]) -> str:
+    """One line per library and driver: N/J/F/L verdict, f/p/n coverage, the failure class."""
+    out = ["| library | drv | " + " | ".join(SHORT) + " |", "|---|---|" + "---|" * len(SHORT)]
+    for wheel, rows in results.items():
+        name = "-".join(wheel.split("-")[:2])
+        for row in rows:
+            lib = row["library"].replace("[distribution] " + wheel, f"**{name}** (distribution)")
+            if not row["library"].startswith("[distribution]"):
+                lib = f"{name}!{lib}"
+            for d, cells in row["cells"].items():
+                texts = []
+                for c in cells:
+                    t = LETTER.get(c["verdict"], "?") + (str(c["error"]) if c["error"] else "")
+                    t += "/" + COVER.get(c["coverage"], "?")
+                    if c["verdict"] == "fail":
+                        t += " " + failure_class(c)
+                    texts.append(t)
+                out.append(f"| {lib} | {d} | " + " | ".join(texts) + " |")
+    return "\n".join(out) + "\n"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
@@ -137,7 +175,9 @@ def main(argv=None) -> int:
     )
     ap.add_argument("-o", "--output", help="markdown table (default: stdout)")
     ap.add_argument("--json", help="also write the verdicts as JSON")
+    ap.add_argument("--from-json", help="render a JSON written by --json instead of judging again")
     ap.add_argument("--only", action="append", default=[], help="wheel name prefix to include (repeat)")
+    ap.add_argument("--brief", action="store_true", help="compact cells (N/J/F/L, f/p/n, failure class)")
     args = ap.parse_args(argv)
     wheels = sorted(
         glob.glob(os.path.join(args.corpus, "*.whl")) + glob.glob(os.path.join(args.corpus, "win", "*.whl"))
@@ -146,12 +186,16 @@ def main(argv=None) -> int:
         wheels = [w for w in wheels if any(os.path.basename(w).startswith(p) for p in args.only)]
     targets = {d: resolve_targets(list(GPUS), d) for d in ("580", "535")}
     results = {}
+    if args.from_json:
+        with open(args.from_json, encoding="utf-8") as fh:
+            results = json.load(fh)
+        wheels = []
     for w in wheels:
         print(f"judging {os.path.basename(w)}", file=sys.stderr, flush=True)
         rows = judge_wheel(w, targets)
         if rows:
             results[os.path.basename(w)] = rows
-    text = markdown(results)
+    text = brief(results) if args.brief else markdown(results)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(text)

@@ -8,6 +8,7 @@ CUDA 12.6 (sm_80/90, libcudart.so.12) and CUDA 13.0 (sm_80/90/100/120, libcudart
 import json
 import zipfile
 from importlib import resources
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -125,10 +126,9 @@ def test_scan_flags_an_extension_of_another_cuda_major_than_torch(tmp_path):
     site = tmp_path / "site"
     (site / "torch" / "lib").mkdir(parents=True)
     (site / "ext").mkdir()
-    (site / "torch" / "lib" / "libtorch_cuda.so").write_bytes(
-        open(fixture_path("units", "libvar_cuda130.so"), "rb").read()
-    )
-    (site / "ext" / "_C.so").write_bytes(open(fixture_path("units", "libvar_cuda126.so"), "rb").read())
+    units_dir = Path(fixture_path("units"))
+    (site / "torch" / "lib" / "libtorch_cuda.so").write_bytes((units_dir / "libvar_cuda130.so").read_bytes())
+    (site / "ext" / "_C.so").write_bytes((units_dir / "libvar_cuda126.so").read_bytes())
     res = CliRunner().invoke(cli, ["scan", str(site), "--gpu", "H100", "--driver", "580", "--no-cache"])
     assert "CUDA runtime differs from torch's" in res.output
     assert "_C.so needs CUDA 12" in res.output and "torch uses CUDA 13" in res.output
