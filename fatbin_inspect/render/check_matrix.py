@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from fatbin_inspect.compat.engine import FileVerdict, coverage_line
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.render.check_table import STYLE
-from fatbin_inspect.render.console import render
+from fatbin_inspect.render.console import hang, render
 from fatbin_inspect.render.scan_table import common_dir
 
 PARTIAL = "~"
@@ -68,10 +69,11 @@ def _files(paths: Sequence[str], cut: int) -> str:
     return ", ".join(names) if len(names) <= 3 else f"{', '.join(names[:2])} and {len(names) - 2} more files"
 
 
-def _notes(targets: Sequence[Target], verdicts: Sequence[FileVerdict], cut: int) -> list[Text]:
+def _notes(targets: Sequence[Target], verdicts: Sequence[FileVerdict], cut: int) -> list[RenderableType]:
     """Failures grouped by cause (error, rule, reason): one line names its targets and files; each
-    fix once; partial coverage per cell; every driver note (the assumed driver) once."""
-    out: list[Text] = []
+    fix once; partial coverage per cell; every driver note (the assumed driver) once. Wrapped
+    lines continue under the first word after the indent (``hang``)."""
+    out: list[RenderableType] = []
     causes: dict[tuple, dict[Target, list[str]]] = {}
     for v in verdicts:
         if v.verdict == "fail":
@@ -84,29 +86,26 @@ def _notes(targets: Sequence[Target], verdicts: Sequence[FileVerdict], cut: int)
             merged.setdefault((key, tuple(paths)), []).append(t)
     for ((error, rule, reason, advice), paths), ts in merged.items():
         err = f"{error.code} {error.name}" if error else "fail"
-        line = Text("  ")
-        line.append(f"{err} ({rule})", style="red")
+        line = Text(f"{err} ({rule})", style="red")
         line.append(f" on {'; '.join(map(target_name, ts))}", style="bold")
         line.append(f": {_files(paths, cut)}: {reason}")
-        out.append(line)
+        out.append(hang("  ", line))
         for a in advice:
             if a not in fixes_shown:
                 fixes_shown.add(a)
-                out.append(Text(f"    fix: {a}", style="cyan"))
+                out.append(hang("    fix: ", a, style="cyan"))
     for v in verdicts:
         if v.verdict != "fail" and v.coverage == "partial":
             why = coverage_line(v) or v.reason
             out.append(
-                Text(
-                    f"  partial coverage of {v.path[cut:]} on {target_name(v.target)}: {why}", style="yellow"
-                )
+                hang("  ", f"partial coverage of {v.path[cut:]} on {target_name(v.target)}: {why}", "yellow")
             )
     seen: set[str] = set()
     for t in targets:
         note = t.driver.note
         if note and note not in seen:
             seen.add(note)
-            out.append(Text(f"  note: {note}", style="yellow"))
+            out.append(hang("  note: ", note, style="yellow"))
     return out
 
 
