@@ -336,17 +336,8 @@ def forward_compat(t: Target) -> Outcome:
         )
     if umd.branch == base.branch:
         return Outcome(True, "R-FWD", f"{pkg} matches the installed branch R{base.branch}: nothing changes")
-    row = data.branch_row(base.branch) or {}
-    kind = row.get("type")
-    if kind not in fc["base_types"] or data.branch_ended(row):
-        why = (
-            f"R{base.branch} reached end of life"
-            + (f" ({row['end_of_life']})" if row.get("end_of_life") not in (None, "ended") else "")
-            if data.branch_ended(row)
-            else f"R{base.branch} is a {kind} branch"
-            if kind
-            else f"R{base.branch} is not in NVIDIA's support matrix"
-        )
+    why = _unsupported_base(data.branch_row(base.branch) or {}, base.branch, fc["base_types"])
+    if why:
         return Outcome(
             False,
             "R-FWD",
@@ -356,6 +347,17 @@ def forward_compat(t: Target) -> Outcome:
             confidence="medium",
         )
     return _fwd_ok(t, f"on kernel driver R{base.branch}")
+
+
+def _unsupported_base(row: dict, branch: int, base_types) -> str | None:
+    """Why a kernel-driver branch is not a forward-compatibility base (None: it is one)."""
+    if data.branch_ended(row):
+        eol = row.get("end_of_life")
+        return f"R{branch} reached end of life" + (f" ({eol})" if eol and eol != "ended" else "")
+    kind = row.get("type")
+    if kind in base_types:
+        return None
+    return f"R{branch} is a {kind} branch" if kind else f"R{branch} is not in NVIDIA's support matrix"
 
 
 def _fwd_ok(t: Target, base: str) -> Outcome:
