@@ -59,7 +59,7 @@ def run(cmd, stdout_path=None, warm_path=None):
     peak_kb = ru.ru_maxrss
     if GNU_TIME:
         with open(rss_file) as fh:
-            lines = [l for l in fh.read().split() if l.isdigit()]
+            lines = [w for w in fh.read().split() if w.isdigit()]
         peak_kb = int(lines[-1]) if lines else peak_kb
     os.unlink(rss_file)
     return dt, peak_kb / 1024, os.waitstatus_to_exitcode(status)

@@ -31,7 +31,7 @@ def cuobjdump_entries(exe: str, path: str, timeout: int = 600) -> tuple[Counter 
                 name = name[:-1]
             out[("sass" if m.group(1) == "ELF" else "ptx", name)] += 1
     if proc.returncode != 0:  # a fatal error can come after a partial listing: not an answer
-        return None, (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
+        return None, (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
     return out, ""
 
 

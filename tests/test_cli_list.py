@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from conftest import fixture_path
 
 from fatbin_inspect.cli.main import cli
+from fatbin_inspect.errors import UsageError
 
 
 def run(*args):
@@ -54,7 +55,7 @@ def test_bad_input_one_line_error_scan_goes_on(tmp_path, schema):
     runner = CliRunner()
     res = runner.invoke(cli, [str(bad), fixture_path("bin", "t01_exe_sm80"), "--format", "json"])
     assert res.exit_code == 0
-    err_lines = [l for l in res.stderr.splitlines() if l]
+    err_lines = [line for line in res.stderr.splitlines() if line]
     assert len(err_lines) == 1 and str(bad) in err_lines[0] and "offset 0x" in err_lines[0]
     doc = json.loads(res.stdout)
     jsonschema.validate(doc, schema)
@@ -94,6 +95,27 @@ def test_extract_writes_decompressed_images(tmp_path):
     text = (out / "p" / ptx).read_bytes()
     assert text.lstrip().startswith(b".version") or b".version 9.0" in text
     assert b"\0" not in text
+
+
+@pytest.mark.parametrize(
+    "arch,expect",
+    [
+        ("80", {"sm_80.cubin", "compute_80.ptx"}),  # a bare number: the cubin and the PTX of that SM
+        ("8.0", {"sm_80.cubin", "compute_80.ptx"}),
+        ("SM_80", {"sm_80.cubin"}),  # a named target: that image only
+        ("compute_80", {"compute_80.ptx"}),
+        ("90", set()),
+    ],
+)
+def test_extract_arch_spellings(tmp_path, arch, expect):
+    res = run("extract", fixture_path("bin", "t01_exe_sm80"), "--arch", arch, "-d", str(tmp_path))
+    assert res.exit_code == 0, res.output
+    assert {f.split(".", 3)[-1] for f in os.listdir(tmp_path)} == expect
+
+
+def test_extract_rejects_a_bad_arch(tmp_path):
+    with pytest.raises(UsageError, match="--arch: not an architecture"):  # exit 2 through main
+        run("extract", fixture_path("bin", "t01_exe_sm80"), "--arch", "sm_8o", "-d", str(tmp_path))
 
 
 def test_version_and_help():

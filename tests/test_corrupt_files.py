@@ -473,7 +473,7 @@ def test_oci_bombs_layer_counts_nesting_and_broken_layouts(tmp_path):
     _oci(bad, [good])
     (bad / "index.json").write_text("{not json")
     missing = tmp_path / "missing"
-    idx = _oci(missing, [good])
+    _oci(missing, [good])
     for f in (missing / "blobs" / "sha256").iterdir():
         if f.read_bytes()[:2] == b"\x1f\x8b":
             f.unlink()  # the layer blob

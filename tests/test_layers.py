@@ -94,9 +94,13 @@ def test_nothing_below_render_prints(module, path):
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
             bad.append(f"{node.lineno}: print()")
-        if isinstance(node, ast.Attribute) and node.attr in ("stdout", "stderr"):
-            if isinstance(node.value, ast.Name) and node.value.id == "sys":
-                bad.append(f"{node.lineno}: sys.{node.attr}")
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in ("stdout", "stderr")
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "sys"
+        ):
+            bad.append(f"{node.lineno}: sys.{node.attr}")
         if isinstance(node, ast.Import | ast.ImportFrom):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             bad += [f"{node.lineno}: imports {n}" for n in names if n.split(".")[0] in ("click", "rich")]

@@ -1,6 +1,7 @@
 """scan: attribution, the coverage matrix, the cache, the pool, the progress switch, the CLI."""
 
 import io
+import itertools
 import json
 import os
 import shutil
@@ -211,7 +212,7 @@ def test_split_wheel_gives_the_same_records_in_order_and_one_cache_entry(tmp_pat
     whl = _big_wheel(tmp_path)
     spans = worker.zip_spans(str(whl), False, 4, 1)
     assert spans and len(spans) >= 4 and spans[0][0] == 0
-    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))  # contiguous, all members covered
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(spans))  # contiguous, all members covered
     whole = scan([str(whl)], _opts(tmp_path, cache_dir=None))  # jobs=1: never split
     assert any(r.error for r in whole.reports) and len(whole.reports) == 20
     assert any("inner-1.0" in r.path and r.distribution == "inner 1.0" for r in whole.reports)
@@ -394,7 +395,7 @@ def test_stat_walk_agrees_with_the_plain_walk(site, tmp_path):
     for root in (str(site), str(site) + os.sep, str(site / "alpha" / "lib" / "libalpha.so")):
         walked = list(iter_stat(root))
         assert [(p, skip) for p, _, _, skip in walked] == list(iter_files(root))
-        for p, ap, st, skip in walked:
+        for p, ap, st, _skip in walked:
             assert ap == os.path.abspath(p)
             if st is not None:
                 assert (st.st_size, st.st_mtime_ns, st.st_ino) == (

@@ -22,6 +22,22 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", name).strip("._") or "file"
 
 
+def _wanted(arches) -> tuple[set[str], set[tuple[int, str]]]:
+    """``--arch`` values: named targets (``SM_90A`` -> ``sm_90a``, ``compute_120f``) match that
+    image only; a bare number (``90``, ``9.0``, ``100a``) matches the cubin and the PTX of that SM."""
+    from fatbin_inspect.checks.policy import normalize_arch, split_arch
+
+    names, numbers = set(), set()
+    for a in arches:
+        arch = normalize_arch(a, "--arch")
+        if a.strip().lower().startswith(("sm_", "compute_")):
+            names.add(arch)
+        else:
+            _kind, sm, variant = split_arch(arch)
+            numbers.add((sm, variant))
+    return names, numbers
+
+
 @examples(
     "fatbin-inspect extract app -d out/",
     "fatbin-inspect extract lib.so --arch sm_90 --kind sass -d cubins/",
@@ -56,8 +72,8 @@ def extract_cmd(paths, arches, kinds, out_dir, fmt, output):
     Names: <file>.<fatbin#>.<entry#>.<arch>.cubin|.ptx; LTO-IR is written as stored (opaque).
     The report (-o, --format) lists the files written, one a line, or as JSON.
     """
+    names, numbers = _wanted(arches)
     os.makedirs(out_dir, exist_ok=True)
-    wanted = set(arches)
     written: list[dict] = []
     for root in paths:
         for path, skip in iter_files(root):
@@ -75,7 +91,7 @@ def extract_cmd(paths, arches, kinds, out_dir, fmt, output):
                     for ei, e in enumerate(fb.entries):
                         if kinds and e.kind not in kinds:
                             continue
-                        if wanted and e.arch not in wanted and str(e.sm) not in wanted:
+                        if (names or numbers) and e.arch not in names and (e.sm, e.variant) not in numbers:
                             continue
                         try:
                             data = payload(b, e, budget)

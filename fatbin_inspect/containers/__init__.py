@@ -8,7 +8,6 @@ containers (ar, zip, tar) yield members instead. ``detect`` decides by content, 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Tuple
 
 from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats import cubin, ptx

@@ -13,11 +13,10 @@ import mmap
 import os
 import stat
 import struct
-from typing import Union
 
 from fatbin_inspect.errors import TruncatedError, UnreadableError
 
-Buffer = Union[bytes, bytearray, mmap.mmap]
+Buffer = bytes | bytearray | mmap.mmap
 
 
 class Blob:

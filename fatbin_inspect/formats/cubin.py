@@ -252,7 +252,7 @@ def _with_resources(elf: _Elf, syms: list[tuple[int, str]], demangle=None) -> tu
                 pos += 4
                 continue
             attr, v = glob[pos + 1], glob[pos + 2] | glob[pos + 3] << 8
-            if (attr == NVI_REGCOUNT or attr == NVI_FRAME_SIZE) and v >= 8 and pos + 12 <= n:
+            if (attr == NVI_REGCOUNT or attr == NVI_FRAME_SIZE) and v >= 8 and pos + 12 <= n:  # noqa: SIM109 - no tuple per record
                 sym, amount = unpack(glob, pos + 4)
                 (regs if attr == NVI_REGCOUNT else frame)[sym] = amount
             pos += 4 + v

@@ -45,7 +45,7 @@ class Budget:
     def __init__(self, input_size: int):
         self.left = MAX_DECODED + MAX_FILE_RATIO * input_size
 
-    def spend(self, n: int, offset: int = None) -> None:
+    def spend(self, n: int, offset: int | None = None) -> None:
         if n > self.left:
             raise LimitExceeded(
                 f"decoding budget of this file spent ({MAX_FILE_RATIO}x its size): entry not decoded", offset
@@ -54,7 +54,7 @@ class Budget:
 
 
 def decode(
-    method: str, data: bytes, expected_size: int, offset: int = None, limit: int = MAX_DECODED
+    method: str, data: bytes, expected_size: int, offset: int | None = None, limit: int = MAX_DECODED
 ) -> bytes:
     """Decode ``data`` with ``method`` ('lz4'|'zstd'|'none') to exactly ``expected_size`` bytes."""
     if method == "none":

@@ -73,7 +73,7 @@ def iter_stat(root: str) -> Iterator[StatItem]:
             entries = _entries(d)
         except OSError as exc:
             return f"unreadable directory: {exc.strerror}"
-        if _LAYOUT <= {name for name, _st, note in entries if note is None}:
+        if {name for name, _st, note in entries if note is None} >= _LAYOUT:
             return None  # an OCI image layout: one input, read as an image, not file by file
         return iter(entries), d if d.endswith(sep) else d + sep, ad if ad.endswith(sep) else ad + sep
 

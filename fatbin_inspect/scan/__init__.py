@@ -362,7 +362,7 @@ class _Scanner:
         self.stats["inspected"] += 1
         self.apaths[path] = apath
         if fmt == "zip" and self.jobs > 1 and size >= SPLIT_BYTES:
-            spans = worker.zip_spans(path, self.all_members, self.jobs * 2, SPAN_BYTES)  # noqa: re-exported
+            spans = worker.zip_spans(path, self.all_members, self.jobs * 2, SPAN_BYTES)
             if spans:
                 self._split_zip(path, key, spans)
                 return

@@ -17,7 +17,10 @@ from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.fatbin import MAGIC_BYTES
 from fatbin_inspect.formats.model import FileError, FileReport
-from fatbin_inspect.inventory.core import Options, inspect_blob, inspect_path, inspect_zip_span, zip_spans
+from fatbin_inspect.inventory.core import Options, inspect_blob, inspect_path, inspect_zip_span
+from fatbin_inspect.inventory.core import (
+    zip_spans as zip_spans,  # re-exported: scan and its tests call worker.zip_spans
+)
 from fatbin_inspect.scan.cache import encode_record
 
 CHUNK = 32 << 20

@@ -630,7 +630,7 @@ def library_archs(path: str) -> tuple[tuple[str, ...], str | None]:
                 seen.add((e.kind != "sass", e.sm, e.variant, e.arch))
             if e.kind == "ptx":
                 isas.add(e.code_version)
-    return tuple(a for *_k, a in sorted(seen)), ("%d.%d" % max(isas)) if isas else None
+    return tuple(a for *_k, a in sorted(seen)), "{}.{}".format(*max(isas)) if isas else None
 
 
 # --------------------------------------------------------------------------------------- env

@@ -257,7 +257,7 @@ def check_file(
                 rec.path,
                 fb,
                 whole_image(b, fb),
-                lambda e: entry_image(b, e),
+                lambda e, b=b: entry_image(b, e),
                 load,
                 load_nojit,
                 predict,
