@@ -215,32 +215,98 @@ def _elsewhere(images: Sequence[Entry], t: Target) -> tuple[str, ...]:
 def evaluate_fatbin(fatbin: Fatbin, target: Target, ignored: str | None = None) -> FatbinVerdict:
     """Which image of one fatbin the driver would load on ``target`` (R-SEL and the rules it calls);
     a failing one is classified (``elsewhere``) without the file's context."""
-    sel = rules.select(fatbin.entries, target)
+    d = _decide(tuple(map(_signature, fatbin.entries)), target, fatbin.entries)
+    picked = fatbin.entries[d.index] if d.index is not None else None
     images = _images(fatbin)
     chosen = None
-    if sel.entry is not None and sel.verdict in ("native", "jit"):
-        chosen = Chosen(sel.entry.arch, sel.entry.kind, sel.entry.ptx_isa, sel.entry.offset)
+    if picked is not None and d.verdict in ("native", "jit"):
+        chosen = Chosen(picked.arch, picked.kind, picked.ptx_isa, picked.offset)
     decoded = bool(images) and all(e.kernels is not None for e in images)
     every = {k for e in images for k in _kernel_names(e)}
-    have = set(_kernel_names(sel.entry)) if chosen else set()
+    have = set(_kernel_names(picked)) if chosen else set()
     return FatbinVerdict(
         offset=fatbin.offset,
         section=fatbin.section,
-        verdict=sel.verdict,
-        error=error_ref(sel.outcome.error),
+        verdict=d.verdict,
+        error=d.error,
         chosen=chosen,
+        rule=d.rule,
+        rules=d.rules,
+        reason=d.reason,
+        confidence=d.confidence,
+        ignored=ignored,
+        missing_kernels=tuple(sorted(every - have)),
+        entries=tuple(EntryVerdict(fatbin.entries[i].offset, *rest) for i, *rest in d.entries),
+        elsewhere=d.elsewhere,
+        general_native=d.general_native,
+        archs=tuple(dict.fromkeys(e.arch for e in images)),
+        kernels=tuple(sorted(every)) if decoded else None,
+    )
+
+
+def _signature(e: Entry) -> tuple:
+    """Everything the rules read from an entry: entries alike are decided alike."""
+    return (
+        e.kind,
+        e.sm,
+        e.variant,
+        e.code_version,
+        e.cubin is not None and e.cubin.arch_specific,
+        getattr(e, "tile_ir_version", None),
+    )
+
+
+@dataclass(frozen=True)
+class _Decided:
+    """A fatbin's decision without its offsets (entries by index), shared by alike fatbins."""
+
+    verdict: str
+    index: int | None  # the entry R-SEL picks
+    error: ErrorRef | None
+    rule: str
+    rules: tuple[str, ...]
+    reason: str
+    confidence: str
+    entries: tuple[tuple, ...]  # (index, arch, verdict, rule, reason, error) per image
+    elsewhere: tuple[str, ...]
+    general_native: bool
+
+
+_DECIDED: dict[tuple, _Decided] = {}
+
+
+def _decide(signature: tuple, target: Target, entries: Sequence[Entry]) -> _Decided:
+    """R-SEL, the per-entry verdicts and the classification of one fatbin, memoised by the
+    entries' signature: a library's thousands of fatbins hold a few dozen distinct entry sets."""
+    key = (signature, target)
+    hit = _DECIDED.get(key)
+    if hit is not None:
+        return hit
+    sel = rules.select(entries, target)
+    index = next((i for i, e in enumerate(entries) if e is sel.entry), None)
+    per_entry = []
+    for i, e in enumerate(entries):
+        v = _entry_verdict(e, target)
+        if v is not None:
+            per_entry.append((i, v.arch, v.verdict, v.rule, v.reason, v.error))
+    hit = _Decided(
+        verdict=sel.verdict,
+        index=index,
+        error=error_ref(sel.outcome.error),
         rule=sel.outcome.rule,
         rules=sel.rules,
         reason=sel.outcome.reason,
         confidence=sel.outcome.confidence,
-        ignored=ignored,
-        missing_kernels=tuple(sorted(every - have)),
-        entries=tuple(v for v in (_entry_verdict(e, target) for e in fatbin.entries) if v is not None),
-        elsewhere=_elsewhere(images, target) if sel.verdict == "fail" else (),
+        entries=tuple(per_entry),
+        elsewhere=_elsewhere([e for e in entries if e.kind in (KIND_SASS, KIND_PTX)], target)
+        if sel.verdict == "fail"
+        else (),
         general_native=sel.verdict == "native" and not rules.arch_specific(sel.entry),
-        archs=tuple(dict.fromkeys(e.arch for e in images)),
-        kernels=tuple(sorted(every)) if decoded else None,
     )
+    if len(_DECIDED) > 100_000:
+        _DECIDED.clear()
+    _DECIDED[key] = hit
+    return hit
 
 
 def specialised_in(v: FatbinVerdict, unit_general: bool) -> bool:
