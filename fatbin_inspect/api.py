@@ -116,6 +116,7 @@ def gate(
     from fatbin_inspect.checks import policy as policy_mod
     from fatbin_inspect.cli.gate import run_gate
 
+    given: Mapping[str, Any]
     if isinstance(policy, Policy):
         given = policy_mod.normalize({k: v for k, v in flags.items() if v is not None}, "flags")
         pol = dataclasses.replace(policy, **given)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from fatbin_inspect.checks.findings import Check, Finding, FindingsReport, sort_key
 from fatbin_inspect.checks.policy import distribution_of, split_arch
@@ -150,7 +151,7 @@ def diff(old: Iterable[FileReport], old_root: str, new: Iterable[FileReport], ne
 
 
 def _distributions(old: Iterable[FileReport], new: Iterable[FileReport]) -> tuple[DistDiff, ...]:
-    acc: dict[str, dict[str, object]] = {}
+    acc: dict[str, dict[str, Any]] = {}
     for side, reports in (("old", old), ("new", new)):
         for r in reports:
             dist = distribution_of(r)
@@ -177,7 +178,7 @@ def findings(d: DiffReport) -> FindingsReport:
     out: list[Finding] = []
     checks: list[Check] = []
     for f in d.files:
-        path = f.new_path or f.old_path
+        path = f.new_path or f.old_path or f.key  # a file is on at least one side
         checks.append(Check(path, None, f.distribution))
         if f.status == "dropped":
             out.append(

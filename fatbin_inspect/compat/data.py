@@ -21,7 +21,7 @@ CC = tuple[int, int]
 @cache
 def load(name: str) -> dict[str, Any]:
     try:
-        text = resources.files("fatbin_inspect").joinpath("data", f"{name}.json").read_text("utf-8")
+        text = resources.files("fatbin_inspect").joinpath("data").joinpath(f"{name}.json").read_text("utf-8")
         return json.loads(text)
     except (OSError, ValueError) as exc:
         raise DataError(f"packaged data {name}.json is missing or corrupt: {exc}") from None

@@ -456,12 +456,19 @@ def _select_ptx(
 ) -> Selection:
     """No cubin is taken: the PTX the driver JIT-compiles, if JIT is allowed and any PTX fits."""
     if t.disable_ptx_jit and ptxs:
-        return Selection("fail", None, jit_env(t), ("R-JIT-ENV", *cubin_rules))
+        return Selection("fail", None, _env_switch(t), ("R-JIT-ENV", *cubin_rules))
     tjudged = [(e, ptx_target(e, t)) for e in ptxs]
     tusable = [(e, o) for e, o in tjudged if o.ok]
     if not tusable:
         return _no_loadable_image(judged, cubin_fits, tjudged, cubin_rules, t)
     return _jit(tusable, bool(judged), cubin_rules, t)
+
+
+def _env_switch(t: Target) -> Outcome:
+    """R-JIT-ENV's outcome for a target whose JIT switches are set."""
+    o = jit_env(t)
+    assert o is not None, "called only with CUDA_FORCE_PTX_JIT or CUDA_DISABLE_PTX_JIT set"
+    return o
 
 
 def _no_loadable_image(
@@ -470,7 +477,7 @@ def _no_loadable_image(
     """No cubin loads (or JIT is forced) and no PTX targets the GPU: the failure that tells most."""
     ptx_rules = tuple(dict.fromkeys(o.rule for _, o in tjudged))
     if t.force_ptx_jit and cubin_fits:
-        return Selection("fail", None, jit_env(t), ("R-JIT-ENV", *ptx_rules))
+        return Selection("fail", None, _env_switch(t), ("R-JIT-ENV", *ptx_rules))
     first_ptx = tjudged[0][1] if tjudged else None
     why = _closest_failure(judged, t) or first_ptx
     parts = [o.reason for o in (why, first_ptx if why is not first_ptx else None) if o]

@@ -9,9 +9,10 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 from functools import lru_cache
+from typing import Any
 
-_fn = None
-_free = None
+_fn: Any = None  # __cxa_demangle from the C++ runtime, once found
+_free: Any = None
 _loaded = False
 
 

@@ -34,7 +34,7 @@ def looks_like_ptx(head: bytes) -> bool:
     """Text (no NUL before the directives) that declares a PTX ``.version``."""
     probe = head[:HEAD_BYTES]
     m = _VERSION.search(probe)
-    return bool(m) and b"\0" not in probe[: m.start()] and b".target" in probe
+    return m is not None and b"\0" not in probe[: m.start()] and b".target" in probe
 
 
 def parse_header(text: bytes) -> PtxHeader:

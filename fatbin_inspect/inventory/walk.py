@@ -35,7 +35,7 @@ def _entries(d: str) -> list:
     """``[(name, lstat or None, note)]`` of a folder, sorted by name; ``note``: "symlink", or why
     the entry could not be stat'ed. Each stat is taken relative to the open folder where the
     platform allows, so the kernel resolves one name per file, not the whole path."""
-    out = []
+    out: list[tuple[str, os.stat_result | None, str | None]] = []
     fd = os.open(d, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)) if _SCANDIR_FD else None
     try:
         with os.scandir(d if fd is None else fd) as it:

@@ -94,7 +94,7 @@ class _Other(Exception):
     """A value ``pretty`` leaves to ``json.dumps`` (floats, other key types, other objects)."""
 
 
-_ascii = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+_ascii = json.encoder.encode_basestring_ascii
 
 
 class Items:

@@ -28,7 +28,9 @@ FORMATS: dict[str, str] = {
 
 
 class Renderer(Protocol):
-    def __call__(self, report: FindingsReport, fail_on: str = "error", color: bool = False) -> str: ...
+    def __call__(
+        self, report: FindingsReport, fail_on: str = "error", color: bool = False, width: int | None = None
+    ) -> str: ...
 
 
 def module(fmt: str) -> ModuleType:
