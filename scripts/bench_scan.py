@@ -10,7 +10,10 @@
 (c) a warm-cache rescan of the tree vs the cold scan (target: >= 20x);
 (d) peak resident memory of the scan, its worker processes included, sampled every 20 ms (< 500 MB);
 (e) an OCI image tarball (one gzip'd layer) of the fixture binaries vs the same files as a folder,
-    alternating, median of 5 (target: <= 1.5x); ``--oci-only`` runs just this row (no corpus needed).
+    alternating, median of 5 (target: <= 1.5x); ``--oci-only`` runs just this row (no corpus needed);
+(f) ``--members-cost``: the torch wheel scanned with members judged by content vs by name only;
+(g) ``--dask``: the corpus wheels on a 2-worker Dask LocalCluster vs the local pool of 2 processes
+    (same records asserted).
 Every scan runs as the CLI in a subprocess (interpreter start-up included). The wheels are
 extracted into --work (gitignored), never into the repository.
 """
@@ -167,6 +170,74 @@ def oci_vs_dir(work: str, env: dict, scan: list, rounds: int = 5) -> float:
     return img / fol
 
 
+def _alternate(rounds: int, sides: dict) -> dict:
+    """Median seconds of each zero-argument callable, run alternately ``rounds`` times."""
+    import statistics
+
+    times: dict = {k: [] for k in sides}
+    for _ in range(rounds):
+        for k, fn in sides.items():
+            start = time.monotonic()
+            fn()
+            times[k].append(time.monotonic() - start)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def members_cost(corpus: str, jobs: int, rounds: int = 3) -> None:
+    """(f): what judging unnamed members by their first block costs on the torch wheel."""
+    from fatbin_inspect.scan import ScanOptions, scan
+
+    whl = sorted(glob.glob(os.path.join(corpus, "torch-*.whl")))[:1]
+    if not whl:
+        print("\n(f) no torch wheel in the corpus: skipped")
+        return
+    real = archives._zip_file
+    opts = ScanOptions(jobs=jobs, cache_dir=None)
+
+    def by_name():
+        archives._zip_file = lambda info: False  # the old name filter: no member judged by content
+        try:
+            return scan(whl, opts)
+        finally:
+            archives._zip_file = real
+
+    m = _alternate(rounds, {"content": lambda: scan(whl, opts), "name": by_name})
+    judged = sum(1 for i in zipfile.ZipFile(whl[0]).infolist() if not archives.zip_wanted(i) and real(i))
+    print(
+        f"\n(f) {os.path.basename(whl[0])}: {judged} members judged by their first block; scan "
+        f"{m['content']:.2f} s vs {m['name']:.2f} s by name only (medians of {rounds}): {m['content'] / m['name']:.2f}x"
+    )
+
+
+def dask_vs_pool(corpus: str, rounds: int = 3) -> None:
+    """(g): the same scan on a 2-worker Dask LocalCluster and on a local pool of 2 processes."""
+    try:
+        from distributed import LocalCluster
+    except ImportError:
+        print("\n(g) dask.distributed not installed: skipped (pip install 'fatbin-inspect[dask]')")
+        return
+    from fatbin_inspect.scan import ScanOptions, scan
+
+    wheels = [w for w in sorted(glob.glob(os.path.join(corpus, "*.whl"))) if "/torch-" not in w]
+    size = sum(os.path.getsize(w) for w in wheels)
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", silence_logs=40) as c:
+        ref = scan(wheels, ScanOptions(jobs=2, cache_dir=None)).reports
+        dask = ScanOptions(cache_dir=None, executor="dask", scheduler=c.scheduler_address)
+        assert scan(wheels, dask).reports == ref, "dask records differ from the local pool's"
+        m = _alternate(
+            rounds,
+            {
+                "pool": lambda: scan(wheels, ScanOptions(jobs=2, cache_dir=None)),
+                "dask": lambda: scan(wheels, dask),
+            },
+        )
+    print(
+        f"\n(g) {len(wheels)} corpus wheels ({size / 2**20:.0f} MiB), same records: local pool of 2 "
+        f"{m['pool']:.2f} s ({size / 2**20 / m['pool']:.0f} MiB/s), Dask with 2 workers {m['dask']:.2f} s "
+        f"({size / 2**20 / m['dask']:.0f} MiB/s): {m['dask'] / m['pool']:.2f}x"
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default=os.path.join(ROOT, ".cache", "corpus"))
@@ -174,7 +245,15 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--skip-cuobjdump", action="store_true")
     ap.add_argument("--oci-only", action="store_true", help="Only (e): an OCI archive vs a folder.")
+    ap.add_argument("--members-cost", action="store_true", help="Only (f): members by content, torch wheel.")
+    ap.add_argument("--dask", action="store_true", help="Only (g): Dask LocalCluster vs the local pool.")
     args = ap.parse_args()
+    if args.members_cost or args.dask:
+        if args.members_cost:
+            members_cost(args.corpus, args.jobs)
+        if args.dask:
+            dask_vs_pool(args.corpus)
+        return 0
     if args.oci_only:
         env = dict(os.environ, FATBIN_INSPECT_JOBS=str(args.jobs), FATBIN_INSPECT_PROGRESS="0")
         oci_vs_dir(args.work, env, [sys.executable, "-m", "fatbin_inspect", "scan", "-o", os.devnull])
