@@ -141,3 +141,19 @@ def test_jetson_with_a_desktop_driver_number_is_warned():
         cli, ["check", fixture_path("units", "f1_full.so"), "--gpu", "Jetson AGX Orin", "--driver", "580"]
     )
     assert "desktop driver number" in res.output
+
+
+def test_alternative_builds_count_as_one(tmp_path):
+    w = wheel(tmp_path, "vardist", [unit("libvar_cuda126.so"), unit("libvar_cuda130.so")])
+    # R575: the CUDA 13 build needs R580, the CUDA 12 one is what the package loads there
+    res, doc = gate(w, "--require", "sm_90", "--min-driver", "575")
+    assert res.exit_code == 0, res.output
+    assert rules(doc, "libvar_cuda130.so") == [("FBI004", None, "note")]
+    assert "libvar_cuda126.so is the one loaded there" in doc["findings"][0]["message"]
+    # an RTX 5090: only the CUDA 13 build has sm_120; the other's FBI001 is a note
+    res, doc = gate(w, "--gpu", "RTX 5090", "--min-driver", "580")
+    assert res.exit_code == 0 and [f["rule_id"] for f in doc["findings"]] == ["FBI001"]
+    assert doc["findings"][0]["severity"] == "note"
+    # alone, the CUDA 12 build does fail there
+    res, _ = gate(fixture_path("units", "libvar_cuda126.so"), "--gpu", "RTX 5090", "--min-driver", "580")
+    assert res.exit_code == 1

@@ -135,7 +135,8 @@ def check_requirement(
     if total == 0:
         return
     if set_aside:
-        archs = ", ".join(a for a, _ in (v.specialised.archs if v.specialised else ())[:4])
+        counted = [f for f in v.fatbins if f.ignored is None and f.verdict != "no-device-code"]
+        archs = ", ".join(dict.fromkeys(a for f in counted for a in f.archs))
         emit(
             "FBI014",
             "note",
@@ -351,9 +352,11 @@ def gate(
             art.reqs += fleet_reqs
             art.verdicts = {r.label: engine.evaluate(art.report, r.target, stack=False) for r in art.reqs}
     aside = _unit_set_aside(arts)
+    alternates = _alternates(arts, context, local)
     findings: list[Finding] = []
     for art in arts:
         _emit_artifact(art, aside, local, context, reference)
+        art.emit.out = [_as_alternate(f, alternates) for f in art.emit.out]
         checks.append(Check(art.report.path, FILE_WIDE, art.emit.dist))
         for req in art.reqs:
             checks.append(Check(art.report.path, req.label, art.emit.dist))
@@ -402,12 +405,71 @@ def _unit_set_aside(arts: Sequence[_Artifact]) -> set[tuple[str, str]]:
             groups.setdefault((unit, label), []).append(art)
     out = set()
     for (_, label), members in groups.items():
+        # alternative builds are R-VARIANT's (one of them is judged), not files set aside
+        alone = {p for ps in units.variant_sets([a.report.path for a in members]) if len(ps) == 1 for p in ps}
+        members = [a for a in members if a.report.path in alone]
         if len(members) < 2:
             continue
         pairs = [(a.report.path, a.verdicts[label]) for a in members]
         if any(v.verdict != "fail" or v.coverage == "partial" for _, v in pairs):
             out |= {(p, label) for p in units.set_aside(pairs)}
     return out
+
+
+def _alternates(arts: Sequence[_Artifact], context: Context, local) -> dict[tuple[str, str | None], str]:
+    """R-VARIANT: within a distribution, alternative builds (``…_cuda126.so``/``…_cuda130.so``)
+    count as one. For each requirement (and for the minimum driver's runtime check, label None)
+    the variant the package would load — torch's CUDA with ``--match torch``, else the best — is
+    judged; the others' findings there become notes. Maps (path, label) to the picked variant."""
+    out: dict[tuple[str, str | None], str] = {}
+    by_dist: dict[str, list[_Artifact]] = {}
+    for a in arts:
+        if a.emit.dist and a.verdicts:
+            by_dist.setdefault(a.emit.dist, []).append(a)
+    torch = units.parse_runtime(context.torch_runtime.version) if context.torch_runtime else None
+    for members in by_dist.values():
+        index = {a.report.path: a for a in members}
+        for paths in units.variant_sets(list(index)):
+            if len(paths) < 2:
+                continue
+            for label in index[paths[0]].verdicts:
+                if not all(label in index[p].verdicts for p in paths):
+                    continue
+                picked, _ = units.pick_variant([(p, index[p].verdicts[label]) for p in paths], torch)
+                out.update({(p, label): picked for p in paths if p != picked})
+            out.update(_runtime_alternates([index[p] for p in paths], local))
+    return out
+
+
+def _runtime_alternates(variants: Sequence[_Artifact], local) -> dict[tuple[str, None], str]:
+    """Variants whose runtime the minimum driver cannot serve, when another variant's it can."""
+    pol = variants[0].policy
+    if not pol.min_driver or not variants[0].reqs:
+        return {}
+    target = dataclasses.replace(
+        variants[0].reqs[0].target, driver=resolve_driver(pol.min_driver, local.driver)
+    )
+    ok = [a for a in variants if rules.driver_for_runtime(a.runtime, target).ok]
+    if not ok:
+        return {}
+    ok_paths = {a.report.path for a in ok}
+    return {(a.report.path, None): ok[-1].report.path for a in variants if a.report.path not in ok_paths}
+
+
+def _as_alternate(f: Finding, alternates: dict[tuple[str, str | None], str]) -> Finding:
+    picked = alternates.get((f.path, f.target))
+    if (
+        picked is None
+        or f.severity == "note"
+        or f.rule_id not in ("FBI001", "FBI002", "FBI003", "FBI004", "FBI016")
+    ):
+        return f
+    name = picked.rsplit("!", 1)[-1].rsplit("/", 1)[-1]
+    return dataclasses.replace(
+        f,
+        severity="note",
+        message=f"{f.message} (an alternative build: {name} is the one loaded there, R-VARIANT)",
+    )
 
 
 def _emit_artifact(art: _Artifact, aside, local, context: Context, reference) -> None:
