@@ -23,6 +23,7 @@ Repeatable options read comma-separated lists from the environment (``FATBIN_INS
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -134,11 +135,30 @@ class EnvOption(click.Option):
 
 
 def adopt(cmd: click.Command) -> click.Command:
-    """Give every option of ``cmd`` the environment rules of ``EnvOption`` (once per command)."""
+    """Give every option of ``cmd`` the environment rules of ``EnvOption``, and make ``-v`` say
+    which options came from the environment before the command runs (once per command)."""
     for p in cmd.params:
         if isinstance(p, click.Option) and not isinstance(p, EnvOption):
             p.__class__ = EnvOption if type(p) is click.Option else _with_env(type(p))
+    if cmd.callback is not None and not getattr(cmd.callback, "_announces", False):
+        inner = cmd.callback
+
+        @functools.wraps(inner)
+        def callback(*args, **kwargs):
+            announce(click.get_current_context())
+            return inner(*args, **kwargs)
+
+        callback._announces = True  # type: ignore[attr-defined]
+        cmd.callback = callback
     return cmd
+
+
+def announce(ctx: click.Context) -> None:
+    """-v: one line per option whose value came from an environment variable."""
+    if not settings(ctx)["verbose"] or settings(ctx)["quiet"]:
+        return
+    for name, var in sorted(ctx.meta.get(f"{UI}.env", {}).items()):
+        click.echo(f"fatbin-inspect: {name} = {os.environ.get(var, '')!r} from {var}", err=True)
 
 
 _MIXED: dict[type, type] = {}

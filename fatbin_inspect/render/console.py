@@ -117,7 +117,7 @@ def natural_width(headers: Sequence[str], rows: Sequence[Sequence[object]], gap:
     return sum(widths) + gap * (len(widths) - 1)
 
 
-MIN_LAST = 24  # narrower than this, the last column moves to its own line under the row
+MIN_LAST = 32  # narrower than this, the last column moves to its own line under the row
 
 
 def grid(

@@ -40,7 +40,7 @@ def _verdict_text(v) -> Text:
         return Text("")
     word = v.verdict if not v.error else f"{v.verdict} {v.error.split()[0]}"
     if getattr(v, "coverage", None) == "partial":
-        word += " (partial)"
+        word += " ~"
     return Text(word, style=_VERDICT_STYLE.get(v.verdict, ""))
 
 
@@ -83,14 +83,15 @@ def common_dir(names: Sequence[str]) -> int:
     return max(prefix.rfind("/"), prefix.rfind("!")) + 1
 
 
+TITLE = "dist / folder"
 NAME_MAX = 40  # a longer distribution or folder name goes on a line of its own above its cells
 
 
 def _matrix(titles: list[str], rows: list, width: int | None) -> list:
     """The matrix as lines: name, files, then as many columns as the width holds; the rest in
     further bands below, each with its own header (no line is wider than ``width``)."""
-    names = max([len("distribution / folder")] + [r[0].cell_len for r in rows])
-    namew = names if width is None else min(names, NAME_MAX, max(12, width // 3))
+    names = max([len(TITLE)] + [r[0].cell_len for r in rows])
+    namew = names if width is None else min(names, NAME_MAX, max(12, width // 4))
     filew = max([len("files")] + [len(r[1]) for r in rows])
     colw = [max([len(t)] + [r[2][i].cell_len for r in rows]) for i, t in enumerate(titles)]
     bands: list[list[int]] = [[]]
@@ -105,7 +106,7 @@ def _matrix(titles: list[str], rows: list, width: int | None) -> list:
     for n, band in enumerate(bands):
         if n:
             out.append(Text(""))
-        head = Text(f"{'distribution / folder':<{namew}}  {'files':>{filew}}", style="bold")
+        head = Text(f"{TITLE:<{namew}}  {'files':>{filew}}", style="bold")
         for i in band:
             head += Text(
                 "  " + titles[i].center(colw[i]).rstrip()
@@ -135,6 +136,10 @@ LEGEND = (
     "exact GPU or family only); +PTX: PTX for it too; PTX: only PTX, the driver must JIT it; -: none"
 )
 SHARE_LEGEND = "; n/m: n of the row's m fatbins with device code have it"
+VERDICT_LEGEND = (
+    "native / jit / fail N (the CUDA error) per target; ~: partial coverage (only some files or "
+    "fatbins have code for it); link-time: objects and archives linked later"
+)
 
 
 def render_coverage(
@@ -158,9 +163,11 @@ def render_coverage(
         if not verdicts_only:
             titles = [f"sm_{sm}" for sm in cov.columns] + titles
         out += _matrix(titles, _matrix_rows(cov, files, verdicts_only), width)
-        if not verdicts_only:
-            shares = any(c.of for r in cov.rows for c in r.cells.values())
-            out.append(hang("legend: ", LEGEND + (SHARE_LEGEND if shares else "") + ".", style="dim"))
+        shares = any(c.of for r in cov.rows for c in r.cells.values())
+        legend = [] if verdicts_only else [LEGEND + (SHARE_LEGEND if shares else "")]
+        legend += [VERDICT_LEGEND] if cov.targets else []
+        if legend:
+            out.append(hang("legend: ", "; ".join(legend) + ".", style="dim"))
     for i, label in enumerate(cov.targets):
         lines = _attention(cov, i, target_sms[i] if i < len(target_sms) else None)
         verdict = f"{len(lines)} of {len(cov.rows)} need attention" if lines else "everything runs natively"
