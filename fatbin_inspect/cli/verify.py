@@ -71,7 +71,7 @@ def verify_cmd(
     target, why = _target(env)
     predict = compare.engine_predictor(target) if target else None
     label = target.label if target else f"no prediction ({why})"
-    checks = []
+    checks: list = []
     try:
         with (
             ChildSession(env, timeout, device) as normal,

@@ -114,7 +114,7 @@ def from_wheel(path: str) -> RuntimeNeed | None:
 
 def from_cubin_toolkit(report: FileReport) -> RuntimeNeed | None:
     """The toolkit that built most of the file's cubins ("ptxas 13.0.88" -> 13.0)."""
-    seen = Counter()
+    seen: Counter[tuple[int, int]] = Counter()
     for e in report.entries:
         m = re.search(r"(\d+)\.(\d+)", (e.cubin.toolkit or "") if e.cubin else "")
         if m:

@@ -154,7 +154,7 @@ class Attributor:
         return found
 
     def _read_dir(self, d: str) -> list:
-        found = []
+        found: list[tuple[str, _Record | set[str]]] = []
         try:
             with os.scandir(d) as it:
                 names = sorted(e.name for e in it if e.is_dir(follow_symlinks=False))

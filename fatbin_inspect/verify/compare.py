@@ -10,6 +10,7 @@ prediction and the driver is a ``Disagreement`` that quotes both sides.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -202,7 +203,7 @@ def describe_prediction(p: Prediction | None) -> str:
 def findings(checks: list[ImageCheck]) -> list[Disagreement]:
     out = []
     for c in checks:
-        if c.agree is False:
+        if c.agree is False and c.predicted is not None:  # agree is None without a prediction
             actual = describe_actual(c)
             if c.actual == c.predicted.verdict and c.load_nojit is not None:
                 actual += f"; with CUDA_DISABLE_PTX_JIT=1: {c.load_nojit.status} {c.load_nojit.code}"
@@ -257,7 +258,7 @@ def check_file(
                 rec.path,
                 fb,
                 whole_image(b, fb),
-                lambda e, b=b: entry_image(b, e),
+                functools.partial(entry_image, b),
                 load,
                 load_nojit,
                 predict,
