@@ -261,3 +261,28 @@ def test_real_wheel_tree_as_an_image_layer(tmp_path):
     for name, r in got.items():
         assert r.fatbins == want[name].fatbins and r.needs == want[name].needs, name
         assert r.distribution.lower() == wheel_distribution(whl).lower(), (name, r.distribution)
+
+
+def test_legacy_docker_save_layers_with_whiteouts(tmp_path):
+    """``docker save`` before Docker 25: manifest.json naming ``<id>/layer.tar``, bottom first."""
+    import io
+    import tarfile
+
+    layers = [
+        layer_tar([("usr/lib/libgone.so", _read(SM80)), ("usr/lib/libkept.so", _read(LIB86))], compress=None),
+        layer_tar([("usr/lib/.wh.libgone.so", b"")], compress=None),
+    ]
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        names = [f"{i:064x}/layer.tar" for i in (1, 2)]
+        manifest = json.dumps([{"Config": "c.json", "RepoTags": ["app:old"], "Layers": names}]).encode()
+        for name, data in [*zip(names, layers, strict=True), ("manifest.json", manifest)]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    t = tmp_path / "old.tar"
+    t.write_bytes(buf.getvalue())
+    recs = list(inspect_path(str(t)))
+    assert recs[0].format == "oci" and recs[0].error is None
+    assert any("image app:old: 2 layers, 1 whiteouts, 1 files replaced" in n for n in recs[0].notes)
+    assert [r.path.split("!", 1)[1] for r in recs[1:]] == [f"{1:064x}/layer.tar!usr/lib/libkept.so"]
