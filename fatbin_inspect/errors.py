@@ -38,6 +38,10 @@ class LimitExceeded(InputError):
     """A safety limit (decompressed size, archive depth, member count) was reached."""
 
 
+class BudgetExceeded(LimitExceeded):
+    """The budget of one top-level input (inflated bytes, time) is spent: nothing more of it is read."""
+
+
 class UnreadableError(InputError):
     """The operating system refused to give us the bytes (permissions, FIFO, device...)."""
 

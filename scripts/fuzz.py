@@ -7,6 +7,11 @@
 Engine: atheris (coverage-guided libFuzzer; ``pip install atheris``) when importable, else
 hypothesis driving the same byte mutations as the suite with a larger budget. Targets and seeds
 are ``tests/fuzz_targets.py``: an ``InputError`` is a refused input, anything else is a crash.
+Besides the parsers, ``names`` mutates hostile strings (``fuzz_targets.hostile_names``: terminal
+escapes, CR/LF, rich markup, bidi overrides, non-UTF-8 bytes) used as file, member, identifier
+and kernel names, and fails when one reaches the output raw; ``nested`` mutates nested archives
+(``fuzz_targets.nested_archives``: zip/tar/tar.gz in each other, a small bomb) through the
+inventory and its one budget per input.
 Each target runs in its own process; its crash inputs are written to ``--save-crashes`` as
 ``TARGET__crash_<sha1>.bin`` (the name ``tests/test_regressions.py`` replays). At the end the
 slowest and the largest input of each target are replayed in a fresh process that reports their

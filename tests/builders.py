@@ -52,13 +52,15 @@ def entry(
     ext = b""
     ident_off = ident_len = opt_desc = 0
     if identifier is not None:
-        ident_off, ident_len = 0x40, len(identifier)
-        ext += identifier.encode().ljust(align(len(identifier) + 1), b"\0")
+        ident = identifier.encode()
+        ident_off, ident_len = 0x40, len(ident)
+        ext += ident.ljust(align(len(ident) + 1), b"\0")
     if options is not None:
+        opt = options.encode()
         opt_desc = 0x40 + len(ext)
         opt_str_off = opt_desc + 8
-        ext += struct.pack("<II", opt_str_off, len(options))
-        ext += options.encode().ljust(align(len(options) + 1), b"\0")
+        ext += struct.pack("<II", opt_str_off, len(opt))
+        ext += opt.ljust(align(len(opt) + 1), b"\0")
     hs = header_size or (0x40 + len(ext))
     ext = ext.ljust(hs - 0x40, b"\0")
     padded = data.ljust(align(len(data)), b"\0")
@@ -554,3 +556,56 @@ def tar_of_dir(root) -> bytes:
                 p = os.path.join(d, f)
                 tf.add(p, arcname=os.path.relpath(p, root))
     return buf.getvalue()
+
+
+def zip_precompressed(members: Sequence[tuple[str, bytes, int, int]]) -> bytes:
+    """A zip of already-deflated members ``(name, deflated, crc32, size)``: the same 64 MiB of
+    zeros deflated once can be stored 16 times without deflating it 16 times (zipfile cannot)."""
+    import zlib  # noqa: F401  (the caller deflates; documented here for the reader)
+
+    local, central, pos = [], [], 0
+    for name, data, crc, size in members:
+        n = name.encode()
+        hdr = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0, crc, len(data), size, len(n), 0)
+        local.append(hdr + n + data)
+        central.append(
+            struct.pack(
+                "<IHHHHHHIIIHHHHHII",
+                0x02014B50,
+                20,
+                20,
+                0,
+                8,
+                0,
+                0,
+                crc,
+                len(data),
+                size,
+                len(n),
+                0,
+                0,
+                0,
+                0,
+                0,
+                pos,
+            )
+            + n
+        )
+        pos += len(hdr) + len(n) + len(data)
+    cd = b"".join(central)
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(cd), pos, 0)
+    return b"".join(local) + cd + end
+
+
+def nested_zip_bomb(levels: int = 4, copies: int = 16, leaf_size: int = 64 << 20) -> bytes:
+    """The issue-11 bomb: ``levels`` zips of ``copies`` members each, the innermost holding
+    ``copies`` x ``leaf_size`` zero bytes (4 x 16 x 64 MiB: ~35 KB that inflate to 4 TiB)."""
+    import zlib
+
+    co = zlib.compressobj(9, zlib.DEFLATED, -15)
+    deflated = co.compress(b"\0" * leaf_size) + co.flush()
+    crc = zlib.crc32(b"\0" * leaf_size)
+    data = zip_precompressed([(f"z{i}.so", deflated, crc, leaf_size) for i in range(copies)])
+    for _ in range(levels - 1):
+        data = zip_archive([(f"n{i}.zip", data) for i in range(copies)])
+    return data

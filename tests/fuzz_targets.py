@@ -7,7 +7,9 @@ turns unexpected exceptions into such records so that a scan goes on), is a bug.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 from collections.abc import Callable
 
 from fatbin_inspect.containers import archives, detect, elf, pe
@@ -27,6 +29,11 @@ class InternalError(AssertionError):
 def _check_message(msg) -> None:
     if msg and "internal error" in msg:
         raise InternalError(msg)
+
+
+_ENTRY = fatbin.parse_entry(
+    Blob(fatbin.ENTRY_HEADER.pack(2, 0x0101, 0x40, 8, 0, 0, 8, 1, 80, 0, 0, 0x11, 0, 8) + b"\0" * 8), 0, 0x48
+)[0]  # one plain sm_80 entry the ``names`` target dresses in hostile strings
 
 
 def _check_entries(blob: Blob, fatbins) -> None:
@@ -105,6 +112,82 @@ def t_inventory(data: bytes) -> None:
             _check_message(e.decode_error)
 
 
+# ------------------------------------------------------- hostile names and nested archives
+# What an input may say: terminal escapes (title, clipboard, screen), CR/LF, rich markup, bidi
+# overrides and bytes that are not UTF-8. ``hostile_names`` yields them as the seeds of ``names``.
+HOSTILE_PIECES = (
+    b"\x1b]0;title\x07",
+    b"\x1b]52;c;cm0gLXJm\x07",
+    b"\x1b[2J\x1b[H",
+    b"\r\nfatbin-inspect: forged\r",
+    b"[/]",
+    b"[link=https://evil.invalid]x[/link]",
+    b"[conceal]",
+    "\u202egnp.exe\u202c\u2066".encode(),
+    b"\xff\xfe\x80",
+    b"`<img src=x onerror=alert(1)>`|",
+    b"\x9b\x00\x7f",
+    b"%0A::error::x",
+)
+_FORBIDDEN = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def hostile_names() -> list[bytes]:
+    """Seeds for ``names``: each hostile piece alone, and all of them in one name."""
+    return [b"lib" + p + b".so" for p in HOSTILE_PIECES] + [b"".join(HOSTILE_PIECES)]
+
+
+def t_names(data: bytes) -> None:
+    """Any bytes as a file, member, identifier, option and kernel name, through the escaping and
+    the table renderer: the output holds no raw control, bidi or undecodable character."""
+    from fatbin_inspect.formats.model import Fatbin, FileReport, Kernel
+    from fatbin_inspect.render import escape
+    from fatbin_inspect.render.findings.markdown import cell, code
+    from fatbin_inspect.render.inventory_table import render_inventory
+
+    name = os.fsdecode(data[:300])
+    for text in (escape.shown(name), escape.utf8(escape.shown(name)), cell(name), code(name)):
+        bad = _FORBIDDEN.search(text)
+        if bad:
+            raise AssertionError(f"raw {bad.group(0)!r} in {text!r}")
+    if "\n" in code(name) or "\n" in cell(name):
+        raise AssertionError("a line break survived into Markdown")
+    e = dataclasses.replace(
+        _ENTRY, identifier=name, options=name, kernels=(Kernel(name=name, demangled=name),)
+    )
+    rec = FileReport(
+        path=name + "!" + name, format="elf", size=1, fatbins=(Fatbin(0, 64, name, (e,), "section"),)
+    )
+    out = render_inventory([rec], color=False, entries="all", kernels=True)
+    bad = _FORBIDDEN.search(out)
+    if bad:
+        raise AssertionError(f"raw {bad.group(0)!r} in the table")
+
+
+def nested_archives() -> list[bytes]:
+    """Seeds for ``nested``: zips, tars and tar.gz inside each other, a small bomb among them."""
+    import builders as B
+
+    fb = B.sample_fatbin()
+    return [
+        B.nested_zip(3, fb),
+        B.zip_archive(
+            [("a.tar.gz", B.tar_archive([("k.fatbin", fb)], gz=True)), ("b.zip", B.nested_zip(2, fb))]
+        ),
+        B.tar_archive([("w.whl", B.zip_archive([("pkg/k.fatbin", fb)]))]),
+        B.nested_zip_bomb(levels=2, copies=4, leaf_size=1 << 20),
+    ]
+
+
+def t_nested(data: bytes) -> None:
+    """Nested archives through the inventory: every level draws on the one budget of the input,
+    so no mutation of a nested archive costs more than it (or crashes)."""
+    for rec in inspect_blob("fuzz", Blob(data), Options(members="all"), 0):
+        _check_message(rec.error.message if rec.error else None)
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "fatbin": t_fatbin,
     "cubin": t_cubin,
@@ -115,6 +198,8 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "zip": t_zip,
     "tar": t_tar,
     "inventory": t_inventory,
+    "names": t_names,
+    "nested": t_nested,
 }
 
 # Seeds per target: fixture files (names relative to fixtures/bin) plus synthesized bytes.
@@ -132,6 +217,8 @@ SEED_FILES = {
     "ar": ["t10_rdc_lib_sm80.a"],
     "zip": [],
     "tar": [],
+    "names": [],
+    "nested": [],
     "inventory": [
         "t13_raw_sm75_c75_sm120.fatbin",
         "t14_sm90a.cubin",
@@ -185,5 +272,7 @@ def seeds(target: str) -> list[bytes]:
         ],
         "tar": [B.tar_archive([("lib/k.fatbin", small)]), B.tar_archive([("lib/k.fatbin", small)], gz=True)],
         "inventory": [small, B.zip_archive([("pkg/k.fatbin", small)])],
+        "names": hostile_names(),
+        "nested": nested_archives(),
     }
     return out + synth[target]

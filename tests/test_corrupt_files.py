@@ -286,7 +286,7 @@ def test_gzip_bomb_is_bounded(tmp_path):
             gz.write(b"x" * (1 << 20))
     recs = list_records(str(tmp_path))
     errs = errors_by_file(recs, str(tmp_path))
-    assert any("inflates past" in m for m in errs["bomb.gz"]), errs
+    assert any("inflates" in m for m in errs["bomb.gz"]), errs  # past the bound or the ratio
 
 
 # ------------------------------------------------------------------------ the file system
@@ -414,7 +414,7 @@ def test_conda_packages_truncated_corrupt_and_bombs(tmp_path):
     for name in before:
         assert errs[name], (name, errs[name])  # every broken package says so, in one line
         assert all("\n" not in m for m in errs[name])
-    assert any("inflates past" in m for m in errs["bomb.conda"]), errs["bomb.conda"]
+    assert any("inflates" in m for m in errs["bomb.conda"]), errs["bomb.conda"]  # past the bound or the ratio
     assert any("not JSON" in m for m in errs["bad_index.tar.bz2"]), errs["bad_index.tar.bz2"]
     assert any("pkg-*.tar.zst" in m for m in errs["no_pkg.conda"]), errs["no_pkg.conda"]
 

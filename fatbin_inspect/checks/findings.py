@@ -215,7 +215,7 @@ class Finding:
     def fingerprint(self) -> str:
         """Stable identity across runs: rule, artifact, target and arch (not the message text)."""
         key = "\0".join((self.rule_id, self.path, self.target or "", self.arch or ""))
-        return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+        return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -270,6 +270,12 @@ def findings_for(check: Check, findings: Iterable[Finding]) -> tuple[Finding, ..
 
 
 def split_path(path: str) -> tuple[str, str | None]:
-    """``dist/x.whl!pkg/lib.so`` -> (``dist/x.whl``, ``pkg/lib.so``); plain files -> (path, None)."""
-    head, sep, tail = path.partition("!")
-    return (head, tail) if sep else (path, None)
+    """``dist/x.whl!pkg/lib.so`` -> (``dist/x.whl``, ``pkg/lib.so``); plain files -> (path, None).
+    The container is the real file name (``a\\!b.whl!m.so`` -> ``a!b.whl``); the member stays in
+    path form (``inventory.member_path``)."""
+    from fatbin_inspect.inventory import member_path
+
+    parts = member_path.split(path)
+    if len(parts) == 1:
+        return parts[0], None
+    return parts[0], "!".join(member_path.escape(p) for p in parts[1:])

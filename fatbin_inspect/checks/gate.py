@@ -23,6 +23,7 @@ from fatbin_inspect.compat import runtime as runtime_mod
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import NOT_PROBED, LocalDevices, Target, resolve_driver, resolve_targets
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Fatbin, FileReport
+from fatbin_inspect.inventory import member_path
 
 OK, JIT, PTX_TOO_NEW, NONE = "ok", "jit", "ptx-too-new", "none"
 RUNTIME_TOO_NEW, NO_DEVICE = "runtime-too-new", "no-device"  # file-wide failures (R-DRV, R-GPU)
@@ -377,7 +378,7 @@ def _collect(reports, policy: Policy, flags, reference, context: Context):
     inputs: list[str] = []
     ignored = 0
     for report in reports:
-        if "!" not in report.path:
+        if not member_path.is_member(report.path):
             inputs.append(report.path)
         pol = policy.for_artifact(report.path, distribution_of(report), flags)
         if pol.ignored(report.path) or (reference is not None and _is_torch(report, reference)):
@@ -387,7 +388,7 @@ def _collect(reports, policy: Policy, flags, reference, context: Context):
         if not fatbins and report.error is None:
             continue
         emit = _Emitter(report, pol)
-        rt = runtime_mod.for_file(report, context.wheel_runtimes.get(report.path.split("!", 1)[0]))
+        rt = runtime_mod.for_file(report, context.wheel_runtimes.get(member_path.container(report.path)))
         arts.append(_Artifact(report, pol, emit, fatbins, rt))
     return arts, inputs, ignored
 
@@ -492,7 +493,7 @@ def _emit_artifact(art: _Artifact, aside, local, context: Context, reference) ->
 def _nothing_to_check(reports, arts, ignored: int, policy: Policy, context: Context) -> list[Finding]:
     """FBI015: no artifact with device code, everything ignored, or a CUDA-named wheel without device code."""
     out = []
-    with_code = {a.report.path.split("!", 1)[0] for a in arts if a.fatbins}
+    with_code = {member_path.outermost(a.report.path) for a in arts if a.fatbins}
     for path in sorted(context.cuda_named - with_code):
         out.append(
             Finding(
@@ -505,7 +506,9 @@ def _nothing_to_check(reports, arts, ignored: int, policy: Policy, context: Cont
             if ignored
             else "no artifact with device code was found in the inputs"
         )
-        out.append(Finding("FBI015", "error", why, reports[0].path.split("!", 1)[0] if reports else "."))
+        out.append(
+            Finding("FBI015", "error", why, member_path.outermost(reports[0].path) if reports else ".")
+        )
     return [
         dataclasses.replace(f, severity=sev)
         for f in out

@@ -56,13 +56,24 @@ def wheel_runtime(path: str):
     return runtime.from_wheel(path) if zipfile.is_zipfile(path) else None
 
 
-def _judge(paths, targets, unreadable: list, opts, kept: list | None = None, note=note_error, progress=None):
+def _judge(
+    paths,
+    targets,
+    unreadable: list,
+    opts,
+    kept: list | None = None,
+    note=note_error,
+    progress=None,
+    seen: list | None = None,
+):
     """Verdicts per file and target as the records come; unreadable records go to ``unreadable``
     (and to ``note``, which tells on stderr; None: silent, for the library), and every judged
     record to ``kept`` when it is a list. A wheel's metadata names the runtime of its members
     (wheels inside folders too)."""
     wheels: dict[str, object] = {}  # container path -> the runtime its wheel metadata names
     for report in iter_reports(paths, opts, progress):
+        if seen is not None:  # every record's path: the output may be none of them
+            seen.append(report.path)
         if report.error is not None:  # a damaged file is never called fine: exit 2 and FBI008
             if note is not None:
                 note(report)
@@ -80,7 +91,7 @@ def _judge(paths, targets, unreadable: list, opts, kept: list | None = None, not
         yield from (evaluate(report, t, rt) for t in targets)
 
 
-def _write_json(judged, targets, per_fatbin: bool, unreadable: list, bad: set, output) -> list:
+def _write_json(judged, targets, per_fatbin: bool, unreadable: list, bad: set, output, seen=()) -> list:
     """The check document, streamed: each result written as it is judged; returns the first
     verdict in ``bad`` (all the exit code needs), not the verdicts."""
     from fatbin_inspect.render import jsondump
@@ -98,7 +109,7 @@ def _write_json(judged, targets, per_fatbin: bool, unreadable: list, bad: set, o
     errors = ({"path": r.path, "message": r.error.message, "offset": r.error.offset} for r in unreadable)
     doc = check_document(targets, [], per_fatbin, [])
     doc.update(results=jsondump.Items(results()), errors=jsondump.Items(errors))
-    with open_output(output) as out:
+    with open_output(output, seen) as out:
         jsondump.write(out, doc)
     return worst
 
@@ -170,11 +181,14 @@ def check_cmd(
     targets = resolve_all(gpus, driver, env, target_files, nearest_policy_targets(driver), compat)
     unreadable: list = []
     kept: list | None = [] if fmt == "html" else None  # the records --format html drills into
+    seen: list = list(paths)  # inputs and record paths: the output may be none of them
     bad = {"error": {"fail"}, "warning": {"fail", "jit"}, "never": set()}[fail_on]
     with progress_for(fmt, "checking") as progress:
-        judged = _judge(paths, targets, unreadable, inventory_options(all_kernels), kept, progress=progress)
+        judged = _judge(
+            paths, targets, unreadable, inventory_options(all_kernels), kept, progress=progress, seen=seen
+        )
         verdicts = (
-            _write_json(judged, targets, per_fatbin, unreadable, bad, output)
+            _write_json(judged, targets, per_fatbin, unreadable, bad, output, seen)
             if fmt == "json"
             else list(judged)
         )
@@ -183,18 +197,18 @@ def check_cmd(
     elif fmt == "table" and not long_view and (len(targets) > 1 or len({v.path for v in verdicts}) > 1):
         from fatbin_inspect.render.check_matrix import render_matrix
 
-        write_output(render_matrix(targets, verdicts, **look(output)), output)
+        write_output(render_matrix(targets, verdicts, **look(output)), output, seen)
     elif fmt == "table":
         from fatbin_inspect.render.check_table import render_check
 
-        write_output(render_check(targets, verdicts, kernels=all_kernels, **look(output)), output)
+        write_output(render_check(targets, verdicts, kernels=all_kernels, **look(output)), output, seen)
     else:
         from fatbin_inspect.checks.gate import check_findings
 
         report = check_findings(paths, targets, verdicts, unreadable)
         if fmt == "html":
             report = with_views(report, kept, verdicts)
-        write_findings(report, fmt, fail_on, output)
+        write_findings(report, fmt, fail_on, output, seen)
     if unreadable:
         raise SystemExit(EXIT_USAGE)
     failed = any(v.verdict in bad for v in verdicts) and not exit_zero

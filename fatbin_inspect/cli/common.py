@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable
 from typing import IO
 
 import click
@@ -19,35 +19,38 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
 EXIT_NO_DEVICE = 4  # doctor/verify: no NVIDIA driver, GPU or cuda-python where one is needed
 
 
+def say(line: str) -> None:
+    """One line on stderr, input-derived text escaped (``render.escape.shown``): never a
+    terminal escape, never a second line forged with CR/LF."""
+    from fatbin_inspect.render.escape import shown
+
+    click.echo(f"fatbin-inspect: {shown(line)}", err=True)
+
+
 def note_error(report: FileReport) -> None:
     """One line on stderr per unreadable input, naming the file and offset."""
     if report.error is None:
         return
     where = f" at offset {report.error.offset:#x}" if report.error.offset is not None else ""
-    click.echo(f"fatbin-inspect: {report.path}{where}: {report.error.message}", err=True)
+    say(f"{report.path}{where}: {report.error.message}")
 
 
-@contextlib.contextmanager
-def open_output(output: str | None) -> Iterator[IO[bytes]]:
-    """The report's destination as a binary stream a streaming writer writes to as it goes."""
-    if output and output != "-":
-        with open(output, "wb") as fh:
-            yield fh
-    else:
-        out = sys.stdout.buffer
-        try:
-            yield out
-        finally:
-            out.flush()
+def open_output(
+    output: str | None, inputs: Iterable[str] = ()
+) -> contextlib.AbstractContextManager[IO[bytes]]:
+    """The report's destination as a binary stream a streaming writer writes to as it goes;
+    never one of ``inputs``, renamed into place when complete (``cli.outfile``)."""
+    from fatbin_inspect.cli.outfile import open_report
+
+    return open_report(output, inputs)
 
 
-def write_output(text: str, output: str | None) -> None:
-    if output and output != "-":
-        with open(output, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+def write_output(text: str, output: str | None, inputs: Iterable[str] = ()) -> None:
+    """The report to ``output`` (stdout when None or ``-``); refused when ``output`` is one of
+    ``inputs`` (paths given and record paths), written atomically (``cli.outfile``)."""
+    from fatbin_inspect.cli.outfile import write_report
+
+    write_report(text, output, inputs)
 
 
 def color_for(output: str | None) -> bool:

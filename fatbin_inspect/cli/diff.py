@@ -10,8 +10,18 @@ from __future__ import annotations
 import click
 
 from fatbin_inspect.checks.findings import fails
-from fatbin_inspect.cli.common import EXIT_FINDINGS, EXIT_OK, look, output_option, progress_for, write_output
-from fatbin_inspect.cli.findings import emit_findings, findings_format_option
+from fatbin_inspect.cli.common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_STRICT,
+    EXIT_USAGE,
+    look,
+    note_error,
+    output_option,
+    progress_for,
+    write_output,
+)
+from fatbin_inspect.cli.findings import findings_format_option, write_findings
 from fatbin_inspect.cli.options import examples, fail_options, ui_options
 from fatbin_inspect.inventory.core import Options
 
@@ -39,22 +49,44 @@ from fatbin_inspect.inventory.core import Options
 @fail_options("never", what="drops (error: an arch dropped; warning: kernels or a file too)")
 @findings_format_option
 @output_option
+@click.option("--strict", is_flag=True, help="Exit 3 (not 2) when an input could not be read.")
 @ui_options
-def diff_cmd(old, new, fail_on_dropped, kernels, fail_on, exit_zero, fmt, output):
-    """Compare the device code of OLD and NEW (files, wheels or directories)."""
+def diff_cmd(old, new, fail_on_dropped, kernels, fail_on, exit_zero, strict, fmt, output):
+    """Compare the device code of OLD and NEW (files, wheels or directories).
+
+    An input that cannot be read (a truncated wheel) is an error, not "everything added": the
+    report is still written, and the exit code is 2 (3 with --strict)."""
     from fatbin_inspect.checks import diff as diff_mod
     from fatbin_inspect.cli.inventory import iter_reports
 
     opts = Options(kernels=kernels, details=kernels)
+    seen: list[str] = [old, new]  # inputs and record paths: the output may be none of them
+    unreadable: list = []
+
+    def noted(reports):
+        for r in reports:
+            seen.append(r.path)
+            if r.error is not None:
+                note_error(r)
+                unreadable.append(r)
+            yield r
+
     with progress_for(fmt, "comparing") as progress:
         d = diff_mod.diff(
-            iter_reports([old], opts, progress),
+            noted(iter_reports([old], opts, progress)),
             old.rstrip("/"),
-            iter_reports([new], opts, progress),
+            noted(iter_reports([new], opts, progress)),
             new.rstrip("/"),
         )
     report = diff_mod.findings(d)
     level = "warning" if fail_on_dropped else fail_on
+    _write(d, report, fmt, level, output, seen)
+    if unreadable:
+        raise SystemExit(EXIT_STRICT if strict else EXIT_USAGE)
+    raise SystemExit(EXIT_FINDINGS if fails(report.findings, level) and not exit_zero else EXIT_OK)
+
+
+def _write(d, report, fmt: str, level: str, output, inputs) -> None:
     if fmt in ("table", "markdown", "json"):
         if fmt == "table":
             from fatbin_inspect.render import diff_table
@@ -69,6 +101,6 @@ def diff_cmd(old, new, fail_on_dropped, kernels, fail_on, exit_zero, fmt, output
             from fatbin_inspect.render.findings import json as findings_json
 
             text = jsondump.dumps({**findings_json.document(report, level), "diff": diff_json.diff_dict(d)})
-        write_output(text, output)
-        raise SystemExit(EXIT_FINDINGS if fails(report.findings, level) and not exit_zero else EXIT_OK)
-    emit_findings(report, fmt, level, output, exit_zero)
+        write_output(text, output, inputs)
+        return
+    write_findings(report, fmt, level, output, inputs)

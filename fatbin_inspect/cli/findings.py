@@ -6,7 +6,7 @@ The ``--format`` choices are the findings-format registry (``render.findings.FOR
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from fatbin_inspect.checks.findings import FindingsReport, fails
 from fatbin_inspect.cli import options
@@ -27,34 +27,44 @@ fail_options = options.fail_options(None)  # gate: the policy file may set the l
 
 
 def emit_findings(
-    report: FindingsReport, fmt: str, fail_on: str, output: str | None, exit_zero: bool
+    report: FindingsReport,
+    fmt: str,
+    fail_on: str,
+    output: str | None,
+    exit_zero: bool,
+    inputs: Iterable[str] = (),
 ) -> None:
     """``write_findings``, then exit 0/1 by the fail level. Shared by every command that reports findings."""
-    write_findings(report, fmt, fail_on, output)
+    write_findings(report, fmt, fail_on, output, inputs)
     if fails(report.findings, fail_on) and not exit_zero:
         raise SystemExit(EXIT_FINDINGS)
     raise SystemExit(EXIT_OK)
 
 
-def write_findings(report: FindingsReport, fmt: str, fail_on: str, output: str | None) -> None:
-    """Render ``report`` in ``fmt`` to ``output`` (stdout) and append the job summary (``github``) to
-    ``$GITHUB_STEP_SUMMARY`` when it is set."""
+def write_findings(
+    report: FindingsReport, fmt: str, fail_on: str, output: str | None, inputs: Iterable[str] = ()
+) -> None:
+    """Render ``report`` in ``fmt`` to ``output`` (stdout; never one of ``inputs`` or of the
+    report's artifacts) and append the job summary (``github``) to ``$GITHUB_STEP_SUMMARY``, once,
+    when it is set."""
     from fatbin_inspect.render import findings
 
+    inputs = [*inputs, *(c.path for c in report.checks)]
     mod = findings.module(fmt)
     stream = getattr(mod, "write", None)  # a format that can stream does
     if stream is not None:
-        with open_output(output) as out:
+        with open_output(output, inputs) as out:
             stream(report, fail_on, out)
         job = getattr(mod, "job_summary", None)
         summary = job(report, fail_on) if job else None
     else:
         text, summary = findings.render(report, fmt, fail_on, **look(output))
-        write_output(text, output)
+        write_output(text, output, inputs)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary is not None and step_summary:
-        with open(step_summary, "a", encoding="utf-8") as fh:
-            fh.write(summary + "\n")
+        from fatbin_inspect.cli.outfile import append_summary
+
+        append_summary(step_summary, summary + "\n")
 
 
 def with_views(report: FindingsReport, reports, verdicts=()) -> FindingsReport:

@@ -249,4 +249,4 @@ def gate_cmd(
         report, reports = run_gate(paths, pol, given, target_files, match, progress)
     if fmt == "html":
         report = with_views(report, [r for r in reports if r.fatbins or r.error])
-    emit_findings(report, fmt, pol.fail_on, output, exit_zero)
+    emit_findings(report, fmt, pol.fail_on, output, exit_zero, [*paths, *(r.path for r in reports)])

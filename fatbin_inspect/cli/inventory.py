@@ -20,6 +20,7 @@ from fatbin_inspect.cli.common import (
 )
 from fatbin_inspect.cli.options import driver_option, examples, gpu_option, ui_options
 from fatbin_inspect.formats.model import FileError, FileReport
+from fatbin_inspect.inventory import member_path
 from fatbin_inspect.inventory.core import Options, inspect_path
 from fatbin_inspect.inventory.walk import iter_files
 
@@ -103,14 +104,15 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
         probe_small=bool(targets),
     )
     failed = False
+    seen: list = list(paths)  # inputs and record paths: the output may be none of them
     if fmt in ("json", "jsonl"):
-        with open_output(output) as out:
+        with open_output(output, seen) as out:
             if fmt == "jsonl":
-                failed = _write_jsonl(out, paths, opts)
+                failed = _write_jsonl(out, paths, opts, seen)
             elif opts.kernels and not targets:  # the large case: encode where decoded
-                failed = _write_json_by_pieces(out, paths, opts)
+                failed = _write_json_by_pieces(out, paths, opts, seen)
             else:
-                failed = _write_json(out, paths, opts, targets)
+                failed = _write_json(out, paths, opts, targets, seen)
         raise SystemExit(EXIT_STRICT if strict and failed else EXIT_OK)
     reports = []
     with progress_for(fmt, "reading") as progress:
@@ -125,7 +127,7 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
         from fatbin_inspect.render.check_table import render_check
 
         text += render_check(targets, verdicts, **look(output))
-    write_output(text, output)
+    write_output(text, output, [*seen, *(r.path for r in reports)])
     if strict and any(r.error for r in reports):
         raise SystemExit(EXIT_STRICT)
     raise SystemExit(EXIT_OK)
@@ -134,27 +136,28 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
 class _Errors:
     """Records passed on as they come, each unreadable one told on stderr and remembered."""
 
-    def __init__(self, reports):
-        self.reports, self.failed = reports, False
+    def __init__(self, reports, seen: list):
+        self.reports, self.failed, self.seen = reports, False, seen
 
     def __iter__(self):
         for r in self.reports:
+            self.seen.append(r.path)
             if r.error is not None:
                 note_error(r)
                 self.failed = True
             yield r
 
 
-def _write_jsonl(out, paths, opts: Options) -> bool:
+def _write_jsonl(out, paths, opts: Options, seen: list) -> bool:
     from fatbin_inspect.render import inventory_json, jsondump
 
-    recs = _Errors(iter_reports(paths, opts))
+    recs = _Errors(iter_reports(paths, opts), seen)
     v = inventory_json.SCHEMA_VERSION
     jsondump.write_lines(out, ({"schema_version": v, **inventory_json.file_dict(r)} for r in recs))
     return recs.failed
 
 
-def _write_json(out, paths, opts: Options, targets) -> bool:
+def _write_json(out, paths, opts: Options, targets, seen: list) -> bool:
     """The inventory document, streamed: records are held only until the document is known to
     be large (more than ``PRETTY_MAX_ENTRIES`` entries: written compact), then written as they
     come; with targets, the verdicts (not the records) are kept for the ``results`` at the end."""
@@ -162,7 +165,7 @@ def _write_json(out, paths, opts: Options, targets) -> bool:
 
     from fatbin_inspect.render import inventory_json, jsondump
 
-    recs = _Errors(iter_reports(paths, opts))
+    recs = _Errors(iter_reports(paths, opts), seen)
     verdicts: list = []
     wheels = _wheel_runtimes(paths) if targets else {}
 
@@ -219,7 +222,7 @@ def _judge(r, targets, wheels) -> list:
         r.format in ("zip", "ar", "tar", "conda", "oci") and not r.fatbins
     ):
         return []
-    rt = runtime.for_file(r, wheels.get(r.path.split("!", 1)[0]))
+    rt = runtime.for_file(r, wheels.get(member_path.container(r.path)))
     return [evaluate(r, t, rt) for t in targets]
 
 
@@ -229,7 +232,7 @@ def _verdicts(paths, reports, targets):
     return [v for r in reports for v in _judge(r, targets, wheels)]
 
 
-def _write_json_by_pieces(out, paths, opts: Options) -> bool:
+def _write_json_by_pieces(out, paths, opts: Options, seen: list) -> bool:
     """``--kernels --format json``: a large binary's fatbins are decoded *and encoded* by worker
     processes (inventory.iter_decoded), so 150k kernel records never cross a process boundary,
     the encoding runs in parallel too, and each piece is written as it arrives (memory does not
@@ -247,6 +250,7 @@ def _write_json_by_pieces(out, paths, opts: Options) -> bool:
                     state["failed"] = True
                     yield jsondump.file_pieces(r)
                     continue
+                seen.append(path)
                 yield from _file_pieces(path, opts, state)
 
     doc = {

@@ -15,8 +15,10 @@ import traceback
 import click
 
 from fatbin_inspect import __version__
+from fatbin_inspect.cli.common import say
 from fatbin_inspect.cli.options import adopt
 from fatbin_inspect.errors import DeviceError, FatbinInspectError, UsageError
+from fatbin_inspect.render.escape import shown
 
 COMMANDS = {
     "list": "fatbin_inspect.cli.inventory:list_cmd",
@@ -104,25 +106,26 @@ def main(argv=None) -> None:
         cli.main(args=argv, prog_name="fatbin-inspect", standalone_mode=False)
     except SystemExit:
         raise
-    except click.exceptions.Abort:
-        click.echo("fatbin-inspect: aborted", err=True)
-        sys.exit(2)
+    except click.exceptions.Abort:  # click's own Ctrl-C at a prompt
+        say("interrupted")
+        sys.exit(130)
     except click.ClickException as exc:
+        exc.message = shown(exc.message)
         exc.show()
         sys.exit(2)
     except (UsageError, DeviceError) as exc:
-        click.echo(f"fatbin-inspect: {exc}", err=True)
+        say(str(exc))
         sys.exit(getattr(exc, "exit_code", 2))
     except FatbinInspectError as exc:
-        click.echo(f"fatbin-inspect: {exc}", err=True)
+        say(str(exc))
         sys.exit(2)
     except BrokenPipeError:
         sys.exit(0)
     except KeyboardInterrupt:
-        click.echo("fatbin-inspect: interrupted", err=True)
+        say("interrupted")
         sys.exit(130)
     except Exception as exc:  # never a bare traceback for a user
-        click.echo(f"fatbin-inspect: internal error: {type(exc).__name__}: {exc}", err=True)
+        say(f"internal error: {type(exc).__name__}: {exc}")
         if os.environ.get("FATBIN_INSPECT_DEBUG"):
             traceback.print_exc()
             click.echo(

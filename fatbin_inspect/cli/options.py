@@ -199,7 +199,9 @@ def settings(ctx: click.Context | None = None) -> dict[str, Any]:
 def note(ctx: click.Context | None, message: str) -> None:
     """An informational line on stderr, unless --quiet."""
     if not settings(ctx)["quiet"]:
-        click.echo(f"fatbin-inspect: {message}", err=True)
+        from fatbin_inspect.render.escape import shown  # input text in it is shown, not obeyed
+
+        click.echo(f"fatbin-inspect: {shown(message)}", err=True)
 
 
 def _store(key: str, convert: Callable[[Any], Any] = lambda v: v):

@@ -16,6 +16,7 @@ from fatbin_inspect.cli.common import (
     open_output,
     output_option,
     progress_for,
+    say,
     write_output,
 )
 from fatbin_inspect.cli.fleet import compat_option, targets_option
@@ -283,6 +284,7 @@ def scan_cmd(
     seconds = time.monotonic() - start
     for r in result.reports:
         note_error(r)
+    inputs = [*paths, *(r.path for r in result.reports)]  # the output may be none of them
     verdicts, roll_up, engine_vs = None, None, {}
     if targets:
         env_rt = environment_runtime(runtime_version, result.reports)
@@ -295,7 +297,7 @@ def scan_cmd(
         from fatbin_inspect.render.scan_json import scan_document, scan_stream_document
 
         document = scan_stream_document if streamed else scan_document
-        with open_output(output) as out:
+        with open_output(output, inputs) as out:
             jsondump.write(out, document(result, cov, seconds, [target_dict(t) for t in targets]))
         text = None
     elif fmt == "html":
@@ -324,8 +326,11 @@ def scan_cmd(
             text += "\nCUDA runtime differs from torch's (FBI017 in gate --match torch):\n"
             text += "".join(f"  {line}\n" for line in lines)
     if text is not None:
-        write_output(text, output)
-    if strict and any(r.error for r in result.reports):
+        write_output(text, output, inputs)
+    if strict:
+        for path, why in result.skipped:  # like ``list --strict``: a FIFO or a loop is unreadable
+            say(f"{path}: {why}")
+    if strict and (result.skipped or any(r.error for r in result.reports)):
         raise SystemExit(EXIT_STRICT)
     bad = {"error": {"fail"}, "warning": {"fail", "jit"}, "never": set()}[fail_on]
     if any(v.verdict in bad for row in cov.rows for v in row.verdicts) and not exit_zero:

@@ -102,13 +102,18 @@ def from_wheel_metadata(metadata: str) -> RuntimeNeed | None:
 
 
 def from_wheel(path: str) -> RuntimeNeed | None:
+    """From the METADATA of the wheel at ``path``, read under the archive limits (a METADATA
+    that claims 3 GiB is refused, not read); None when there is none or it cannot be read."""
+    from fatbin_inspect.containers.archives import read_metadata_member
+    from fatbin_inspect.errors import InputError
+
     try:
         with zipfile.ZipFile(path) as zf:
-            meta = next((n for n in zf.namelist() if n.endswith(".dist-info/METADATA")), None)
+            meta = next((i for i in zf.infolist() if i.filename.endswith(".dist-info/METADATA")), None)
             if meta is None:
                 return None
-            return from_wheel_metadata(zf.read(meta).decode("utf-8", "replace"))
-    except (OSError, zipfile.BadZipFile):
+            return from_wheel_metadata(read_metadata_member(zf, meta).decode("utf-8", "replace"))
+    except (OSError, zipfile.BadZipFile, InputError):
         return None
 
 

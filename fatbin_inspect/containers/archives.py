@@ -6,6 +6,13 @@ Members are handed on as ``Blob``s without touching the filesystem next to the i
 into an anonymous file (a ``memfd``, or an unlinked temp file when memory is short) that is
 mapped and scanned a window at a time, so resident memory stays bounded for a 500 MB
 ``libtorch_cuda.so`` inside a wheel.
+
+Every inflated byte is drawn from the top-level input's ``Budget`` (one per input, all nesting
+levels together) and every compressed member or stream of every archive kind obeys one ratio
+rule (``check_ratio``): past ``RATIO_FLOOR`` inflated bytes, more than ``MAX_RATIO`` inflated
+bytes per stored byte is a bomb, and ends the input. A zip member's sizes are checked before it
+is inflated (zipfile never returns more than the declared size); a compressed tar or a conda
+stream is metered as it streams, skipped members included.
 """
 
 from __future__ import annotations
@@ -22,14 +29,26 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded, TruncatedError
+from fatbin_inspect.errors import BudgetExceeded, CorruptError, InputError, LimitExceeded, TruncatedError
 from fatbin_inspect.formats.binio import Blob
+from fatbin_inspect.formats.decompress import Budget
 
 SPILL_BYTES = 64 << 20
 MAX_MEMBER_BYTES = 8 << 30
 MAX_MEMBERS = 200_000
 MAX_RATIO = 1000  # deflate tops out near 1032:1; more than this is a bomb, not a library
+RATIO_FLOOR = 1 << 20  # members inflating to less are never refused for their ratio
 CHUNK = 4 << 20
+
+
+def check_ratio(inflated: int, stored: int, what: str = "member") -> None:
+    """The one ratio rule for every compressed member of every archive kind. A bomb ends the
+    whole top-level input (``BudgetExceeded``): one line, not one per copy of it."""
+    if inflated > RATIO_FLOOR and inflated > MAX_RATIO * max(stored, 1):
+        raise BudgetExceeded(
+            f"{what} inflates {inflated / max(stored, 1):.0f}:1, over the {MAX_RATIO}:1 limit (zip bomb?)"
+        )
+
 
 # Names of archive members that may hold device code (a wheel also carries .py, .pyi, headers...)
 _CANDIDATE = re.compile(
@@ -128,14 +147,26 @@ def _ar_decimal(raw: bytes, what: str, pos: int) -> int:
 
 
 # -------------------------------------------------------------------------------------------- zip
-def _spill(reader, declared: int, what: str, over=CorruptError, head: bytes = b"") -> Blob:
+def _spill(
+    reader, declared: int, what: str, over=CorruptError, head: bytes = b"", budget: Budget | None = None
+) -> Blob:
     """Copy a stream into memory or an unlinked temp file; more than ``declared`` bytes raise
     ``over`` (a lying header is corrupt; past a limit that is no header's claim, LimitExceeded).
-    ``head``: bytes already read from ``reader`` (they count towards ``declared``)."""
+    ``head``: bytes already read from ``reader`` (they count towards ``declared``); ``budget``:
+    what the bytes are drawn from (None: the reader is metered already)."""
     if declared > MAX_MEMBER_BYTES:
         raise LimitExceeded(f"{what} declares {declared} bytes, over the {MAX_MEMBER_BYTES}-byte limit")
     if declared <= SPILL_BYTES:
-        data = head + reader.read(declared + 1 - len(head))
+        if budget is not None:
+            budget.spend(declared)
+        chunks, got = [head], len(head)
+        while got <= declared:  # a reader may return less than asked (a metered stream)
+            chunk = reader.read(min(CHUNK, declared + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        data = b"".join(chunks)
         if len(data) > declared:
             raise over(f"{what} inflates past {declared} bytes")
         return Blob(data)
@@ -150,6 +181,12 @@ def _spill(reader, declared: int, what: str, over=CorruptError, head: bytes = b"
         if total > declared:
             tmp.close()
             raise over(f"{what} inflates past {declared} bytes")
+        if budget is not None:
+            try:
+                budget.spend(len(chunk))
+            except LimitExceeded:
+                tmp.close()
+                raise
         tmp.write(chunk)
     tmp.flush()
     if total == 0:
@@ -215,11 +252,14 @@ def zip_members(
     all_members: bool = False,
     span: tuple[int, int] | None = None,
     zf: zipfile.ZipFile | None = None,
+    budget: Budget | None = None,
 ) -> Iterator[Member]:
     """The wanted members of a zip, in central-directory order; ``span``: only those whose index
-    in it is in ``[start, stop)``; ``zf``: the blob's directory, already read by ``open_zip``."""
+    in it is in ``[start, stop)``; ``zf``: the blob's directory, already read by ``open_zip``;
+    ``budget``: the top-level input's (a new one for this zip when None)."""
     if zf is None:
         zf = open_zip(blob.stream())
+    budget = budget if budget is not None else Budget(blob.size)
     infos = zf.infolist()
     for info in infos if span is None else infos[span[0] : span[1]]:
         named = zip_wanted(info, all_members)
@@ -227,16 +267,9 @@ def zip_members(
             continue
         name = info.filename
         try:
+            budget.check()
             if info.file_size > MAX_MEMBER_BYTES:
                 raise LimitExceeded(f"member declares {info.file_size} bytes")
-            if (
-                info.compress_size
-                and info.file_size / info.compress_size > MAX_RATIO
-                and info.file_size > SPILL_BYTES
-            ):
-                raise LimitExceeded(
-                    f"member inflates {info.file_size / info.compress_size:.0f}:1 (zip bomb?)"
-                )
             plain = not info.flag_bits & 0x1
             if plain and (info.compress_type == zipfile.ZIP_STORED or not named):
                 hdr = blob.unpack(_ZIP_LOCAL, info.header_offset, "zip local header")
@@ -249,8 +282,11 @@ def zip_members(
                     continue
                 if not by_content(_deflated_head(blob, data, info)):
                     continue
+            check_ratio(info.file_size, info.compress_size)
             with zf.open(info) as fh:
-                yield Member(name, _spill(fh, info.file_size, "zip member"))
+                yield Member(name, _spill(fh, info.file_size, "zip member", budget=budget))
+        except BudgetExceeded:
+            raise  # the input's budget is spent, or a bomb: no later member is read either
         except InputError as exc:
             yield Member(name, error=exc)
         except Exception as exc:  # zlib.error, BadZipFile, NotImplementedError (method), RuntimeError...
@@ -270,6 +306,26 @@ def _deflated_head(blob: Blob, data: int, info: zipfile.ZipInfo) -> bytes:
         return zlib.decompressobj(-15).decompress(raw, HEAD_BYTES)
     except zlib.error:
         return b""  # inflated whole, the member reports its own error if it is a candidate
+
+
+METADATA_MAX = 16 << 20  # a wheel's METADATA is a few KB; torch's RECORD ~1 MB
+
+
+def read_metadata_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int = METADATA_MAX) -> bytes:
+    """A metadata member (``METADATA``, ``RECORD``) under the rules of every member: its
+    declared size and ratio checked before it is inflated, never more than ``limit`` bytes."""
+    if info.file_size > limit:
+        raise LimitExceeded(f"{info.filename} declares {info.file_size} bytes, over the {limit}-byte limit")
+    if info.compress_type != zipfile.ZIP_STORED:
+        check_ratio(info.file_size, info.compress_size, info.filename)
+    try:
+        with zf.open(info) as fh:
+            data = fh.read(limit + 1)
+    except Exception as exc:  # zlib.error, BadZipFile, NotImplementedError (method), RuntimeError...
+        raise CorruptError(f"cannot inflate {info.filename}: {_why(exc)}") from None
+    if len(data) > limit:
+        raise LimitExceeded(f"{info.filename} inflates past {limit} bytes")
+    return data
 
 
 # -------------------------------------------------------------------------------------------- tar
@@ -313,6 +369,8 @@ def tar_member(tf: tarfile.TarFile, ti: tarfile.TarInfo, blob: Blob | None = Non
         head = b"" if named else fh.read(HEAD_BYTES)
         if named or by_content(head):
             return Member(name, _spill(fh, ti.size, "tar member", head=head))
+    except BudgetExceeded:
+        raise  # the stream's budget or ratio: nothing after it can be read either
     except InputError as exc:
         return Member(name, error=exc)
     except Exception as exc:  # tarfile.ReadError, zlib.error... where the stream breaks off
@@ -320,9 +378,11 @@ def tar_member(tf: tarfile.TarFile, ti: tarfile.TarInfo, blob: Blob | None = Non
     return None
 
 
-def tar_members(blob: Blob, compressed: bool) -> Iterator[Member]:
-    """Stream through a tar: each member is read once, in order."""
-    for ti, tf in tar_entries(blob.stream()):
+def tar_members(blob: Blob, compressed: bool, budget: Budget | None = None) -> Iterator[Member]:
+    """Stream through a tar (inflated first when ``compressed``, metered against ``budget`` and
+    the ratio rule): each member is read once, in order."""
+    src = decompressed(blob, "tar stream", budget) if compressed else blob.stream()
+    for ti, tf in tar_entries(src):
         if ti.isreg():
             m = tar_member(tf, ti, None if compressed else blob)
             if m is not None:
@@ -330,10 +390,13 @@ def tar_members(blob: Blob, compressed: bool) -> Iterator[Member]:
 
 
 class _Bounded(io.RawIOBase):
-    """A decompressing stream that raises ``LimitExceeded`` past ``limit`` bytes (a bomb)."""
+    """A decompressing stream that raises ``LimitExceeded`` past ``limit`` bytes (a bomb); every
+    byte it gives (those a tar reader skips too) is drawn from ``budget`` and held to the ratio
+    rule against the compressed bytes ``source`` has given so far."""
 
-    def __init__(self, raw, limit: int, what: str):
+    def __init__(self, raw, limit: int, what: str, source, budget: Budget):
         self.raw, self.limit, self.what, self.total = raw, limit, what, 0
+        self.source, self.budget = source, budget
 
     def readable(self) -> bool:
         return True
@@ -346,14 +409,18 @@ class _Bounded(io.RawIOBase):
         self.total += len(data)
         if self.total > self.limit:
             raise LimitExceeded(f"{self.what} inflates past {self.limit} bytes (a bomb?)")
+        self.budget.spend(len(data))
+        check_ratio(self.total, self.source.tell(), self.what)
         target[: len(data)] = data
         return len(data)
 
 
-def decompressed(blob: Blob, what: str):
+def decompressed(blob: Blob, what: str, budget: Budget | None = None):
     """A stream of ``blob`` inflated by its magic (zstd, gzip, bzip2, xz; else as stored),
     bounded like every archive member: ``MAX_RATIO`` times its compressed size, at least
-    ``SPILL_BYTES``. Read once, front to back: nothing is written anywhere."""
+    ``SPILL_BYTES``, and the ratio rule as it streams; its bytes are drawn from ``budget`` (the
+    top-level input's; a new one when None). Read once, front to back: nothing is written anywhere."""
+    budget = budget if budget is not None else Budget(blob.size)
     head = blob.head(6)
     fileobj = blob.stream()
     limit = min(MAX_MEMBER_BYTES * 8, max(SPILL_BYTES, MAX_RATIO * blob.size))
@@ -378,20 +445,18 @@ def decompressed(blob: Blob, what: str):
             return fileobj
     except Exception as exc:
         raise CorruptError(f"{what} does not decompress: {_why(exc)}") from None
-    return io.BufferedReader(_Bounded(raw, limit, what), CHUNK)
+    return io.BufferedReader(_Bounded(raw, limit, what, fileobj, budget), CHUNK)
 
 
 def _why(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}" if not isinstance(exc, (OSError, zipfile.BadZipFile)) else str(exc)
 
 
-def gzip_payload(blob: Blob) -> Blob:
+def gzip_payload(blob: Blob, budget: Budget | None = None) -> Blob:
     """Inflate a lone ``.gz`` (not a tar) with the same bounds as archive members."""
-    import gzip
-
     bound = min(MAX_MEMBER_BYTES, max(SPILL_BYTES, MAX_RATIO * blob.size))  # gzip states no size
     try:
-        with gzip.GzipFile(fileobj=blob.stream()) as gz:
+        with decompressed(blob, "gzip stream", budget) as gz:
             return _spill(gz, bound, "gzip stream", over=LimitExceeded)
     except InputError:
         raise

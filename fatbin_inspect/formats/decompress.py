@@ -13,10 +13,13 @@ have exactly the declared size.
 
 from __future__ import annotations
 
-from fatbin_inspect.errors import CorruptError, LimitExceeded
+import time
+
+from fatbin_inspect.errors import BudgetExceeded, CorruptError, LimitExceeded
 
 MAX_DECODED = 256 << 20  # 256 MiB: no real entry comes near (largest seen: a few MB)
 MAX_FILE_RATIO = 1000  # decoded bytes per input byte, per file, beyond one MAX_DECODED entry
+INPUT_SECONDS = 600.0  # wall-clock time one top-level input may take (the largest real wheel: ~30 s)
 LZ4_MAX_RATIO = 255
 ZSTD_CHUNK = 4 << 20
 
@@ -33,24 +36,35 @@ def _zstd_decompressor():
 
 
 class Budget:
-    """Decoded bytes one input file may produce: ``MAX_DECODED + MAX_FILE_RATIO * size``.
+    """What one top-level input may cost, across every level of archive nesting: inflated and
+    decoded bytes ``MAX_DECODED + MAX_FILE_RATIO * size`` (zip/tar.gz members, gzip streams and
+    fatbin entries all draw on it) and ``INPUT_SECONDS`` of wall-clock time.
 
     Each entry is capped at ``MAX_DECODED``, but thousands of tiny entries (a 20-byte zstd frame
-    can claim 16 MiB of zeros) could still cost minutes; real files decode to a few times their
-    size, so this caps the work at a fixed multiple of the input.
+    can claim 16 MiB of zeros) or a 35 KB zip nesting 16 x 16 x 16 x 16 members of 64 MiB zeros
+    (4 TiB) could still cost hours; real files decode to a few times their size, so this caps
+    the work at a fixed multiple of the input, and the clock caps whatever the bytes do not.
     """
 
-    __slots__ = ("left",)
+    __slots__ = ("deadline", "left", "limit")
 
-    def __init__(self, input_size: int):
-        self.left = MAX_DECODED + MAX_FILE_RATIO * input_size
+    def __init__(self, input_size: int, seconds: float | None = None):
+        self.left = self.limit = MAX_DECODED + MAX_FILE_RATIO * input_size
+        self.deadline = time.monotonic() + (INPUT_SECONDS if seconds is None else seconds)
 
     def spend(self, n: int, offset: int | None = None) -> None:
         if n > self.left:
-            raise LimitExceeded(
-                f"decoding budget of this file spent ({MAX_FILE_RATIO}x its size): entry not decoded", offset
+            raise BudgetExceeded(
+                f"inflation budget of this input spent ({self.limit} bytes: 256 MiB + "
+                f"{MAX_FILE_RATIO}x its size, all nesting levels together)",
+                offset,
             )
         self.left -= n
+        self.check(offset)
+
+    def check(self, offset: int | None = None) -> None:
+        if time.monotonic() > self.deadline:
+            raise BudgetExceeded(f"time budget of this input spent ({INPUT_SECONDS:g} s)", offset)
 
 
 def decode(

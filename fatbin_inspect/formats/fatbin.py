@@ -67,6 +67,7 @@ FLAG_ARCH_SPECIFIC = 0x100000  # `a`
 FLAG_FAMILY_SPECIFIC = 0x200000  # `f`
 
 MAX_ENTRIES = 1 << 16  # per fatbin; real ones hold tens
+MAX_ERRORS = 16  # errors kept per walked region; the rest are counted in one more error
 RELEASE_EVERY = 16 << 20
 
 
@@ -263,6 +264,7 @@ def walk(
     released = start
     fatbins: list[Fatbin] = []
     errors: list[InputError] = []
+    dropped = 0  # errors past MAX_ERRORS, counted, not kept (each held its traceback's frames)
     pos = start
     while pos + FAT_HEADER.size <= end:
         hit = blob.find(MAGIC_BYTES, pos, end)
@@ -278,7 +280,10 @@ def walk(
             break
         except InputError as exc:
             if strict:
-                errors.append(exc)
+                if len(errors) < MAX_ERRORS:
+                    errors.append(exc.with_traceback(None))
+                else:
+                    dropped += 1
             pos = hit + 4
             continue
         fatbins.append(fb)
@@ -289,4 +294,6 @@ def walk(
     cut = blob.find(MAGIC_BYTES, pos, end) if strict and pos < end else -1
     if cut >= 0:  # a magic too close to the end for its 16-byte header
         errors.append(TruncatedError("fatbin header cut off by the end of its section", cut))
+    if dropped:
+        errors.append(LimitExceeded(f"{dropped} more fatbin errors in this region not kept", start))
     return fatbins, errors

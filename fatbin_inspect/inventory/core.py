@@ -1,19 +1,21 @@
 """Inventory: from a path to ``FileReport`` records (containers -> fatbin/cubin/ptx parsers).
 
 One input yields one record, plus, for archives and wheels, one record per member that holds
-device code (named ``CONTAINER!MEMBER``). Errors become the record's ``error``: one bad file
-or member never stops the rest.
+device code (named ``CONTAINER!MEMBER``, see ``member_path``). Errors become the record's
+``error``: one bad file or member never stops the rest. Each top-level input gets one ``Budget``
+(inflated bytes and time) shared by all its nesting levels.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import mmap
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from fatbin_inspect.containers import Layout, archives, conda, detect, has_static_cudart, oci
-from fatbin_inspect.errors import InputError, LimitExceeded
+from fatbin_inspect.errors import BudgetExceeded, InputError, LimitExceeded
 from fatbin_inspect.formats import cubin as cubin_mod
 from fatbin_inspect.formats import fatbin as fatbin_mod
 from fatbin_inspect.formats import ptx as ptx_mod
@@ -30,6 +32,7 @@ from fatbin_inspect.formats.model import (
     FileReport,
     Kernel,
 )
+from fatbin_inspect.inventory import member_path
 
 MAX_DEPTH = 4  # wheel inside a tar layer inside a tar is depth 2; deeper is not a real layout
 
@@ -158,7 +161,8 @@ def _err(exc: Exception) -> FileError:
 
 def inspect_blob(path: str, blob: Blob, opts: Options, depth: int) -> Iterator[FileReport]:
     """Records for one blob; an archive's own record comes first, then its members'."""
-    yield from _container_first(path, inspect_pairs(path, blob, opts, depth))
+    shown = member_path.escape(path) if depth == 0 else path
+    yield from _container_first(shown, inspect_pairs(path, blob, opts, depth))
 
 
 def inspect_zip_span(
@@ -169,8 +173,10 @@ def inspect_zip_span(
     wheel's members can be inspected as several work units. The zip's own record comes first as
     in ``inspect_blob``; concatenated in span order up to the first span whose own record holds an
     error (the iteration stopped there), the spans' member records are exactly ``inspect_blob``'s."""
-    members = archives.zip_members(blob, all_members=opts.members == "all", span=span, zf=zf)
-    yield from _container_first(path, _inspect_archive(path, "zip", blob, opts, 0, members))
+    budget = Budget(blob.size)
+    members = archives.zip_members(blob, all_members=opts.members == "all", span=span, zf=zf, budget=budget)
+    path = member_path.escape(path)
+    yield from _container_first(path, _inspect_archive(path, "zip", blob, opts, 0, members, budget))
 
 
 def _container_first(path: str, pairs) -> Iterator[FileReport]:
@@ -186,9 +192,16 @@ def _container_first(path: str, pairs) -> Iterator[FileReport]:
     yield from members
 
 
-def inspect_pairs(path: str, blob: Blob, opts: Options, depth: int) -> Iterator[tuple[FileReport, Blob]]:
+def inspect_pairs(
+    path: str, blob: Blob, opts: Options, depth: int, budget: Budget | None = None
+) -> Iterator[tuple[FileReport, Blob]]:
     """(record, blob) pairs, streaming: each member's bytes can be dropped once the consumer moves
-    on (a wheel's members are never all held at once). An archive's own record comes last."""
+    on (a wheel's members are never all held at once). An archive's own record comes last.
+    At ``depth`` 0, ``path`` is a real path (put in path form here) and ``budget`` starts."""
+    if depth == 0:
+        path = member_path.escape(path)
+    if budget is None:
+        budget = Budget(blob.size)
     fmt = detect(blob.head(512))
     if fmt == "tar" and depth < MAX_DEPTH:
         try:
@@ -196,13 +209,13 @@ def inspect_pairs(path: str, blob: Blob, opts: Options, depth: int) -> Iterator[
         except InputError:
             store = None  # the plain walk reports it
         if store is not None and oci.is_image_names(store.entries):
-            yield from _inspect_image(path, store, opts, depth, blob.size)
+            yield from _inspect_image(path, store, opts, depth, blob.size, budget)
             return
     if fmt in ("ar", "zip", "tar", "gzip", "bzip2"):
-        yield from _inspect_archive(path, fmt, blob, opts, depth)
+        yield from _inspect_archive(path, fmt, blob, opts, depth, budget=budget)
         return
     try:
-        yield _inspect_binary(path, fmt, blob, opts), blob
+        yield _inspect_binary(path, fmt, blob, opts, budget), blob
     except InputError as exc:
         yield FileReport(path=path, format=fmt, size=blob.size, error=_err(exc)), blob
     except Exception as exc:  # a parser bug must cost one record, not the scan
@@ -216,7 +229,9 @@ def _inspect_archive(
     opts: Options,
     depth: int,
     members: Iterator[archives.Member] | None = None,
+    budget: Budget | None = None,
 ):
+    budget = budget if budget is not None else Budget(blob.size)
     notes: list[str] = []
     error: FileError | None = None
     reader = None  # a conda package's reader: its metadata, known once info/ was read
@@ -242,16 +257,16 @@ def _inspect_archive(
                 reader = conda.CondaReader(blob, zf)
                 it = reader.members()
             else:
-                it = archives.zip_members(blob, all_members=opts.members == "all", zf=zf)
+                it = archives.zip_members(blob, all_members=opts.members == "all", zf=zf, budget=budget)
         elif fmt == "tar":
-            it = archives.tar_members(blob, compressed=False)
+            it = archives.tar_members(blob, compressed=False, budget=budget)
         elif fmt == "bzip2":  # a .tar.bz2: a conda package when it holds info/index.json
             reader = conda.CondaReader(blob)
             it = reader.members()
         else:
-            it = _gzip_members(blob)
+            it = _gzip_members(blob, budget)
         for m in it:
-            child = f"{path}!{m.name}"
+            child = member_path.join(path, m.name)
             if m.note:
                 notes.append(m.note)
             owner = reader.owner(m.name) if reader is not None else None
@@ -263,12 +278,16 @@ def _inspect_archive(
                 continue
             if m.blob is None:
                 continue
-            for rec, b in inspect_pairs(child, m.blob, opts, depth + 1):
+            for rec, b in inspect_pairs(child, m.blob, opts, depth + 1, budget):
                 if rec.fatbins or rec.error or (opts.members == "all" and rec.format != "unknown"):
                     yield (
                         (rec if owner is None or rec.package else dataclasses.replace(rec, package=owner)),
                         b,
                     )
+    except BudgetExceeded as exc:
+        if depth > 0:
+            raise  # reported once, by the top-level input whose budget it was
+        error = _err(exc)
     except InputError as exc:
         error = _err(exc)
     except Exception as exc:
@@ -292,7 +311,7 @@ def _inspect_archive(
     )
 
 
-def _inspect_image(path: str, store, opts: Options, depth: int, size: int):
+def _inspect_image(path: str, store, opts: Options, depth: int, size: int, budget: Budget | None = None):
     """An OCI layout or ``docker save`` tar: its final filesystem's files (``PATH!LAYER!FILE``),
     attributed by the image's own Python and conda metadata, then the image's record. The
     records are held until the last layer was read (metadata may sit in any layer)."""
@@ -306,11 +325,11 @@ def _inspect_image(path: str, store, opts: Options, depth: int, size: int):
             reader = oci.ImageReader(store, image)
             found: list[FileReport] = []
             for m in reader.members():
-                child = f"{path}!{m.name}"
+                child = f"{path}!{m.name}"  # the image reader names members LAYER!PATH itself
                 if m.error is not None:
                     found.append(FileReport(path=child, format="unknown", size=0, error=_err(m.error)))
                     continue
-                for rec, _b in inspect_pairs(child, m.blob, opts, depth + 1):
+                for rec, _b in inspect_pairs(child, m.blob, opts, depth + 1, budget):
                     if rec.fatbins or rec.error or (opts.members == "all" and rec.format != "unknown"):
                         found.append(rec)
             owners = reader.owners()
@@ -330,25 +349,23 @@ def _inspect_image(path: str, store, opts: Options, depth: int, size: int):
     yield FileReport(path=path, format="oci", size=size, error=error, notes=tuple(notes)), None
 
 
-def _gzip_members(blob: Blob) -> Iterator[archives.Member]:
-    # a .tar.gz streams as a tar; a lone .gz is one member
+def _gzip_members(blob: Blob, budget: Budget) -> Iterator[archives.Member]:
+    # a .tar.gz streams as a tar; a lone .gz is one member (a bomb is not inflated a second time)
     try:
-        yield from archives.tar_members(blob, compressed=True)
+        yield from archives.tar_members(blob, compressed=True, budget=budget)
+    except LimitExceeded:
+        raise
     except InputError:
-        yield archives.Member("<gunzip>", archives.gzip_payload(blob))
+        yield archives.Member("<gunzip>", archives.gzip_payload(blob, budget))
 
 
-def _inspect_binary(path: str, fmt: str, blob: Blob, opts: Options) -> FileReport:
-    if fmt == "cubin":
-        fatbins = (_standalone_cubin(blob),)
-        return FileReport(
-            path=path, format="cubin", size=blob.size, fatbins=tuple(_decode_fatbins(blob, fatbins, opts))
-        )
-    if fmt == "ptx":
-        fatbins = (_standalone_ptx(blob),)
-        return FileReport(
-            path=path, format="ptx", size=blob.size, fatbins=tuple(_decode_fatbins(blob, fatbins, opts))
-        )
+def _inspect_binary(
+    path: str, fmt: str, blob: Blob, opts: Options, budget: Budget | None = None
+) -> FileReport:
+    if fmt in ("cubin", "ptx"):
+        fatbins = (_standalone_cubin(blob) if fmt == "cubin" else _standalone_ptx(blob),)
+        decoded = _decode_fatbins(blob, fatbins, opts, budget=budget)
+        return FileReport(path=path, format=fmt, size=blob.size, fatbins=tuple(decoded))
     fatbins: list[Fatbin] = []
     errors: list[InputError] = []
     try:
@@ -357,13 +374,13 @@ def _inspect_binary(path: str, fmt: str, blob: Blob, opts: Options) -> FileRepor
         errors.append(exc)  # are still magic-scanned, and the record keeps the error
         layout = Layout(fmt, (), notes=("section table unusable: fatbins found by magic scan only",))
     sections_walked = False
-    for region in layout.regions:
-        if region.fatbin_section:
-            found, errs = fatbin_mod.walk(blob, region.start, region.end, region.name, strict=True)
-            blob.release(region.start, region.end)
-            fatbins += found
-            errors += errs
-            sections_walked = True
+    fatbin_ranges = _union([(r.start, r.end, r.name) for r in layout.regions if r.fatbin_section])
+    for start, end, name in fatbin_ranges:  # overlapping section headers: each byte walked once
+        found, errs = fatbin_mod.walk(blob, start, end, name, strict=True)
+        blob.release(start, end)
+        fatbins += found
+        errors += errs
+        sections_walked = True
     if fmt == "fatbin":
         found, errs = fatbin_mod.walk(blob, 0, blob.size, None, strict=True)
         fatbins += found
@@ -371,21 +388,25 @@ def _inspect_binary(path: str, fmt: str, blob: Blob, opts: Options) -> FileRepor
     elif opts.scan_hidden or not sections_walked:
         scannable = [(r.start, r.end, r.name) for r in layout.regions if r.scan and not r.fatbin_section]
         outside = [(a, b, None) for a, b in _gaps([(r.start, r.end) for r in layout.regions], blob.size)]
-        for start, end, name in sorted(scannable + outside):
-            for found in _scan_chunks(blob, start, end, name, errors):
-                fatbins += found
+        walked = [(a, b) for a, b, _ in fatbin_ranges]
+        for start, end, name in _union(scannable + outside):
+            for a, b in _gaps(walked, end, start):
+                for found in _scan_chunks(blob, a, b, name, errors):
+                    fatbins += found
+    fatbins = list({fb.offset: fb for fb in fatbins}.values())  # headers pointing at one fatbin
     fatbins.sort(key=lambda fb: fb.offset)
     errors += layout.errors
     error = _err(errors[0]) if errors else None
     notes = list(layout.notes)
     if len(errors) > 1:
         notes.append(f"{len(errors) - 1} more fatbin errors after the first")
+        notes += [e.message for e in errors[1:] if e.message.endswith("not kept")]  # fatbin.MAX_ERRORS
     static = bool(fatbins) and has_static_cudart(blob, layout.needs)
     return FileReport(
         path=path,
         format=layout.format,
         size=blob.size,
-        fatbins=tuple(_decode_fatbins(blob, fatbins, opts, path, toolkit_probe=static)),
+        fatbins=tuple(_decode_fatbins(blob, fatbins, opts, path, toolkit_probe=static, budget=budget)),
         error=error,
         needs=layout.needs,
         notes=tuple(notes),
@@ -429,15 +450,30 @@ def _layout(fmt: str, blob: Blob) -> Layout:
     return Layout(fmt, ())
 
 
-def _gaps(regions: list[tuple[int, int]], size: int) -> Iterator[tuple[int, int]]:
-    """The byte ranges of a file that no section covers (headers, tables; everything when stripped)."""
-    pos = 0
+def _gaps(regions: list[tuple[int, int]], size: int, pos: int = 0) -> Iterator[tuple[int, int]]:
+    """The byte ranges of ``[pos, size)`` that no region covers (headers, tables; everything when
+    stripped)."""
     for start, end in sorted(regions):
         if start > pos:
-            yield pos, start
+            yield pos, min(start, size)
         pos = max(pos, end)
+        if pos >= size:
+            return
     if pos < size:
         yield pos, size
+
+
+def _union(ranges: list[tuple[int, int, str | None]]) -> list[tuple[int, int, str | None]]:
+    """Overlapping ``(start, end, name)`` ranges merged (named after the first): 4,096 section
+    headers over the same bytes are scanned once, not 4,096 times."""
+    out: list[tuple[int, int, str | None]] = []
+    for start, end, name in sorted(ranges, key=lambda r: (r[0], -r[1])):
+        if out and start < out[-1][1]:
+            if end > out[-1][1]:
+                out[-1] = (out[-1][0], end, out[-1][2])
+            continue
+        out.append((start, end, name))
+    return out
 
 
 # ------------------------------------------------------------------------- standalone images
@@ -466,9 +502,11 @@ def _standalone_cubin(blob: Blob) -> Fatbin:
     return Fatbin(offset=0, size=blob.size, section=None, entries=(entry,), found_by="file")
 
 
+STANDALONE_HEAD = 1 << 20  # what a standalone PTX file's header is parsed from (a 1 GiB .ptx is not copied)
+
+
 def _standalone_ptx(blob: Blob) -> Fatbin:
-    data = blob.read(0, blob.size)
-    hdr = ptx_mod.parse_header(data)
+    hdr = ptx_mod.parse_header(blob.head(STANDALONE_HEAD))
     sm, variant = ptx_mod.target_arch(hdr.target) if hdr.target else (0, "")
     entry = Entry(
         offset=0,
@@ -511,7 +549,7 @@ def decode_entry(
     if entry.kind not in (KIND_SASS, KIND_PTX):
         return entry
     try:
-        data = payload(blob, entry, budget)
+        data = _mapped_text(blob, entry) or payload(blob, entry, budget)
         if entry.kind == KIND_SASS:
             info, ks = cubin_mod.parse_cubin(data, kernels=kernels, resources=resources, demangle=demangle)
             if info.sm != entry.sm and entry.header_size:
@@ -526,6 +564,15 @@ def decode_entry(
         return dataclasses.replace(entry, decode_error=str(exc))
     except Exception as exc:  # pragma: no cover - parser bug on hostile bytes
         return dataclasses.replace(entry, decode_error=f"internal error: {exc}")
+
+
+def _mapped_text(blob: Blob, entry: Entry):
+    """A standalone PTX file's own mapping (searched in place, not copied), or None."""
+    buf = blob.buf
+    whole = blob.base == 0 and entry.payload_offset == 0 and entry.stored_size == len(buf)
+    if entry.kind == KIND_PTX and entry.compression == "none" and isinstance(buf, mmap.mmap) and whole:
+        return buf
+    return None
 
 
 def _demangled(ks: tuple[Kernel, ...]) -> tuple[Kernel, ...]:
@@ -545,12 +592,19 @@ PROBE_MAX = 64 << 10  # nvcc's device-link cubins are ~1.5 KB and hold no kernel
 TOOLKIT_PROBES = 4  # cubins decoded for their toolkit note when the cudart is static (R-RT 3)
 
 
-def _decode_fatbins(blob: Blob, fatbins, opts: Options, path: str | None = None, toolkit_probe: bool = False):
+def _decode_fatbins(
+    blob: Blob,
+    fatbins,
+    opts: Options,
+    path: str | None = None,
+    toolkit_probe: bool = False,
+    budget: Budget | None = None,
+):
     """``probe_small`` decodes only small cubins (device-link output is told apart by them) and,
     for a file with a static cudart, the first few cubins, whose toolkit note gives its CUDA."""
     if not (opts.kernels or opts.details):
         if opts.probe_small:
-            budget = Budget(blob.size)
+            budget = budget if budget is not None else Budget(blob.size)
             probes = [TOOLKIT_PROBES if toolkit_probe else 0]
 
             def probe(e: Entry) -> bool:
@@ -572,7 +626,7 @@ def _decode_fatbins(blob: Blob, fatbins, opts: Options, path: str | None = None,
                 for fb in fatbins
             ]
         return list(fatbins)
-    return [fb for part in map_decoded(blob, fatbins, opts, path, _same) for fb in part]
+    return [fb for part in map_decoded(blob, fatbins, opts, path, _same, budget) for fb in part]
 
 
 def _same(fatbins):
@@ -586,12 +640,16 @@ def parallel_worthwhile(blob: Blob, fatbins, opts: Options, path: str | None) ->
     return jobs > 1 and bool(path) and work >= PARALLEL_MIN_BYTES and _is_whole_file(blob, path)
 
 
-def map_decoded(blob: Blob, fatbins, opts: Options, path: str | None, fn) -> list:
+def map_decoded(
+    blob: Blob, fatbins, opts: Options, path: str | None, fn, budget: Budget | None = None
+) -> list:
     """``list(iter_decoded(...))``."""
-    return list(iter_decoded(blob, fatbins, opts, path, fn))
+    return list(iter_decoded(blob, fatbins, opts, path, fn, budget))
 
 
-def iter_decoded(blob: Blob, fatbins, opts: Options, path: str | None, fn) -> Iterator:
+def iter_decoded(
+    blob: Blob, fatbins, opts: Options, path: str | None, fn, budget: Budget | None = None
+) -> Iterator:
     """Decode ``fatbins`` (kernels/details per ``opts``) and yield ``fn(decoded_slice)`` for each
     slice, in file order, as they are ready. A large file on disk is decoded by worker processes,
     each applying ``fn`` to its slice where it decoded it, so a caller can turn records into their
@@ -600,12 +658,12 @@ def iter_decoded(blob: Blob, fatbins, opts: Options, path: str | None, fn) -> It
     if parallel_worthwhile(blob, fatbins, opts, path):
         yield from _iter_parallel(path, fatbins, opts, opts.jobs or os.cpu_count() or 1, fn)
         return
-    yield fn(_decode_serial(blob, fatbins, opts))
+    yield fn(_decode_serial(blob, fatbins, opts, budget))
 
 
-def _decode_serial(blob: Blob, fatbins, opts: Options):
+def _decode_serial(blob: Blob, fatbins, opts: Options, budget: Budget | None = None):
     out = []
-    budget = Budget(blob.size)
+    budget = budget if budget is not None else Budget(blob.size)
     for fb in fatbins:
         entries = tuple(
             decode_entry(blob, e, kernels=opts.kernels, resources=opts.resources, budget=budget)
@@ -643,8 +701,10 @@ def _iter_parallel(path: str, fatbins, opts: Options, jobs: int, fn) -> Iterator
         done += sum(e.size for e in fb.entries)
     slices = [sl for sl in slices if sl]
     serial_opts = dataclasses.replace(opts, jobs=1)
+    from fatbin_inspect.inventory import workers
+
     try:
-        pool = cf.ProcessPoolExecutor(max_workers=jobs)
+        pool = workers.pool(jobs)  # workers die with this process and leave Ctrl-C to it
     except OSError:  # no fork/spawn here: decode in-process
         yield fn(_decode_serial(open_blob(path), fatbins, serial_opts))
         return
@@ -668,6 +728,9 @@ def _iter_parallel(path: str, fatbins, opts: Options, jobs: int, fn) -> Iterator
                 if nxt is not None:
                     inflight.append(pool.submit(_decode_slice, path, nxt, serial_opts, fn))
                 yield result
+        except BaseException:  # Ctrl-C, or the consumer gave up: end the workers now
+            workers.stop(pool)
+            raise
         finally:
             for fut in inflight:
                 fut.cancel()

@@ -2,7 +2,8 @@
 
 ``width=None`` means "no wrapping": output that goes to a pipe or a file keeps one record a line,
 so ``grep`` and ``cut`` work; the CLI passes the terminal's width (or ``COLUMNS``) otherwise.
-Lines never carry trailing blanks. Wrapped text breaks between words only (a single word wider
+Every renderable goes through ``escape.safe`` (and markup is off), so no renderer can pass an
+input's control characters or ``[link=...]`` to the terminal. Lines never carry trailing blanks. Wrapped text breaks between words only (a single word wider
 than the line is folded) and continues under its first word (``hang``).
 """
 
@@ -15,6 +16,8 @@ from collections.abc import Iterable, Sequence
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.text import Text
+
+from fatbin_inspect.render.escape import safe
 
 UNBOUNDED = 1 << 15  # "no wrapping": wider than any line a report holds
 COLOR_MODES = ("auto", "always", "never")
@@ -46,7 +49,7 @@ def render(renderables: Iterable[RenderableType], color: bool, width: int | None
         soft_wrap=False,
     )
     for r in renderables:
-        con.print(r)
+        con.print(safe(r))
     return "".join(_TRAILING.sub("", line) + "\n" for line in buf.getvalue().splitlines())
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from fatbin_inspect.checks.diff import DiffReport
 from fatbin_inspect.render.diff_table import kernels_cell
-from fatbin_inspect.render.findings.markdown import cell
+from fatbin_inspect.render.findings.markdown import cell, code
 
 
 def render_diff_markdown(d: DiffReport) -> str:
-    out: list[str] = [f"## fatbin-inspect diff: `{cell(d.old)}` → `{cell(d.new)}`", ""]
+    out: list[str] = [f"## fatbin-inspect diff: {code(d.old)} → {code(d.new)}", ""]
     if d.distributions:
         out += ["| distribution | old | new | archs added | archs dropped |", "|---|---|---|---|---|"]
         for x in d.distributions:
@@ -20,7 +20,7 @@ def render_diff_markdown(d: DiffReport) -> str:
     out += ["| file | status | archs added | archs dropped | kernels |", "|---|---|---|---|---|"]
     for f in d.files:
         out.append(
-            f"| `{cell(f.key)}` | {f.status} | {', '.join(f.archs_added)} | "
+            f"| {code(f.key)} | {f.status} | {', '.join(f.archs_added)} | "
             f"{', '.join(f.archs_dropped)} | {kernels_cell(f)} |"
         )
     return "\n".join(out) + "\n"

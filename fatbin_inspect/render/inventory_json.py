@@ -11,6 +11,7 @@ from typing import Any
 
 from fatbin_inspect import __version__
 from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport, Kernel, Package
+from fatbin_inspect.render.escape import hex_if_not_utf8, utf8
 
 SCHEMA_VERSION = 1
 
@@ -87,17 +88,21 @@ def fatbin_dict(fb: Fatbin) -> dict[str, Any]:
 
 
 def file_dict(r: FileReport) -> dict[str, Any]:
-    return {
-        "path": r.path,
-        "format": r.format,
-        "size": r.size,
-        "distribution": r.distribution,
-        "error": None if r.error is None else {"message": r.error.message, "offset": r.error.offset},
-        "needs": list(r.needs),
-        "notes": list(r.notes),
-        "package": package_dict(r.package),
-        "fatbins": [fatbin_dict(fb) for fb in r.fatbins],
-    }
+    raw = hex_if_not_utf8(r.path)
+    d: dict[str, Any] = {"path": r.path if raw is None else utf8(r.path)}
+    if raw is not None:  # the path's exact bytes, hex, where "path" shows U+FFFD for some
+        d["path_bytes"] = raw
+    d.update(
+        format=r.format,
+        size=r.size,
+        distribution=r.distribution,
+        error=None if r.error is None else {"message": r.error.message, "offset": r.error.offset},
+        needs=list(r.needs),
+        notes=list(r.notes),
+        package=package_dict(r.package),
+        fatbins=[fatbin_dict(fb) for fb in r.fatbins],
+    )
+    return d
 
 
 def package_dict(p: Package | None) -> dict[str, Any] | None:

@@ -13,7 +13,15 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
+from fatbin_inspect.render.escape import utf8_json
+
 _COMPACT = (",", ":")
+
+
+def to_json(value: Any, **kw: Any) -> str:
+    """``json.dumps`` whose text never holds a lone surrogate: a file name's undecodable bytes
+    become U+FFFD (``escape.utf8_json``; ``files[].path_bytes`` keeps the exact bytes)."""
+    return utf8_json(json.dumps(value, **kw))
 
 
 def pretty(value: Any, depth: int = 0) -> str:
@@ -85,9 +93,9 @@ def pretty(value: Any, depth: int = 0) -> str:
     try:
         enc(value, "\n" + "  " * depth, "")
     except _Other:
-        return json.dumps(value, indent=2).replace("\n", "\n" + "  " * depth)
+        return to_json(value, indent=2).replace("\n", "\n" + "  " * depth)
     blocks.append("".join(out))
-    return "".join(blocks)
+    return utf8_json("".join(blocks))
 
 
 class _Other(Exception):
@@ -117,7 +125,7 @@ def write(out: IO[bytes], document: dict[str, Any], pretty: bool = True) -> None
         out.write(b"{}\n")
         return
     for i, (key, value) in enumerate(document.items()):
-        k = json.dumps(key)
+        k = to_json(key)
         if pretty:
             out.write(f"{'{' if i == 0 else ','}\n  {k}: ".encode())
         else:
@@ -127,7 +135,7 @@ def write(out: IO[bytes], document: dict[str, Any], pretty: bool = True) -> None
         elif pretty:
             out.write(_pretty(value, 1).encode())
         else:
-            out.write(json.dumps(value, separators=_COMPACT).encode())
+            out.write(to_json(value, separators=_COMPACT).encode())
     out.write(b"\n}\n" if pretty else b"}\n")
 
 
@@ -139,7 +147,7 @@ def _write_items(out: IO[bytes], items: Items, pretty: bool) -> None:
         elif pretty:
             text = _pretty(item, 2).encode()
         else:
-            text = json.dumps(item, separators=_COMPACT).encode()
+            text = to_json(item, separators=_COMPACT).encode()
         if pretty:
             out.write(b"[\n    " if first else b",\n    ")
         else:
@@ -166,12 +174,12 @@ def dumps(document: dict[str, Any], pretty: bool = True) -> str:
     """Indented for people; ``pretty=False`` for large documents (the C encoder runs only without
     ``indent``: 170 MB of libtorch_cuda.so kernels take 20 s indented, 1 s compact)."""
     if not pretty:
-        return json.dumps(document, separators=(",", ":")) + "\n"
+        return to_json(document, separators=(",", ":")) + "\n"
     return _pretty(document) + "\n"
 
 
 def dumps_line(record: dict[str, Any]) -> str:
-    return json.dumps(record, separators=(",", ":")) + "\n"
+    return to_json(record, separators=(",", ":")) + "\n"
 
 
 # -- the same document assembled from pre-encoded pieces (large decoded inventories) ------------
@@ -180,7 +188,7 @@ def fatbins_fragment(fatbins) -> str:
     Module-level so worker processes can encode the slice they decoded (inventory.map_decoded)."""
     from fatbin_inspect.render.inventory_json import fatbin_dict
 
-    return ",".join(json.dumps(fatbin_dict(fb), separators=(",", ":")) for fb in fatbins)
+    return ",".join(to_json(fatbin_dict(fb), separators=(",", ":")) for fb in fatbins)
 
 
 def file_pieces(report, fragments=None) -> Iterator[bytes]:
@@ -190,10 +198,10 @@ def file_pieces(report, fragments=None) -> Iterator[bytes]:
 
     d = file_dict(report)
     if fragments is None:
-        yield json.dumps(d, separators=_COMPACT).encode()
+        yield to_json(d, separators=_COMPACT).encode()
         return
     d.pop("fatbins")
-    head = json.dumps(d, separators=_COMPACT)
+    head = to_json(d, separators=_COMPACT)
     yield (head[:-1] + ',"fatbins":[').encode()
     first = True
     for f in fragments:

@@ -8,6 +8,7 @@ from typing import Any
 
 from fatbin_inspect.checks.coverage import Coverage, Row
 from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, file_dict, tool
+from fatbin_inspect.render.jsondump import to_json
 
 
 def row_dict(cov: Coverage, row: Row) -> dict[str, Any]:
@@ -79,11 +80,10 @@ def file_rest(report) -> bytes:
 
 def file_text(summary, rest: bytes) -> bytes:
     """The whole element: ``summary`` (a ``FileSummary``) gives path, format, size, distribution."""
-    import json
 
     head = (
-        f'{{\n      "path": {json.dumps(summary.path)},\n      "format": {json.dumps(summary.format)},'
-        f'\n      "size": {json.dumps(summary.size)},\n      "distribution": {json.dumps(summary.distribution)}'
+        f'{{\n      "path": {to_json(summary.path)},\n      "format": {to_json(summary.format)},'
+        f'\n      "size": {to_json(summary.size)},\n      "distribution": {to_json(summary.distribution)}'
     )
     return head.encode() + rest
 

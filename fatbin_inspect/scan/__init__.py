@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fatbin_inspect.formats.model import FileError, FileReport
+from fatbin_inspect.inventory import member_path
 from fatbin_inspect.scan.cache import MISS, ScanCache, default_dir, stat_key, summaries_from
 from fatbin_inspect.scan.distributions import Attributor, innermost_wheel, wheel_distribution
 from fatbin_inspect.scan.environment import Root, iter_stat, resolve_roots
@@ -91,6 +92,9 @@ class ScanResult:
     stats: ScanStats
     # with ``ScanOptions.encoder``: the encoded records, one per report and in their order
     texts: Callable[[], Iterator[bytes]] | None = None
+    # (path, why) of entries that are no regular file: FIFOs, devices, sockets, symlink loops,
+    # dangling symlinks (``list`` reports them as records; ``scan --strict`` exits 3 for them)
+    skipped: tuple[tuple[str, str], ...] = ()
 
 
 def _jobs(n: int) -> int:
@@ -133,6 +137,7 @@ class _Scanner:
         self.attributor = Attributor()
         self.reports: list[FileReport] = []
         self.stats = dict(files=0, bytes=0, inspected=0, cache_hits=0, skipped=0)
+        self.skipped: list[tuple[str, str]] = []
         self.done = 0
         self.bytes_done = 0
         self.client = None
@@ -172,7 +177,7 @@ class _Scanner:
         the texts spilled with an encoder."""
         owner = MISS  # the distribution of ``path`` itself, looked up once for all its members
         for i, rec in enumerate(records):
-            dist = innermost_wheel(rec.path) if "!" in rec.path else None
+            dist = innermost_wheel(rec.path) if member_path.is_member(rec.path) else None
             if dist is None and rec.package is not None:  # a conda package names itself
                 dist = rec.package if isinstance(rec.package, str) else rec.package.label
             if dist is None and attribute:  # a member of an archive belongs to the owner of the archive
@@ -270,10 +275,11 @@ class _Scanner:
             self.pool = self.client.get_executor(pure=False)
         if self.pool is None:
             import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
+
+            from fatbin_inspect.inventory import workers
 
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-            self.pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context(method))
+            self.pool = workers.pool(self.jobs, multiprocessing.get_context(method))
         while len(self.inflight) >= self.jobs * 2:
             self._drain()
         fut = self.pool.submit(fn, *args)
@@ -412,15 +418,24 @@ class _Scanner:
                 self._error(path, 0, skip)
             else:
                 self.stats["skipped"] += 1
+                self.skipped.append((path, skip))
         self._quiet(n, nbytes)
 
     def run(self, roots: tuple[Root, ...]) -> ScanResult:
+        self.attributor = Attributor(r.path for r in roots)  # metadata read up to each root's ceiling
         try:
             for root in _largest_files_first(roots):
                 self._root(root)
             self._flush()
             while self.inflight:
                 self._drain()
+        except BaseException:  # Ctrl-C, or an error: end the workers now, not after their batches
+            if self.pool is not None:
+                from fatbin_inspect.inventory import workers
+
+                workers.stop(self.pool)
+                self.pool = None
+            raise
         finally:
             if self.pool is not None:
                 for fut in self.inflight:
@@ -435,10 +450,11 @@ class _Scanner:
         order = sorted(range(len(self.reports)), key=lambda i: self.reports[i].path)
         stats = ScanStats(cache=self.cache.path, **self.stats)
         reports = tuple(self.reports[i] for i in order)
+        skipped = tuple(self.skipped)
         if self.encoder is None:
-            return ScanResult(roots, reports, stats)
+            return ScanResult(roots, reports, stats, skipped=skipped)
         locs = [self.locs[i] for i in order]
-        return ScanResult(roots, reports, stats, texts=lambda: self._texts(locs))
+        return ScanResult(roots, reports, stats, texts=lambda: self._texts(locs), skipped=skipped)
 
     def _texts(self, locs: list[tuple]) -> Iterator[bytes]:
         """The texts at ``locs`` in that order, from the spill file or a cache row (checked as it
@@ -496,9 +512,10 @@ def _join_spans(path: str, parts) -> list:
     record first (kept only with an error, which ended the walk through its members there), then
     the members'."""
     members = []
+    shown = member_path.escape(path)  # the zip's own record path (a real "!" is written "\\!")
     for encs in parts:
-        members += [e for e in encs if _record_path(e, path) != path]
-        own = [e for e in encs if _record_path(e, path) == path]
+        members += [e for e in encs if _record_path(e, path) != shown]
+        own = [e for e in encs if _record_path(e, path) == shown]
         if own:
             return own[:1] + members
     return members

@@ -7,12 +7,18 @@ wheel's file name carries its distribution (``onnxruntime_gpu-1.23.2-cp311-...wh
 escapes ``-`` as ``_``). Metadata is read lazily, only in the ancestors of files that turned out
 to hold device code, so the metadata of a 300-package environment is read only where it matters;
 a RECORD (torch's runs to 12,000 lines) is not parsed line by line: a file is looked up in its text.
+
+Metadata is input too: METADATA, RECORD and ``conda-meta`` files are read only when they are
+regular files (never through a symlink, never a FIFO or ``/dev/zero``), at most ``META_MAX``
+bytes, and only at or below each scan root's ``ceiling``: the root itself, or the environment
+(venv or conda prefix, else ``site-packages``) the root lies in.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 
 from fatbin_inspect.containers.wheel import info_dir_name, metadata_headers, metadata_name, wheel_name
 
@@ -28,23 +34,58 @@ def wheel_distribution(filename: str) -> str | None:
 
 def innermost_wheel(path: str) -> str | None:
     """The distribution of the innermost ``.whl`` in an archive path ``A!B.whl!C``, if any."""
-    parts = path.split("!")
+    from fatbin_inspect.inventory import member_path
+
+    parts = member_path.split(path)
     for part in reversed(parts[:-1]):
         if part.lower().endswith(".whl"):
             return wheel_distribution(part)
     return None
 
 
+META_MAX = 64 << 20  # torch's RECORD is ~1 MB; a larger metadata file is not one
+HEADERS_MAX = 1 << 20  # METADATA headers come first; the long description after them is not read
+
+
+def read_regular(path: str, limit: int = META_MAX) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file (not a symlink, FIFO or device), at most
+    ``limit`` of them; None otherwise. Never blocks."""
+    flags = (
+        os.O_RDONLY
+        | getattr(os, "O_NONBLOCK", 0)
+        | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+    )
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, got = [], 0
+        while got < limit:
+            chunk = os.read(fd, min(1 << 20, limit - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _metadata_label(info_dir: str) -> str | None:
     """``Name Version`` from METADATA (or PKG-INFO), falling back to the folder name."""
     for meta in ("METADATA", "PKG-INFO"):
-        try:
-            with open(os.path.join(info_dir, meta), encoding="utf-8", errors="replace") as fh:
-                dist = metadata_name(metadata_headers(fh))
-            if dist:
-                return dist.label
-        except OSError:
+        data = read_regular(os.path.join(info_dir, meta), HEADERS_MAX)
+        if data is None:
             continue
+        dist = metadata_name(metadata_headers(data.decode("utf-8", "replace").splitlines(keepends=True)))
+        if dist:
+            return dist.label
     dist = info_dir_name(info_dir)
     return dist.label if dist else None
 
@@ -69,11 +110,7 @@ class _Record:
 
     def __init__(self, info_dir: str):
         self.base = os.path.dirname(info_dir) + os.sep
-        try:
-            with open(os.path.join(info_dir, "RECORD"), "rb") as fh:
-                self.data = b"\n" + fh.read()
-        except OSError:
-            self.data = b"\n"
+        self.data = b"\n" + (read_regular(os.path.join(info_dir, "RECORD")) or b"")
         self.special: set[str] = set()
         if b'"' in self.data or b"\n/" in self.data or b"../" in self.data:
             for m in _SPECIAL_LINE.finditer(self.data):
@@ -105,10 +142,10 @@ def _line_paths(line: str, base: str) -> list[str]:
 def _conda_paths(meta_file: str, prefix: str) -> tuple[str | None, list[str]]:
     import json
 
+    data = read_regular(meta_file)
     try:
-        with open(meta_file, encoding="utf-8") as fh:
-            meta = json.load(fh)
-    except (OSError, ValueError):
+        meta = json.loads(data) if data is not None else None
+    except ValueError:
         return None, []
     if not isinstance(meta, dict) or "name" not in meta:
         return None, []
@@ -140,8 +177,12 @@ class Attributor:
     the sorted order of the ``.dist-info``, ``.egg-info`` and ``conda-meta`` entries, then those of
     the folder's ``lib/python*/site-packages`` when it is a prefix), whatever order files come in."""
 
-    def __init__(self) -> None:
+    def __init__(self, roots=()) -> None:
         self._dirs: dict[str, list] = {}  # folder -> [(label, _Record | set of paths), ...]
+        # the folders above which no metadata is read: each root's ``ceiling``, real and as given
+        self._ceilings = sorted(
+            {c for r in roots for c in (ceiling(r), ceiling(os.path.realpath(r)))}, key=len, reverse=True
+        )
 
     def _claims(self, d: str) -> list:
         """The claims made in folder ``d``, then those of the site-packages of a prefix ``d``
@@ -186,12 +227,41 @@ class Attributor:
         names = (real,) if alt == real else (real, alt)
         for name in names:
             d = os.path.dirname(name)
+            top = self._ceiling_of(d)
             while True:
                 for label, claim in self._claims(d):
                     if (name in claim) if isinstance(claim, set) else claim.claims(name):
                         return label
                 parent = os.path.dirname(d)
-                if parent == d:
+                if parent == d or d == top:
                     break
                 d = parent
         return None
+
+    def _ceiling_of(self, d: str) -> str | None:
+        """The highest folder metadata is read in for files in ``d`` (None: no limit, for an
+        Attributor made without roots)."""
+        if not self._ceilings:
+            return None
+        for c in self._ceilings:  # the longest (innermost) first
+            if d == c or d.startswith(c.rstrip(os.sep) + os.sep):
+                return c
+        return d  # outside every root: its own folder only
+
+
+def ceiling(root: str) -> str:
+    """The folder above which metadata is never read for files under ``root``: the venv or conda
+    prefix the root lies in, else the ``site-packages``/``dist-packages`` folder, else the root
+    (a file root: its folder). The root's own environment is what was asked to be scanned."""
+    a = os.path.normpath(os.path.abspath(root))
+    start = a if os.path.isdir(a) else os.path.dirname(a)
+    d, site = start, None
+    while True:
+        if os.path.isfile(os.path.join(d, "pyvenv.cfg")) or os.path.isdir(os.path.join(d, "conda-meta")):
+            return d
+        if site is None and os.path.basename(d) in ("site-packages", "dist-packages"):
+            site = d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return site or start
+        d = parent

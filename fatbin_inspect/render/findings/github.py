@@ -8,6 +8,7 @@ the Markdown job summary, which the command appends to ``$GITHUB_STEP_SUMMARY`` 
 from __future__ import annotations
 
 from fatbin_inspect.checks.findings import FindingsReport, split_path
+from fatbin_inspect.render.escape import shown, utf8
 from fatbin_inspect.render.findings import markdown
 
 CAP = 10  # per severity, GitHub's per-step display limit
@@ -15,7 +16,8 @@ _COMMAND = {"error": "error", "warning": "warning", "note": "notice"}
 
 
 def escape_data(s: str) -> str:
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """Workflow-command data: ``%``, CR, LF encoded; other controls shown, bytes U+FFFD."""
+    return utf8(shown(s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")))
 
 
 def escape_property(s: str) -> str:
@@ -32,7 +34,7 @@ def render(report: FindingsReport, fail_on: str = "error", color: bool = False, 
             left += 1
             continue
         shown[f.severity] += 1
-        container, _member = split_path(f.path)
+        container, _member = split_path(f.path)  # the real file, so file= points at it
         title = f"{f.rule_id} {f.rule.name}"
         lines.append(
             f"::{_COMMAND[f.severity]} file={escape_property(container)},line=1,"

@@ -5,21 +5,29 @@ mailed, archived as a CI artifact or opened offline. Sections: the coverage heat
 architectures: green SASS, amber PTX only), the verdict heatmap (rows × target GPUs: green native,
 amber JIT, red fail), a ``<details>`` drill-down from each row to its files and from each file to
 its fatbins and entries, the findings, and the ``as_of`` date of the packaged NVIDIA data.
-Every string that comes from an input (paths, names, messages) goes through ``html.escape``.
+Every string that comes from an input (paths, names, messages) goes through ``escape``:
+``html.escape`` of ``render.escape.shown`` (control and bidi characters shown, never raw).
 """
 
 from __future__ import annotations
 
+import html
 import os
 from collections.abc import Sequence
-from html import escape
 
 from fatbin_inspect import __version__
 from fatbin_inspect.checks.coverage import PTX, SASS, Coverage, Row
 from fatbin_inspect.checks.findings import Finding, FindingsReport, counts, fails, rank
 from fatbin_inspect.formats.model import FileReport
+from fatbin_inspect.render import escape as text
 from fatbin_inspect.render.console import human
 from fatbin_inspect.render.scan_table import common_dir
+
+
+def escape(s: object) -> str:
+    """Input text for HTML: ``html.escape`` of ``shown`` (controls as ``\\x1b``), bytes as U+FFFD."""
+    return html.escape(text.utf8(text.shown(s)))
+
 
 CELL, GAP, LEFT = 26, 2, 300  # heatmap geometry in px: cell, gap, label column
 CHAR = 6.6  # px per character of 12px text, to make room for the rotated column titles

@@ -10,8 +10,14 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from fatbin_inspect.checks.findings import Check, FindingsReport, fails, findings_for, split_path
+from fatbin_inspect.render.escape import shown, utf8
 
 FILE_WIDE_NAME = "policy"  # test case name of the file-wide rules (no target)
+
+
+def _x(s: str) -> str:
+    """Input text as XML 1.0 allows it: control characters escaped, undecodable bytes U+FFFD."""
+    return utf8(shown(s))
 
 
 def render(report: FindingsReport, fail_on: str = "error", color: bool = False) -> str:
@@ -21,20 +27,20 @@ def render(report: FindingsReport, fail_on: str = "error", color: bool = False) 
     root = ET.Element("testsuites", name=f"fatbin-inspect {report.command}")
     total = failed = 0
     for container, checks in suites.items():
-        suite = ET.SubElement(root, "testsuite", name=container)
+        suite = ET.SubElement(root, "testsuite", name=_x(container))
         n_fail = 0
         for c in checks:
-            case = ET.SubElement(suite, "testcase", classname=c.path, name=c.target or FILE_WIDE_NAME)
+            case = ET.SubElement(suite, "testcase", classname=_x(c.path), name=_x(c.target or FILE_WIDE_NAME))
             fs = findings_for(c, report.findings)
             bad = [f for f in fs if fails([f], fail_on)]
             rest = [f for f in fs if f not in bad]
             if bad:
                 n_fail += 1
-                fail = ET.SubElement(case, "failure", message=bad[0].message, type=bad[0].rule_id)
-                fail.text = "\n".join(f"{f.severity} {f.rule_id} {f.rule.name}: {f.message}" for f in bad)
+                fail = ET.SubElement(case, "failure", message=_x(bad[0].message), type=bad[0].rule_id)
+                fail.text = "\n".join(f"{f.severity} {f.rule_id} {f.rule.name}: {_x(f.message)}" for f in bad)
             if rest:
                 ET.SubElement(case, "system-out").text = "\n".join(
-                    f"{f.severity} {f.rule_id} {f.rule.name}: {f.message}" for f in rest
+                    f"{f.severity} {f.rule_id} {f.rule.name}: {_x(f.message)}" for f in rest
                 )
         suite.set("tests", str(len(checks)))
         suite.set("failures", str(n_fail))

@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
+import re
+
 from fatbin_inspect.checks.findings import RULE_BY_ID, FindingsReport, counts, fails, findings_for
+from fatbin_inspect.render.escape import shown, utf8
 
 ICON = {"error": "❌", "warning": "⚠️", "note": "ℹ️"}
 
 
+# the characters that start inline Markdown (emphasis, code, links, raw HTML, entities,
+# strikethrough) or end a table cell, each backslash-escapable in CommonMark (`_` is left: it
+# only emphasises, which neither hides nor links anything)
+_PUNCT = re.compile(r"([\\`*\[\]<>&~|])")
+
+
 def cell(text: str) -> str:
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """Input text as inert Markdown in a table cell: control characters escaped (``shown``),
+    every character that starts inline Markdown backslash-escaped (no emphasis, link, code span
+    or raw HTML such as ``<img src=...>`` can start), undecodable bytes as U+FFFD."""
+    return _PUNCT.sub(r"\\\1", utf8(shown(str(text))))
+
+
+def code(text: str) -> str:
+    """Input text as a code span that it cannot close: the fence is one backtick longer than
+    the longest run inside (CommonMark), ``|`` escaped for the table, control characters shown."""
+    t = utf8(shown(str(text))).replace("|", "\\|")
+    fence = "`" * (max((len(r) for r in re.findall("`+", t)), default=0) + 1)
+    pad = " " if t.startswith("`") or t.endswith("`") else ""
+    return f"{fence}{pad}{t}{pad}{fence}"
 
 
 def render(report: FindingsReport, fail_on: str = "error", color: bool = False) -> str:
@@ -21,13 +42,13 @@ def render(report: FindingsReport, fail_on: str = "error", color: bool = False) 
         f"{n['error']} errors, {n['warning']} warnings, {n['note']} notes (fail on: {fail_on})."
     )
     if report.targets:
-        out.append(f"Targets: {', '.join(f'`{t}`' for t in report.targets)}.")
+        out.append(f"Targets: {', '.join(code(t) for t in report.targets)}.")
     out.append("")
     if report.findings:
         out += ["| | rule | artifact | target | finding |", "|---|---|---|---|---|"]
         for f in report.findings:
             out.append(
-                f"| {ICON[f.severity]} {f.severity} | `{f.rule_id}` {f.rule.name} | `{cell(f.path)}` | "
+                f"| {ICON[f.severity]} {f.severity} | `{f.rule_id}` {f.rule.name} | {code(f.path)} | "
                 f"{cell(f.target or '')} | {cell(f.message)} |"
             )
         out.append("")
@@ -41,7 +62,7 @@ def render(report: FindingsReport, fail_on: str = "error", color: bool = False) 
         ]
         for c in report.checks:
             out.append(
-                f"| `{cell(c.path)}` | {cell(c.target or 'policy')} | {'fail' if c in failing else 'pass'} |"
+                f"| {code(c.path)} | {cell(c.target or 'policy')} | {'fail' if c in failing else 'pass'} |"
             )
         out += ["", "</details>", ""]
     used = sorted({f.rule_id for f in report.findings})

@@ -9,7 +9,6 @@ message rewording.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import PurePosixPath
 from typing import Any
@@ -17,6 +16,7 @@ from urllib.parse import quote
 
 from fatbin_inspect import __version__
 from fatbin_inspect.checks.findings import RULES, Finding, FindingsReport, split_path
+from fatbin_inspect.render.jsondump import to_json
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFO_URI = "https://github.com/fatbin-inspect/fatbin-inspect"
@@ -27,8 +27,8 @@ def artifact_uri(path: str) -> str:
     """A relative path stays relative (SARIF viewers resolve it against the checkout)."""
     p = path.replace(os.sep, "/")
     if os.path.isabs(path):
-        return "file://" + quote(p if p.startswith("/") else "/" + p)
-    return quote(str(PurePosixPath(p)))
+        return "file://" + quote(p if p.startswith("/") else "/" + p, errors="surrogateescape")
+    return quote(str(PurePosixPath(p)), errors="surrogateescape")  # the exact bytes of the name
 
 
 def _rule(r) -> dict[str, Any]:
@@ -98,4 +98,4 @@ def document(report: FindingsReport) -> dict[str, Any]:
 
 
 def render(report: FindingsReport, fail_on: str = "error", color: bool = False) -> str:
-    return json.dumps(document(report), indent=2) + "\n"
+    return to_json(document(report), indent=2) + "\n"

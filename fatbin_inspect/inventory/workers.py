@@ -1,0 +1,58 @@
+"""Worker processes (the scan's pool, a large file's parallel decoding) that die with their parent.
+
+A pool worker killed parent leaves behind would run on with parent 1 (``scan -j2`` killed with
+SIGTERM or SIGKILL); a Ctrl-C delivered to the whole foreground process group would print one
+``KeyboardInterrupt`` traceback per worker. So every worker starts with ``init``: it asks Linux
+for SIGKILL when its parent dies (``prctl(PR_SET_PDEATHSIG)``, through ctypes; elsewhere a
+daemon thread watches ``getppid``), and ignores SIGINT, which the parent alone handles
+(``stop`` then ends the workers at once instead of waiting for their batches).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+
+PR_SET_PDEATHSIG = 1
+
+
+def init(parent: int) -> None:
+    """Pool initializer: die with ``parent``, leave Ctrl-C to it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    armed = False
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            armed = ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+    if not armed:
+        threading.Thread(target=_watch, args=(parent,), daemon=True, name="parent-watchdog").start()
+
+
+def _watch(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
+
+
+def pool(jobs: int, mp_context=None):
+    """A ``ProcessPoolExecutor`` of ``jobs`` workers set up by ``init``."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(jobs, mp_context=mp_context, initializer=init, initargs=(os.getpid(),))
+
+
+def stop(executor) -> None:
+    """End ``executor`` now (Ctrl-C): kill its workers, drop queued work, wait for nothing."""
+    for proc in list((getattr(executor, "_processes", None) or {}).values()):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            proc.kill()
+    executor.shutdown(wait=False, cancel_futures=True)

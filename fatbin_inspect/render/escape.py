@@ -1,0 +1,120 @@
+"""The one escaping of input-derived text: what a file, member, kernel, identifier or option
+name says is shown, never obeyed.
+
+``shown`` is for terminals and logs (tables, stderr lines): every C0/C1 control character (ESC,
+CR, LF, BEL, DEL, ...), every bidirectional override or isolate (U+202A-U+202E, U+2066-U+2069,
+U+200E/U+200F) and the line/paragraph separators U+2028/U+2029 become a visible ``\\x1b`` /
+``\\u202e`` escape, so an input can neither set the window title, clear the screen, write the
+clipboard (OSC 52) nor forge a line. A byte of a file name that is not UTF-8 (Python keeps it
+as a lone surrogate, ``surrogateescape``) is shown as ``\\xff``. ``utf8`` is for documents
+(JSON, SARIF, JUnit, Markdown): the same undecodable bytes become U+FFFD, so no encoder fails;
+``hex_if_not_utf8`` gives the exact bytes for the records that carry them.
+
+Rich markup is never parsed from input: ``render.console`` prints with ``markup=False`` and
+passes every string and ``Text`` of a renderable through ``shown`` first (``safe``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # rich is imported by the renderers that use it, not by every error line
+    from rich.text import Text
+
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNSAFE_IN_RICH = re.compile(  # the same but LF, which rich lays out as a line break inside its cell
+    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape(m: re.Match) -> str:
+    c = ord(m.group(0))
+    if 0xDC80 <= c <= 0xDCFF:  # an undecodable byte of a file name (surrogateescape)
+        return f"\\x{c - 0xDC00:02x}"
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def shown(s: object) -> str:
+    """``s`` as text safe for a terminal: control, bidi and undecodable characters escaped."""
+    s = s if isinstance(s, str) else str(s)
+    return s if _UNSAFE.search(s) is None else _UNSAFE.sub(_escape, s)
+
+
+def utf8(s: str) -> str:
+    """``s`` with undecodable bytes (lone surrogates) replaced by U+FFFD: encodable as UTF-8."""
+    return s if _SURROGATE.search(s) is None else _SURROGATE.sub("\ufffd", s)
+
+
+# an escaped low surrogate of an undecodable byte (U+DC80-U+DCFF) in ``json.dumps`` output (which
+# escapes every non-ASCII character), after an even number of backslashes and not the second half
+# of a surrogate pair
+_JSON_LONE = re.compile(r"(?<!\\ud[89ab][0-9a-f]{2})(?<!\\)((?:\\\\)*)\\udc[89a-f][0-9a-f]")
+
+
+def utf8_json(text: str) -> str:
+    """JSON text (``ensure_ascii``) with every undecodable-byte escape replaced by U+FFFD: no
+    strict decoder meets a lone surrogate. Costs one substring search when there is none."""
+    if "\\udc" not in text:
+        return text
+    return _JSON_LONE.sub(lambda m: m.group(1) + "\\ufffd", text)
+
+
+def hex_if_not_utf8(s: str) -> str | None:
+    """The bytes of a file name that is not valid UTF-8, as hex; None when it is valid."""
+    if _SURROGATE.search(s) is None:
+        return None
+    try:
+        return s.encode("utf-8", "surrogateescape").hex()  # the bytes os.fsdecode made the name from
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "surrogatepass").hex()
+
+
+def _shown_in_rich(s: str) -> str:
+    return s if _UNSAFE_IN_RICH.search(s) is None else _UNSAFE_IN_RICH.sub(_escape, s)
+
+
+def safe_text(t: Text, keep_lf: bool = False) -> Text:
+    """A copy of ``t`` whose plain text went through ``shown``, its styles kept on the same
+    characters; ``keep_lf``: LF stays a line break (a column header the renderer wrapped)."""
+    from rich.text import Span, Text
+
+    plain = t.plain
+    if (_UNSAFE_IN_RICH if keep_lf else _UNSAFE).search(plain) is None:
+        return t
+    esc = _shown_in_rich if keep_lf else shown
+    where = [0]  # where each old character starts in the new text
+    out = []
+    for ch in plain:
+        e = esc(ch)
+        out.append(e)
+        where.append(where[-1] + len(e))
+    new = Text(
+        "".join(out), style=t.style, justify=t.justify, overflow=t.overflow, no_wrap=t.no_wrap, end=t.end
+    )
+    new.spans[:] = [Span(where[s.start], where[min(s.end, len(plain))], s.style) for s in t.spans]
+    return new
+
+
+def safe(renderable):
+    """``renderable`` with every string and ``Text`` in it (table cells too) escaped by ``shown``;
+    column headers keep their LF (the renderers wrap them, e.g. the check matrix's targets)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    if isinstance(renderable, str):
+        return shown(renderable)
+    if isinstance(renderable, Text):
+        return safe_text(renderable)
+    if isinstance(renderable, Table):
+        for col in renderable.columns:
+            col._cells[:] = [safe(c) for c in col._cells]
+            h = col.header
+            col.header = (
+                _shown_in_rich(h) if isinstance(h, str) else safe_text(h, True) if isinstance(h, Text) else h
+            )
+        return renderable
+    if isinstance(getattr(renderable, "text", None), Text):  # console.Hanging: a Text laid out
+        renderable.text = safe_text(renderable.text)
+    return renderable
