@@ -497,7 +497,7 @@ def test_oci_bombs_layer_counts_nesting_and_broken_layouts(tmp_path):
         errs.setdefault(top, []).extend([r["error"]["message"]] if r["error"] else [])
     for level in range(6):  # the images along the way: fine while shallow enough
         assert bool(errs.pop(f"n{level}")) == (level >= 4), level
-    assert any("inflates past" in m for m in errs["bomb"]), errs["bomb"]
+    assert any("inflates" in m for m in errs["bomb"]), errs["bomb"]  # past the bound or the ratio
     assert any("600 layers" in m for m in errs["layers"]), errs["layers"]
     assert any("nested deeper" in m for m in errs["deep.tar"]), errs["deep.tar"]
     assert any("not JSON" in m for m in errs["badindex"]), errs["badindex"]
