@@ -95,15 +95,16 @@ def open_report(output: str | None, inputs: Iterable[str] = ()) -> Iterator[IO[b
         return
     folder, name = os.path.dirname(output) or ".", os.path.basename(output)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{name[:40]}.", suffix=".tmp", dir=folder)
+        fd, made = tempfile.mkstemp(prefix=f".{name[:40]}.", suffix=".tmp", dir=folder)
     except OSError as exc:
         raise UsageError(f"cannot write {shown(output)}: {exc.strerror or exc}") from None
+    tmp: str | None = made  # None once renamed into place
     try:
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
             yield fh
         refuse_inputs(output, inputs)
-        os.replace(tmp, output)
+        os.replace(made, output)
         tmp = None
     except OSError as exc:
         raise UsageError(f"cannot write {shown(output)}: {exc.strerror or exc}") from None
