@@ -137,3 +137,7 @@ def test_the_same_fatbins_are_counted_by_list_check_and_per_fatbin():
     ]
     assert listed == checked["fatbins"] == with_kernels["fatbins"] == {"native": 1, "jit": 0, "fail": 0}
     assert sum(1 for f in checked["fatbin_verdicts"] if f["ignored"] is None) == 1
+    # the gate counts the same fatbins: sm_75/80/90 in the one that counts, not the device-link one
+    gate = CliRunner().invoke(cli, ["gate", path, "--require", "sm_100", "--isolated", "--format", "json"])
+    (f,) = [f for f in json.loads(gate.output)["findings"] if f["rule_id"] == "FBI002"]
+    assert "its only fatbin" in f["message"]
