@@ -122,3 +122,27 @@ def test_completion_of_commands_options_and_gpu_names():
     gpus = [c.value for c in comp.get_completions(["check", "x", "--gpu"], "h10")]
     assert "NVIDIA H100 80GB HBM3" in gpus and all("H10" in g.upper() for g in gpus)
     assert "sarif" in [c.value for c in comp.get_completions(["gate", "x", "--format"], "s")]
+
+
+def test_progress_only_for_tables_and_never_when_asked_not_to(monkeypatch):
+    from fatbin_inspect.cli.common import progress_for
+    from fatbin_inspect.cli.options import UI
+
+    monkeypatch.setenv("FATBIN_INSPECT_PROGRESS", "1")  # as if stderr were a terminal
+    with click.Context(cli) as ctx:
+        assert progress_for("table", "x").enabled
+        assert not progress_for("json", "x").enabled and not progress_for("sarif", "x").enabled
+        ctx.meta[UI] = {"progress": False}
+        assert not progress_for("table", "x").enabled
+        ctx.meta[UI] = {"quiet": True}
+        assert not progress_for("table", "x").enabled
+
+
+def test_color_option_wins_over_the_environment(monkeypatch):
+    lib = fixture_path("bin", "t01_exe_sm80")
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b[" in run(["list", lib, "--color", "always"])[1]
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert "\x1b[" not in run(["list", lib, "--color", "never"])[1]
+    assert "\x1b[" in run(["list", lib])[1]

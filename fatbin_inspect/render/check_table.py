@@ -92,8 +92,9 @@ def coverage_lines(v: FileVerdict) -> list:
     ]
     if not v.kernels_analysed:
         out.append(
-            Text(
-                "    kernels: not analysed (check --kernels names the kernels that live only there)",
+            hang(
+                "    kernels: ",
+                "not analysed (check --kernels names the kernels that live only there)",
                 style="dim",
             )
         )
@@ -102,7 +103,7 @@ def coverage_lines(v: FileVerdict) -> list:
         if g.kernels:
             names = ", ".join(demangle(k) or k for k in g.kernels[:3])
             more = f" … {len(g.kernels) - 3} more" if len(g.kernels) > 3 else ""
-            out.append(Text(f"    {len(g.kernels)} kernels exist {what}: {names}{more}", style="dim"))
+            out.append(hang("    ", f"{len(g.kernels)} kernels exist {what}: {names}{more}", style="dim"))
     return out
 
 
