@@ -72,3 +72,21 @@ def test_override_globs_spelled_like_the_file_match_the_canonical_name():
     ov = Override(match=("onnxruntime_gpu*",), values=())
     assert ov.applies("x/ext.so", "onnxruntime-gpu 1.23.2")
     assert not ov.applies("x/ext.so", "onnxruntime 1.23.2")
+
+
+def test_runtime_reads_requires_dist_through_packaging():
+    from fatbin_inspect.compat.runtime import from_wheel_metadata
+
+    meta = (
+        "Metadata-Version: 2.1\nName: ext\nVersion: 1.0\n"
+        'Requires-Dist: nvidia_cuda_runtime_cu12==12.8.90; platform_system == "Linux"\n'
+        "Requires-Dist: numpy>=1.26\n\n"
+        "Requires-Dist: nvidia-cuda-runtime-cu13==13.0.1\n"  # the description, not a header
+    )
+    need = from_wheel_metadata(meta)
+    assert need.version == "12.8" and need.source == "wheel requires nvidia_cuda_runtime_cu12==12.8.90"
+    toolkit = from_wheel_metadata("Name: x\nRequires-Dist: cuda-toolkit[cudart,nvcc]==13.0.2\n")
+    assert toolkit.version == "13.0"
+    family = from_wheel_metadata("Name: x\nRequires-Dist: nvidia-cublas-cu12\n")
+    assert family.version == "12" and family.confidence == "medium"
+    assert from_wheel_metadata("Name: x\nRequires-Dist: !!!\n") is None

@@ -23,6 +23,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from packaging.utils import canonicalize_name
+
+from fatbin_inspect.containers.wheel import metadata_headers, requires_dist
 from fatbin_inspect.formats.model import FileReport
 
 
@@ -76,22 +79,20 @@ def _family(major: int, minor: str | None) -> str:
     return str(major) if major >= 11 or minor is None else f"{major}.{minor}"
 
 
-_REQ = re.compile(r"^Requires-Dist:\s*([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*([^;]*)", re.M)
-
-
 def from_wheel_metadata(metadata: str) -> RuntimeNeed | None:
     """From a wheel's METADATA: cudart requirements first, else any ``nvidia-*-cuNN`` library."""
     family = None
-    for m in _REQ.finditer(metadata):
-        name, extras, spec = m.group(1).lower().replace("_", "-"), (m.group(2) or "").lower(), m.group(3)
+    for req in requires_dist(metadata_headers(metadata.splitlines())):
+        name, extras, spec = canonicalize_name(req.name), {x.lower() for x in req.extras}, str(req.specifier)
         pin = re.search(r"==\s*(\d+)\.(\d+)", spec) or re.search(r"(?:~=|>=)\s*(\d+)()", spec)
         if name.startswith("nvidia-cuda-runtime") or (name == "cuda-toolkit" and "cudart" in extras):
             cu = re.search(r"-cu(\d+)$", name)
             if pin:
                 major, minor = int(pin.group(1)), pin.group(2)
+                written = f"{req.name}{'[' + ','.join(sorted(req.extras)) + ']' if req.extras else ''}{spec}"
                 return RuntimeNeed(
                     f"{major}.{minor}" if minor and major >= 11 else _family(major, minor or None),
-                    f"wheel requires {m.group(0).split(':', 1)[1].strip()}",
+                    f"wheel requires {written}",
                 )
             if cu:
                 return RuntimeNeed(cu.group(1), f"wheel requires {name}")
