@@ -57,7 +57,9 @@ compat_option = click.option(
 
 
 def _warn(message: str) -> None:
-    click.echo(f"fatbin-inspect: {message}", err=True)
+    from fatbin_inspect.cli.common import say  # a fleet file's text is shown, not obeyed
+
+    say(message)
 
 
 def _host_of(path: str) -> str:
