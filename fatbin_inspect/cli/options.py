@@ -69,11 +69,12 @@ class EnvOption(click.Option):
 
     def env_candidates(self, ctx: click.Context) -> list[tuple[str, bool]]:
         """(variable, shared?) in the order they are read."""
-        out = []
+        out: list[tuple[str, bool]] = []
         if ctx.auto_envvar_prefix and ctx.auto_envvar_prefix != ENV_PREFIX:
             out.append((env_name(ctx.auto_envvar_prefix, self), False))
-        shared = (
-            self.envvar if isinstance(self.envvar, (list, tuple)) else [self.envvar] if self.envvar else []
+        envvar = self.envvar
+        shared: list[str] = (
+            [str(v) for v in envvar] if isinstance(envvar, (list, tuple)) else [str(envvar)] if envvar else []
         )
         out += [(v, True) for v in shared if v not in {n for n, _ in out}]
         return out
@@ -215,44 +216,43 @@ def _store(key: str, convert: Callable[[Any], Any] = lambda v: v):
 
 def ui_options(f):
     """-q/--quiet, -v/--verbose, --color, --no-progress: kept in ``ctx.meta``, not passed on."""
-    for decl, kw in reversed(
-        [
-            (
-                ("-q", "--quiet"),
-                {
-                    "is_flag": True,
-                    "default": None,
-                    "help": "No progress and no notes on stderr; errors only.",
-                },
-            ),
-            (
-                ("-v", "--verbose"),
-                {
-                    "is_flag": True,
-                    "default": None,
-                    "help": "Also say which settings came from the environment.",
-                },
-            ),
-            (
-                ("--color",),
-                {
-                    "type": Choice(["auto", "always", "never"]),
-                    "default": "auto",
-                    "show_default": True,
-                    "envvar": f"{ENV_PREFIX}_COLOR",
-                    "help": "Colour the table (auto: on a terminal, honouring NO_COLOR / FORCE_COLOR).",
-                },
-            ),
-            (
-                ("--no-progress",),
-                {
-                    "is_flag": True,
-                    "default": None,
-                    "help": "Draw no progress bar (it appears on a terminal only).",
-                },
-            ),
-        ]
-    ):
+    specs: list[tuple[tuple[str, ...], dict[str, Any]]] = [
+        (
+            ("-q", "--quiet"),
+            {
+                "is_flag": True,
+                "default": None,
+                "help": "No progress and no notes on stderr; errors only.",
+            },
+        ),
+        (
+            ("-v", "--verbose"),
+            {
+                "is_flag": True,
+                "default": None,
+                "help": "Also say which settings came from the environment.",
+            },
+        ),
+        (
+            ("--color",),
+            {
+                "type": Choice(["auto", "always", "never"]),
+                "default": "auto",
+                "show_default": True,
+                "envvar": f"{ENV_PREFIX}_COLOR",
+                "help": "Colour the table (auto: on a terminal, honouring NO_COLOR / FORCE_COLOR).",
+            },
+        ),
+        (
+            ("--no-progress",),
+            {
+                "is_flag": True,
+                "default": None,
+                "help": "Draw no progress bar (it appears on a terminal only).",
+            },
+        ),
+    ]
+    for decl, kw in reversed(specs):
         key = decl[-1].lstrip("-").replace("no-", "")
         convert = (lambda v: not v) if key == "progress" else (lambda v: v)
         f = click.option(*decl, cls=EnvOption, expose_value=False, callback=_store(key, convert), **kw)(f)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
 DELAY = 0.5
 REFRESH = 10
@@ -42,8 +42,8 @@ class Progress:
         self.label = label
         self.start = time.monotonic()
         self._last = 0.0
-        self._progress = None
-        self._task = None
+        self._progress: Any = None  # a rich Progress once drawing starts (rich imported then)
+        self._task: Any = None
 
     def __call__(self, done: int, seen: int, nbytes: int) -> None:
         if not self.enabled:

@@ -52,7 +52,7 @@ def verdict_block(v: FileVerdict, index: int, kernels: bool) -> list:
     c = v.counts
     if sum(c.values()):
         head.append(f"  fatbins: {c['native']} native, {c['jit']} jit, {c['fail']} fail", style="dim")
-    out = [Hanging(head, 4), hang("    ", v.reason)]
+    out: list = [Hanging(head, 4), hang("    ", v.reason)]
     out += coverage_lines(v)
     if v.runtime:
         out.append(hang("    runtime: ", f"CUDA {v.runtime.version} ({v.runtime.source})", style="dim"))

@@ -110,7 +110,7 @@ def _text(cell: object) -> Text:
     return cell if isinstance(cell, Text) else Text(_plain(cell))
 
 
-def natural_width(headers: Sequence[str], rows: Sequence[Sequence[object]], gap: int = 2) -> int:
+def natural_width(headers: Sequence[str], rows: Sequence[Sequence[object] | Text], gap: int = 2) -> int:
     """Columns one unwrapped row of ``grid`` takes (Text rows, notes, not counted)."""
     widths = [len(h) for h in headers]
     for r in rows:
@@ -125,7 +125,7 @@ MIN_LAST = 32  # narrower than this, the last column moves to its own line under
 
 def grid(
     headers: Sequence[str] | None,
-    rows: Sequence[Sequence[object]],
+    rows: Sequence[Sequence[object] | Text],
     width: int | None,
     right: Sequence[str] = (),
     indent: int = 0,
@@ -161,22 +161,25 @@ def grid(
             head = Text(" " * indent) + Text(" " * gap).join(parts[:-1])
             head.rstrip()
             tail = parts[-1]
-            return [head] + ([Hanging(Text(" " * (indent + 4)) + tail, indent + 4)] if tail.plain else [])
+            below_row: list[RenderableType] = [head]
+            if tail.plain:
+                below_row.append(Hanging(Text(" " * (indent + 4)) + tail, indent + 4))
+            return below_row
         head = Text(" " * indent) + Text(" " * gap).join([*parts[:-1], Text("")])
         return [Hanging(head + parts[-1], head.cell_len, cap=False)]
 
     out: list[RenderableType] = []
     if headers:
         out += line(list(headers), style="bold")
-    for r in rows:
-        if isinstance(r, Text):
-            out.append(Hanging(r, len(r.plain) - len(r.plain.lstrip(" ")) + 2))
+    for row in rows:
+        if isinstance(row, Text):
+            out.append(Hanging(row, len(row.plain) - len(row.plain.lstrip(" ")) + 2))
         else:
-            out += line(list(r) + [""] * (cols - len(r)))
+            out += line([*row, *[""] * (cols - len(row))])
     return out
 
 
-def human(n: int) -> str:
+def human(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(n) < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -112,7 +112,7 @@ def _kernel_line(k) -> Text:
 
 
 def _entries_table(r: FileReport, kernels: bool, width: int | None) -> list:
-    rows: list[list] = []
+    rows: list[list | Text] = []
     for fb in r.fatbins:
         where = f"{fb.section or '-'}@{fb.offset:#x}"
         if not fb.entries:
