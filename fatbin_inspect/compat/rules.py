@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fatbin_inspect.compat import data
 from fatbin_inspect.compat.data import CC
 from fatbin_inspect.compat.runtime import RuntimeNeed
-from fatbin_inspect.compat.targets import Target
+from fatbin_inspect.compat.targets import Driver, Target
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, KIND_TILE, Entry
 
 NO_IMAGE, UNSUPPORTED_PTX, JIT_DISABLED, INSUFFICIENT_DRIVER, NO_DEVICE = 209, 222, 223, 35, 100
@@ -237,19 +237,7 @@ def driver_for_runtime(rt: RuntimeNeed | None, t: Target) -> Outcome:
         return Outcome(True, "R-DRV", "no CUDA runtime is linked; only the driver API is used")
     d = t.umd
     drv_cuda = tuple(int(x) for x in d.cuda.split("."))
-    # Windows drivers have their own numbers and floors; a Windows binary given only a branch is
-    # judged against the Windows floors too (the branch is all that is compared then).
-    platform = d.platform or ("windows" if rt.windows else "linux")
-    have = d.version_tuple if d.platform in ("linux", "windows", None) else (d.branch,)
-    if platform == "windows" and len(have) == 1:
-        have = (d.branch,)  # a bare branch against Windows floors: compare branches (527.41 is R525)
-    if rt.major < 11:
-        need = data.toolkit_min_driver((rt.major, rt.minor or 0), platform)
-    else:
-        need = data.mvc_floor(rt.major, platform)
-    floor = ".".join(map(str, need)) if need else "?"
-    if need and platform == "windows" and len(have) == 1:
-        need = (data.windows_branch(need[0]) or need[0],)
+    platform, have, need, floor = _driver_floor(rt, d)
     ok = (rt.major, rt.minor or 0) <= drv_cuda if rt.major < 11 else rt.major <= drv_cuda[0]
     ok = ok and (need is None or _at_least(have, need, d.branch))
     where = " (Windows numbering)" if platform == "windows" else ""
@@ -262,6 +250,25 @@ def driver_for_runtime(rt: RuntimeNeed | None, t: Target) -> Outcome:
         None if ok else INSUFFICIENT_DRIVER,
         confidence=rt.confidence,
     )
+
+
+def _driver_floor(rt: RuntimeNeed, d: Driver) -> tuple[str, tuple[int, ...], tuple[int, ...] | None, str]:
+    """(platform, the driver's number, the runtime's floor in that numbering, the floor as written).
+
+    Windows drivers have their own numbers and floors; a Windows binary given only a branch is
+    judged against the Windows floors too (the branch is all that is compared then)."""
+    platform = d.platform or ("windows" if rt.windows else "linux")
+    have = d.version_tuple if d.platform in ("linux", "windows", None) else (d.branch,)
+    if platform == "windows" and len(have) == 1:
+        have = (d.branch,)  # a bare branch against Windows floors: compare branches (527.41 is R525)
+    if rt.major < 11:
+        need = data.toolkit_min_driver((rt.major, rt.minor or 0), platform)
+    else:
+        need = data.mvc_floor(rt.major, platform)
+    floor = ".".join(map(str, need)) if need else "?"
+    if need and platform == "windows" and len(have) == 1:
+        need = (data.windows_branch(need[0]) or need[0],)
+    return platform, have, need, floor
 
 
 def _at_least(have: tuple[int, ...], need: tuple[int, ...], branch: int | None = None) -> bool:
