@@ -148,7 +148,7 @@ def main() -> int:
         print(f"tree: {len(wheels)} wheels extracted, {total / 2**30:.1f} GiB", flush=True)
 
     def scan_cmd(tool, cache, *paths):
-        e = dict(env, FATBIN_INSPECT_CACHE_DIR=cache)
+        e = dict(env, FATBIN_INSPECT_CACHE_DIR=cache) if cache else dict(env)
         extra = ["--no-cache"] if cache is None else []
         return tool("scan", "--format", "json", "-o", os.devnull, *extra, *paths), e
 
