@@ -110,7 +110,9 @@ def main(argv=None) -> None:
         say("interrupted")
         sys.exit(130)
     except click.ClickException as exc:
-        exc.message = shown(exc.message)
+        # click >= 8.5 declares ``message`` Final for type checkers; it is still a plain instance
+        # attribute, rewritten here so that input text reaches stderr escaped.
+        vars(exc)["message"] = shown(exc.message)
         exc.show()
         sys.exit(2)
     except (UsageError, DeviceError) as exc:
