@@ -33,6 +33,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.dont_write_bytecode = True  # no scripts/__pycache__ left behind (tests read every file there)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import bench_scan  # noqa: E402  (extract, run_measured, inflate_candidates, elf_files)
