@@ -186,3 +186,86 @@ def test_cli_without_driver_says_so_in_one_line_and_exits_4():
     )
     assert p.returncode == 4, p.stderr
     assert p.stdout == "" and len(p.stderr.strip().splitlines()) == 1 and "needs a GPU" in p.stderr
+
+
+# ------------------------------------------------------------------------ file verdicts (R-FILE)
+def _driver_as_predicted(path, t, fail_all=False):
+    """Fake driver for whole fatbins of ``path``: each loads or fails (209) as the engine predicts
+    for it (or every one fails), natively only where the engine picks a cubin."""
+    from fatbin_inspect.compat.engine import evaluate_fatbin
+    from fatbin_inspect.formats.binio import open_blob
+    from fatbin_inspect.inventory.core import Options, inspect_path
+
+    rec = next(inspect_path(path, Options(details=True)))
+    blob = open_blob(path)
+    verdict = {compare.whole_image(blob, fb): evaluate_fatbin(fb, t).verdict for fb in rec.fatbins}
+
+    def load(image):
+        ok = not fail_all and verdict[image] in ("native", "jit")
+        return LoadResult(LOADED if ok else FAILED, 0 if ok else 209, 1.0)
+
+    def load_nojit(image):
+        ok = not fail_all and verdict[image] == "native"
+        return LoadResult(LOADED if ok else FAILED, 0 if ok else 209, 1.0)
+
+    return load, load_nojit
+
+
+@pytest.mark.parametrize("cc", [(9, 0), (8, 0), (12, 0)])
+def test_file_verdict_confirmed_when_specialised_fatbins_fail_one_by_one(cc):
+    # f3: general code plus fatbins made for other GPUs: those fail alone (209), the file is
+    # still native with partial coverage, and the loads confirm it
+    path, t = fixture_path("units", "f3_specialised.so"), target(cc)
+    load, load_nojit = _driver_as_predicted(path, t)
+    reports: list = []
+    checks = list(
+        compare.check_file(path, load, load_nojit, compare.engine_predictor(t), False, None, reports)
+    )
+    assert any(c.entry is None and c.actual == "fail" for c in checks)  # some fatbins do fail
+    (f,) = compare.file_checks(reports, checks, t)
+    assert f.predicted == f.actual == "native/partial" and f.agree and f.failed > 0 and f.loaded > 0
+    assert compare.file_findings([f]) == []
+
+
+def test_file_verdict_contradicted_is_a_finding():
+    path, t = fixture_path("units", "f3_specialised.so"), target((9, 0))
+    load, load_nojit = _driver_as_predicted(path, t, fail_all=True)
+    reports: list = []
+    checks = list(
+        compare.check_file(path, load, load_nojit, compare.engine_predictor(t), False, None, reports)
+    )
+    (f,) = compare.file_checks(reports, checks, t)
+    assert (f.predicted, f.actual, f.agree) == ("native/partial", "fail/none", False)
+    (d,) = compare.file_findings([f])
+    assert d.fatbin_offset is None and d.what == "file" and "fail/none" in d.actual
+
+
+def test_file_verdict_gap_fails_the_file_from_the_loads():
+    # f4 on H100: one fatbin has only older baseline code while Hopper is targeted nowhere (a gap)
+    path, t = fixture_path("units", "f4_gap.so"), target((9, 0))
+    load, load_nojit = _driver_as_predicted(path, t)
+    reports: list = []
+    checks = list(
+        compare.check_file(path, load, load_nojit, compare.engine_predictor(t), False, None, reports)
+    )
+    (f,) = compare.file_checks(reports, checks, t)
+    assert f.predicted == f.actual == "fail/partial" and f.agree
+
+
+def test_verify_renderers_show_file_verdicts():
+    from fatbin_inspect.render.verify_json import verify_document
+    from fatbin_inspect.render.verify_table import render_verify
+
+    path, t = fixture_path("units", "f3_specialised.so"), target((9, 0))
+    load, load_nojit = _driver_as_predicted(path, t, fail_all=True)
+    reports: list = []
+    checks = list(
+        compare.check_file(path, load, load_nojit, compare.engine_predictor(t), False, None, reports)
+    )
+    files = compare.file_checks(reports, checks, t)
+    found = compare.findings(checks) + compare.file_findings(files)
+    doc = verify_document("H100", checks, found, files)
+    assert doc["files"][0]["predicted"] == "native/partial" and doc["files"][0]["agree"] is False
+    text = render_verify("H100", checks, found, files=files, width=200)
+    assert "file verdicts (R-FILE) confirmed 0, contradicted 1" in text
+    assert "file: predicted native/partial, driver says fail/none" in text

@@ -11,7 +11,10 @@ from conftest import FIXTURES
 pytestmark = pytest.mark.gpu
 
 FILES = sorted(
-    p for d in ("bin", "compat") for p in glob.glob(os.path.join(FIXTURES, d, "*")) if os.path.isfile(p)
+    p
+    for d in ("bin", "compat", "units")
+    for p in glob.glob(os.path.join(FIXTURES, d, "*"))
+    if os.path.isfile(p)
 )
 
 
@@ -33,19 +36,20 @@ def sessions():
     if target is None:
         pytest.skip(f"no local target for the engine: {why}")
     with ChildSession(env, 120.0) as normal, ChildSession(child_env(os.environ, True), 120.0) as nojit:
-        yield normal, nojit, engine_predictor(target)
+        yield normal, nojit, engine_predictor(target), target
 
 
 @pytest.mark.parametrize("path", FILES, ids=os.path.basename)
 def test_prediction_matches_the_driver(sessions, path):
     from fatbin_inspect.verify import compare
 
-    normal, nojit, predict = sessions
-    checks = list(compare.check_file(path, normal.load, nojit.load, predict))
+    normal, nojit, predict, target = sessions
+    reports: list = []
+    checks = list(compare.check_file(path, normal.load, nojit.load, predict, reports=reports))
     errors = [(c.what, compare.describe_actual(c)) for c in checks if c.actual == compare.ERROR]
     assert not errors, errors
-    found = compare.findings(checks)
+    found = compare.findings(checks) + compare.file_findings(compare.file_checks(reports, checks, target))
     assert not found, "\n".join(
-        f"{f.what} @ {f.fatbin_offset:#x}: predicted {f.predicted}, driver {f.actual} ({f.reason})"
+        f"{f.what} @ {f.fatbin_offset or 0:#x}: predicted {f.predicted}, driver {f.actual} ({f.reason})"
         for f in found
     )

@@ -72,6 +72,7 @@ def verify_cmd(
     predict = compare.engine_predictor(target) if target else None
     label = target.label if target else f"no prediction ({why})"
     checks: list = []
+    reports: list = []
     try:
         with (
             ChildSession(env, timeout, device) as normal,
@@ -87,17 +88,19 @@ def verify_cmd(
                             predict,
                             entries=not no_entries,
                             max_fatbins=max_fatbins,
+                            reports=reports,
                         )
     except NoDevice as exc:
         click.echo(f"fatbin-inspect: verify needs a GPU: {exc}", err=True)
         raise SystemExit(EXIT_NO_DEVICE) from None
-    found = compare.findings(checks)
+    files = compare.file_checks(reports, checks, target) if target else []
+    found = compare.findings(checks) + compare.file_findings(files)
     if fmt == "json":
-        text = jsondump.dumps(verify_document(label, checks, found))
+        text = jsondump.dumps(verify_document(label, checks, found, files))
     else:
         from fatbin_inspect.render.verify_table import render_verify
 
-        text = render_verify(label, checks, found, images=not findings_only, **look(output))
+        text = render_verify(label, checks, found, images=not findings_only, files=files, **look(output))
     write_output(text, output)
     bad = found or any(c.actual == compare.ERROR for c in checks)
     raise SystemExit(EXIT_FINDINGS if bad and fail_on != "never" and not exit_zero else EXIT_OK)

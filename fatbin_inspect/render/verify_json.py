@@ -11,6 +11,7 @@ from typing import Any
 from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, tool
 from fatbin_inspect.verify.compare import (
     Disagreement,
+    FileCheck,
     ImageCheck,
     describe_actual,
     describe_prediction,
@@ -46,7 +47,10 @@ def check_dict(c: ImageCheck) -> dict[str, Any]:
 
 
 def verify_document(
-    target: str | None, checks: list[ImageCheck], findings: list[Disagreement]
+    target: str | None,
+    checks: list[ImageCheck],
+    findings: list[Disagreement],
+    files: list[FileCheck] | None = None,
 ) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
@@ -55,4 +59,5 @@ def verify_document(
         "summary": dict(summary(checks)),
         "findings": [dataclasses.asdict(f) for f in findings],
         "images": [check_dict(c) for c in checks],
+        "files": [dataclasses.asdict(f) for f in files or ()],
     }

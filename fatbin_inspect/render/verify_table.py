@@ -8,6 +8,7 @@ from rich.text import Text
 from fatbin_inspect.render.console import render
 from fatbin_inspect.verify.compare import (
     Disagreement,
+    FileCheck,
     ImageCheck,
     describe_actual,
     describe_prediction,
@@ -38,6 +39,18 @@ def _table(checks: list[ImageCheck]) -> Table:
     return tab
 
 
+def _files_table(files: list[FileCheck]) -> Table:
+    tab = Table(box=None, pad_edge=False, header_style="bold")
+    for col in ("file", "predicted (R-FILE)", "from the loads", "loaded", "failed", "agree"):
+        tab.add_column(col, justify="right" if col in ("loaded", "failed") else "left")
+    for f in files:
+        word, style = _AGREE[f.agree]
+        tab.add_row(
+            f.path, f.predicted, f.actual or "-", str(f.loaded), str(f.failed), Text(word, style=style)
+        )
+    return tab
+
+
 def render_verify(
     target: str,
     checks: list[ImageCheck],
@@ -45,17 +58,25 @@ def render_verify(
     color: bool = False,
     images: bool = True,
     width: int | None = None,
+    files: list[FileCheck] | None = None,
 ) -> str:
     out: list = [Text(f"target: {target}", style="bold")]
     if images:
         out.append(_table(checks))
+    if files:
+        out.append(_files_table(files))
     for f in findings:
+        where = "file" if f.fatbin_offset is None else f"fatbin {f.fatbin_offset:#x} {f.what}"
         out.append(
             Text(
-                f"finding: {f.path} fatbin {f.fatbin_offset:#x} {f.what}: predicted {f.predicted}, "
+                f"finding: {f.path} {where}: predicted {f.predicted}, "
                 f"driver says {f.actual}. Prediction's reason: {f.reason}",
                 style="red",
             )
         )
+    if files:
+        agree = sum(1 for f in files if f.agree)
+        against = sum(1 for f in files if f.agree is False)
+        out.append(Text(f"file verdicts (R-FILE) confirmed {agree}, contradicted {against}", style="bold"))
     out.append(Text(", ".join(f"{label} {n}" for label, n in summary(checks)), style="bold"))
     return render(out, color, width)

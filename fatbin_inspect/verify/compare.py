@@ -5,6 +5,10 @@ child (loaded there = native; loaded only in the normal child = JIT), then each 
 PTX, whose load time is the JIT time). Relocatable cubins, relocatable PTX and LTO-IR need a link
 step first: they are reported as not loadable alone, not loaded. A disagreement between the
 prediction and the driver is a ``Disagreement`` that quotes both sides.
+
+Per file, the engine's R-FILE verdict and coverage (docs/compatibility.md §3b) are compared with
+the same rule applied to what the driver did with each counted fatbin: a library whose fatbins
+for other GPUs fail one by one (209) while the rest load is confirmed as ``native``/``partial``.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from fatbin_inspect.compat import data
+from fatbin_inspect.compat.engine import FatbinVerdict, evaluate, specialised_in
+from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.binio import Blob, open_blob
-from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Entry, Fatbin
+from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Entry, Fatbin, FileReport
 from fatbin_inspect.inventory.core import Options, inspect_pairs, payload
 from fatbin_inspect.verify.runner import CRASH, FAILED, LOADED, TIMEOUT, LoadResult
 
@@ -57,9 +63,22 @@ class ImageCheck:
 
 
 @dataclass(frozen=True)
+class FileCheck:
+    """A file's R-FILE verdict, predicted and as the driver's whole-fatbin loads give it."""
+
+    path: str
+    predicted: str  # verdict/coverage, e.g. "native/partial"
+    actual: str | None  # the same from the loads; None: some counted fatbin was not loaded
+    loaded: int  # counted fatbins that loaded
+    failed: int  # counted fatbins that failed
+    reason: str  # the engine's reason for its file verdict
+    agree: bool | None
+
+
+@dataclass(frozen=True)
 class Disagreement:
     path: str
-    fatbin_offset: int
+    fatbin_offset: int | None  # None: the file's verdict
     what: str  # "fatbin" or the entry's arch
     predicted: str  # "native (sm_90 cubin)", "fail 209 CUDA_ERROR_NO_BINARY_FOR_GPU"
     actual: str
@@ -246,13 +265,17 @@ def check_file(
     predict: Predictor | None,
     entries: bool = True,
     max_fatbins: int | None = None,
+    reports: list[FileReport] | None = None,
 ) -> Iterator[ImageCheck]:
-    """Every fatbin of ``path`` (members of archives included), at most ``max_fatbins`` per file."""
+    """Every fatbin of ``path`` (members of archives included), at most ``max_fatbins`` per file;
+    each record read is appended to ``reports`` (for ``file_checks``)."""
     try:
         blob = open_blob(path)
     except InputError:
         return  # the caller reports unreadable inputs through the inventory
     for rec, b in inspect_pairs(path, blob, Options(details=True), 0):
+        if reports is not None:
+            reports.append(rec)
         for fb in rec.fatbins[:max_fatbins]:
             yield from check_fatbin(
                 rec.path,
@@ -264,6 +287,57 @@ def check_file(
                 predict,
                 entries,
             )
+
+
+def file_checks(reports: list[FileReport], checks: list[ImageCheck], target: Target) -> list[FileCheck]:
+    """R-FILE per file: the engine's verdict (device code only: loads involve no runtime) against
+    the rule applied to the loads. Link-time inputs and files without counted fatbins are skipped."""
+    whole = {(c.path, c.fatbin_offset): c.actual for c in checks if c.entry is None}
+    out = []
+    for rec in reports:
+        fv = evaluate(rec, target, stack=False)
+        counted = [v for v in fv.fatbins if v.ignored is None and v.verdict != "no-device-code"]
+        if fv.verdict == "link-time" or not counted:
+            continue
+        seen = [whole.get((rec.path, v.offset)) for v in counted]
+        actual = observed_verdict(counted, seen)
+        predicted = f"{fv.verdict}/{fv.coverage}"
+        out.append(
+            FileCheck(
+                rec.path,
+                predicted,
+                actual,
+                sum(1 for s in seen if s in (NATIVE, JIT)),
+                sum(1 for s in seen if s == FAIL),
+                fv.reason,
+                None if actual is None else actual == predicted,
+            )
+        )
+    return out
+
+
+def observed_verdict(counted: list[FatbinVerdict], seen: list[str | None]) -> str | None:
+    """R-FILE over observed loads (``seen``: native | jit | fail per counted fatbin): a failing
+    fatbin is set aside when the engine finds it specialised elsewhere, else it is a gap."""
+    if any(s not in (NATIVE, JIT, FAIL) for s in seen):
+        return None  # not loaded, timed out or crashed: the file cannot be judged
+    loading = [s for s in seen if s != FAIL]
+    failing = [v for v, s in zip(counted, seen, strict=True) if s == FAIL]
+    general = any(s == NATIVE and v.general_native for v, s in zip(counted, seen, strict=True))
+    gaps = [v for v in failing if not specialised_in(v, general)]
+    verdict = FAIL if not loading or gaps else JIT if JIT in loading else NATIVE
+    coverage = "full" if not failing else "partial" if loading else "none"
+    return f"{verdict}/{coverage}"
+
+
+def file_findings(files: list[FileCheck]) -> list[Disagreement]:
+    return [
+        Disagreement(
+            f.path, None, "file", f.predicted, f"{f.actual} ({f.loaded} loaded, {f.failed} failed)", f.reason
+        )
+        for f in files
+        if f.agree is False
+    ]
 
 
 def whole_image(blob: Blob, fb: Fatbin) -> bytes:
