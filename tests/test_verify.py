@@ -211,30 +211,32 @@ def _driver_as_predicted(path, t, fail_all=False):
     return load, load_nojit
 
 
+def _file_run(path, t, fail_all=False):
+    """Whole-fatbin loads of ``path`` by the fake driver, and the file checks over them."""
+    load, load_nojit = _driver_as_predicted(path, t, fail_all)
+    reports: list = []
+    checks = list(
+        compare.check_file(path, load, load_nojit, compare.engine_predictor(t), False, None, reports)
+    )
+    return checks, compare.file_checks(reports, checks, t)
+
+
 @pytest.mark.parametrize("cc", [(9, 0), (8, 0), (12, 0)])
 def test_file_verdict_confirmed_when_specialised_fatbins_fail_one_by_one(cc):
     # f3: general code plus fatbins made for other GPUs: those fail alone (209), the file is
     # still native with partial coverage, and the loads confirm it
     path, t = fixture_path("units", "f3_specialised.so"), target(cc)
-    load, load_nojit = _driver_as_predicted(path, t)
-    reports: list = []
-    checks = list(
-        compare.check_file(path, load, load_nojit, compare.engine_predictor(t), False, None, reports)
-    )
+    checks, files = _file_run(path, t)
     assert any(c.entry is None and c.actual == "fail" for c in checks)  # some fatbins do fail
-    (f,) = compare.file_checks(reports, checks, t)
+    (f,) = files
     assert f.predicted == f.actual == "native/partial" and f.agree and f.failed > 0 and f.loaded > 0
     assert compare.file_findings([f]) == []
 
 
 def test_file_verdict_contradicted_is_a_finding():
     path, t = fixture_path("units", "f3_specialised.so"), target((9, 0))
-    load, load_nojit = _driver_as_predicted(path, t, fail_all=True)
-    reports: list = []
-    checks = list(
-        compare.check_file(path, load, load_nojit, compare.engine_predictor(t), False, None, reports)
-    )
-    (f,) = compare.file_checks(reports, checks, t)
+    checks, files = _file_run(path, t, fail_all=True)
+    (f,) = files
     assert (f.predicted, f.actual, f.agree) == ("native/partial", "fail/none", False)
     (d,) = compare.file_findings([f])
     assert d.fatbin_offset is None and d.what == "file" and "fail/none" in d.actual
@@ -243,12 +245,8 @@ def test_file_verdict_contradicted_is_a_finding():
 def test_file_verdict_gap_fails_the_file_from_the_loads():
     # f4 on H100: one fatbin has only older baseline code while Hopper is targeted nowhere (a gap)
     path, t = fixture_path("units", "f4_gap.so"), target((9, 0))
-    load, load_nojit = _driver_as_predicted(path, t)
-    reports: list = []
-    checks = list(
-        compare.check_file(path, load, load_nojit, compare.engine_predictor(t), False, None, reports)
-    )
-    (f,) = compare.file_checks(reports, checks, t)
+    checks, files = _file_run(path, t)
+    (f,) = files
     assert f.predicted == f.actual == "fail/partial" and f.agree
 
 
@@ -257,12 +255,7 @@ def test_verify_renderers_show_file_verdicts():
     from fatbin_inspect.render.verify_table import render_verify
 
     path, t = fixture_path("units", "f3_specialised.so"), target((9, 0))
-    load, load_nojit = _driver_as_predicted(path, t, fail_all=True)
-    reports: list = []
-    checks = list(
-        compare.check_file(path, load, load_nojit, compare.engine_predictor(t), False, None, reports)
-    )
-    files = compare.file_checks(reports, checks, t)
+    checks, files = _file_run(path, t, fail_all=True)
     found = compare.findings(checks) + compare.file_findings(files)
     doc = verify_document("H100", checks, found, files)
     assert doc["files"][0]["predicted"] == "native/partial" and doc["files"][0]["agree"] is False

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from fatbin_inspect.compat.engine import FileVerdict, coverage_line
 from fatbin_inspect.compat.targets import Target
-from fatbin_inspect.render.check_table import STYLE
+from fatbin_inspect.render.check_table import STYLE, verdict_counts
 from fatbin_inspect.render.console import hang, render
 from fatbin_inspect.render.scan_table import common_dir
 
@@ -132,14 +132,7 @@ def render_matrix(
     notes = _notes(targets, verdicts, cut)
     if notes:
         out += [Text(""), Text("Notes", style="bold"), *notes]
-    c = {k: sum(1 for v in verdicts if v.verdict == k) for k in STYLE}
-    link = f", {c['link-time']} link-time" if c["link-time"] else ""
-    out += [
-        Text(""),
-        Text(
-            f"{len(by_file)} file{'s' * (len(by_file) != 1)} × {len(targets)} target{'s' * (len(targets) != 1)}: {c['native']} native, {c['jit']} jit, "
-            f"{c['fail']} fail{link}, {c['no-device-code']} without device code",
-            style="bold",
-        ),
-    ]
+    files = f"{len(by_file)} file{'s' * (len(by_file) != 1)}"
+    tgts = f"{len(targets)} target{'s' * (len(targets) != 1)}"
+    out += [Text(""), Text(f"{files} × {tgts}: {verdict_counts(verdicts)}", style="bold")]
     return render(out, color, width)

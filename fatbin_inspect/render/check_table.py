@@ -118,13 +118,12 @@ def render_check(
     out: list = [*target_lines(targets), Text("")]
     for v in verdicts:
         out += verdict_block(v, index[v.target], kernels)
-    c = {k: sum(1 for v in verdicts if v.verdict == k) for k in STYLE}
-    out += [
-        Text(""),
-        Text(
-            f"{len(verdicts)} results: {c['native']} native, {c['jit']} jit, {c['fail']} fail, "
-            f"{c['no-device-code']} without device code",
-            style="bold",
-        ),
-    ]
+    out += [Text(""), Text(f"{len(verdicts)} results: {verdict_counts(verdicts)}", style="bold")]
     return render(out, color, width)
+
+
+def verdict_counts(verdicts) -> str:
+    """'3 native, 1 jit, 0 fail, 2 without device code' (link-time only when there are some)."""
+    c = {k: sum(1 for v in verdicts if v.verdict == k) for k in STYLE}
+    link = f", {c['link-time']} link-time" if c["link-time"] else ""
+    return f"{c['native']} native, {c['jit']} jit, {c['fail']} fail{link}, {c['no-device-code']} without device code"
