@@ -212,18 +212,19 @@ def _elsewhere(images: Sequence[Entry], t: Target) -> tuple[str, ...]:
 
 
 # ------------------------------------------------------------------ step: one fatbin (R-SEL)
-def evaluate_fatbin(fatbin: Fatbin, target: Target, ignored: str | None = None) -> FatbinVerdict:
+def evaluate_fatbin(
+    fatbin: Fatbin, target: Target, ignored: str | None = None, static: _Static | None = None
+) -> FatbinVerdict:
     """Which image of one fatbin the driver would load on ``target`` (R-SEL and the rules it calls);
-    a failing one is classified (``elsewhere``) without the file's context."""
-    d = _decide(tuple(map(_signature, fatbin.entries)), target, fatbin.entries)
+    a failing one is classified (``elsewhere``) without the file's context. ``static``: the
+    fatbin's target-free part, when the caller judges it on several targets."""
+    st = static or _static(fatbin)
+    d = _decide(st.signature, target, fatbin.entries)
     picked = fatbin.entries[d.index] if d.index is not None else None
-    images = _images(fatbin)
     chosen = None
     if picked is not None and d.verdict in ("native", "jit"):
         chosen = Chosen(picked.arch, picked.kind, picked.ptx_isa, picked.offset)
-    decoded = bool(images) and all(e.kernels is not None for e in images)
-    every = {k for e in images for k in _kernel_names(e)}
-    have = set(_kernel_names(picked)) if chosen else set()
+    have = set(_kernel_names(picked)) if chosen and picked is not None else set()
     return FatbinVerdict(
         offset=fatbin.offset,
         section=fatbin.section,
@@ -235,13 +236,46 @@ def evaluate_fatbin(fatbin: Fatbin, target: Target, ignored: str | None = None) 
         reason=d.reason,
         confidence=d.confidence,
         ignored=ignored,
-        missing_kernels=tuple(sorted(every - have)),
+        missing_kernels=tuple(sorted(st.every - have)) if st.every else (),
         entries=tuple(EntryVerdict(fatbin.entries[i].offset, *rest) for i, *rest in d.entries),
         elsewhere=d.elsewhere,
         general_native=d.general_native,
-        archs=tuple(dict.fromkeys(e.arch for e in images)),
-        kernels=tuple(sorted(every)) if decoded else None,
+        archs=st.archs,
+        kernels=st.kernels,
     )
+
+
+@dataclass(frozen=True)
+class _Static:
+    """What a fatbin's verdict takes from its entries whatever the target."""
+
+    signature: tuple
+    archs: tuple[str, ...]  # of its SASS and PTX images
+    every: frozenset[str]  # every kernel of its images
+    kernels: tuple[str, ...] | None  # sorted ``every``; None: payloads not decoded
+
+
+def _static(fb: Fatbin) -> _Static:
+    images = _images(fb)
+    every = frozenset(k for e in images for k in _kernel_names(e))
+    decoded = bool(images) and all(e.kernels is not None for e in images)
+    return _Static(
+        tuple(map(_signature, fb.entries)),
+        tuple(dict.fromkeys(e.arch for e in images)),
+        every,
+        tuple(sorted(every)) if decoded else None,
+    )
+
+
+# the last report judged and its fatbins' target-free parts: ``check`` judges one file on every
+# target in turn; only one report is held, so memory stays flat over a scan
+_LAST: list = [None, ()]
+
+
+def _statics(report: FileReport) -> tuple[_Static, ...]:
+    if _LAST[0] is not report:
+        _LAST[:] = [report, tuple(_static(fb) for fb in report.fatbins)]
+    return _LAST[1]
 
 
 def _signature(e: Entry) -> tuple:
@@ -353,7 +387,10 @@ def evaluate(
 def judge_fatbins(report: FileReport, target: Target) -> tuple[FatbinVerdict, ...]:
     """Every fatbin decided (R-SEL), then the failing ones classified in the file's context."""
     has_nv = any(fb.section == ".nv_fatbin" for fb in report.fatbins)
-    fbs = tuple(evaluate_fatbin(fb, target, ignored_reason(fb, has_nv)) for fb in report.fatbins)
+    fbs = tuple(
+        evaluate_fatbin(fb, target, ignored_reason(fb, has_nv), st)
+        for fb, st in zip(report.fatbins, _statics(report), strict=True)
+    )
     general = any(v.general_native for v in fbs if _counts_toward(v))
     return tuple(
         dataclasses.replace(v, specialised=True) if _counts_toward(v) and specialised_in(v, general) else v

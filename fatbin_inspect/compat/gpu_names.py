@@ -16,6 +16,7 @@ anything else is left ambiguous for the caller to report.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ _QUALIFIER = re.compile(r"\d+gb|sxm\d*|hbm\d*e?|pcie\d*|gen\d+|\d+w")
 _CONFIDENCE = {"high": 0, "medium": 1, "low": 2}
 
 
+@functools.lru_cache(maxsize=8192)  # every --gpu scores all ~500 rows' names: split each once
 def tokens(text: str) -> tuple[str, ...]:
     return tuple(t for t in re.split(r"[^a-z0-9]+", text.lower()) if t and t != "nvidia")
 
