@@ -90,6 +90,31 @@ class Entry:
         return f"{self.code_version[0] >> 8}.{self.code_version[0] & 0xFF}"
 
 
+def bare_entry(kind: str, sm: int, variant: str, size: int, code_version: tuple[int, int], **extra) -> Entry:
+    """An image with no fatbin header around it: a standalone ``.cubin``/``.ptx`` file (offset 0,
+    uncompressed, ``size`` bytes), or an arch a probe names (``size`` 0). ``extra``: cubin,
+    ptx_target and the other decoded fields. The kind code is the header's (1 PTX, 2 ELF)."""
+    return Entry(
+        offset=0,
+        kind=kind,
+        kind_code=2 if kind == KIND_SASS else 1,
+        sm=sm,
+        variant=variant,
+        compression="none",
+        stored_size=size,
+        size=size,
+        flags=0,
+        code_version=code_version,
+        header_size=0,
+        payload_offset=0,
+        host=None,
+        debug=False,
+        identifier=None,
+        options=None,
+        **extra,
+    )
+
+
 @dataclass(frozen=True)
 class Fatbin:
     """A fat binary: 16-byte header plus entries (docs/format.md §2)."""

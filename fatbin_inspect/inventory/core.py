@@ -31,6 +31,7 @@ from fatbin_inspect.formats.model import (
     FileError,
     FileReport,
     Kernel,
+    bare_entry,
 )
 from fatbin_inspect.inventory import member_path
 
@@ -480,25 +481,8 @@ def _union(ranges: list[tuple[int, int, str | None]]) -> list[tuple[int, int, st
 def _standalone_cubin(blob: Blob) -> Fatbin:
     data = blob.read(0, blob.size)
     info, _ = cubin_mod.parse_cubin(data)
-    entry = Entry(
-        offset=0,
-        kind=KIND_SASS,
-        kind_code=2,
-        sm=info.sm,
-        variant="a" if info.arch_specific and info.sm >= 90 else "",
-        compression="none",
-        stored_size=blob.size,
-        size=blob.size,
-        flags=0,
-        code_version=(1, info.elf_abi),
-        header_size=0,
-        payload_offset=0,
-        host=None,
-        debug=False,
-        identifier=None,
-        options=None,
-        cubin=info,
-    )
+    variant = "a" if info.arch_specific and info.sm >= 90 else ""
+    entry = bare_entry(KIND_SASS, info.sm, variant, blob.size, (1, info.elf_abi), cubin=info)
     return Fatbin(offset=0, size=blob.size, section=None, entries=(entry,), found_by="file")
 
 
@@ -508,25 +492,7 @@ STANDALONE_HEAD = 1 << 20  # what a standalone PTX file's header is parsed from 
 def _standalone_ptx(blob: Blob) -> Fatbin:
     hdr = ptx_mod.parse_header(blob.head(STANDALONE_HEAD))
     sm, variant = ptx_mod.target_arch(hdr.target) if hdr.target else (0, "")
-    entry = Entry(
-        offset=0,
-        kind=KIND_PTX,
-        kind_code=1,
-        sm=sm,
-        variant=variant,
-        compression="none",
-        stored_size=blob.size,
-        size=blob.size,
-        flags=0,
-        code_version=hdr.version,
-        header_size=0,
-        payload_offset=0,
-        host=None,
-        debug=False,
-        identifier=None,
-        options=None,
-        ptx_target=hdr.target,
-    )
+    entry = bare_entry(KIND_PTX, sm, variant, blob.size, hdr.version, ptx_target=hdr.target)
     return Fatbin(offset=0, size=blob.size, section=None, entries=(entry,), found_by="file")
 
 

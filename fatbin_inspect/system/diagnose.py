@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from fatbin_inspect.compat import data
 from fatbin_inspect.compat.targets import Driver, resolve_driver
 from fatbin_inspect.errors import FatbinInspectError
-from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Entry
+from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Entry, bare_entry
 from fatbin_inspect.system.stack import Runtime, Stack, Torch
 
 OK, FAIL, UNKNOWN = "ok", "fail", "unknown"
@@ -202,24 +202,7 @@ def _arch_entry(arch: str, isa: str | None) -> Entry:
     m = re.fullmatch(r"(sm|compute)_(\d+)([af]?)", arch)
     kind = KIND_SASS if m.group(1) == "sm" else KIND_PTX
     version = tuple(data.version_tuple(isa or "0.0")[:2]) if kind == KIND_PTX else (1, 8)
-    return Entry(
-        offset=0,
-        kind=kind,
-        kind_code=2 if kind == KIND_SASS else 1,
-        sm=int(m.group(2)),
-        variant=m.group(3),
-        compression="none",
-        stored_size=0,
-        size=0,
-        flags=0,
-        code_version=version,
-        header_size=0,
-        payload_offset=0,
-        host=None,
-        debug=False,
-        identifier=None,
-        options=None,
-    )
+    return bare_entry(kind, int(m.group(2)), m.group(3), 0, version)
 
 
 def _compat_condition(stack: Stack, branch: Driver | None, drv_cuda: str | None) -> Condition | None:
