@@ -544,8 +544,9 @@ def _aggregate(counted, target: Target, rt, mvc: bool, notes, base) -> FileVerdi
     loading = [v for v in counted if v.verdict != "fail"]
     spec = [v for v in counted if v.verdict == "fail" and v.specialised]
     gaps = [v for v in counted if v.verdict == "fail" and not v.specialised]
-    lead, verdict, bad = _lead(loading, spec, gaps)
-    partial = bool(spec or gaps)
+    lead, bad = _lead(loading, spec, gaps)
+    verdict, coverage = rollup([v.verdict for v in loading], len(spec), len(gaps))
+    partial = coverage != "full"
     return FileVerdict(
         verdict=verdict,
         error=None if verdict != "fail" else worst_error(gaps if loading else spec + gaps),
@@ -558,26 +559,33 @@ def _aggregate(counted, target: Target, rt, mvc: bool, notes, base) -> FileVerdi
         notes=notes,
         advice=_advice(lead.rule, target, rt) if verdict == "fail" else (),
         confidence=_confidence(bad, partial),
-        coverage="full" if not partial else "partial" if loading else "none",
+        coverage=coverage,
         specialised=group(spec, loading, True),
         gaps=group(gaps, loading, False),
         **base,
     )
 
 
-def _lead(loading, spec, gaps) -> tuple[FatbinVerdict, str, list[FatbinVerdict]]:
-    """The fatbin whose decision the file reports, the file's verdict, and the fatbins sharing it."""
+def rollup(loading: Sequence[str], specialised: int, gaps: int) -> tuple[str, str]:
+    """R-FILE's verdict and coverage from the verdicts of the fatbins that load (native | jit) and
+    the numbers of failing ones set aside (specialised elsewhere) and failing the file (gaps).
+    ``verify`` applies the same rule to what the driver did."""
+    verdict = "fail" if not loading or gaps else max(loading, key=SEVERITY.__getitem__)
+    coverage = "full" if not (specialised or gaps) else "partial" if loading else "none"
+    return verdict, coverage
+
+
+def _lead(loading, spec, gaps) -> tuple[FatbinVerdict, list[FatbinVerdict]]:
+    """The fatbin whose decision the file reports, and the fatbins sharing it."""
     if not loading:
         bad = gaps or spec
-        lead = next((v for v in bad if v.error and v.error.code == rules.NO_IMAGE), bad[0])
-        return lead, "fail", bad
+        return next((v for v in bad if v.error and v.error.code == rules.NO_IMAGE), bad[0]), bad
     if gaps:
-        return gaps[0], "fail", gaps
+        return gaps[0], gaps
     worst = max(SEVERITY[v.verdict] for v in loading)
     bad = [v for v in loading if SEVERITY[v.verdict] == worst]
     arch = _chosen(bad).arch
-    lead = next(v for v in bad if v.chosen is not None and v.chosen.arch == arch)
-    return lead, lead.verdict, bad
+    return next(v for v in bad if v.chosen is not None and v.chosen.arch == arch), bad
 
 
 def _rules(bad, mvc: bool, partial: bool) -> tuple[str, ...]:

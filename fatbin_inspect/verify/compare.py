@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from fatbin_inspect.compat import data
-from fatbin_inspect.compat.engine import FatbinVerdict, evaluate, specialised_in
+from fatbin_inspect.compat.engine import FatbinVerdict, evaluate, rollup, specialised_in
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.binio import Blob, open_blob
@@ -321,12 +321,11 @@ def observed_verdict(counted: list[FatbinVerdict], seen: list[str | None]) -> st
     fatbin is set aside when the engine finds it specialised elsewhere, else it is a gap."""
     if any(s not in (NATIVE, JIT, FAIL) for s in seen):
         return None  # not loaded, timed out or crashed: the file cannot be judged
-    loading = [s for s in seen if s != FAIL]
+    loading = [s for s in seen if s is not None and s != FAIL]
     failing = [v for v, s in zip(counted, seen, strict=True) if s == FAIL]
     general = any(s == NATIVE and v.general_native for v, s in zip(counted, seen, strict=True))
-    gaps = [v for v in failing if not specialised_in(v, general)]
-    verdict = FAIL if not loading or gaps else JIT if JIT in loading else NATIVE
-    coverage = "full" if not failing else "partial" if loading else "none"
+    gaps = sum(1 for v in failing if not specialised_in(v, general))
+    verdict, coverage = rollup(loading, len(failing) - gaps, gaps)
     return f"{verdict}/{coverage}"
 
 
