@@ -68,6 +68,10 @@ def test_static_cudart_marker_and_toolkit():
     blob = Blob(b"\0" * 100 + STATIC_CUDART_MARKER + b"%08llx%08llx\0")
     assert has_static_cudart(blob, ()) and not has_static_cudart(blob, ("libcudart.so.12",))
     assert not has_static_cudart(Blob(b"\0" * 100), ())
+    # the fatbins found are not searched (a marker there is no host string); the gaps around are
+    assert not has_static_cudart(blob, (), [(50, 130)])
+    assert has_static_cudart(blob, (), [(0, 60), (130, 140)])
+    assert has_static_cudart(blob, (), [(0, 99)]) and not has_static_cudart(blob, (), [(0, 101)])
     rt = runtime.for_file(_report("a", True))
     assert (rt.version, rt.confidence) == ("12.8", "medium") and "static" in rt.source
     assert runtime.for_file(_report("b", False)) is None

@@ -187,3 +187,23 @@ def test_wheel_members_read_in_memory(tmp_path):
         "pkg/lib/libk.so.12",
     ]
     assert reports[0].format == "zip" and all(len(r.entries) == 2 for r in reports[1:])
+
+
+def test_blob_find_matches_bytes_find_in_windows(tmp_path):
+    """``Blob.find`` (a regular expression for 2-4 byte needles, ``find`` otherwise) gives what
+    ``bytes.find`` gives, relative to the window, over bytes and over a mapping."""
+    import random
+
+    from fatbin_inspect.formats.binio import open_blob
+
+    rng = random.Random(7)
+    data = bytes(rng.choice(b"\x50\xed\x55\xba\x00.") for _ in range(4000))
+    (tmp_path / "f").write_bytes(data)
+    for outer in (Blob(data), open_blob(str(tmp_path / "f"))):
+        for base, size in ((0, len(data)), (17, 3000), (1001, 5)):
+            blob = outer.view(base, size)
+            window = data[base : base + size]
+            for sub in (F.MAGIC_BYTES, b"\xba", b"\x55\xba", b"\xed\x55\xba", b"P\xedU\xba\x00", b"zz"):
+                for start, end in ((0, None), (3, 900), (size - 2, None), (50, 40)):
+                    want = window.find(sub, start, size if end is None else min(end, size))
+                    assert blob.find(sub, start, end) == want, (base, sub, start, end)

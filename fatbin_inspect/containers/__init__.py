@@ -74,11 +74,18 @@ def cuda_needs(names) -> tuple[str, ...]:
 STATIC_CUDART_MARKER = b"/cudart.shm."
 
 
-def has_static_cudart(blob, needs: tuple[str, ...]) -> bool:
+def has_static_cudart(blob, needs: tuple[str, ...], device_ranges=()) -> bool:
     """No cudart among the linked libraries, yet the static cudart's shared-memory name format
     (``/cudart.shm.``: in nvcc executables linked with ``-cudart static`` and in libcublasLt 13,
     absent from files that link libcudart dynamically) in the bytes. Found the same way in a file
-    on disk, an archive member or an installed file (R-RT 3)."""
+    on disk, an archive member or an installed file (R-RT 3). ``device_ranges``: ``(start, end)``
+    of the fatbins found, not searched (host strings are never inside one; cuFFT's 24,000 fatbins
+    are most of its 273 MB)."""
     if any(n.lower().startswith(("libcudart", "cudart")) for n in needs):
         return False
-    return blob.find(STATIC_CUDART_MARKER) >= 0
+    pos = 0
+    for start, end in sorted(device_ranges):
+        if start > pos and blob.find(STATIC_CUDART_MARKER, pos, start) >= 0:
+            return True
+        pos = max(pos, end)
+    return blob.find(STATIC_CUDART_MARKER, pos) >= 0 if pos < blob.size else False

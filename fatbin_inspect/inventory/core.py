@@ -402,7 +402,9 @@ def _inspect_binary(
     if len(errors) > 1:
         notes.append(f"{len(errors) - 1} more fatbin errors after the first")
         notes += [e.message for e in errors[1:] if e.message.endswith("not kept")]  # fatbin.MAX_ERRORS
-    static = bool(fatbins) and has_static_cudart(blob, layout.needs)
+    static = bool(fatbins) and has_static_cudart(
+        blob, layout.needs, [(fb.offset, fb.offset + 16 + fb.size) for fb in fatbins]
+    )
     return FileReport(
         path=path,
         format=layout.format,
