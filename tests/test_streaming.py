@@ -55,6 +55,13 @@ def test_pretty_is_json_dumps_indent_2():
         {1: "int key"},
         {"k": (1, 2)},
         [{"x": []}, {"y": {}}],
+        {"s": "\x1bé", "n": None, "b": False, "i": 2**70, "f": float("inf"), "e": ""},
+        [["a", 1, 0.5], {"k": "v", "t": True}, ("x",), [float("nan")]],
+        {"leaf": [1, 2], "deeper": [{"a": 1}, [[]]]},
+        # a string and a number holding the first placeholder's digits: written item by item
+        {"a": "x" + jsondump._PLACEHOLDER_TEXTS[0], "b": 1, "c": [1], "d": 2, "e": {"f": "g"}},
+        {"a": jsondump._PLACEHOLDERS[0], "b": 1, "c": [1], "d": 2},
+        {"a": 1, "b": 2, "c": [jsondump._PLACEHOLDER_TEXTS[1]], "d": {"e": [2]}, "f": 3, "g": 4},
     ]
     for v in values:
         for depth in (0, 1, 3):
@@ -221,3 +228,41 @@ def test_scan_json_streamed_equals_the_document_of_full_records(tmp_path, monkey
         for o, d in zip(outs, docs, strict=True)
     ]
     assert strip[0] == strip[1] == strip[2]
+
+
+def test_pretty_matches_json_dumps_on_generated_values():
+    """Random nests of the shapes records have, with strings and numbers that hold the digits of
+    ``pretty``'s placeholders (those containers are written item by item, to the same bytes)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    digits = jsondump._PLACEHOLDER_TEXTS
+    text = st.one_of(
+        st.text(max_size=8),
+        st.sampled_from(digits),
+        st.builds(lambda a, d: a + d + a, st.text(max_size=3), st.sampled_from(digits)),
+    )
+    scalar = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.sampled_from(jsondump._PLACEHOLDERS),
+        st.floats(allow_nan=False),
+        text,
+    )
+    values = st.recursive(
+        scalar,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=6),
+            st.dictionaries(text, inner, max_size=8),
+            st.tuples(inner, inner),
+        ),
+        max_leaves=40,
+    )
+
+    @settings(max_examples=400, deadline=None)
+    @given(values, st.integers(0, 3))
+    def check(v, depth):
+        assert jsondump.pretty(v, depth) == json.dumps(v, indent=2).replace("\n", "\n" + "  " * depth)
+
+    check()
