@@ -16,6 +16,7 @@ the cached texts and builds no record.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -156,6 +157,11 @@ class _Scanner:
         self.all_members = members == "all"
         self.pool = None
         self.inflight = set()
+        # units waiting for a free process, in the order found: (function, arguments, span or
+        # None); the walk never waits for the pool. (Not the largest first: bytes do not tell the
+        # cost; cuFFT's 273 MB take longer than libtorch_cpu's 425 MB.)
+        self.queue: collections.deque[tuple] = collections.deque()
+        self.ticks = 0
         self.batch: list[tuple[str, tuple]] = []
         self.batch_bytes = 0
         self.apaths = {}  # path in a batch -> its absolute path (the cache key)
@@ -169,6 +175,9 @@ class _Scanner:
         self.bytes_done += nbytes
         if self.progress:
             self.progress(self.done, self.stats["files"], self.bytes_done)
+        self.ticks += 1
+        if self.inflight and self.ticks % 64 == 0:  # the walk's turn to hand a freed process work
+            self._pump()
 
     def _accept(
         self, path: str, records: Iterable, texts=None, summaries=None, attribute: bool = True
@@ -267,10 +276,26 @@ class _Scanner:
             )
             return
         self._submit(
-            worker.inspect_batch, batch, self.opts.inventory, self.encoder, self.keep, self.cache.enabled
+            worker.inspect_batch, (batch, self.opts.inventory, self.encoder, self.keep, self.cache.enabled)
         )
 
-    def _submit(self, fn, *args):
+    def _submit(self, fn, args: tuple, span: tuple | None = None) -> None:
+        """Queue one unit for the pool; ``span``: (token, index) of a split zip."""
+        self.queue.append((fn, args, span))
+        self._pump()
+
+    def _pump(self) -> None:
+        """Take in the results that are ready (never waits), then hand queued units to the pool,
+        while at most ``jobs + 1`` are in flight: one more than the processes, so a process that
+        ends a unit finds the next one waiting. Results wait in their futures until taken in here,
+        from the walk every 64 files (``_tick``) or while waiting (``_drain``)."""
+        if self.inflight:
+            done = [f for f in self.inflight if f.done()]
+            for fut in done:
+                self.inflight.discard(fut)
+                self._result(fut)
+        if not self.queue or len(self.inflight) > self.jobs:
+            return
         if self.pool is None and self.client is not None:
             self.pool = self.client.get_executor(pure=False)
         if self.pool is None:
@@ -280,22 +305,28 @@ class _Scanner:
 
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
             self.pool = workers.pool(self.jobs, multiprocessing.get_context(method))
-        while len(self.inflight) >= self.jobs * 2:
-            self._drain()
-        fut = self.pool.submit(fn, *args)
-        self.inflight.add(fut)
-        return fut
+        while self.queue and len(self.inflight) <= self.jobs:
+            fn, args, span = self.queue.popleft()
+            fut = self.pool.submit(fn, *args)
+            self.inflight.add(fut)
+            if span is not None:
+                self.spans[fut] = span
 
     def _drain(self) -> None:
+        """Wait for one unit in flight to end, take in its result, and hand out the next."""
         from concurrent.futures import FIRST_COMPLETED, wait
 
         done, self.inflight = wait(self.inflight, return_when=FIRST_COMPLETED)
         for fut in done:
-            span = self.spans.pop(fut, None)
-            if span is None:
-                self._finish(fut.result())
-            else:
-                self._span_done(*span, fut.result())
+            self._result(fut)
+        self._pump()
+
+    def _result(self, fut) -> None:
+        span = self.spans.pop(fut, None)
+        if span is None:
+            self._finish(fut.result())
+        else:
+            self._span_done(*span, fut.result())
 
     def _split_zip(self, path: str, key: tuple, spans) -> None:
         """Hand a large zip's spans to the pool, the largest first."""
@@ -305,17 +336,8 @@ class _Scanner:
         token = self.tokens
         self.split[token] = [path, key, [None] * len(spans), len(spans)]
         for i in sorted(range(len(spans)), key=lambda i: -spans[i][2]):
-            fut = self._submit(
-                worker.inspect_span,
-                path,
-                key,
-                spans[i][:2],
-                self.opts.inventory,
-                self.encoder,
-                self.keep,
-                self.cache.enabled,
-            )
-            self.spans[fut] = (token, i)
+            args = (path, key, spans[i][:2], self.opts.inventory, self.encoder, self.keep, self.cache.enabled)
+            self._submit(worker.inspect_span, args, (token, i))
 
     def _span_done(self, token: int, i: int, pairs) -> None:
         state = self.split[token]
@@ -427,6 +449,7 @@ class _Scanner:
             for root in _largest_files_first(roots):
                 self._root(root)
             self._flush()
+            self._pump()
             while self.inflight:
                 self._drain()
         except BaseException:  # Ctrl-C, or an error: end the workers now, not after their batches
