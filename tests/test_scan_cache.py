@@ -9,6 +9,7 @@ import sqlite3
 import stat
 
 import pytest
+import zstandard
 from conftest import fixture_path
 
 from fatbin_inspect.formats import model
@@ -41,6 +42,15 @@ def _rows(cache):
     except sqlite3.Error:
         db.close()
         raise
+
+
+def _unpacked(blob) -> bytes:
+    """A packed column read back (zstd, as the cache's docstring says)."""
+    return zstandard.ZstdDecompressor().decompress(bytes(blob))
+
+
+def _packed(data: bytes) -> bytes:
+    return zstandard.ZstdCompressor().compress(data)
 
 
 def _every_field_set():
@@ -137,7 +147,7 @@ def test_cache_holds_no_pickle_and_a_planted_one_is_not_loaded(tree, tmp_path):
     for _path, summary, records in rows:  # data: parses as JSON, is no pickle
         import json
 
-        json.loads(summary), json.loads(records)
+        json.loads(summary), json.loads(_unpacked(records))
     canary = tmp_path / "canary"
 
     class Evil:
@@ -156,7 +166,7 @@ def test_a_row_with_wrong_shapes_is_a_miss(tree, tmp_path):
     cache = tmp_path / "cache"
     cold = _scan(tree, cache)
     db, _ = _rows(cache)
-    db.execute('UPDATE files SET records = \'[["", "elf", "big"]]\' WHERE records IS NOT NULL')
+    db.execute("UPDATE files SET records = ? WHERE records IS NOT NULL", (_packed(b'[["", "elf", "big"]]'),))
     db.commit()
     db.close()
     warm = _scan(tree, cache)
@@ -175,9 +185,9 @@ def test_hostile_texts_are_a_miss(tree, tmp_path, monkeypatch):
     db = sqlite3.connect(str(tmp_path / "cache" / f"scan-v{CACHE_VERSION}.sqlite3"))
     n = db.execute("SELECT count(*) FROM files WHERE texts IS NOT NULL").fetchone()[0]
     assert n == 2
-    db.execute(
-        "UPDATE files SET texts = CAST(replace(CAST(texts AS TEXT), 'null', 'nul' || char(27)) AS BLOB)"
-    )
+    for path, texts in db.execute("SELECT path, texts FROM files WHERE texts IS NOT NULL").fetchall():
+        hostile = _unpacked(texts).replace(b"null", b"nul\x1b")  # same lengths
+        db.execute("UPDATE files SET texts = ? WHERE path = ?", (_packed(hostile), path))
     db.commit()
     db.close()
     res = CliRunner().invoke(cli, ["scan", str(tree), "--format", "json", "-j", "1"])
@@ -185,9 +195,40 @@ def test_hostile_texts_are_a_miss(tree, tmp_path, monkeypatch):
     assert res.stdout_bytes.split(b'"files": [')[1] == first.split(b'"files": [')[1]
     db = sqlite3.connect(str(tmp_path / "cache" / f"scan-v{CACHE_VERSION}.sqlite3"))
     assert not any(
-        b"\x1b" in bytes(t) for (t,) in db.execute("SELECT texts FROM files WHERE texts IS NOT NULL")
+        b"\x1b" in _unpacked(t) for (t,) in db.execute("SELECT texts FROM files WHERE texts IS NOT NULL")
     )
     db.close()
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        lambda text: _packed(text + b" "),  # declares a size the lengths do not add up to
+        lambda text: zstandard.ZstdCompressor(write_content_size=False).compress(text),  # no size
+        lambda text: _packed(text)[:-3],  # cut short
+        lambda text: b"\x28\xb5\x2f\xfd\xc4" + (1 << 62).to_bytes(8, "little") + b"\0" * 8,  # 4 EiB
+        lambda text: text,  # not packed at all
+    ],
+)
+def test_packed_texts_that_do_not_declare_their_size_are_a_miss(tree, tmp_path, monkeypatch, frame):
+    """A texts frame is unpacked only when its header declares the size the lengths add up to:
+    else the texts are made again from the row's data (the same bytes), never allocated blind."""
+    from click.testing import CliRunner
+
+    from fatbin_inspect.cli.main import cli
+
+    monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    args = ["scan", str(tree), "--format", "json", "-j", "1"]
+    first = CliRunner().invoke(cli, args).stdout_bytes
+    db = sqlite3.connect(str(tmp_path / "cache" / f"scan-v{CACHE_VERSION}.sqlite3"))
+    rows = db.execute("SELECT path, texts FROM files WHERE texts IS NOT NULL").fetchall()
+    assert len(rows) == 2
+    for path, texts in rows:
+        db.execute("UPDATE files SET texts = ? WHERE path = ?", (frame(_unpacked(texts)), path))
+    db.commit()
+    db.close()
+    again = CliRunner().invoke(cli, args).stdout_bytes
+    assert again.split(b'"files": [')[1] == first.split(b'"files": [')[1]
 
 
 def test_cache_dir_is_private_and_a_shared_one_is_not_used(tree, tmp_path):

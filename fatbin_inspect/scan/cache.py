@@ -12,6 +12,12 @@ file's device, inode, size, mtime (ns) and ctime (ns) are unchanged and the scan
   warm ``scan --format json`` copies bytes and builds no record; only printable ASCII and
   newlines are accepted back.
 
+``records`` and ``texts`` are one zstd frame each (level 1, its content size in the frame
+header): the scan document's 33 MB of texts over six wheels are 0.7 MB so, packed in 16 ms and
+unpacked in 19 ms, where SQLite took 0.2 s to write them whole. A frame is unpacked only when the
+size its header declares is the one expected (the texts' lengths add up to it; records at most
+``MAX_UNPACKED``), so a row cannot make a scan allocate more than it says.
+
 A row that does not validate (wrong shapes or types, lengths that do not add up) is a miss. The
 folder is created 0700; a folder or file owned by another user, or writable by group or others,
 is not used (whoever can write the cache decides what the next scan reports). Paths are keys as
@@ -31,9 +37,9 @@ from typing import Any
 
 from fatbin_inspect import __version__
 
-CACHE_VERSION = (
-    6  # 3: static_cudart, relocatable; 4: members by content, conda; 5: data rows; 6: fatbin counts
-)
+# 3: static_cudart, relocatable; 4: members by content, conda; 5: data rows; 6: fatbin counts;
+# 7: records and texts zstd-packed
+CACHE_VERSION = 7
 ENV_DIR = "FATBIN_INSPECT_CACHE_DIR"
 COMMIT_EVERY = 256
 
@@ -42,6 +48,29 @@ MISS = object()  # ``get`` on an absent, stale or invalid row
 # bytes a stored text may hold: an encoder writes ASCII JSON (``ensure_ascii``), so nothing a
 # hostile row could hold reaches a terminal as a control sequence
 _TEXT_BYTES = bytes(range(0x20, 0x7F)) + b"\n"
+MAX_UNPACKED = 1 << 31  # the records of one file as JSON (libtorch_cuda.so --kernels: ~200 MB)
+
+
+def _pack(data: bytes) -> bytes:
+    import zstandard
+
+    return zstandard.ZstdCompressor(level=1).compress(data)
+
+
+def _unpack(blob: Any, size: int | None = None) -> bytes | None:
+    """A packed column's bytes; None when the frame does not declare ``size`` bytes (or, without
+    ``size``, declares none or more than ``MAX_UNPACKED``), or does not unpack to them."""
+    import zstandard
+
+    blob = bytes(blob)
+    try:
+        declared = zstandard.frame_content_size(blob)
+        if declared < 0 or declared > MAX_UNPACKED or (size is not None and declared != size):
+            return None
+        out = zstandard.ZstdDecompressor().decompress(blob, max_output_size=declared)
+    except (zstandard.ZstdError, ValueError, MemoryError):
+        return None
+    return out if len(out) == declared else None
 
 
 def default_dir() -> str:
@@ -121,8 +150,9 @@ class Hit:
         from fatbin_inspect.scan.record_data import report_from_data
 
         row = self._cache._query("SELECT records FROM files WHERE path=?", (self._key,))
+        text = _unpack(row[0]) if row and row[0] is not None else None
         try:
-            data = json.loads(row[0]) if row and row[0] is not None else None
+            data = json.loads(text) if text is not None else None
             if type(data) is not list or len(data) != len(self.summary):
                 return MISS
             return tuple(report_from_data(d, shown) for d in data)
@@ -149,14 +179,14 @@ class Hit:
             lens = json.loads(row[1])
         except (ValueError, TypeError):
             return MISS
-        blob = bytes(row[2])
         if (
             type(lens) is not list
             or len(lens) != len(self.summary)
             or any(type(n) is not int or n < 0 for n in lens)
-            or sum(lens) != len(blob)
-            or blob.translate(None, _TEXT_BYTES)
         ):
+            return MISS
+        blob = _unpack(row[2], sum(lens))
+        if blob is None or blob.translate(None, _TEXT_BYTES):
             return MISS
         out, pos = [], 0
         for n in lens:
@@ -212,7 +242,7 @@ class ScanCache:
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(
                 "CREATE TABLE IF NOT EXISTS files (path BLOB PRIMARY KEY, dev INTEGER, ino INTEGER,"
-                " size INTEGER, mtime INTEGER, ctime INTEGER, options TEXT, summary TEXT, records TEXT,"
+                " size INTEGER, mtime INTEGER, ctime INTEGER, options TEXT, summary TEXT, records BLOB,"
                 " encoder TEXT, text_lens TEXT, texts BLOB)"
             )
         finally:
@@ -306,9 +336,10 @@ class ScanCache:
         summary = data = lens = blob = encoder = None
         if encoded is not None:
             summary = json.dumps([e[0] for e in encoded], separators=(",", ":"))
-            data = "[" + ",".join(e[1] for e in encoded) + "]"
+            data = _pack(("[" + ",".join(e[1] for e in encoded) + "]").encode())
             if texts is not None and self.encoder is not None and len(texts) == len(encoded):
-                encoder, lens, blob = self.encoder, json.dumps([len(t) for t in texts]), b"".join(texts)
+                encoder, lens = self.encoder, json.dumps([len(t) for t in texts])
+                blob = _pack(b"".join(texts))
         self._pending.append((os.fsencode(path), *key, self.options, summary, data, encoder, lens, blob))
         if len(self._pending) >= COMMIT_EVERY:
             self._write()
