@@ -7,7 +7,11 @@ import pathlib
 import re
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SOURCES = [*ROOT.glob("fatbin_inspect/**/*.py"), *ROOT.glob("tests/*.py"), *ROOT.glob("scripts/*")]
+SOURCES = [
+    *ROOT.glob("fatbin_inspect/**/*.py"),
+    *ROOT.glob("tests/*.py"),
+    *(p for p in ROOT.glob("scripts/*") if p.is_file()),  # (not a __pycache__ a run left)
+]
 
 
 def _sections(doc: str) -> set[str]:

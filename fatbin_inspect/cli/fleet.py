@@ -24,13 +24,14 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from fatbin_inspect.compat import data
-from fatbin_inspect.compat.targets import Target, gpu_for_cc, jit_switches, resolve_driver, resolve_gpu
 from fatbin_inspect.errors import UsageError
+
+if TYPE_CHECKING:  # the engine's data is loaded when a target is resolved, not when a command is built
+    from fatbin_inspect.compat.targets import Target
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -80,6 +81,9 @@ def _doctor_targets(doc: dict, path: str, default_driver: str | None, warn) -> l
     kdrv, udrv = stack.get("kernel_driver") or {}, stack.get("user_driver") or {}
     version = kdrv.get("version") if isinstance(kdrv, dict) else None
     version = version or (udrv.get("build") if isinstance(udrv, dict) else None) or default_driver
+    from fatbin_inspect.compat import data
+    from fatbin_inspect.compat.targets import Target, gpu_for_cc
+
     out: list[Target] = []
     for i, g in enumerate(stack.get("gpus") or ()):
         if not isinstance(g, dict) or not isinstance(g.get("cc"), str) or not isinstance(g.get("name"), str):
@@ -123,6 +127,8 @@ def _doctor_compat(udrv: Any, kdrv: Any, where: str):
 
 
 def _driver(version: str | None, where: str):
+    from fatbin_inspect.compat.targets import resolve_driver
+
     try:
         return resolve_driver(version)
     except UsageError as exc:
@@ -133,6 +139,8 @@ def _entry_targets(entries: Any, where: str, default_driver: str | None) -> list
     """Targets from a list of ``{name, gpu, driver}`` tables."""
     if not isinstance(entries, list):
         raise UsageError(f"{where}: targets: expected a list of {{name, gpu, driver}} tables")
+    from fatbin_inspect.compat.targets import Target, resolve_gpu
+
     out = []
     for i, e in enumerate(entries):
         here = f"{where}: targets[{i}]"
@@ -241,7 +249,7 @@ def resolve_all(
     """``--gpu`` targets (one ``--driver``), then every ``--targets`` file's; ``fallback`` (the
     pyproject.toml's) when neither is given. The JIT switches of ``env`` and the ``--compat``
     package (R-FWD) apply to all of them."""
-    from fatbin_inspect.compat.targets import resolve_targets, wants_local
+    from fatbin_inspect.compat.targets import jit_switches, resolve_targets, wants_local
     from fatbin_inspect.system.stack import local_devices
 
     local = local_devices(gpus, driver)

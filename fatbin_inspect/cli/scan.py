@@ -293,12 +293,17 @@ def scan_cmd(
     cov = coverage.build(result.reports, verdicts, labels, roll_up)
     if fmt == "json":
         from fatbin_inspect.render import jsondump
-        from fatbin_inspect.render.check_json import target_dict
         from fatbin_inspect.render.scan_json import scan_document, scan_stream_document
 
+        if targets:  # (the engine's renderer is imported only when there are verdicts to show)
+            from fatbin_inspect.render.check_json import target_dict
+
+            shown_targets = [target_dict(t) for t in targets]
+        else:
+            shown_targets = []
         document = scan_stream_document if streamed else scan_document
         with open_output(output, inputs) as out:
-            jsondump.write(out, document(result, cov, seconds, [target_dict(t) for t in targets]))
+            jsondump.write(out, document(result, cov, seconds, shown_targets))
         text = None
     elif fmt == "html":
         text = _html(paths, targets, result.reports, cov, [v for vs in engine_vs.values() for v in vs])

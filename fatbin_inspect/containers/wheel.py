@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+if TYPE_CHECKING:  # PEP 508 parsing (10 ms to import) is loaded by the commands that read requirements
+    from packaging.requirements import Requirement
 
 
 class Distribution(NamedTuple):
@@ -69,6 +71,8 @@ def metadata_name(headers: dict[str, list[str]]) -> Distribution | None:
 
 def requires_dist(headers: dict[str, list[str]]) -> list[Requirement]:
     """The ``Requires-Dist`` requirements that parse (a malformed one is skipped, never fatal)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     out = []
     for value in headers.get("Requires-Dist", ()):
         try:
