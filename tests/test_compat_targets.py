@@ -177,3 +177,20 @@ def test_search_is_sorted_by_capability_then_name():
     assert {r["name"] for r in targets.search_gpus("h100 sxm")} >= {"NVIDIA H100 80GB HBM3"}
     with pytest.raises(UsageError):
         targets.search_gpus(cc="hopper")
+
+
+def test_gpu_name_index_matches_scoring_every_row():
+    """``match`` scores only the rows sharing a token with the query (an index of the data); the
+    answer is the one scoring every row gives, for every name and nvidia-smi name in the data
+    and for relaxed, partial and unknown spellings."""
+    from fatbin_inspect.compat import data, gpu_names
+
+    every = data.gpus()
+    queries = [n for row in every for n in gpu_names.names_of(row)]
+    queries += ["h100 sxm", "H100-SXM5-80GB", "rtx 4090 24gb", "a100", "orin", "gb10", "nvidia", "zz 9"]
+    queries += [q.split()[-1] for q in queries[:200]] + ["geforce", "quadro rtx", "tesla"]
+    for q in queries:
+        for listing in (False, True):
+            got = [m.row["name"] for m in gpu_names.match(q, listing=listing)]
+            want = [m.row["name"] for m in gpu_names.match(q, list(every), listing=listing)]
+            assert got == want, q

@@ -71,7 +71,11 @@ def match(query: str, rows: Iterable[dict] | None = None, listing: bool = False)
     qt = tokens(query)
     if not qt:
         return []
-    scored = [_best(r, qt) for r in (data.gpus() if rows is None else rows)]
+    if rows is None:  # rows with none of the query's tokens match by no rule: not scored
+        every = data.gpus()
+        index = _token_index(every)
+        rows = [every[i] for i in sorted({i for t in qt for i in index.get(t, ())})]
+    scored = [_best(r, qt) for r in rows]
     exact = [m for m in scored if m.exact]
     if exact and not listing:
         return exact
@@ -84,6 +88,19 @@ def match(query: str, rows: Iterable[dict] | None = None, listing: bool = False)
     relaxed = [m for m in scored if models <= set(_name_tokens(m.row))]
     top = max((m.hits for m in relaxed), default=0)
     return [m for m in relaxed if m.hits == top]
+
+
+_INDEX: list = [None, {}]  # (the rows indexed, token -> positions of the rows one of whose names has it)
+
+
+def _token_index(rows: list[dict]) -> dict[str, tuple[int, ...]]:
+    if _INDEX[0] is not rows:
+        out: dict[str, list[int]] = {}
+        for i, row in enumerate(rows):
+            for t in _name_tokens(row):
+                out.setdefault(t, []).append(i)
+        _INDEX[:] = [rows, {t: tuple(v) for t, v in out.items()}]
+    return _INDEX[1]
 
 
 def _name_tokens(row: dict) -> set[str]:
