@@ -47,8 +47,9 @@ WHEELS = (
 )
 
 
-def _tree_rss(pid: int) -> int:
-    """Resident bytes of ``pid`` and all its descendants (Linux /proc, no psutil needed)."""
+def _tree_rss(pid: int, each: dict | None = None) -> int:
+    """Resident bytes of ``pid`` and all its descendants (Linux /proc, no psutil needed);
+    ``each``: pid -> the largest resident bytes seen of that process, updated."""
     total, todo = 0, [pid]
     while todo:
         p = todo.pop()
@@ -56,7 +57,10 @@ def _tree_rss(pid: int) -> int:
             with open(f"/proc/{p}/status") as fh:
                 for line in fh:
                     if line.startswith("VmRSS:"):
-                        total += int(line.split()[1]) * 1024
+                        rss = int(line.split()[1]) * 1024
+                        total += rss
+                        if each is not None:
+                            each[p] = max(each.get(p, 0), rss)
                         break
             for task in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{task}/children") as fh:
@@ -68,13 +72,20 @@ def _tree_rss(pid: int) -> int:
 
 def run_measured(cmd, env=None):
     """(seconds, peak tree RSS bytes, returncode) of a subprocess."""
+    secs, peak, _largest, rc = run_measured_each(cmd, env)
+    return secs, peak, rc
+
+
+def run_measured_each(cmd, env=None):
+    """(seconds, peak tree RSS bytes, peak RSS bytes of its largest process, returncode)."""
     start = time.monotonic()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak = [0]
+    each: dict[int, int] = {}
 
     def sample():
         while proc.poll() is None:
-            peak[0] = max(peak[0], _tree_rss(proc.pid))
+            peak[0] = max(peak[0], _tree_rss(proc.pid, each))
             time.sleep(0.02)
 
     t = threading.Thread(target=sample, daemon=True)
@@ -84,7 +95,7 @@ def run_measured(cmd, env=None):
     t.join()
     if proc.returncode not in (0, 1):
         sys.stderr.write(err.decode(errors="replace")[-2000:])
-    return secs, peak[0], proc.returncode
+    return secs, peak[0], max(each.values(), default=0), proc.returncode
 
 
 def extract(wheels, work):
