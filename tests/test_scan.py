@@ -181,6 +181,37 @@ def test_pool_gives_the_same_records(site, tmp_path):
     assert one.reports == two.reports and len(two.reports) == 4
 
 
+def test_pool_results_taken_in_once_however_often_the_walk_looks(tmp_path, monkeypatch):
+    """Results are taken in by the walk (every ``PUMP_EVERY`` files) and while waiting, and taking
+    one in counts a file, which may look again: each unit's records still arrive once, split
+    wheel spans too, in one-file batches that finish while others are taken in."""
+    import importlib
+    import time
+
+    scan_mod = importlib.import_module("fatbin_inspect.scan")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for i in range(12):
+        shutil.copyfile(MULTI if i % 2 else SM80, tree / f"lib{i:02}.so")
+        (tree / f"note{i:02}.txt").write_bytes(b"text " * 40)
+    shutil.copyfile(_big_wheel(tmp_path), tree / "gamma_gpu-2.0-py3-none-manylinux_2_28_x86_64.whl")
+    whole = scan([str(tree)], _opts(tmp_path, jobs=1, cache_dir=None))
+    monkeypatch.setattr(scan_mod, "BATCH_FILES", 1)
+    monkeypatch.setattr(scan_mod, "SPLIT_BYTES", 1)
+    monkeypatch.setattr(scan_mod, "SPAN_BYTES", 1)
+    monkeypatch.setattr(scan_mod._Scanner, "PUMP_EVERY", 1)
+    real = scan_mod._Scanner._file
+
+    def slow_walk(self, *args, **kw):  # let several units end between two looks
+        time.sleep(0.02)
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(scan_mod._Scanner, "_file", slow_walk)
+    pooled = scan([str(tree)], _opts(tmp_path, jobs=2, cache_dir=None))
+    assert [r.path for r in pooled.reports] == [r.path for r in whole.reports]
+    assert pooled.reports == whole.reports and pooled.stats.inspected == whole.stats.inspected
+
+
 def _big_wheel(tmp_path):
     """A wheel of many members: device code, host-only and text members, a nested wheel, and one
     member whose deflate stream is broken (a per-member error record)."""

@@ -118,6 +118,8 @@ def _options_fingerprint(o: Options | Mapping[str, Any] | None) -> str:
 
 
 class _Scanner:
+    PUMP_EVERY = 64  # files walked between two looks at the units in flight
+
     def __init__(self, opts: ScanOptions, progress: ProgressFn | None):
         self.opts = opts
         self.progress = progress
@@ -176,7 +178,7 @@ class _Scanner:
         if self.progress:
             self.progress(self.done, self.stats["files"], self.bytes_done)
         self.ticks += 1
-        if self.inflight and self.ticks % 64 == 0:  # the walk's turn to hand a freed process work
+        if self.inflight and self.ticks % self.PUMP_EVERY == 0:  # the walk's turn to hand out work
             self._pump()
 
     def _accept(
@@ -288,11 +290,13 @@ class _Scanner:
         """Take in the results that are ready (never waits), then hand queued units to the pool,
         while at most ``jobs + 1`` are in flight: one more than the processes, so a process that
         ends a unit finds the next one waiting. Results wait in their futures until taken in here,
-        from the walk every 64 files (``_tick``) or while waiting (``_drain``)."""
+        from the walk every ``PUMP_EVERY`` files (``_tick``) or while waiting (``_drain``). Taking
+        a result in ticks, and a tick may look again: the ended units leave ``inflight`` before
+        any is taken in, so a nested look never takes one in twice."""
         if self.inflight:
             done = [f for f in self.inflight if f.done()]
+            self.inflight.difference_update(done)
             for fut in done:
-                self.inflight.discard(fut)
                 self._result(fut)
         if not self.queue or len(self.inflight) > self.jobs:
             return
