@@ -188,6 +188,8 @@ class Hit:
         blob = _unpack(row[2], sum(lens))
         if blob is None or blob.translate(None, _TEXT_BYTES):
             return MISS
+        if len(lens) == 1:  # one record (a file, not an archive): its text is the blob
+            return [blob]
         out, pos = [], 0
         for n in lens:
             out.append(blob[pos : pos + n])
@@ -205,10 +207,9 @@ class ScanCache:
         self.path = None
         self._db = None
         self._pending: list[tuple] = []  # rows not yet written
-        self._meta: dict[
-            bytes, tuple
-        ] = {}  # path -> (dev, ino, size, mtime, ctime, summary), from ``preload``
-        self._preloaded: list[bytes] = []  # prefixes whose rows are all in ``_meta``
+        # path -> (dev, ino, size, mtime, ctime, summary), from ``preload``
+        self._meta: dict[str, tuple] = {}
+        self._preloaded: list[str] = []  # prefixes whose rows are all in ``_meta``
         if directory is None:
             return
         self.path = os.path.join(directory, f"scan-v{CACHE_VERSION}.sqlite3")
@@ -279,31 +280,30 @@ class ScanCache:
             ).fetchall()
         except sqlite3.Error:
             return {}
-        found = {}
+        found = self._meta
+        decode, enc = bytes.decode, sys.getfilesystemencoding()  # os.fsdecode, minus its checks
         for r in rows:
-            key = bytes(r[0])
-            self._meta[key] = r[1:]
-            found[os.fsdecode(key)] = r[1:]
-        self._preloaded.append(p)
+            if type(r[0]) is bytes:  # (a row some other writer keyed by text is not ours)
+                found[decode(r[0], enc, "surrogateescape")] = r[1:]
+        self._preloaded.append(os.fsdecode(lo))
         return found
 
     def get(self, path: str, key: Key):
         """``Hit`` for a valid row of a file with device code, None for one without, else ``MISS``."""
         if self._db is None:
             return MISS
-        k = os.fsencode(path)
-        meta = self._meta.get(k)
-        if meta is None and not any(k.startswith(p) for p in self._preloaded):
+        meta = self._meta.get(path)
+        if meta is None and not any(path.startswith(p) for p in self._preloaded):
             meta = self._query(
                 "SELECT dev, ino, size, mtime, ctime, summary FROM files WHERE path=? AND options=?",
-                (k, self.options),
+                (os.fsencode(path), self.options),
             )
         if meta is None or tuple(meta[:5]) != tuple(key):
             return MISS
         if meta[5] is None:
             return None
         try:
-            return Hit(self, k, path, _summary_rows(meta[5]))
+            return Hit(self, os.fsencode(path), path, _summary_rows(meta[5]))
         except (ValueError, TypeError, RecursionError):
             return MISS
 
