@@ -90,3 +90,23 @@ def test_runtime_reads_requires_dist_through_packaging():
     family = from_wheel_metadata("Name: x\nRequires-Dist: nvidia-cublas-cu12\n")
     assert family.version == "12" and family.confidence == "medium"
     assert from_wheel_metadata("Name: x\nRequires-Dist: !!!\n") is None
+
+
+def test_canonical_names_are_packaging_s():
+    """``containers.wheel.canonicalize_name`` (kept off ``packaging.utils``' import) gives what
+    ``packaging.utils.canonicalize_name`` gives, on every spelling the corpus and PEP 503 show."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from packaging.utils import canonicalize_name as theirs
+
+    from fatbin_inspect.containers.wheel import canonicalize_name as ours
+
+    for name in ["onnxruntime_gpu", "Nvidia-CuBLAS-cu12", "a.b-c_d", "x__y..z", "torch", "_", "-a-", "ÄBC"]:
+        assert ours(name) == theirs(name), name
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.text(alphabet=st.sampled_from("aZ09-_.É ~"), max_size=12))
+    def check(name):
+        assert ours(name) == theirs(name)
+
+    check()
