@@ -2,6 +2,7 @@
 private, the key sees a rewrite whose mtime was put back, and any file name is a key."""
 
 import dataclasses
+import json
 import os
 import pickle
 import shutil
@@ -166,7 +167,11 @@ def test_a_row_with_wrong_shapes_is_a_miss(tree, tmp_path):
     cache = tmp_path / "cache"
     cold = _scan(tree, cache)
     db, _ = _rows(cache)
-    db.execute("UPDATE files SET records = ? WHERE records IS NOT NULL", (_packed(b'[["", "elf", "big"]]'),))
+    wrong = b'["", "elf", "big"]'  # one record's data, of the wrong shape, packed as the row says
+    db.execute(
+        "UPDATE files SET records = ?, records_at = ? WHERE records IS NOT NULL",
+        (_packed(wrong), json.dumps([[len(_packed(wrong)), len(wrong)]])),
+    )
     db.commit()
     db.close()
     warm = _scan(tree, cache)
@@ -186,8 +191,9 @@ def test_hostile_texts_are_a_miss(tree, tmp_path, monkeypatch):
     n = db.execute("SELECT count(*) FROM files WHERE texts IS NOT NULL").fetchone()[0]
     assert n == 2
     for path, texts in db.execute("SELECT path, texts FROM files WHERE texts IS NOT NULL").fetchall():
-        hostile = _unpacked(texts).replace(b"null", b"nul\x1b")  # same lengths
-        db.execute("UPDATE files SET texts = ? WHERE path = ?", (_packed(hostile), path))
+        hostile = _packed(_unpacked(texts).replace(b"null", b"nul\x1b"))  # the row's sizes hold
+        at = json.dumps([[len(hostile), len(_unpacked(texts))]])
+        db.execute("UPDATE files SET texts = ?, texts_at = ? WHERE path = ?", (hostile, at, path))
     db.commit()
     db.close()
     res = CliRunner().invoke(cli, ["scan", str(tree), "--format", "json", "-j", "1"])
@@ -203,7 +209,7 @@ def test_hostile_texts_are_a_miss(tree, tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "frame",
     [
-        lambda text: _packed(text + b" "),  # declares a size the lengths do not add up to
+        lambda text: _packed(text + b" "),  # declares a size other than the row's
         lambda text: zstandard.ZstdCompressor(write_content_size=False).compress(text),  # no size
         lambda text: _packed(text)[:-3],  # cut short
         lambda text: b"\x28\xb5\x2f\xfd\xc4" + (1 << 62).to_bytes(8, "little") + b"\0" * 8,  # 4 EiB
@@ -211,8 +217,8 @@ def test_hostile_texts_are_a_miss(tree, tmp_path, monkeypatch):
     ],
 )
 def test_packed_texts_that_do_not_declare_their_size_are_a_miss(tree, tmp_path, monkeypatch, frame):
-    """A texts frame is unpacked only when its header declares the size the lengths add up to:
-    else the texts are made again from the row's data (the same bytes), never allocated blind."""
+    """A text's frame is unpacked only when its header declares the size the row gives: else the
+    texts are made again from the row's data (the same bytes), never allocated blind."""
     from click.testing import CliRunner
 
     from fatbin_inspect.cli.main import cli
@@ -223,8 +229,10 @@ def test_packed_texts_that_do_not_declare_their_size_are_a_miss(tree, tmp_path, 
     db = sqlite3.connect(str(tmp_path / "cache" / f"scan-v{CACHE_VERSION}.sqlite3"))
     rows = db.execute("SELECT path, texts FROM files WHERE texts IS NOT NULL").fetchall()
     assert len(rows) == 2
-    for path, texts in rows:
-        db.execute("UPDATE files SET texts = ? WHERE path = ?", (frame(_unpacked(texts)), path))
+    for path, texts in rows:  # the row gives the bad frame's length and the true text's size
+        bad = frame(_unpacked(texts))
+        at = json.dumps([[len(bad), len(_unpacked(texts))]])
+        db.execute("UPDATE files SET texts = ?, texts_at = ? WHERE path = ?", (bad, at, path))
     db.commit()
     db.close()
     again = CliRunner().invoke(cli, args).stdout_bytes

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES
+from conftest import FIXTURES, fixture_path
 
 from fatbin_inspect.cli.inventory import iter_reports
 from fatbin_inspect.cli.main import cli
@@ -209,12 +209,15 @@ def test_scan_json_streamed_equals_the_document_of_full_records(tmp_path, monkey
     (tree / "lib").mkdir(parents=True)
     for p in FILES[:12]:
         shutil.copyfile(p, tree / "lib" / os.path.basename(p))
+    archive = fixture_path("bin", "t10_rdc_lib_sm80.a")  # one file, two records: two texts a row
+    shutil.copyfile(archive, tree / "lib" / "librdc.a")
     monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
     outs = [
         _run("scan", str(tree), "--format", "json", "-j", "1", *extra) for extra in ((), (), ("--no-cache",))
     ]
     docs = [json.loads(o) for o in outs]
     assert docs[0]["stats"]["cache_hits"] == 0 and docs[1]["stats"]["cache_hits"] > 0
+    assert sum("librdc.a!" in f["path"] for f in docs[1]["files"]) == 2
     result = scan([str(tree)], ScanOptions(inventory={"jobs": 1}, jobs=1, cache_dir=None))
     cov = coverage.build(result.reports, None, [])
     for out, doc in zip(outs, docs, strict=True):

@@ -25,7 +25,16 @@ from typing import TYPE_CHECKING, Any
 
 from fatbin_inspect.formats.model import FileError, FileReport
 from fatbin_inspect.inventory import member_path
-from fatbin_inspect.scan.cache import MISS, ScanCache, default_dir, stat_key, summaries_from
+from fatbin_inspect.scan.cache import (
+    MISS,
+    ScanCache,
+    default_dir,
+    pack,
+    packed_size,
+    stat_key,
+    summaries_from,
+    unpack,
+)
 from fatbin_inspect.scan.distributions import Attributor, innermost_wheel, wheel_distribution
 from fatbin_inspect.scan.environment import Root, iter_stat, resolve_roots
 
@@ -185,7 +194,7 @@ class _Scanner:
         self, path: str, records: Iterable, texts=None, summaries=None, attribute: bool = True
     ) -> None:
         """Keep the records of one file: full records, or their summaries (given, or made here),
-        the texts spilled with an encoder."""
+        the texts (``cache.pack``ed, as workers hand them over) spilled with an encoder."""
         owner = MISS  # the distribution of ``path`` itself, looked up once for all its members
         for i, rec in enumerate(records):
             dist = innermost_wheel(rec.path) if member_path.is_member(rec.path) else None
@@ -222,7 +231,7 @@ class _Scanner:
                 import tempfile
 
                 self.spill = tempfile.TemporaryFile(prefix="fatbin-inspect-scan-")
-            self.locs.append((self.spill.tell(), len(text)))
+            self.locs.append((self.spill.tell(), len(text), packed_size(text)))
             self.spill.write(text)
             self.reports.append(summary)
 
@@ -262,7 +271,7 @@ class _Scanner:
             return False
         texts = [self.encoder(r) for r in reports]
         self.cache.put(apath, key, reports, texts, base=path)
-        self._accept(path, reports, texts)
+        self._accept(path, reports, [pack(t) for t in texts])
         return True
 
     # ------------------------------------------------------------------- batches
@@ -406,7 +415,7 @@ class _Scanner:
     def _error(self, path: str, size: int, message: str) -> None:
         """A file that cannot be read: one record with the error (its text encoded here)."""
         rec = FileReport(path=path, format="unknown", size=size, error=FileError(message))
-        self._accept(path, (rec,), [self.encoder(rec)] if self.encoder else None, attribute=False)
+        self._accept(path, (rec,), [pack(self.encoder(rec))] if self.encoder else None, attribute=False)
 
     def _quiet(self, n: int, nbytes: int) -> None:
         """``n`` files with nothing to report (too small, or cached as no binary)."""
@@ -490,9 +499,14 @@ class _Scanner:
         row = rows = None
         try:
             for loc in locs:
-                if len(loc) == 2:
+                if len(loc) == 3:  # (offset, frame bytes, text bytes) in the spill file
                     self.spill.seek(loc[0])
-                    yield self.spill.read(loc[1])
+                    text = unpack(self.spill.read(loc[1]), loc[2])
+                    if text is None:  # (unlinked, this process's alone: a disk error)
+                        from fatbin_inspect.errors import InputError
+
+                        raise InputError(f"{self.spill.name}: the scan's spill file does not read back")
+                    yield text
                     continue
                 hit, i, shown, apath, key = loc
                 if hit is not row:

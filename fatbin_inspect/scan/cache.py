@@ -12,10 +12,12 @@ file's device, inode, size, mtime (ns) and ctime (ns) are unchanged and the scan
   warm ``scan --format json`` copies bytes and builds no record; only printable ASCII and
   newlines are accepted back.
 
-``records`` and ``texts`` are one zstd frame each (level 1, its content size in the frame
-header): the scan document's 33 MB of texts over six wheels are 0.7 MB so, packed in 16 ms and
-unpacked in 19 ms, where SQLite took 0.2 s to write them whole. A frame is unpacked only when the
-size its header declares is the one expected (the texts' lengths add up to it; records at most
+Each record's data and text is one zstd frame (level 1, its content size in the frame header),
+packed by the worker that encoded the record (``pack``), so a 23 MB record crosses the pipe to
+the scan as 0.5 MB; a row holds its records' frames back to back, with ``[frame bytes, bytes]``
+of each beside them (``records_at``, ``texts_at``). The scan document's 33 MB of texts over six
+wheels are 0.7 MB so, packed in 16 ms and unpacked in 19 ms, where SQLite took 0.2 s to write
+them whole. A frame is unpacked only when its header declares the size the row gives (at most
 ``MAX_UNPACKED``), so a row cannot make a scan allocate more than it says.
 
 A row that does not validate (wrong shapes or types, lengths that do not add up) is a miss. The
@@ -38,8 +40,8 @@ from typing import Any
 from fatbin_inspect import __version__
 
 # 3: static_cudart, relocatable; 4: members by content, conda; 5: data rows; 6: fatbin counts;
-# 7: records and texts zstd-packed
-CACHE_VERSION = 7
+# 7: records and texts zstd-packed; 8: one frame per record, packed by the worker
+CACHE_VERSION = 8
 ENV_DIR = "FATBIN_INSPECT_CACHE_DIR"
 COMMIT_EVERY = 256
 
@@ -51,26 +53,56 @@ _TEXT_BYTES = bytes(range(0x20, 0x7F)) + b"\n"
 MAX_UNPACKED = 1 << 31  # the records of one file as JSON (libtorch_cuda.so --kernels: ~200 MB)
 
 
-def _pack(data: bytes) -> bytes:
+def pack(data: bytes) -> bytes:
+    """One record's data or text as the cache keeps it and a worker hands it over."""
     import zstandard
 
     return zstandard.ZstdCompressor(level=1).compress(data)
 
 
-def _unpack(blob: Any, size: int | None = None) -> bytes | None:
-    """A packed column's bytes; None when the frame does not declare ``size`` bytes (or, without
-    ``size``, declares none or more than ``MAX_UNPACKED``), or does not unpack to them."""
+def packed_size(frame: bytes) -> int:
+    """The bytes a frame made by ``pack`` unpacks to (its header says so)."""
     import zstandard
 
-    blob = bytes(blob)
-    try:
-        declared = zstandard.frame_content_size(blob)
-        if declared < 0 or declared > MAX_UNPACKED or (size is not None and declared != size):
-            return None
-        out = zstandard.ZstdDecompressor().decompress(blob, max_output_size=declared)
-    except (zstandard.ZstdError, ValueError, MemoryError):
+    return zstandard.frame_content_size(frame)
+
+
+def unpack(frame: Any, size: int) -> bytes | None:
+    """A frame's bytes; None when its header does not declare ``size`` (at most
+    ``MAX_UNPACKED``) or it does not unpack to exactly that."""
+    import zstandard
+
+    if type(size) is not int or not 0 <= size <= MAX_UNPACKED:
         return None
-    return out if len(out) == declared else None
+    try:
+        if zstandard.frame_content_size(frame) != size:
+            return None
+        out = zstandard.ZstdDecompressor().decompress(frame, max_output_size=size)
+    except (zstandard.ZstdError, ValueError, TypeError, MemoryError):
+        return None
+    return out if len(out) == size else None
+
+
+def _frames(blob: Any, at: Any, n: int) -> list[bytes] | None:
+    """The ``n`` frames of a packed column, unpacked; ``at``: its ``[[frame bytes, bytes], ...]``
+    as JSON. None when anything does not add up."""
+    try:
+        sizes = json.loads(at)
+    except (ValueError, TypeError):
+        return None
+    if type(sizes) is not list or len(sizes) != n or blob is None:
+        return None
+    blob = bytes(blob)
+    out, pos = [], 0
+    for s in sizes:
+        if type(s) is not list or len(s) != 2 or type(s[0]) is not int or s[0] < 0:
+            return None
+        data = unpack(blob[pos : pos + s[0]], s[1])
+        if data is None:
+            return None
+        out.append(data)
+        pos += s[0]
+    return out if pos == len(blob) else None
 
 
 def default_dir() -> str:
@@ -149,52 +181,35 @@ class Hit:
         """The full records rebased on ``shown``, or ``MISS``."""
         from fatbin_inspect.scan.record_data import report_from_data
 
-        row = self._cache._query("SELECT records FROM files WHERE path=?", (self._key,))
-        text = _unpack(row[0]) if row and row[0] is not None else None
+        row = self._cache._query("SELECT records, records_at FROM files WHERE path=?", (self._key,))
+        frames = _frames(row[0], row[1], len(self.summary)) if row else None
+        if frames is None:
+            return MISS
         try:
-            data = json.loads(text) if text is not None else None
-            if type(data) is not list or len(data) != len(self.summary):
-                return MISS
-            return tuple(report_from_data(d, shown) for d in data)
+            return tuple(report_from_data(json.loads(f), shown) for f in frames)
         except (ValueError, TypeError, RecursionError):
             return MISS
 
     def has_texts(self) -> bool:
         """Texts for this encoder are stored, one per record (their bytes are checked by ``texts``)."""
-        row = self._cache._query("SELECT encoder, text_lens FROM files WHERE path=?", (self._key,))
+        row = self._cache._query("SELECT encoder, texts_at FROM files WHERE path=?", (self._key,))
         if not row or row[0] is None or row[0] != self._cache.encoder:
             return False
         try:
-            lens = json.loads(row[1])
+            at = json.loads(row[1])
         except (ValueError, TypeError):
             return False
-        return type(lens) is list and len(lens) == len(self.summary)
+        return type(at) is list and len(at) == len(self.summary)
 
     def texts(self) -> list[bytes] | Any:
         """The stored texts, one per record, or ``MISS`` (none stored for this encoder, or invalid)."""
-        row = self._cache._query("SELECT encoder, text_lens, texts FROM files WHERE path=?", (self._key,))
-        if not row or row[0] != self._cache.encoder or row[0] is None or row[2] is None:
+        row = self._cache._query("SELECT encoder, texts_at, texts FROM files WHERE path=?", (self._key,))
+        if not row or row[0] != self._cache.encoder or row[0] is None:
             return MISS
-        try:
-            lens = json.loads(row[1])
-        except (ValueError, TypeError):
+        texts = _frames(row[2], row[1], len(self.summary))
+        if texts is None or any(t.translate(None, _TEXT_BYTES) for t in texts):
             return MISS
-        if (
-            type(lens) is not list
-            or len(lens) != len(self.summary)
-            or any(type(n) is not int or n < 0 for n in lens)
-        ):
-            return MISS
-        blob = _unpack(row[2], sum(lens))
-        if blob is None or blob.translate(None, _TEXT_BYTES):
-            return MISS
-        if len(lens) == 1:  # one record (a file, not an archive): its text is the blob
-            return [blob]
-        out, pos = [], 0
-        for n in lens:
-            out.append(blob[pos : pos + n])
-            pos += n
-        return out
+        return texts
 
 
 class ScanCache:
@@ -244,7 +259,7 @@ class ScanCache:
             db.execute(
                 "CREATE TABLE IF NOT EXISTS files (path BLOB PRIMARY KEY, dev INTEGER, ino INTEGER,"
                 " size INTEGER, mtime INTEGER, ctime INTEGER, options TEXT, summary TEXT, records BLOB,"
-                " encoder TEXT, text_lens TEXT, texts BLOB)"
+                " records_at TEXT, encoder TEXT, texts_at TEXT, texts BLOB)"
             )
         finally:
             os.umask(old)
@@ -317,7 +332,7 @@ class ScanCache:
     ) -> None:
         """``records``: a tuple (possibly empty) of full records whose paths start with ``base``
         (the path as scanned; default ``path``), or None for a file that is no binary at all;
-        ``texts``: their encoded texts for ``self.encoder``, if any."""
+        ``texts``: their encoded texts for ``self.encoder`` (not packed), if any."""
         if self._db is None:
             return
         if records is None:
@@ -327,20 +342,24 @@ class ScanCache:
             encoded = [encode_record(r, path if base is None else base) for r in records]
         except (ValueError, TypeError):  # a record that does not encode is not cached
             return
-        self.put_encoded(path, key, encoded, texts)
+        self.put_encoded(path, key, encoded, None if texts is None else [pack(t) for t in texts])
 
     def put_encoded(self, path: str, key: Key, encoded, texts: list[bytes] | None = None) -> None:
-        """``put`` of records already turned into ``encode_record`` pairs (by a worker)."""
+        """``put`` of records already turned into ``encode_record`` pairs (by a worker), the
+        texts ``pack``ed."""
         if self._db is None:
             return
-        summary = data = lens = blob = encoder = None
+        summary = data = data_at = texts_at = blob = encoder = None
         if encoded is not None:
             summary = json.dumps([e[0] for e in encoded], separators=(",", ":"))
-            data = _pack(("[" + ",".join(e[1] for e in encoded) + "]").encode())
+            data = b"".join(e[1] for e in encoded)
+            data_at = json.dumps([[len(e[1]), packed_size(e[1])] for e in encoded])
             if texts is not None and self.encoder is not None and len(texts) == len(encoded):
-                encoder, lens = self.encoder, json.dumps([len(t) for t in texts])
-                blob = _pack(b"".join(texts))
-        self._pending.append((os.fsencode(path), *key, self.options, summary, data, encoder, lens, blob))
+                encoder, blob = self.encoder, b"".join(texts)
+                texts_at = json.dumps([[len(t), packed_size(t)] for t in texts])
+        self._pending.append(
+            (os.fsencode(path), *key, self.options, summary, data, data_at, encoder, texts_at, blob)
+        )
         if len(self._pending) >= COMMIT_EVERY:
             self._write()
 
@@ -350,7 +369,7 @@ class ScanCache:
         if self._db is None or not rows:
             return
         try:
-            self._db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+            self._db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
             self._db.commit()
         except sqlite3.Error:
             self._db = None
@@ -369,10 +388,10 @@ class ScanCache:
             self._db = None
 
 
-def encode_record(r, base: str, data: bool = True) -> tuple[list, str | None]:
-    """A record as a row keeps it: ``(summary item, record data as JSON or None without
-    ``data``)``, paths relative to ``base``; run by the worker that made the record, so the
-    records need not come back."""
+def encode_record(r, base: str, data: bool = True) -> tuple[list, bytes | None]:
+    """A record as a row keeps it: ``(summary item, record data as ``pack``ed JSON or None
+    without ``data``)``, paths relative to ``base``; run by the worker that made the record, so
+    the records need not come back."""
     from fatbin_inspect.checks.coverage import summarize
     from fatbin_inspect.scan.record_data import report_data
 
@@ -390,7 +409,7 @@ def encode_record(r, base: str, data: bool = True) -> tuple[list, str | None]:
         s.fatbins,
         [list(c) for c in s.counts],
     ]
-    return item, json.dumps(report_data(r, base), separators=(",", ":")) if data else None
+    return item, pack(json.dumps(report_data(r, base), separators=(",", ":")).encode()) if data else None
 
 
 def summaries_from(items, shown: str) -> tuple:

@@ -21,7 +21,7 @@ from fatbin_inspect.inventory.core import Options, inspect_blob, inspect_path, i
 from fatbin_inspect.inventory.core import (
     zip_spans as zip_spans,  # re-exported: scan and its tests call worker.zip_spans
 )
-from fatbin_inspect.scan.cache import encode_record
+from fatbin_inspect.scan.cache import encode_record, pack
 
 CHUNK = 32 << 20
 HEAD = 512
@@ -75,16 +75,17 @@ _ZIP = None  # ((path, key), blob, directory or None): the zip this process has 
 
 def encoded(records, base: str, encoder, keep: bool, data: bool = True) -> list[tuple]:
     """What a worker hands back per record: ``(summary item, record data, text or None, record
-    or None)`` (see ``cache.encode_record``; the data only with ``data``, for the cache); the
-    record itself only with ``keep``. None for a record that does not encode (the file is then
-    not cached)."""
+    or None)`` (see ``cache.encode_record``; the data only with ``data``, for the cache; data and
+    text ``cache.pack``ed, as the cache keeps them); the record itself only with ``keep``. None
+    for a record that does not encode (the file is then not cached)."""
     out = []
     for r in records:
         try:
             item, data = encode_record(r, base, data)
         except (ValueError, TypeError):
             item = data = None
-        out.append((item, data, encoder(r) if encoder else None, r if keep or item is None else None))
+        text = pack(encoder(r)) if encoder else None
+        out.append((item, data, text, r if keep or item is None else None))
     return out
 
 
