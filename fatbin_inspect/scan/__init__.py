@@ -8,10 +8,10 @@ in flight, so memory does not grow with the size of the tree, only with the reco
 
 With ``ScanOptions.summary`` the records are ``coverage.FileSummary`` (all the matrix needs); a warm
 scan then reads neither a file nor a full record, and imports none of the parsers. With
-``ScanOptions.encoder`` the records are summaries too, and each full record is encoded (by the
-worker that made it) and spilled to an unlinked temporary file: ``ScanResult.texts`` streams the
-texts back in path order, so memory does not grow with the records either; a warm scan copies
-the cached texts and builds no record.
+``ScanOptions.encoder`` the records are summaries too, and each full record is encoded and
+zstd-packed (``cache.pack``) by the worker that made it, and spilled to an unlinked temporary
+file: ``ScanResult.texts`` streams the texts back in path order, so memory does not grow with the
+records either; a warm scan copies the cached texts and builds no record.
 """
 
 from __future__ import annotations
