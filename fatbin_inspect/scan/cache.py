@@ -40,10 +40,12 @@ from typing import Any
 from fatbin_inspect import __version__
 
 # 3: static_cudart, relocatable; 4: members by content, conda; 5: data rows; 6: fatbin counts;
-# 7: records and texts zstd-packed; 8: one frame per record, packed by the worker
-CACHE_VERSION = 8
+# 7: records and texts zstd-packed; 8: one frame per record, packed by the worker; 9: a table
+# without rowid (the path is the key: one B-tree, not a table and an index)
+CACHE_VERSION = 9
 ENV_DIR = "FATBIN_INSPECT_CACHE_DIR"
-COMMIT_EVERY = 256
+COMMIT_EVERY = 4096  # rows per statement and commit (a cold scan of 15,000 files: 4 commits)
+COMMIT_BYTES = 64 << 20  # or fewer, when their packed data and texts reach this
 
 Key = tuple[int, int, int, int, int]  # (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)
 MISS = object()  # ``get`` on an absent, stale or invalid row
@@ -221,7 +223,9 @@ class ScanCache:
         self.encoder = encoder
         self.path = None
         self._db = None
-        self._pending: list[tuple] = []  # rows not yet written
+        self._pending: list[tuple] = []  # rows with records not yet written
+        self._bare: list[tuple] = []  # rows of files without device code not yet written
+        self._pending_bytes = 0
         # path -> (dev, ino, size, mtime, ctime, summary), from ``preload``
         self._meta: dict[str, tuple] = {}
         self._preloaded: list[str] = []  # prefixes whose rows are all in ``_meta``
@@ -259,7 +263,7 @@ class ScanCache:
             db.execute(
                 "CREATE TABLE IF NOT EXISTS files (path BLOB PRIMARY KEY, dev INTEGER, ino INTEGER,"
                 " size INTEGER, mtime INTEGER, ctime INTEGER, options TEXT, summary TEXT, records BLOB,"
-                " records_at TEXT, encoder TEXT, texts_at TEXT, texts BLOB)"
+                " records_at TEXT, encoder TEXT, texts_at TEXT, texts BLOB) WITHOUT ROWID"
             )
         finally:
             os.umask(old)
@@ -349,27 +353,40 @@ class ScanCache:
         texts ``pack``ed."""
         if self._db is None:
             return
-        summary = data = data_at = texts_at = blob = encoder = None
-        if encoded is not None:
-            summary = json.dumps([e[0] for e in encoded], separators=(",", ":"))
-            data = b"".join(e[1] for e in encoded)
-            data_at = json.dumps([[len(e[1]), packed_size(e[1])] for e in encoded])
-            if texts is not None and self.encoder is not None and len(texts) == len(encoded):
-                encoder, blob = self.encoder, b"".join(texts)
-                texts_at = json.dumps([[len(t), packed_size(t)] for t in texts])
+        if encoded is None:  # no device code: the key alone (a statement of 7 values, not 13)
+            self._bare.append((os.fsencode(path), *key, self.options))
+            if len(self._bare) >= COMMIT_EVERY:
+                self._write()
+            return
+        texts_at = blob = encoder = None
+        summary = json.dumps([e[0] for e in encoded], separators=(",", ":"))
+        data = b"".join(e[1] for e in encoded)
+        data_at = json.dumps([[len(e[1]), packed_size(e[1])] for e in encoded])
+        if texts is not None and self.encoder is not None and len(texts) == len(encoded):
+            encoder, blob = self.encoder, b"".join(texts)
+            texts_at = json.dumps([[len(t), packed_size(t)] for t in texts])
         self._pending.append(
             (os.fsencode(path), *key, self.options, summary, data, data_at, encoder, texts_at, blob)
         )
-        if len(self._pending) >= COMMIT_EVERY:
+        self._pending_bytes += len(data) + len(blob or b"")
+        if len(self._pending) >= COMMIT_EVERY or self._pending_bytes >= COMMIT_BYTES:
             self._write()
 
     def _write(self) -> None:
-        """Rows are written in batches (one statement, one commit per ``COMMIT_EVERY`` files)."""
-        rows, self._pending = self._pending, []
-        if self._db is None or not rows:
+        """Rows are written in batches (a statement per kind of row, one commit per
+        ``COMMIT_EVERY`` files or ``COMMIT_BYTES``)."""
+        rows, bare, self._pending, self._bare, self._pending_bytes = self._pending, self._bare, [], [], 0
+        if self._db is None or not (rows or bare):
             return
         try:
-            self._db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+            if rows:
+                self._db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+            if bare:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO files (path, dev, ino, size, mtime, ctime, options)"
+                    " VALUES (?,?,?,?,?,?,?)",
+                    bare,
+                )
             self._db.commit()
         except sqlite3.Error:
             self._db = None

@@ -27,12 +27,13 @@ CHUNK = 32 << 20
 HEAD = 512
 HOST_BINARIES = ("elf", "pe", "coff", "ar")
 NOT_DEVICE = "unknown"
+_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 
 
 def head_format(path: str) -> str:
     """Format from the first bytes read with a plain read (cheaper than a mapping for text files;
     a bare descriptor, not a file object: no fstat, no isatty, no 8 KiB buffer per file)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    fd = os.open(path, _READ)
     try:
         return detect(os.read(fd, HEAD))
     finally:
