@@ -74,17 +74,17 @@ def cuda_needs(names) -> tuple[str, ...]:
 STATIC_CUDART_MARKER = b"/cudart.shm."
 
 
-def has_static_cudart(blob, needs: tuple[str, ...], device_ranges=()) -> bool:
+def has_static_cudart(blob, needs: tuple[str, ...], skip=()) -> bool:
     """No cudart among the linked libraries, yet the static cudart's shared-memory name format
     (``/cudart.shm.``: in nvcc executables linked with ``-cudart static`` and in libcublasLt 13,
     absent from files that link libcudart dynamically) in the bytes. Found the same way in a file
-    on disk, an archive member or an installed file (R-RT 3). ``device_ranges``: ``(start, end)``
-    of the fatbins found, not searched (host strings are never inside one; cuFFT's 24,000 fatbins
-    are most of its 273 MB)."""
+    on disk, an archive member or an installed file (R-RT 3). ``skip``: ``(start, end)`` ranges
+    where no host string is, not searched: the fatbins found (cuFFT's 24,000 are most of its 273
+    MB) and code (libcublasLt's 105 MB of ``.text`` come before its marker)."""
     if any(n.lower().startswith(("libcudart", "cudart")) for n in needs):
         return False
     pos = 0
-    for start, end in sorted(device_ranges):
+    for start, end in sorted(skip):
         if start > pos and blob.find(STATIC_CUDART_MARKER, pos, start) >= 0:
             return True
         pos = max(pos, end)

@@ -403,7 +403,10 @@ def _inspect_binary(
         notes.append(f"{len(errors) - 1} more fatbin errors after the first")
         notes += [e.message for e in errors[1:] if e.message.endswith("not kept")]  # fatbin.MAX_ERRORS
     static = bool(fatbins) and has_static_cudart(
-        blob, layout.needs, [(fb.offset, fb.offset + 16 + fb.size) for fb in fatbins]
+        blob,
+        layout.needs,
+        [(fb.offset, fb.offset + 16 + fb.size) for fb in fatbins]
+        + [(r.start, r.end) for r in layout.regions if not r.scan],  # code and linker tables
     )
     return FileReport(
         path=path,
