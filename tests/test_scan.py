@@ -528,3 +528,31 @@ def test_a_large_zip_listed_by_worker_processes_gives_the_records_of_one_walk(
     assert calls and calls[0] >= 4
     assert par == one and [r.notes for r in par] == [r.notes for r in one]
     assert par[0].path == str(whl) and any(r.error for r in par[1:])  # the zip first; the broken member kept
+
+
+def test_quick_test_skips_code_where_the_inventory_never_looks(tmp_path):
+    """The scan's quick test looks for the fatbin magic only where the inventory would find a
+    fatbin: not in code, tables or debug info of a readable section table; everywhere when the
+    section table does not read."""
+    import builders as B
+
+    from fatbin_inspect.formats.binio import open_blob
+    from fatbin_inspect.inventory.core import Options, magic_ranges
+    from fatbin_inspect.scan import worker
+
+    fb = B.sample_fatbin()
+    cases = [
+        (B.elf64([(".debug_info", 1, fb)]), False),  # where the inventory never looks
+        (B.elf64([(".symtab", 2, fb)]), False),
+        (B.elf64([(".rodata", 1, fb)]), True),
+    ]
+    broken = bytearray(B.elf64([(".debug_info", 1, fb)]))
+    broken[0x28:0x30] = (1 << 40).to_bytes(8, "little")  # e_shoff past the end
+    for i, (data, found) in enumerate([*cases, (bytes(broken), True)]):
+        path = tmp_path / f"lib{i}.so"
+        path.write_bytes(data)
+        blob = open_blob(str(path))
+        assert worker.has_magic(blob), i  # the bytes are there in every case
+        assert worker.has_magic(blob, magic_ranges("elf", blob)) is found, i
+        if i < len(cases):
+            assert bool(worker.inspect_file(str(path), Options())) is found, i

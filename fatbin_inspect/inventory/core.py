@@ -456,6 +456,18 @@ def _layout(fmt: str, blob: Blob) -> Layout:
     return Layout(fmt, ())
 
 
+def magic_ranges(fmt: str, blob: Blob) -> list[tuple[int, int]]:
+    """The byte ranges where ``_inspect_binary`` may find a fatbin: all but the code and linker
+    tables of an ELF or PE/COFF file whose section table reads (the whole blob when it does not,
+    or for other formats)."""
+    try:
+        layout = _layout(fmt, blob)
+    except InputError:
+        return [(0, blob.size)]
+    code = [(r.start, r.end) for r in layout.regions if not r.scan and not r.fatbin_section]
+    return list(_gaps(code, blob.size))
+
+
 def _gaps(regions: list[tuple[int, int]], size: int, pos: int = 0) -> Iterator[tuple[int, int]]:
     """The byte ranges of ``[pos, size)`` that no region covers (headers, tables; everything when
     stripped)."""

@@ -17,7 +17,7 @@ from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.fatbin import MAGIC_BYTES
 from fatbin_inspect.formats.model import FileError, FileReport
-from fatbin_inspect.inventory.core import Options, inspect_blob, inspect_path, inspect_zip_span
+from fatbin_inspect.inventory.core import Options, inspect_blob, inspect_path, inspect_zip_span, magic_ranges
 from fatbin_inspect.inventory.core import (
     zip_spans as zip_spans,  # re-exported: scan and its tests call worker.zip_spans
 )
@@ -40,15 +40,20 @@ def head_format(path: str) -> str:
         os.close(fd)
 
 
-def has_magic(blob: Blob) -> bool:
-    pos, overlap = 0, len(MAGIC_BYTES) - 1
-    while pos < blob.size:
-        stop = min(blob.size, pos + CHUNK)
-        hit = blob.find(MAGIC_BYTES, pos, min(blob.size, stop + overlap))
-        blob.release(pos, stop)
-        if hit >= 0:
-            return True
-        pos = stop
+def has_magic(blob: Blob, ranges=None) -> bool:
+    """The fatbin magic somewhere in ``ranges`` (``(start, end)``; default the whole blob), e.g.
+    ``inventory.core.magic_ranges``: all but code, where the inventory never looks either
+    (libtorch_cpu.so has 399 of its 425 MB there)."""
+    overlap = len(MAGIC_BYTES) - 1
+    for start, end in [(0, blob.size)] if ranges is None else ranges:
+        pos = start
+        while pos < end:
+            stop = min(end, pos + CHUNK)
+            hit = blob.find(MAGIC_BYTES, pos, min(end, stop + overlap))
+            blob.release(pos, stop)
+            if hit >= 0:
+                return True
+            pos = stop
     return False
 
 
@@ -62,7 +67,7 @@ def inspect_file(path: str, opts: Options) -> tuple[FileReport, ...]:
     except InputError as exc:
         return (FileReport(path=path, format="unknown", size=0, error=FileError(exc.message, exc.offset)),)
     fmt = detect(blob.head(HEAD))
-    if fmt == NOT_DEVICE or (fmt in HOST_BINARIES and not has_magic(blob)):
+    if fmt == NOT_DEVICE or (fmt in HOST_BINARIES and not has_magic(blob, magic_ranges(fmt, blob))):
         return ()
     out: list[FileReport] = []
     for rec in inspect_blob(path, blob, opts, 0):
