@@ -2,9 +2,10 @@
 
 Pipeline: roots (``environment``) -> walk with the stat of each entry (``environment.iter_stat``)
 -> cache lookup (``cache``) -> quick head test in this process -> misses in batches to a process
-pool (``worker``: magic test, then the inventory) -> attribution (``distributions``). Only files
-that hold device code, or could not be read, come back as records; at most ``jobs * 2`` batches are
-in flight, so memory does not grow with the size of the tree, only with the records found.
+pool (``worker``: magic test outside code, then the inventory) -> attribution (``distributions``).
+Only files that hold device code, or could not be read, come back as records; at most ``jobs + 1``
+batches are in flight (the others wait as paths), so memory does not grow with the size of the
+tree, only with the records found.
 
 With ``ScanOptions.summary`` the records are ``coverage.FileSummary`` (all the matrix needs); a warm
 scan then reads neither a file nor a full record, and imports none of the parsers. With
