@@ -6,8 +6,7 @@ mangled name then.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
+import ctypes  # (ctypes.util, which imports subprocess, only when the runtime is looked for)
 from functools import lru_cache
 from typing import Any
 
@@ -18,6 +17,8 @@ _loaded = False
 
 def _load():
     global _fn, _free, _loaded
+    import ctypes.util
+
     _loaded = True
     for name in ("stdc++", "c++"):
         path = ctypes.util.find_library(name)
