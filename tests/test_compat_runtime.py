@@ -72,6 +72,9 @@ def test_static_cudart_marker_and_toolkit():
     assert not has_static_cudart(blob, (), [(50, 130)])
     assert has_static_cudart(blob, (), [(0, 60), (130, 140)])
     assert has_static_cudart(blob, (), [(0, 99)]) and not has_static_cudart(blob, (), [(0, 101)])
+    m = len(STATIC_CUDART_MARKER)  # a gap just the marker's size is searched, a shorter one is not
+    assert has_static_cudart(blob, (), [(0, 100), (100 + m, 200)])
+    assert not has_static_cudart(blob, (), [(0, 100), (99 + m, 200)])
     rt = runtime.for_file(_report("a", True))
     assert (rt.version, rt.confidence) == ("12.8", "medium") and "static" in rt.source
     assert runtime.for_file(_report("b", False)) is None

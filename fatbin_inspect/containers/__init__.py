@@ -83,9 +83,9 @@ def has_static_cudart(blob, needs: tuple[str, ...], skip=()) -> bool:
     MB) and code (libcublasLt's 105 MB of ``.text`` come before its marker)."""
     if any(n.lower().startswith(("libcudart", "cudart")) for n in needs):
         return False
-    pos = 0
+    pos, n = 0, len(STATIC_CUDART_MARKER)
     for start, end in sorted(skip):
-        if start > pos and blob.find(STATIC_CUDART_MARKER, pos, start) >= 0:
+        if start - pos >= n and blob.find(STATIC_CUDART_MARKER, pos, start) >= 0:  # (not padding)
             return True
         pos = max(pos, end)
     return blob.find(STATIC_CUDART_MARKER, pos) >= 0 if pos < blob.size else False
