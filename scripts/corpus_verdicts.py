@@ -55,17 +55,7 @@ def judge_wheel(path: str, targets_by_driver: dict) -> list[dict]:
         for d in drivers:
             vs = [evaluate(r, t, rt) for t in targets_by_driver[d]]
             per_driver[d].append((r.path, vs))
-            row["cells"][d] = [
-                {
-                    "verdict": v.verdict,
-                    "coverage": v.coverage,
-                    "error": v.error.code if v.error else None,
-                    "rule": v.rule,
-                    "reason": v.reason,
-                    "summary": _summary(v),
-                }
-                for v in vs
-            ]
+            row["cells"][d] = [_cell(v, summary=_summary(v)) for v in vs]
         rows.append(row)
     if members:
         dist = {"library": f"[distribution] {os.path.basename(path)}", "runtime": None, "cells": {}}
@@ -74,20 +64,28 @@ def judge_wheel(path: str, targets_by_driver: dict) -> list[dict]:
                 continue
             us = [units.unit_verdict([(p, vs[i]) for p, vs in files]) for i in range(len(GPUS))]
             dist["cells"][d] = [
-                {
-                    "verdict": u.verdict,
-                    "coverage": u.coverage,
-                    "error": u.error.code if u.error else None,
-                    "rule": u.rule,
-                    "reason": u.reason,
-                    "summary": None,
-                    "set_aside": [p.rsplit("/", 1)[-1] for p in u.set_aside],
-                    "variants": [p.rsplit("/", 1)[-1] for p in u.variants],
-                }
+                _cell(
+                    u,
+                    summary=None,
+                    set_aside=[p.rsplit("/", 1)[-1] for p in u.set_aside],
+                    variants=[p.rsplit("/", 1)[-1] for p in u.variants],
+                )
                 for u in us
             ]
         rows.append(dist)
     return rows
+
+
+def _cell(v, **extra) -> dict:
+    """One table cell of a file's or a distribution's verdict (``extra``: the fields only one has)."""
+    return {
+        "verdict": v.verdict,
+        "coverage": v.coverage,
+        "error": v.error.code if v.error else None,
+        "rule": v.rule,
+        "reason": v.reason,
+        **extra,
+    }
 
 
 def _cuda12_wheel(path: str, wheel_rt) -> bool:

@@ -36,10 +36,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from packaging.utils import canonicalize_name
-
 from fatbin_inspect.checks.findings import FAIL_LEVELS, RULE_BY_ID, SEVERITIES
-from fatbin_inspect.containers.wheel import wheel_name
+from fatbin_inspect.containers.wheel import canonicalize_name, wheel_name
 from fatbin_inspect.errors import UsageError
 
 if sys.version_info >= (3, 11):

@@ -23,9 +23,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from packaging.utils import canonicalize_name
-
-from fatbin_inspect.containers.wheel import metadata_headers, requires_dist
+from fatbin_inspect.containers.wheel import canonicalize_name, metadata_headers, requires_dist
 from fatbin_inspect.formats.model import FileReport
 
 

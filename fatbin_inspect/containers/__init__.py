@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats import cubin, ptx
+from fatbin_inspect.formats.binio import gaps
 from fatbin_inspect.formats.fatbin import MAGIC_BYTES
 
 
@@ -83,9 +84,5 @@ def has_static_cudart(blob, needs: tuple[str, ...], skip=()) -> bool:
     MB) and code (libcublasLt's 105 MB of ``.text`` come before its marker)."""
     if any(n.lower().startswith(("libcudart", "cudart")) for n in needs):
         return False
-    pos, n = 0, len(STATIC_CUDART_MARKER)
-    for start, end in sorted(skip):
-        if start - pos >= n and blob.find(STATIC_CUDART_MARKER, pos, start) >= 0:  # (not padding)
-            return True
-        pos = max(pos, end)
-    return blob.find(STATIC_CUDART_MARKER, pos) >= 0 if pos < blob.size else False
+    n = len(STATIC_CUDART_MARKER)  # (shorter gaps: the padding between fatbins)
+    return any(b - a >= n and blob.find(STATIC_CUDART_MARKER, a, b) >= 0 for a, b in gaps(skip, blob.size))

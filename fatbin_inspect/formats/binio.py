@@ -14,11 +14,25 @@ import os
 import re
 import stat
 import struct
+from collections.abc import Iterator
 from functools import lru_cache
 
 from fatbin_inspect.errors import TruncatedError, UnreadableError
 
 Buffer = bytes | bytearray | mmap.mmap
+
+
+def gaps(ranges, size: int, pos: int = 0) -> Iterator[tuple[int, int]]:
+    """The byte ranges of ``[pos, size)`` that none of ``ranges`` (``(start, end)``, any order,
+    overlapping or not) covers."""
+    for start, end in sorted(ranges):
+        if start > pos:
+            yield pos, min(start, size)
+        pos = max(pos, end)
+        if pos >= size:
+            return
+    if pos < size:
+        yield pos, size
 
 
 @lru_cache(maxsize=16)

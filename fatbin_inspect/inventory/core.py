@@ -19,7 +19,7 @@ from fatbin_inspect.errors import BudgetExceeded, InputError, LimitExceeded
 from fatbin_inspect.formats import cubin as cubin_mod
 from fatbin_inspect.formats import fatbin as fatbin_mod
 from fatbin_inspect.formats import ptx as ptx_mod
-from fatbin_inspect.formats.binio import Blob, open_blob
+from fatbin_inspect.formats.binio import Blob, gaps, open_blob
 from fatbin_inspect.formats.decompress import Budget, decode
 from fatbin_inspect.formats.demangle import demangle
 from fatbin_inspect.formats.model import (
@@ -388,10 +388,10 @@ def _inspect_binary(
         errors += errs
     elif opts.scan_hidden or not sections_walked:
         scannable = [(r.start, r.end, r.name) for r in layout.regions if r.scan and not r.fatbin_section]
-        outside = [(a, b, None) for a, b in _gaps([(r.start, r.end) for r in layout.regions], blob.size)]
+        outside = [(a, b, None) for a, b in gaps([(r.start, r.end) for r in layout.regions], blob.size)]
         walked = [(a, b) for a, b, _ in fatbin_ranges]
         for start, end, name in _union(scannable + outside):
-            for a, b in _gaps(walked, end, start):
+            for a, b in gaps(walked, end, start):
                 for found in _scan_chunks(blob, a, b, name, errors):
                     fatbins += found
     fatbins = list({fb.offset: fb for fb in fatbins}.values())  # headers pointing at one fatbin
@@ -403,10 +403,7 @@ def _inspect_binary(
         notes.append(f"{len(errors) - 1} more fatbin errors after the first")
         notes += [e.message for e in errors[1:] if e.message.endswith("not kept")]  # fatbin.MAX_ERRORS
     static = bool(fatbins) and has_static_cudart(
-        blob,
-        layout.needs,
-        [(fb.offset, fb.offset + 16 + fb.size) for fb in fatbins]
-        + [(r.start, r.end) for r in layout.regions if not r.scan],  # code and linker tables
+        blob, layout.needs, [(fb.offset, fb.offset + 16 + fb.size) for fb in fatbins] + _code(layout)
     )
     return FileReport(
         path=path,
@@ -464,21 +461,12 @@ def magic_ranges(fmt: str, blob: Blob) -> list[tuple[int, int]]:
         layout = _layout(fmt, blob)
     except InputError:
         return [(0, blob.size)]
-    code = [(r.start, r.end) for r in layout.regions if not r.scan and not r.fatbin_section]
-    return list(_gaps(code, blob.size))
+    return list(gaps(_code(layout), blob.size))
 
 
-def _gaps(regions: list[tuple[int, int]], size: int, pos: int = 0) -> Iterator[tuple[int, int]]:
-    """The byte ranges of ``[pos, size)`` that no region covers (headers, tables; everything when
-    stripped)."""
-    for start, end in sorted(regions):
-        if start > pos:
-            yield pos, min(start, size)
-        pos = max(pos, end)
-        if pos >= size:
-            return
-    if pos < size:
-        yield pos, size
+def _code(layout: Layout) -> list[tuple[int, int]]:
+    """Code and linker tables: no fatbin is found there, nor a host string."""
+    return [(r.start, r.end) for r in layout.regions if not r.scan and not r.fatbin_section]
 
 
 def _union(ranges: list[tuple[int, int, str | None]]) -> list[tuple[int, int, str | None]]:

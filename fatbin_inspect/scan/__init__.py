@@ -270,9 +270,9 @@ class _Scanner:
         reports = hit.reports(path)  # cached by a scan that kept no texts: encode here, keep them
         if reports is MISS:
             return False
-        texts = [self.encoder(r) for r in reports]
+        texts = [pack(self.encoder(r)) for r in reports]
         self.cache.put(apath, key, reports, texts, base=path)
-        self._accept(path, reports, [pack(t) for t in texts])
+        self._accept(path, reports, texts)
         return True
 
     # ------------------------------------------------------------------- batches
@@ -521,7 +521,7 @@ class _Scanner:
                                 f"{self.cache.path}: the scan cache changed while it was read; scan again"
                             )
                         rows = [self.encoder(r) for r in reports]
-                        self.cache.put(apath, key, reports, rows, base=shown)
+                        self.cache.put(apath, key, reports, [pack(t) for t in rows], base=shown)
                 yield rows[i]
         finally:
             if self.spill is not None:

@@ -336,7 +336,7 @@ class ScanCache:
     ) -> None:
         """``records``: a tuple (possibly empty) of full records whose paths start with ``base``
         (the path as scanned; default ``path``), or None for a file that is no binary at all;
-        ``texts``: their encoded texts for ``self.encoder`` (not packed), if any."""
+        ``texts``: their encoded texts for ``self.encoder``, ``pack``ed, if any."""
         if self._db is None:
             return
         if records is None:
@@ -346,7 +346,7 @@ class ScanCache:
             encoded = [encode_record(r, path if base is None else base) for r in records]
         except (ValueError, TypeError):  # a record that does not encode is not cached
             return
-        self.put_encoded(path, key, encoded, None if texts is None else [pack(t) for t in texts])
+        self.put_encoded(path, key, encoded, texts)
 
     def put_encoded(self, path: str, key: Key, encoded, texts: list[bytes] | None = None) -> None:
         """``put`` of records already turned into ``encode_record`` pairs (by a worker), the
