@@ -52,8 +52,8 @@ def inspect(
 ) -> list[FileReport]:
     """The records of ``fatbin-inspect list PATH`` (``--kernels``, ``--details``, ``--no-scan``): one
     per file and archive member, with its fatbins and entries."""
-    from fatbin_inspect.cli.inventory import iter_reports
     from fatbin_inspect.inventory.core import Options
+    from fatbin_inspect.judging.inputs import iter_reports
 
     opts = Options(kernels=kernels, details=details or kernels, scan_hidden=scan_hidden)
     return list(iter_reports(_paths(path), opts))
@@ -70,12 +70,11 @@ def check(
     """The verdicts of ``fatbin-inspect check PATHS --gpu ... --driver ...``: one per file and
     target, ``.verdict`` being native, jit, fail, link-time or no-device-code. ``driver`` None is
     the newest branch the data confirms, as on the command line."""
-    from fatbin_inspect.cli.check import _judge, inventory_options
+    from fatbin_inspect.judging.inputs import verdict_options
+    from fatbin_inspect.judging.verdicts import judge_paths
 
     unreadable: list[FileReport] = []
-    return list(
-        _judge(_paths(paths), targets(gpus, driver, env), unreadable, inventory_options(kernels), note=None)
-    )
+    return list(judge_paths(_paths(paths), targets(gpus, driver, env), unreadable, verdict_options(kernels)))
 
 
 def scan(
@@ -90,7 +89,8 @@ def scan(
     paths: this interpreter's site-packages), and the coverage matrix by distribution, with a
     verdict per target when ``gpus`` are given. No cache unless ``cache_dir`` is given."""
     from fatbin_inspect.checks import coverage
-    from fatbin_inspect.cli.scan import _verdicts, environment_runtime
+    from fatbin_inspect.judging.torch import environment_runtime
+    from fatbin_inspect.judging.verdicts import distribution_verdicts
     from fatbin_inspect.scan import ScanOptions
     from fatbin_inspect.scan import scan as run_scan
 
@@ -99,7 +99,9 @@ def scan(
     result = run_scan(_paths(paths), ScanOptions(inventory=inv, jobs=jobs, cache_dir=cache_dir))
     verdicts, roll_up = None, None
     if ts:
-        verdicts, roll_up, _engine = _verdicts(result.reports, ts, environment_runtime(None, result.reports))
+        verdicts, roll_up, _engine = distribution_verdicts(
+            result.reports, ts, environment_runtime(None, result.reports)
+        )
     return result, coverage.build(result.reports, verdicts, [t.label for t in ts], roll_up)
 
 
@@ -114,7 +116,7 @@ def gate(
     ``fail_on=...``) and win over the file, as there. ``.findings`` are the FBI rule hits;
     ``checks.findings.fails(report.findings, level)`` is the gate's exit decision."""
     from fatbin_inspect.checks import policy as policy_mod
-    from fatbin_inspect.cli.gate import run_gate
+    from fatbin_inspect.judging.gate_run import run_gate
 
     given: Mapping[str, Any]
     if isinstance(policy, Policy):

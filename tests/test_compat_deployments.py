@@ -314,7 +314,7 @@ def _doctor_report(tmp_path, name, gpu, kernel, libcuda_path, build, api):
 
 
 def test_doctor_report_with_a_compat_libcuda_is_a_compat_target(tmp_path):
-    from fatbin_inspect.cli import fleet
+    from fatbin_inspect.judging import fleet
 
     p = _doctor_report(
         tmp_path,

@@ -74,7 +74,7 @@ def test_kernel_drops_and_directories(tmp_path):
         (tmp_path / side / "lib").mkdir(parents=True)
         (tmp_path / side / "lib" / "k.so").write_bytes(B.arch_library(B.arch_fatbin(["80"], kernels=kernels)))
     old, new = str(tmp_path / "old"), str(tmp_path / "new")
-    from fatbin_inspect.cli.inventory import iter_reports
+    from fatbin_inspect.judging.inputs import iter_reports
 
     opts = Options(kernels=True, details=True)
     d = D.diff(iter_reports([old], opts), old, iter_reports([new], opts), new)

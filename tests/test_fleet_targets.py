@@ -8,9 +8,9 @@ import jsonschema
 import pytest
 from conftest import fixture_path
 
-from fatbin_inspect.cli import fleet
 from fatbin_inspect.cli.main import main
 from fatbin_inspect.errors import UsageError
+from fatbin_inspect.judging import fleet
 
 MULTI = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")  # sm_75 sm_80 sm_90 + compute_90, cudart 13
 

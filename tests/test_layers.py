@@ -3,8 +3,9 @@ only go to its own layer or one below it, and nothing below ``render`` prints.
 
 Layer order, lowest first (the folder names under ``fatbin_inspect/``). ``checks`` sits below ``scan``
 because a scan summarises files as ``checks.coverage`` rows; ``system`` (probes of this machine)
-sits above everything the engine needs, so only the CLI (and ``verify``, which runs images on the
-local GPU) can reach it: the engine gets probed GPUs and drivers handed in.
+sits above everything the engine needs, so only the library layer, the CLI (and ``verify``, which
+runs images on the local GPU) can reach it: the engine gets probed GPUs and drivers handed in.
+``judging`` is the library layer under the CLI and the API: it reads inputs, judges, gates.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ LAYERS = (
     "scan",
     "system",
     "verify",
+    "judging",
     "render",
     "cli",
     "",  # the package root: __init__, __main__ and the library API (api.py)
@@ -113,3 +115,23 @@ def test_an_upward_import_is_caught(tmp_path):
     probe.write_text("def f():\n    from fatbin_inspect.system import stack\n")
     ((line, target),) = imports(probe)
     assert line == 2 and RANK[layer_of(target)] > RANK[layer_of("fatbin_inspect.compat.targets")]
+
+
+def test_the_library_api_loads_no_command_line():
+    """``fatbin_inspect.check()``, ``inspect()``, ``scan()`` and ``gate()`` run without click or any
+    ``fatbin_inspect.cli`` module: the API stands on the library layer, not on the CLI."""
+    import subprocess
+    import sys
+
+    fixtures = PACKAGE.parent / "fixtures" / "units"
+    code = (
+        "import sys, fatbin_inspect as fi\n"
+        f"p = {str(fixtures)!r}\n"
+        "fi.inspect(p); fi.check([p], gpus=['H100']); fi.scan([p], gpus=['H100'])\n"
+        "fi.gate([p], require='sm_80')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'click' or m.startswith('fatbin_inspect.cli')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.strip() == "[]", out.stdout

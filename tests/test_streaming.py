@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES, fixture_path
 
-from fatbin_inspect.cli.inventory import iter_reports
 from fatbin_inspect.cli.main import cli
 from fatbin_inspect.inventory.core import Options
+from fatbin_inspect.judging.inputs import iter_reports
 from fatbin_inspect.render import inventory_json, jsondump
 
 FILES = sorted(
@@ -150,13 +150,13 @@ def test_list_kernels_json_streamed_from_parallel_slices_equals_the_document(mon
 
 
 def test_check_json_streamed_equals_the_document():
-    from fatbin_inspect.cli.check import _judge
     from fatbin_inspect.compat.targets import resolve_targets
+    from fatbin_inspect.judging.verdicts import judge_paths as _judge
     from fatbin_inspect.render.check_json import check_document
 
     targets = resolve_targets(["H100", "RTX 5090", "GTX 1080"], "580")
     unreadable = []
-    from fatbin_inspect.cli.check import inventory_options
+    from fatbin_inspect.judging.inputs import verdict_options as inventory_options
 
     verdicts = list(_judge(FILES, targets, unreadable, inventory_options(False)))
     errors = [{"path": r.path, "message": r.error.message, "offset": r.error.offset} for r in unreadable]

@@ -8,9 +8,6 @@ findings of ``gate`` (FBI001-FBI004, FBI013, FBI008 for unreadable inputs; JIT-o
 
 from __future__ import annotations
 
-import os
-import zipfile
-
 import click
 
 from fatbin_inspect.cli.common import (
@@ -22,73 +19,22 @@ from fatbin_inspect.cli.common import (
     open_output,
     output_option,
     progress_for,
+    say,
     write_output,
 )
 from fatbin_inspect.cli.findings import findings_format_option, with_views, write_findings
-from fatbin_inspect.cli.fleet import compat_option, nearest_policy_targets, resolve_all, targets_option
-from fatbin_inspect.cli.inventory import iter_reports
-from fatbin_inspect.cli.options import driver_option, examples, fail_options, gpu_option, ui_options
-from fatbin_inspect.compat import runtime
-from fatbin_inspect.compat.engine import evaluate
-from fatbin_inspect.errors import UsageError
-from fatbin_inspect.inventory.core import Options
-
-ARCHIVE_FORMATS = ("zip", "ar", "tar", "conda", "oci")
-
-
-def parse_env(pairs, inherit: bool):
-    env = {k: v for k, v in os.environ.items() if k.startswith("CUDA_")} if inherit else {}
-    for p in pairs:
-        if "=" not in p:
-            raise UsageError(f"--env {p!r}: expected NAME=VALUE, e.g. CUDA_FORCE_PTX_JIT=1")
-        k, v = p.split("=", 1)
-        env[k.strip()] = v
-    return env
-
-
-def inventory_options(kernels: bool) -> Options:
-    """Verdicts need only the entry headers and the small device-link cubins (``probe_small``);
-    ``--kernels`` decodes every payload for kernel names."""
-    return Options(kernels=kernels, details=kernels, resources=False, probe_small=True)
-
-
-def wheel_runtime(path: str):
-    return runtime.from_wheel(path) if zipfile.is_zipfile(path) else None
-
-
-def _judge(
-    paths,
-    targets,
-    unreadable: list,
-    opts,
-    kept: list | None = None,
-    note=note_error,
-    progress=None,
-    seen: list | None = None,
-):
-    """Verdicts per file and target as the records come; unreadable records go to ``unreadable``
-    (and to ``note``, which tells on stderr; None: silent, for the library), and every judged
-    record to ``kept`` when it is a list. A wheel's metadata names the runtime of its members
-    (wheels inside folders too)."""
-    wheels: dict[str, object] = {}  # container path -> the runtime its wheel metadata names
-    for report in iter_reports(paths, opts, progress):
-        if seen is not None:  # every record's path: the output may be none of them
-            seen.append(report.path)
-        if report.error is not None:  # a damaged file is never called fine: exit 2 and FBI008
-            if note is not None:
-                note(report)
-            unreadable.append(report)
-            if not report.fatbins:
-                continue
-        if report.format in ARCHIVE_FORMATS and not report.fatbins:
-            continue  # the archive's members carry the verdicts
-        container = report.path.split("!", 1)[0]
-        if container not in wheels:
-            wheels[container] = wheel_runtime(container) if os.path.isfile(container) else None
-        rt = runtime.for_file(report, wheels[container])
-        if kept is not None:
-            kept.append(report)
-        yield from (evaluate(report, t, rt) for t in targets)
+from fatbin_inspect.cli.options import (
+    compat_option,
+    driver_option,
+    examples,
+    fail_options,
+    gpu_option,
+    targets_option,
+    ui_options,
+)
+from fatbin_inspect.judging.fleet import nearest_policy_targets, resolve_all
+from fatbin_inspect.judging.inputs import parse_env, verdict_options
+from fatbin_inspect.judging.verdicts import judge_paths
 
 
 def _write_json(judged, targets, per_fatbin: bool, unreadable: list, bad: set, output, seen=()) -> list:
@@ -178,14 +124,23 @@ def check_cmd(
     are used.
     """
     env = parse_env(env_pairs, inherit_env)
-    targets = resolve_all(gpus, driver, env, target_files, nearest_policy_targets(driver), compat)
+    targets = resolve_all(
+        gpus, driver, env, target_files, nearest_policy_targets(driver, say), compat, warn=say
+    )
     unreadable: list = []
     kept: list | None = [] if fmt == "html" else None  # the records --format html drills into
     seen: list = list(paths)  # inputs and record paths: the output may be none of them
     bad = {"error": {"fail"}, "warning": {"fail", "jit"}, "never": set()}[fail_on]
     with progress_for(fmt, "checking") as progress:
-        judged = _judge(
-            paths, targets, unreadable, inventory_options(all_kernels), kept, progress=progress, seen=seen
+        judged = judge_paths(
+            paths,
+            targets,
+            unreadable,
+            verdict_options(all_kernels),
+            kept,
+            note=note_error,
+            progress=progress,
+            seen=seen,
         )
         verdicts = (
             _write_json(judged, targets, per_fatbin, unreadable, bad, output, seen)

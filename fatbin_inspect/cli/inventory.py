@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
 import click
 
 from fatbin_inspect.cli.common import (
@@ -20,37 +17,12 @@ from fatbin_inspect.cli.common import (
 )
 from fatbin_inspect.cli.options import driver_option, examples, gpu_option, ui_options
 from fatbin_inspect.formats.model import FileError, FileReport
-from fatbin_inspect.inventory import member_path
 from fatbin_inspect.inventory.core import Options, inspect_path
 from fatbin_inspect.inventory.walk import iter_files
+from fatbin_inspect.judging.inputs import iter_reports
+from fatbin_inspect.judging.verdicts import judge_record, judge_reports, list_wheel_runtimes
 
 PRETTY_MAX_ENTRIES = 2000  # larger inventories are written compact (same document, no indentation)
-
-
-def iter_reports(paths, opts: Options, progress=None) -> Iterator[FileReport]:
-    """Every record under ``paths``. With a ``progress`` callback ``(files done, files, bytes
-    done)``, the trees are walked first, so the bar knows how many files there are."""
-    if progress is None:
-        for root in paths:
-            for path, skip in iter_files(root):
-                yield from _reports(path, skip, opts)
-        return
-    import os
-
-    walked = [(path, skip) for root in paths for path, skip in iter_files(root)]
-    done = 0
-    for i, (path, skip) in enumerate(walked):
-        yield from _reports(path, skip, opts)
-        with contextlib.suppress(OSError):
-            done += 0 if skip else os.path.getsize(path)
-        progress(i + 1, len(walked), done)
-
-
-def _reports(path: str, skip: str | None, opts: Options) -> Iterator[FileReport]:
-    if skip:
-        yield FileReport(path=path, format="unknown", size=0, error=FileError(skip))
-    else:
-        yield from inspect_path(path, opts)
 
 
 @examples(
@@ -119,7 +91,7 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
         for r in iter_reports(paths, opts, progress):
             note_error(r)
             reports.append(r)
-    verdicts = _verdicts(paths, reports, targets) if targets else []
+    verdicts = judge_reports(paths, reports, targets) if targets else []
     from fatbin_inspect.render.inventory_table import render_inventory
 
     text = render_inventory(reports, entries=entries, kernels=kernels, **look(output))
@@ -167,12 +139,12 @@ def _write_json(out, paths, opts: Options, targets, seen: list) -> bool:
 
     recs = _Errors(iter_reports(paths, opts), seen)
     verdicts: list = []
-    wheels = _wheel_runtimes(paths) if targets else {}
+    wheels = list_wheel_runtimes(paths) if targets else {}
 
     def judged():
         for r in recs:
             if targets:
-                verdicts.extend(_judge(r, targets, wheels))
+                verdicts.extend(judge_record(r, targets, wheels))
             yield r
 
     it = judged()
@@ -202,34 +174,6 @@ def _write_json(out, paths, opts: Options, targets, seen: list) -> bool:
         doc["results"] = jsondump.Items(result_dict(v, index[v.target]) for v in verdicts)
     jsondump.write(out, doc, pretty=entries <= PRETTY_MAX_ENTRIES)
     return recs.failed
-
-
-def _wheel_runtimes(paths) -> dict:
-    import os
-    import zipfile
-
-    from fatbin_inspect.compat import runtime
-
-    return {p: runtime.from_wheel(p) for p in paths if os.path.isfile(p) and zipfile.is_zipfile(p)}
-
-
-def _judge(r, targets, wheels) -> list:
-    """Engine verdicts of one record, as ``check`` gives them (archives: per member)."""
-    from fatbin_inspect.compat import runtime
-    from fatbin_inspect.compat.engine import evaluate
-
-    if (r.error is not None and not r.fatbins) or (
-        r.format in ("zip", "ar", "tar", "conda", "oci") and not r.fatbins
-    ):
-        return []
-    rt = runtime.for_file(r, wheels.get(member_path.container(r.path)))
-    return [evaluate(r, t, rt) for t in targets]
-
-
-def _verdicts(paths, reports, targets):
-    """Engine verdicts per (file, target), as ``check`` gives them (archives: per member)."""
-    wheels = _wheel_runtimes(paths)
-    return [v for r in reports for v in _judge(r, targets, wheels)]
 
 
 def _write_json_by_pieces(out, paths, opts: Options, seen: list) -> bool:

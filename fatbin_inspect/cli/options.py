@@ -85,7 +85,7 @@ class EnvOption(click.Option):
             if not raw:
                 continue
             if shared and isinstance(self.type, click.Choice) and not self._takes(raw, ctx):
-                others = elsewhere(long_name(self), raw)
+                others = elsewhere(ctx, long_name(self), raw)
                 if not others:
                     raise click.BadParameter(
                         f"{raw!r} is not one of {', '.join(map(str, self.type.choices))} "
@@ -171,14 +171,16 @@ def _with_env(cls: type) -> type:
     return _MIXED[cls]
 
 
-def elsewhere(option: str, raw: str) -> list[str]:
-    """The commands whose ``--option`` takes ``raw`` (imports every command: error path only)."""
-    from fatbin_inspect.cli.main import COMMANDS, cli
-
-    ctx = click.Context(cli)
+def elsewhere(ctx: click.Context, option: str, raw: str) -> list[str]:
+    """The commands of ``ctx``'s group whose ``--option`` takes ``raw`` (imports every command:
+    error path only). The group comes from the context, so this module never imports ``main``."""
+    root = ctx.find_root()
+    group = root.command
+    if not isinstance(group, click.Group):
+        return []
     out = []
-    for name in COMMANDS:
-        cmd = cli.get_command(ctx, name)
+    for name in group.list_commands(root):
+        cmd = group.get_command(root, name)
         for p in getattr(cmd, "params", ()):
             if isinstance(p, click.Option) and long_name(p) == option and isinstance(p.type, click.Choice):
                 try:
@@ -365,3 +367,21 @@ def examples(*lines: str):
         return cmd
 
     return deco
+
+
+# ------------------------------------------------------------------------------- fleet targets
+targets_option = click.option(
+    "--targets",
+    "target_files",
+    multiple=True,
+    metavar="FILE",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Fleet targets: `doctor --format json` reports or a fleet TOML of {name, gpu, driver}. Repeatable.",
+)
+compat_option = click.option(
+    "--compat",
+    default=None,
+    metavar="CUDA",
+    help="A cuda-compat forward-compatibility package in use (13.4 = cuda-compat-13-4); "
+    "--driver auto finds one by itself.",
+)

@@ -19,103 +19,17 @@ from fatbin_inspect.cli.common import (
     say,
     write_output,
 )
-from fatbin_inspect.cli.fleet import compat_option, targets_option
-from fatbin_inspect.cli.options import driver_option, examples, fail_options, gpu_option, ui_options
+from fatbin_inspect.cli.options import (
+    compat_option,
+    driver_option,
+    examples,
+    fail_options,
+    gpu_option,
+    targets_option,
+    ui_options,
+)
 from fatbin_inspect.errors import UsageError
-
-
-def _verdicts(reports, targets, env_runtime):
-    """Per-file engine verdicts (R-FILE, with R-RT's runtime) as coverage ``Verdict`` records, the
-    roll-up of a row's files (R-UNIT, R-VARIANT by ``env_runtime``), and the engine's verdicts
-    themselves (path -> one per target). Imported only with ``--gpu``."""
-    from fatbin_inspect.checks.coverage import verdict_of
-    from fatbin_inspect.compat import runtime, units
-    from fatbin_inspect.compat.engine import evaluate
-
-    wheels: dict = {}
-    engine_vs = {}
-    for r in reports:
-        top = r.path.split("!", 1)[0]
-        if "!" in r.path and top not in wheels:
-            wheels[top] = _wheel_runtime(top)
-        rt = runtime.for_file(r, wheels.get(top))
-        engine_vs[r.path] = [evaluate(r, t, rt) for t in targets]
-
-    def roll_up(paths):
-        out = []
-        for i in range(len(targets)):
-            u = units.unit_verdict([(p, engine_vs[p][i]) for p in paths if p in engine_vs], env_runtime)
-            out.append(verdict_of(u, u.path))
-        return out
-
-    return {p: [verdict_of(v, p) for v in vs] for p, vs in engine_vs.items()}, roll_up, engine_vs
-
-
-def torch_mismatches(reports, engine_vs) -> list[str]:
-    """Files whose CUDA runtime major differs from the torch scanned with them (a CUDA 12
-    extension beside a CUDA 13 torch): both runtimes would load into one process."""
-    torch = next(
-        (r for r in reports if r.path.replace("\\", "/").endswith("torch/lib/libtorch_cuda.so")), None
-    )
-    trt = engine_vs[torch.path][0].runtime if torch is not None and engine_vs.get(torch.path) else None
-    if trt is None:
-        return []
-    top = torch.path.replace("\\", "/").rsplit("/lib/", 1)[0] + "/"
-    out = []
-    for r in reports:
-        vs = engine_vs.get(r.path)
-        rt = vs[0].runtime if vs else None
-        if rt is None or rt.major == trt.major or r.path.replace("\\", "/").startswith(top):
-            continue
-        who = r.distribution or r.path
-        out.append(f"{who}: {r.path} needs CUDA {rt.major} ({rt.source}) but torch uses CUDA {trt.major}")
-    return out
-
-
-def _wheel_runtime(path: str):
-    import zipfile
-
-    from fatbin_inspect.compat import runtime
-
-    return runtime.from_wheel(path) if path.endswith(".whl") and zipfile.is_zipfile(path) else None
-
-
-def environment_runtime(given: str | None, reports) -> tuple[int, ...] | None:
-    """R-VARIANT's runtime: ``--runtime``, else the CUDA of the torch among the inputs (its
-    ``torch/version.py`` when installed, else the cudart its libtorch_cuda.so links)."""
-    import os
-
-    from fatbin_inspect.compat import runtime, units
-    from fatbin_inspect.errors import UsageError
-
-    if given:
-        try:
-            return units.parse_runtime(given)
-        except ValueError as exc:
-            raise UsageError(f"--runtime: {exc}") from None
-    for r in reports:
-        if not r.path.replace("\\", "/").endswith("torch/lib/libtorch_cuda.so"):
-            continue
-        version_py = os.path.join(os.path.dirname(os.path.dirname(r.path)), "version.py")
-        declared = _torch_cuda(version_py) if "!" not in r.path else None
-        if declared:
-            return units.parse_runtime(declared)
-        rt = runtime.for_file(r)
-        if rt is not None:
-            return units.parse_runtime(rt.version)
-    return None
-
-
-def _torch_cuda(version_py: str) -> str | None:
-    """``cuda = '12.8'`` from torch/version.py (read as text, never imported)."""
-    import re
-
-    try:
-        with open(version_py, encoding="utf-8", errors="replace") as fh:
-            m = re.search(r"^cuda\s*(?::\s*\S+\s*)?=\s*['\"]([\d.]+)['\"]", fh.read(), re.M)
-    except OSError:
-        return None
-    return m.group(1) if m else None
+from fatbin_inspect.judging.torch import environment_runtime, torch_mismatches
 
 
 def _html(paths, targets, reports, cov, engine_verdicts) -> str:
@@ -246,9 +160,9 @@ def scan_cmd(
         raise UsageError("scan --verdicts: give --gpu or --targets (the verdicts are per target)")
     targets: tuple = ()
     if gpus or target_files:
-        from fatbin_inspect.cli.fleet import resolve_all
+        from fatbin_inspect.judging.fleet import resolve_all
 
-        targets = resolve_all(gpus, driver, None, target_files, compat=compat)
+        targets = resolve_all(gpus, driver, None, target_files, compat=compat, warn=say)
     # files are already spread over processes: no second level of processes inside one file;
     # with targets, small cubins are decoded so device-link output is not judged as code
     # (inventory.Options fields as a dict: the parsers are imported only if a file must be read)
@@ -288,7 +202,9 @@ def scan_cmd(
     verdicts, roll_up, engine_vs = None, None, {}
     if targets:
         env_rt = environment_runtime(runtime_version, result.reports)
-        verdicts, roll_up, engine_vs = _verdicts(result.reports, targets, env_rt)
+        from fatbin_inspect.judging.verdicts import distribution_verdicts
+
+        verdicts, roll_up, engine_vs = distribution_verdicts(result.reports, targets, env_rt)
     labels = [t.label for t in targets]
     cov = coverage.build(result.reports, verdicts, labels, roll_up)
     if fmt == "json":

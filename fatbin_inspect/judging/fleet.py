@@ -26,8 +26,6 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import click
-
 from fatbin_inspect.errors import UsageError
 
 if TYPE_CHECKING:  # the engine's data is loaded when a target is resolved, not when a command is built
@@ -40,27 +38,9 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 ENTRY_KEYS = {"name", "gpu", "driver"}
 
-targets_option = click.option(
-    "--targets",
-    "target_files",
-    multiple=True,
-    metavar="FILE",
-    type=click.Path(exists=True, dir_okay=False),
-    help="Fleet targets: `doctor --format json` reports or a fleet TOML of {name, gpu, driver}. Repeatable.",
-)
-compat_option = click.option(
-    "--compat",
-    default=None,
-    metavar="CUDA",
-    help="A cuda-compat forward-compatibility package in use (13.4 = cuda-compat-13-4); "
-    "--driver auto finds one by itself.",
-)
 
-
-def _warn(message: str) -> None:
-    from fatbin_inspect.cli.common import say  # a fleet file's text is shown, not obeyed
-
-    say(message)
+def _ignore(message: str) -> None:
+    """The default ``warn``: the library is silent; the command line passes its ``say``."""
 
 
 def _host_of(path: str) -> str:
@@ -166,7 +146,7 @@ def _entry_targets(entries: Any, where: str, default_driver: str | None) -> list
 
 
 def read_targets(
-    path: str, default_driver: str | None = None, warn: Callable[[str], None] = _warn
+    path: str, default_driver: str | None = None, warn: Callable[[str], None] = _ignore
 ) -> list[Target]:
     """The targets one ``--targets`` file describes (doctor JSON, a list of them, or fleet TOML)."""
     try:
@@ -221,7 +201,12 @@ def merge(targets: Iterable[Target]) -> tuple[Target, ...]:
     return tuple(dataclasses.replace(k, hosts=tuple(sorted(h))) for k, h in groups.items())
 
 
-def policy_targets(items: Sequence[Any], source: str | None, default_driver: str | None) -> list[Target]:
+def policy_targets(
+    items: Sequence[Any],
+    source: str | None,
+    default_driver: str | None,
+    warn: Callable[[str], None] = _ignore,
+) -> list[Target]:
     """``[tool.fatbin-inspect] targets``: tables, and globs of files relative to ``source``."""
     where = f"{source or 'pyproject.toml'} [tool.fatbin-inspect]"
     base = os.path.dirname(os.path.abspath(source)) if source else os.getcwd()
@@ -234,7 +219,7 @@ def policy_targets(items: Sequence[Any], source: str | None, default_driver: str
         if not found:
             raise UsageError(f"{where}: targets: {pattern!r} matches no file (relative to {base})")
         for path in found:
-            out += read_targets(path, default_driver)
+            out += read_targets(path, default_driver, warn)
     return out
 
 
@@ -245,6 +230,7 @@ def resolve_all(
     target_files: Sequence[str],
     fallback: Callable[[], list[Target]] | None = None,
     compat: str | None = None,
+    warn: Callable[[str], None] = _ignore,
 ) -> tuple[Target, ...]:
     """``--gpu`` targets (one ``--driver``), then every ``--targets`` file's; ``fallback`` (the
     pyproject.toml's) when neither is given. The JIT switches of ``env`` and the ``--compat``
@@ -256,7 +242,7 @@ def resolve_all(
     found: list[Target] = list(resolve_targets(list(gpus), driver, env, local, compat)) if gpus else []
     file_driver = local.driver if wants_local((), driver)[1] and local.driver else driver
     for path in target_files:
-        found += read_targets(path, file_driver)
+        found += read_targets(path, file_driver, warn)
     if not found and not target_files and fallback is not None:
         found = fallback()
     if not found:
@@ -273,7 +259,9 @@ def resolve_all(
     return merge(found)
 
 
-def nearest_policy_targets(driver: str | None) -> Callable[[], list[Target]]:
+def nearest_policy_targets(
+    driver: str | None, warn: Callable[[str], None] = _ignore
+) -> Callable[[], list[Target]]:
     """The fallback for ``check``: the targets of the nearest pyproject.toml, if it lists any."""
 
     def load() -> list[Target]:
@@ -285,6 +273,6 @@ def nearest_policy_targets(driver: str | None) -> Callable[[], list[Target]]:
         items = policy.read_section(path).get("targets")
         if items is None:
             return []
-        return policy_targets(policy.normalize({"targets": items}, path)["targets"], path, driver)
+        return policy_targets(policy.normalize({"targets": items}, path)["targets"], path, driver, warn)
 
     return load

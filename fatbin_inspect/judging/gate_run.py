@@ -1,0 +1,67 @@
+"""The gate run: records of the inputs, their context, and the findings under a policy."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+
+from fatbin_inspect.errors import UsageError
+from fatbin_inspect.inventory.core import Options
+from fatbin_inspect.judging.torch import torch_reference
+
+
+def gate_context(paths, reports, reference):
+    """What the gate needs besides the records: wheel requirements as runtimes (R-RT 4), the
+    inputs that name CUDA (FBI015 when they hold no device code), torch's runtime (FBI017)."""
+    import zipfile
+
+    from fatbin_inspect.checks.gate import Context
+    from fatbin_inspect.compat import runtime
+
+    wheels = {r.path.split("!", 1)[0] for r in reports} | {p for p in paths if os.path.isfile(p)}
+    wheel_rts, named = {}, set()
+    for w in sorted(wheels):
+        if not (w.lower().endswith(".whl") and zipfile.is_zipfile(w)):
+            continue
+        rt = runtime.from_wheel(w)
+        if rt is not None:
+            wheel_rts[w] = rt
+        if rt is not None or re.search(r"(?i)(cuda|[_-]cu\d{2,3}\b|^nvidia[_-])", os.path.basename(w)):
+            named.add(w)
+    torch_rt = runtime.for_file(reference) if reference is not None else None
+    return Context(wheel_rts, frozenset(named), torch_rt)
+
+
+def run_gate(
+    paths, pol, given, target_files=(), match=None, progress=None, warn: Callable[[str], None] | None = None
+):
+    """(findings, records) of ``paths`` under ``pol`` with the command line's ``given`` flags on top
+    of per-distribution overrides: what ``gate`` reports, and the library's ``gate()``."""
+    from fatbin_inspect.checks.gate import gate
+    from fatbin_inspect.judging.inputs import iter_reports
+    from fatbin_inspect.system.stack import local_devices
+
+    fleet: tuple = ()
+    if target_files or pol.targets:
+        from fatbin_inspect.judging import fleet as fleet_mod
+
+        say = warn or fleet_mod._ignore
+        found = (
+            [t for f in target_files for t in fleet_mod.read_targets(f, pol.min_driver, say)]
+            if target_files
+            else fleet_mod.policy_targets(pol.targets, pol.source, pol.min_driver, say)
+        )
+        if not found:
+            raise UsageError("gate: --targets: no GPU in any of the files given")
+        fleet = fleet_mod.merge(found)
+    if not (pol.require or pol.gpus or pol.forbid or match or pol.overrides or fleet):
+        raise UsageError(
+            "gate: nothing to check: give --require, --gpu, --targets, --forbid or --match, "
+            "or a [tool.fatbin-inspect] policy"
+        )
+    reports = list(iter_reports(paths, Options(probe_small=True), progress))
+    reference = torch_reference(match, reports) if match else None
+    ctx = gate_context(paths, reports, reference)
+    report = gate(reports, pol, given, reference, fleet, local_devices(pol.gpus, pol.min_driver), ctx)
+    return report, reports
