@@ -10,17 +10,16 @@ cheap)::
     fi.gate(["dist/pkg.whl"], require="sm_80,sm_90")   # FindingsReport of the release gate
 
 Layers, one way only (folder names): ``formats`` and ``containers`` (bytes) -> ``inventory`` ->
-``compat`` (the engine) -> ``checks`` and ``scan`` -> ``render`` -> ``cli``; ``system`` probes this
-machine for the CLI and this API. Nothing below ``render`` prints.
+``compat`` (the engine) -> ``scanning`` and ``release`` -> ``judging`` (the library layer the API
+and the CLI call) -> ``render`` -> ``cli``; ``system`` probes this machine for the library layer.
+Nothing below ``render`` prints. No subpackage shares a name with an API function.
 """
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from fatbin_inspect.version import __version__
 
 __all__ = ["__version__", "check", "gate", "inspect", "scan", "targets"]
 
@@ -34,17 +33,3 @@ def __getattr__(name: str) -> Any:
 
         return getattr(api, name)
     raise AttributeError(f"module 'fatbin_inspect' has no attribute {name!r}")
-
-
-class _Package(types.ModuleType):
-    """Keeps ``fatbin_inspect.scan`` the function: importing the subpackage ``fatbin_inspect.scan``
-    would bind its module to that name (reach the module with ``from fatbin_inspect.scan import
-    ...`` or ``importlib.import_module``)."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in __all__ and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -15,13 +15,13 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from fatbin_inspect.checks.coverage import Coverage
-from fatbin_inspect.checks.findings import FindingsReport
-from fatbin_inspect.checks.policy import Policy
 from fatbin_inspect.compat.engine import FileVerdict
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.formats.model import FileReport
-from fatbin_inspect.scan import ScanResult
+from fatbin_inspect.release.findings import FindingsReport
+from fatbin_inspect.release.policy import Policy
+from fatbin_inspect.scanning import ScanResult
+from fatbin_inspect.scanning.coverage import Coverage
 
 PathArg = str | os.PathLike[str]
 
@@ -52,7 +52,7 @@ def inspect(
 ) -> list[FileReport]:
     """The records of ``fatbin-inspect list PATH`` (``--kernels``, ``--details``, ``--no-scan``): one
     per file and archive member, with its fatbins and entries."""
-    from fatbin_inspect.inventory.core import Options
+    from fatbin_inspect.inventory.reader import Options
     from fatbin_inspect.judging.inputs import iter_reports
 
     opts = Options(kernels=kernels, details=details or kernels, scan_hidden=scan_hidden)
@@ -88,11 +88,10 @@ def scan(
     """``fatbin-inspect scan PATHS [--gpu ...]``: the records of every file with device code (no
     paths: this interpreter's site-packages), and the coverage matrix by distribution, with a
     verdict per target when ``gpus`` are given. No cache unless ``cache_dir`` is given."""
-    from fatbin_inspect.checks import coverage
     from fatbin_inspect.judging.torch import environment_runtime
     from fatbin_inspect.judging.verdicts import distribution_verdicts
-    from fatbin_inspect.scan import ScanOptions
-    from fatbin_inspect.scan import scan as run_scan
+    from fatbin_inspect.scanning import ScanOptions, coverage
+    from fatbin_inspect.scanning import scan as run_scan
 
     ts = targets(gpus, driver) if gpus else ()
     inv = {"kernels": False, "details": False, "jobs": 1, "probe_small": bool(ts)}
@@ -111,12 +110,12 @@ def gate(
     **flags: Any,
 ) -> FindingsReport:
     """The findings of ``fatbin-inspect gate PATHS``. ``policy``: a ``Policy``, what
-    ``checks.policy.load()`` returns, a pyproject.toml/TOML path, or None for the nearest
+    ``release.policy.load()`` returns, a pyproject.toml/TOML path, or None for the nearest
     pyproject.toml; ``flags`` are the command line's (``require="sm_80,sm_90"``, ``gpus=...``,
     ``fail_on=...``) and win over the file, as there. ``.findings`` are the FBI rule hits;
-    ``checks.findings.fails(report.findings, level)`` is the gate's exit decision."""
-    from fatbin_inspect.checks import policy as policy_mod
+    ``release.findings.fails(report.findings, level)`` is the gate's exit decision."""
     from fatbin_inspect.judging.gate_run import run_gate
+    from fatbin_inspect.release import policy as policy_mod
 
     given: Mapping[str, Any]
     if isinstance(policy, Policy):

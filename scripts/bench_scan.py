@@ -196,7 +196,7 @@ def _alternate(rounds: int, sides: dict) -> dict:
 
 def members_cost(corpus: str, jobs: int, rounds: int = 3) -> None:
     """(f): what judging unnamed members by their first block costs on the torch wheel."""
-    from fatbin_inspect.scan import ScanOptions, scan
+    from fatbin_inspect.scanning import ScanOptions, scan
 
     whl = sorted(glob.glob(os.path.join(corpus, "torch-*.whl")))[:1]
     if not whl:
@@ -227,7 +227,7 @@ def dask_vs_pool(corpus: str, rounds: int = 3) -> None:
     except ImportError:
         print("\n(g) dask.distributed not installed: skipped (pip install 'fatbin-inspect[dask]')")
         return
-    from fatbin_inspect.scan import ScanOptions, scan
+    from fatbin_inspect.scanning import ScanOptions, scan
 
     wheels = [w for w in sorted(glob.glob(os.path.join(corpus, "*.whl"))) if "/torch-" not in w]
     size = sum(os.path.getsize(w) for w in wheels)

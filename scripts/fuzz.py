@@ -99,7 +99,7 @@ def child(target: str, seconds: float, stats_path: str, crash_dir: str, engine: 
         import atheris
 
         with atheris.instrument_imports():
-            import fatbin_inspect.inventory.core  # noqa: F401  (instrument the parsers)
+            import fatbin_inspect.inventory.reader  # noqa: F401  (instrument the parsers)
         corpus = tempfile.mkdtemp(prefix=f"fuzz-{target}-")
         for i, s in enumerate(seeds):
             with open(os.path.join(corpus, f"seed{i}"), "wb") as fh:

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from conftest import fixture_path
 
 import fatbin_inspect as fi
-from fatbin_inspect.checks import policy as policy_mod
 from fatbin_inspect.cli.main import cli
+from fatbin_inspect.release import policy as policy_mod
 from fatbin_inspect.render.check_json import result_dict
 from fatbin_inspect.render.findings.json import document
 from fatbin_inspect.render.inventory_json import file_dict

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from conftest import ROOT
 from rich.cells import cell_len
 
-from fatbin_inspect import __version__
 from fatbin_inspect.cli.main import cli
+from fatbin_inspect.version import __version__
 
 GOLDEN = os.path.join(ROOT, "tests", "golden", "cli")
 BIN = "fixtures/bin/"

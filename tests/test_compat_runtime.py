@@ -11,7 +11,7 @@ from fatbin_inspect.compat import runtime
 from fatbin_inspect.containers import STATIC_CUDART_MARKER, has_static_cudart
 from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport
-from fatbin_inspect.inventory.core import Options, inspect_path
+from fatbin_inspect.inventory.reader import Options, inspect_path
 
 
 @pytest.mark.parametrize(

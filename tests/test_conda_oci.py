@@ -10,8 +10,8 @@ from conftest import fixture_path
 
 from fatbin_inspect.compat import runtime
 from fatbin_inspect.containers import conda
-from fatbin_inspect.inventory.core import inspect_path
-from fatbin_inspect.scan import ScanOptions, scan
+from fatbin_inspect.inventory.reader import inspect_path
+from fatbin_inspect.scanning import ScanOptions, scan
 
 SM80 = fixture_path("bin", "t01_exe_sm80")
 LIB86 = fixture_path("bin", "t12_lib_sm86_c89.so")
@@ -204,7 +204,7 @@ def test_oci_image_final_filesystem_with_whiteouts_and_layers(tmp_path, fmt, doc
 
 
 def test_oci_multi_platform_index_default_and_platform_option(tmp_path):
-    from fatbin_inspect.inventory.core import Options
+    from fatbin_inspect.inventory.reader import Options
 
     img = _image(tmp_path, platforms=("linux/arm64", "linux/amd64"))
     own = next(iter(inspect_path(str(img))))
@@ -228,7 +228,7 @@ def test_real_wheel_tree_as_an_image_layer(tmp_path):
     own dist-info RECORD attributes every file to the distribution."""
     import zipfile
 
-    from fatbin_inspect.scan.distributions import wheel_distribution
+    from fatbin_inspect.scanning.distributions import wheel_distribution
 
     whl = _corpus_wheel("nvidia_cuda_cupti-") or _corpus_wheel("jax_cuda12_plugin-")
     if whl is None:

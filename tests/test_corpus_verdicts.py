@@ -19,7 +19,7 @@ from fatbin_inspect.cli.main import cli
 from fatbin_inspect.compat import runtime, units
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.targets import resolve_targets
-from fatbin_inspect.inventory.core import Options, inspect_path
+from fatbin_inspect.inventory.reader import Options, inspect_path
 
 pytestmark = pytest.mark.corpus
 

@@ -8,9 +8,9 @@ import builders as B
 import pytest
 from conftest import fixture_path
 
-from fatbin_inspect.checks import diff as D
 from fatbin_inspect.cli.main import main
-from fatbin_inspect.inventory.core import Options, inspect_path
+from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.release import diff as D
 
 OLD_LIB = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")  # sm_75, sm_80, sm_90 + compute_90
 NEW_LIB = fixture_path("bin", "t01_exe_sm80")  # sm_80 + compute_80

@@ -7,7 +7,7 @@ import pytest
 from conftest import FIXTURES, fixture_path
 from oracle import cuobjdump_entries, our_entries
 
-from fatbin_inspect.inventory.core import Options, inspect_path
+from fatbin_inspect.inventory.reader import Options, inspect_path
 
 pytestmark = pytest.mark.cuobjdump
 

@@ -19,7 +19,7 @@ import pytest
 
 from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.formats.fatbin import parse_fatbin
-from fatbin_inspect.inventory.core import payload
+from fatbin_inspect.inventory.reader import payload
 from tests.builders import ptx_text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,7 +105,7 @@ def _tile_ir_bytes() -> bytes:
     path = BIN / "t22_exe_tile_ir_c100"
     if not path.exists():
         pytest.skip("fixtures/bin/t22_exe_tile_ir_c100 missing (scripts/build_fixtures.sh with NVCC135)")
-    from fatbin_inspect.inventory.core import inspect_path
+    from fatbin_inspect.inventory.reader import inspect_path
 
     rep = next(inspect_path(str(path)))
     tile = next(e for e in rep.entries if e.kind == "tile")

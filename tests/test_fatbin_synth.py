@@ -8,7 +8,7 @@ import pytest
 from fatbin_inspect.errors import CorruptError, TruncatedError
 from fatbin_inspect.formats import fatbin as F
 from fatbin_inspect.formats.binio import Blob
-from fatbin_inspect.inventory.core import Options, inspect_path
+from fatbin_inspect.inventory.reader import Options, inspect_path
 
 
 def parse(data: bytes):

@@ -16,11 +16,10 @@ import builders as B
 import jsonschema
 import pytest
 
-from fatbin_inspect import __version__
-from fatbin_inspect.checks import policy as P
-from fatbin_inspect.checks.findings import RULES, fails
-from fatbin_inspect.checks.gate import gate
-from fatbin_inspect.inventory.core import Options, inspect_path
+from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.release import policy as P
+from fatbin_inspect.release.findings import RULES, fails
+from fatbin_inspect.release.gate import gate
 from fatbin_inspect.render import findings as formats
 from fatbin_inspect.render.findings import github
 from fatbin_inspect.render.findings.json import render as render_json
@@ -29,6 +28,7 @@ from fatbin_inspect.render.findings.junit import render as render_junit
 from fatbin_inspect.render.findings.markdown import render as render_markdown
 from fatbin_inspect.render.findings.sarif import render as render_sarif
 from fatbin_inspect.render.findings.table import render as render_gate_table
+from fatbin_inspect.version import __version__
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GOLDEN = os.path.join(HERE, "golden")

@@ -7,11 +7,11 @@ import os
 import builders as B
 import pytest
 
-from fatbin_inspect.checks import policy as P
-from fatbin_inspect.checks.gate import gate
 from fatbin_inspect.cli.main import main
 from fatbin_inspect.errors import UsageError
-from fatbin_inspect.inventory.core import Options, inspect_path
+from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.release import policy as P
+from fatbin_inspect.release.gate import gate
 
 
 def write(path, data: bytes) -> str:

@@ -205,10 +205,10 @@ def test_chromium_renders_the_heatmaps(tmp_path, capsys):
 
 
 def test_drilldown_is_bounded_per_file(monkeypatch):
-    from fatbin_inspect.checks import coverage
-    from fatbin_inspect.checks.findings import FindingsReport
-    from fatbin_inspect.inventory.core import Options, inspect_path
+    from fatbin_inspect.inventory.reader import Options, inspect_path
+    from fatbin_inspect.release.findings import FindingsReport
     from fatbin_inspect.render.findings import html
+    from fatbin_inspect.scanning import coverage
 
     monkeypatch.setattr(html, "FATBINS_SHOWN", 1)
     reports = list(inspect_path(MULTI, Options()))  # two fatbins (device-link output and the code)

@@ -3,7 +3,7 @@
 import pytest
 from conftest import fixture_path
 
-from fatbin_inspect.inventory.core import Options, inspect_path
+from fatbin_inspect.inventory.reader import Options, inspect_path
 
 
 def legend(report):

@@ -1,8 +1,8 @@
 """The one-way layers, enforced: every import in every module (lazy ones inside functions too) may
 only go to its own layer or one below it, and nothing below ``render`` prints.
 
-Layer order, lowest first (the folder names under ``fatbin_inspect/``). ``checks`` sits below ``scan``
-because a scan summarises files as ``checks.coverage`` rows; ``system`` (probes of this machine)
+Layer order, lowest first (the folder names under ``fatbin_inspect/``). ``scanning`` sits below
+``release`` because the gate's findings carry a scan's ``scanning.coverage`` rows; ``system`` (probes of this machine)
 sits above everything the engine needs, so only the library layer, the CLI (and ``verify``, which
 runs images on the local GPU) can reach it: the engine gets probed GPUs and drivers handed in.
 ``judging`` is the library layer under the CLI and the API: it reads inputs, judges, gates.
@@ -17,13 +17,14 @@ import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "fatbin_inspect"
 LAYERS = (
+    "version",  # the leaf module every layer may read
     "errors",
     "formats",
     "containers",
     "inventory",
     "compat",
-    "checks",
-    "scan",
+    "scanning",
+    "release",
     "system",
     "verify",
     "judging",

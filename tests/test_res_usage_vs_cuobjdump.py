@@ -6,7 +6,7 @@ import pytest
 from conftest import fixture_path
 from oracle import cuobjdump_resources
 
-from fatbin_inspect.inventory.core import Options, inspect_path
+from fatbin_inspect.inventory.reader import Options, inspect_path
 
 pytestmark = pytest.mark.cuobjdump
 

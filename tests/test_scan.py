@@ -12,12 +12,11 @@ from click.testing import CliRunner
 from conftest import fixture_path
 
 import fatbin_inspect
-from fatbin_inspect.checks import coverage
 from fatbin_inspect.cli.main import cli
 from fatbin_inspect.cli.progress import Progress
-from fatbin_inspect.inventory.core import inspect_path
-from fatbin_inspect.scan import ScanOptions, scan
-from fatbin_inspect.scan.environment import interpreter_site_packages, resolve_roots
+from fatbin_inspect.inventory.reader import inspect_path
+from fatbin_inspect.scanning import ScanOptions, coverage, scan
+from fatbin_inspect.scanning.environment import interpreter_site_packages, resolve_roots
 
 SM80 = fixture_path("bin", "t01_exe_sm80")
 MULTI = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")
@@ -188,7 +187,7 @@ def test_pool_results_taken_in_once_however_often_the_walk_looks(tmp_path, monke
     import importlib
     import time
 
-    scan_mod = importlib.import_module("fatbin_inspect.scan")
+    scan_mod = importlib.import_module("fatbin_inspect.scanning")
     tree = tmp_path / "tree"
     tree.mkdir()
     for i in range(12):
@@ -236,9 +235,9 @@ def _big_wheel(tmp_path):
 def test_split_wheel_gives_the_same_records_in_order_and_one_cache_entry(tmp_path, monkeypatch):
     import importlib
 
-    from fatbin_inspect.scan import worker
+    from fatbin_inspect.scanning import worker
 
-    scan_mod = importlib.import_module("fatbin_inspect.scan")  # fatbin_inspect.scan is the API function
+    scan_mod = importlib.import_module("fatbin_inspect.scanning")  # fatbin_inspect.scan is the API function
 
     whl = _big_wheel(tmp_path)
     spans = worker.zip_spans(str(whl), False, 4, 1)
@@ -259,7 +258,7 @@ def test_split_wheel_gives_the_same_records_in_order_and_one_cache_entry(tmp_pat
     assert cold.reports == whole.reports
     # the records in member order, as the whole-file inventory gives them (before the sort by path)
     cached = scan_mod.ScanCache(str(tmp_path / "cache"), scan_mod._options_fingerprint(None))
-    from fatbin_inspect.scan.cache import stat_key
+    from fatbin_inspect.scanning.cache import stat_key
 
     key = stat_key(os.stat(whl))
 
@@ -274,13 +273,13 @@ def test_split_wheel_gives_the_same_records_in_order_and_one_cache_entry(tmp_pat
 
 def test_split_spans_join_like_the_whole_walk():
     from fatbin_inspect.formats.model import FileError, FileReport
-    from fatbin_inspect.scan import _join_spans
+    from fatbin_inspect.scanning import _join_spans
 
     def rec(p, err=None):
         return FileReport(path=p, format="elf", size=1, error=FileError(err) if err else None)
 
     def enc(*recs):  # as the workers hand them back (worker.encoded)
-        from fatbin_inspect.scan.worker import encoded
+        from fatbin_inspect.scanning.worker import encoded
 
         return encoded(recs, "w", None, False)
 
@@ -408,8 +407,8 @@ def test_cached_records_follow_the_path_as_given(site, tmp_path, monkeypatch):
 
 
 def test_options_given_as_a_dict_share_the_cache_with_options():
-    from fatbin_inspect.inventory.core import Options
-    from fatbin_inspect.scan import FINGERPRINT_DEFAULTS, _options_fingerprint
+    from fatbin_inspect.inventory.reader import Options
+    from fatbin_inspect.scanning import FINGERPRINT_DEFAULTS, _options_fingerprint
 
     assert {k: getattr(Options(), k) for k in FINGERPRINT_DEFAULTS} == FINGERPRINT_DEFAULTS
     assert _options_fingerprint(None) == _options_fingerprint({}) == _options_fingerprint(Options())
@@ -419,7 +418,7 @@ def test_options_given_as_a_dict_share_the_cache_with_options():
 
 def test_stat_walk_agrees_with_the_plain_walk(site, tmp_path):
     from fatbin_inspect.inventory.walk import iter_files
-    from fatbin_inspect.scan.environment import iter_stat
+    from fatbin_inspect.scanning.environment import iter_stat
 
     os.symlink(site / "alpha", site / "stray" / "alpha_link")  # followed by neither
     os.symlink(tmp_path / "nowhere", site / "stray" / "dangling")
@@ -437,7 +436,7 @@ def test_stat_walk_agrees_with_the_plain_walk(site, tmp_path):
 
 
 def test_record_lookup_handles_quoted_and_outside_paths(tmp_path):
-    from fatbin_inspect.scan.distributions import Attributor
+    from fatbin_inspect.scanning.distributions import Attributor
 
     site = tmp_path / "lib" / "python3.11" / "site-packages"
     info = site / "gamma-1.0.dist-info"
@@ -514,7 +513,7 @@ def test_a_large_zip_listed_by_worker_processes_gives_the_records_of_one_walk(
     tmp_path, monkeypatch, all_members
 ):
     """list/check/gate of a wheel above SPLIT_BYTES: spans inflated in parallel, same records."""
-    from fatbin_inspect.inventory import core
+    from fatbin_inspect.inventory import reader as core
 
     whl = _big_wheel(tmp_path)
     members = "all" if all_members else "device"
@@ -537,8 +536,8 @@ def test_quick_test_skips_code_where_the_inventory_never_looks(tmp_path):
     import builders as B
 
     from fatbin_inspect.formats.binio import open_blob
-    from fatbin_inspect.inventory.core import Options, magic_ranges
-    from fatbin_inspect.scan import worker
+    from fatbin_inspect.inventory.reader import Options, magic_ranges
+    from fatbin_inspect.scanning import worker
 
     fb = B.sample_fatbin()
     cases = [

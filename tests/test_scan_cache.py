@@ -14,9 +14,9 @@ import zstandard
 from conftest import fixture_path
 
 from fatbin_inspect.formats import model
-from fatbin_inspect.scan import ScanOptions, scan
-from fatbin_inspect.scan.cache import CACHE_VERSION, ScanCache
-from fatbin_inspect.scan.record_data import report_data, report_from_data
+from fatbin_inspect.scanning import ScanOptions, scan
+from fatbin_inspect.scanning.cache import CACHE_VERSION, ScanCache
+from fatbin_inspect.scanning.record_data import report_data, report_from_data
 
 MULTI = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")
 SM80 = fixture_path("bin", "t01_exe_sm80")

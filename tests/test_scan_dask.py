@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from conftest import fixture_path
 
 from fatbin_inspect.cli.main import cli
-from fatbin_inspect.scan import ScanOptions, scan
+from fatbin_inspect.scanning import ScanOptions, scan
 
 pytestmark = pytest.mark.dask
 distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed (extra 'dask')")

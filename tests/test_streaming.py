@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from conftest import FIXTURES, fixture_path
 
 from fatbin_inspect.cli.main import cli
-from fatbin_inspect.inventory.core import Options
+from fatbin_inspect.inventory.reader import Options
 from fatbin_inspect.judging.inputs import iter_reports
 from fatbin_inspect.render import inventory_json, jsondump
 
@@ -125,7 +125,7 @@ def test_list_json_over_the_pretty_limit_is_compact(monkeypatch):
 
 def test_list_kernels_json_streamed_from_parallel_slices_equals_the_document(monkeypatch):
     """The --kernels writer: slices decoded and encoded by worker processes, written in order."""
-    from fatbin_inspect.inventory import core
+    from fatbin_inspect.inventory import reader as core
 
     monkeypatch.setattr(core, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(core, "SLICES_PER_JOB", 3)
@@ -189,8 +189,8 @@ def test_gate_streamed_equals_the_renderer(fmt):
 
     streamed = capture()
     mod = findings.module(fmt)
-    from fatbin_inspect.checks import policy
-    from fatbin_inspect.checks.gate import gate
+    from fatbin_inspect.release import policy
+    from fatbin_inspect.release.gate import gate
 
     pol, given = policy.load("", {"require": "sm_80,sm_90"})
     report = gate(list(iter_reports(FILES, Options(details=True))), pol, given, None)
@@ -201,9 +201,8 @@ def test_gate_streamed_equals_the_renderer(fmt):
 def test_scan_json_streamed_equals_the_document_of_full_records(tmp_path, monkeypatch):
     """The scan document written from worker-encoded texts equals ``scan_document`` of the full
     records, cold, warm and without the cache (except the timing and cache counters)."""
-    from fatbin_inspect.checks import coverage
     from fatbin_inspect.render.scan_json import scan_document
-    from fatbin_inspect.scan import ScanOptions, scan
+    from fatbin_inspect.scanning import ScanOptions, coverage, scan
 
     tree = tmp_path / "tree"
     (tree / "lib").mkdir(parents=True)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from fatbin_inspect.checks.diff import match_key
-from fatbin_inspect.checks.policy import Override, distribution_of
 from fatbin_inspect.containers import wheel
 from fatbin_inspect.formats.model import FileReport
-from fatbin_inspect.scan.distributions import innermost_wheel, wheel_distribution
+from fatbin_inspect.release.diff import match_key
+from fatbin_inspect.release.policy import Override, distribution_of
+from fatbin_inspect.scanning.distributions import innermost_wheel, wheel_distribution
 
 ORT = "onnxruntime_gpu-1.23.2-cp311-cp311-manylinux_2_28_x86_64.whl"
 

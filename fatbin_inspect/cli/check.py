@@ -158,7 +158,7 @@ def check_cmd(
 
         write_output(render_check(targets, verdicts, kernels=all_kernels, **look(output)), output, seen)
     else:
-        from fatbin_inspect.checks.gate import check_findings
+        from fatbin_inspect.release.gate import check_findings
 
         report = check_findings(paths, targets, verdicts, unreadable)
         if fmt == "html":

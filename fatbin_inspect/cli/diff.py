@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import click
 
-from fatbin_inspect.checks.findings import fails
 from fatbin_inspect.cli.common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -23,7 +22,8 @@ from fatbin_inspect.cli.common import (
 )
 from fatbin_inspect.cli.findings import findings_format_option, write_findings
 from fatbin_inspect.cli.options import examples, fail_options, ui_options
-from fatbin_inspect.inventory.core import Options
+from fatbin_inspect.inventory.reader import Options
+from fatbin_inspect.release.findings import fails
 
 
 @examples(
@@ -56,8 +56,8 @@ def diff_cmd(old, new, fail_on_dropped, kernels, fail_on, exit_zero, strict, fmt
 
     An input that cannot be read (a truncated wheel) is an error, not "everything added": the
     report is still written, and the exit code is 2 (3 with --strict)."""
-    from fatbin_inspect.checks import diff as diff_mod
     from fatbin_inspect.cli.inventory import iter_reports
+    from fatbin_inspect.release import diff as diff_mod
 
     opts = Options(kernels=kernels, details=kernels)
     seen: list[str] = [old, new]  # inputs and record paths: the output may be none of them

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 
-from fatbin_inspect.checks.findings import FindingsReport, fails
 from fatbin_inspect.cli import options
 from fatbin_inspect.cli.common import (
     EXIT_FINDINGS,
@@ -18,6 +17,7 @@ from fatbin_inspect.cli.common import (
     open_output,
     write_output,
 )
+from fatbin_inspect.release.findings import FindingsReport, fails
 from fatbin_inspect.render.findings import FORMATS
 
 findings_format_option = format_option(list(FORMATS))
@@ -72,7 +72,7 @@ def with_views(report: FindingsReport, reports, verdicts=()) -> FindingsReport:
     html`` draws them); ``verdicts``: the engine's file verdicts, shown per row and target."""
     import dataclasses
 
-    from fatbin_inspect.checks import coverage
+    from fatbin_inspect.scanning import coverage
 
     per_path: dict[str, Sequence[coverage.Verdict]] = {}
     for v in verdicts:

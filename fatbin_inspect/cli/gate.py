@@ -142,7 +142,7 @@ def gate_cmd(
     output,
 ):
     """Check PATHS (files, wheels, directories) against the release policy; findings FBI001..."""
-    from fatbin_inspect.checks import policy as policy_mod
+    from fatbin_inspect.release import policy as policy_mod
 
     flags = {
         "require": _joined(require),

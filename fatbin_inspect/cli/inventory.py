@@ -17,7 +17,7 @@ from fatbin_inspect.cli.common import (
 )
 from fatbin_inspect.cli.options import driver_option, examples, gpu_option, ui_options
 from fatbin_inspect.formats.model import FileError, FileReport
-from fatbin_inspect.inventory.core import Options, inspect_path
+from fatbin_inspect.inventory.reader import Options, inspect_path
 from fatbin_inspect.inventory.walk import iter_files
 from fatbin_inspect.judging.inputs import iter_reports
 from fatbin_inspect.judging.verdicts import judge_record, judge_reports, list_wheel_runtimes
@@ -213,7 +213,7 @@ def _file_pieces(path: str, opts: Options, state: dict):
 
     from fatbin_inspect.errors import InputError
     from fatbin_inspect.formats.binio import open_blob
-    from fatbin_inspect.inventory import core as inventory
+    from fatbin_inspect.inventory import reader as inventory
     from fatbin_inspect.render import jsondump
 
     if os.path.getsize(path) >= inventory.PARALLEL_MIN_BYTES and _is_binary(path):

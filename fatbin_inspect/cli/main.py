@@ -14,11 +14,11 @@ import traceback
 
 import click
 
-from fatbin_inspect import __version__
 from fatbin_inspect.cli.common import say
 from fatbin_inspect.cli.options import adopt
 from fatbin_inspect.errors import DeviceError, FatbinInspectError, UsageError
 from fatbin_inspect.render.escape import shown
+from fatbin_inspect.version import __version__
 
 COMMANDS = {
     "list": "fatbin_inspect.cli.inventory:list_cmd",

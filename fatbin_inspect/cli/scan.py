@@ -37,7 +37,7 @@ def _html(paths, targets, reports, cov, engine_verdicts) -> str:
     the findings ``check`` would give for the files of the rows that fail or need JIT."""
     import dataclasses
 
-    from fatbin_inspect.checks.gate import check_findings
+    from fatbin_inspect.release.gate import check_findings
     from fatbin_inspect.render import findings
 
     # a file's failure is a finding only where its row fails too: R-UNIT sets aside the files made
@@ -151,8 +151,7 @@ def scan_cmd(
     interpreter's site-packages). Cache: $FATBIN_INSPECT_CACHE_DIR or the user cache dir; delete it
     at will. Exit 1 when a --gpu target fails to run something (--fail-on warning: or needs JIT).
     """
-    from fatbin_inspect.checks import coverage
-    from fatbin_inspect.scan import ScanOptions, scan
+    from fatbin_inspect.scanning import ScanOptions, coverage, scan
 
     if executor == "dask" and not scheduler:
         raise click.UsageError("--executor dask needs --scheduler tcp://HOST:PORT")

@@ -16,7 +16,7 @@ from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.binio import open_blob
 from fatbin_inspect.formats.decompress import Budget
 from fatbin_inspect.formats.model import FileReport
-from fatbin_inspect.inventory.core import Options, inspect_pairs, payload
+from fatbin_inspect.inventory.reader import Options, inspect_pairs, payload
 from fatbin_inspect.inventory.walk import iter_files
 
 SUFFIX = {"sass": ".cubin", "ptx": ".ptx", "ltoir": ".ltoir", "tile": ".tileir", "unknown": ".bin"}
@@ -51,7 +51,7 @@ def safe_name(name: str) -> str:
 def wanted(arches: Iterable[str]) -> tuple[set[str], set[tuple[int, str]]]:
     """``--arch`` values: named targets (``SM_90A`` -> ``sm_90a``, ``compute_120f``) match that
     image only; a bare number (``90``, ``9.0``, ``100a``) matches the cubin and the PTX of that SM."""
-    from fatbin_inspect.checks.policy import normalize_arch, split_arch
+    from fatbin_inspect.release.policy import normalize_arch, split_arch
 
     names, numbers = set(), set()
     for a in arches:

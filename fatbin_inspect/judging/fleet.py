@@ -265,7 +265,7 @@ def nearest_policy_targets(
     """The fallback for ``check``: the targets of the nearest pyproject.toml, if it lists any."""
 
     def load() -> list[Target]:
-        from fatbin_inspect.checks import policy
+        from fatbin_inspect.release import policy
 
         path = policy.find_pyproject()
         if path is None:

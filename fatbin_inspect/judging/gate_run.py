@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 
 from fatbin_inspect.errors import UsageError
-from fatbin_inspect.inventory.core import Options
+from fatbin_inspect.inventory.reader import Options
 from fatbin_inspect.judging.torch import torch_reference
 
 
@@ -16,8 +16,8 @@ def gate_context(paths, reports, reference):
     inputs that name CUDA (FBI015 when they hold no device code), torch's runtime (FBI017)."""
     import zipfile
 
-    from fatbin_inspect.checks.gate import Context
     from fatbin_inspect.compat import runtime
+    from fatbin_inspect.release.gate import Context
 
     wheels = {r.path.split("!", 1)[0] for r in reports} | {p for p in paths if os.path.isfile(p)}
     wheel_rts, named = {}, set()
@@ -38,8 +38,8 @@ def run_gate(
 ):
     """(findings, records) of ``paths`` under ``pol`` with the command line's ``given`` flags on top
     of per-distribution overrides: what ``gate`` reports, and the library's ``gate()``."""
-    from fatbin_inspect.checks.gate import gate
     from fatbin_inspect.judging.inputs import iter_reports
+    from fatbin_inspect.release.gate import gate
     from fatbin_inspect.system.stack import local_devices
 
     fleet: tuple = ()

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 
 from fatbin_inspect.formats.model import FileError, FileReport
-from fatbin_inspect.inventory.core import Options, inspect_path
+from fatbin_inspect.inventory.reader import Options, inspect_path
 from fatbin_inspect.inventory.walk import iter_files
 
 Progress = Callable[[int, int, int], None]

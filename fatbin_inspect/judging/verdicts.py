@@ -83,8 +83,8 @@ def distribution_verdicts(reports, targets, env_runtime):
     """Per-file engine verdicts (R-FILE, with R-RT's runtime) as coverage ``Verdict`` records, the
     roll-up of a row's files (R-UNIT, R-VARIANT by ``env_runtime``), and the engine's verdicts
     themselves (path -> one per target)."""
-    from fatbin_inspect.checks.coverage import verdict_of
     from fatbin_inspect.compat import units
+    from fatbin_inspect.scanning.coverage import verdict_of
 
     wheels: dict = {}
     engine_vs = {}

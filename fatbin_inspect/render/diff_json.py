@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fatbin_inspect.checks.diff import DiffReport
+from fatbin_inspect.release.diff import DiffReport
 
 
 def diff_dict(d: DiffReport) -> dict[str, Any]:

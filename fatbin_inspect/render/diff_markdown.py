@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fatbin_inspect.checks.diff import DiffReport
+from fatbin_inspect.release.diff import DiffReport
 from fatbin_inspect.render.diff_table import kernels_cell
 from fatbin_inspect.render.findings.markdown import cell, code
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from fatbin_inspect.checks.diff import DiffReport, FileDiff
+from fatbin_inspect.release.diff import DiffReport, FileDiff
 from fatbin_inspect.render.console import render
 
 

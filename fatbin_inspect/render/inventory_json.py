@@ -9,9 +9,9 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
-from fatbin_inspect import __version__
 from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport, Kernel, Package
 from fatbin_inspect.render.escape import hex_if_not_utf8, utf8
+from fatbin_inspect.version import __version__
 
 SCHEMA_VERSION = 1
 

@@ -6,9 +6,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from fatbin_inspect.checks.coverage import Coverage, Row
 from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, file_dict, tool
 from fatbin_inspect.render.jsondump import to_json
+from fatbin_inspect.scanning.coverage import Coverage, Row
 
 
 def row_dict(cov: Coverage, row: Row) -> dict[str, Any]:

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from fatbin_inspect.checks.coverage import NONE, PTX, SASS, Cell, Coverage, Row, describe
 from fatbin_inspect.render.console import Hanging, hang, human, render
+from fatbin_inspect.scanning.coverage import NONE, PTX, SASS, Cell, Coverage, Row, describe
 
 _CELL_STYLE = {SASS: "green", PTX: "yellow", NONE: "dim"}
 _VERDICT_STYLE = {"native": "green", "jit": "yellow", "fail": "bold red", "no-device-code": "dim"}

@@ -488,7 +488,7 @@ def _loader_hits(prefix: str, roots: Roots, ldcache: list[tuple[str, str]]) -> l
 def find_runtimes(
     roots: Roots, ldcache: list[tuple[str, str]], runtime_api: RuntimeApiProbe
 ) -> list[Runtime]:
-    from fatbin_inspect.scan.distributions import Attributor
+    from fatbin_inspect.scanning.distributions import Attributor
 
     found = [(p, via) for p, via in _loader_hits("libcudart.so", roots, ldcache)]
     seen = {os.path.realpath(p) for p, _ in found}
@@ -621,7 +621,7 @@ def find_torch(site_dirs: Iterable[str], archs: bool = True) -> Torch | None:
 def library_archs(path: str) -> tuple[tuple[str, ...], str | None]:
     """Distinct cubin and PTX archs in a library, ordered as torch prints them (sm_ first), and the
     newest PTX ISA among them."""
-    from fatbin_inspect.inventory.core import Options, inspect_path
+    from fatbin_inspect.inventory.reader import Options, inspect_path
 
     seen, isas = set(), set()
     for rec in inspect_path(path, Options()):

@@ -12,7 +12,7 @@ import importlib
 from types import ModuleType
 from typing import Protocol
 
-from fatbin_inspect.checks.findings import FindingsReport
+from fatbin_inspect.release.findings import FindingsReport
 
 # name -> module under render/findings; the order is the order of the --format choices
 FORMATS: dict[str, str] = {

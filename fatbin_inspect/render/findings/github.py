@@ -7,7 +7,7 @@ the Markdown job summary, which the command appends to ``$GITHUB_STEP_SUMMARY`` 
 
 from __future__ import annotations
 
-from fatbin_inspect.checks.findings import FindingsReport, split_path
+from fatbin_inspect.release.findings import FindingsReport, split_path
 from fatbin_inspect.render.escape import shown, utf8
 from fatbin_inspect.render.findings import markdown
 

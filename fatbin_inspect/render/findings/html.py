@@ -15,13 +15,13 @@ import html
 import os
 from collections.abc import Sequence
 
-from fatbin_inspect import __version__
-from fatbin_inspect.checks.coverage import PTX, SASS, Coverage, Row
-from fatbin_inspect.checks.findings import Finding, FindingsReport, counts, fails, rank
 from fatbin_inspect.formats.model import FileReport
+from fatbin_inspect.release.findings import Finding, FindingsReport, counts, fails, rank
 from fatbin_inspect.render import escape as text
 from fatbin_inspect.render.console import human
 from fatbin_inspect.render.scan_table import common_dir
+from fatbin_inspect.scanning.coverage import PTX, SASS, Coverage, Row
+from fatbin_inspect.version import __version__
 
 
 def escape(s: object) -> str:

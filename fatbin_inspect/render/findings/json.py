@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fatbin_inspect.checks.findings import (
+from fatbin_inspect.release.findings import (
     RULE_BY_ID,
     Finding,
     FindingsReport,

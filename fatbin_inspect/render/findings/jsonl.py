@@ -5,7 +5,7 @@ Same fields as ``json`` (gate.schema.json), so ``jq 'select(.type=="finding")'``
 
 from __future__ import annotations
 
-from fatbin_inspect.checks.findings import FindingsReport
+from fatbin_inspect.release.findings import FindingsReport
 from fatbin_inspect.render import jsondump
 from fatbin_inspect.render.findings.json import SCHEMA_VERSION, finding_dict, summary_dict
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from fatbin_inspect.checks.findings import Check, FindingsReport, fails, findings_for, split_path
+from fatbin_inspect.release.findings import Check, FindingsReport, fails, findings_for, split_path
 from fatbin_inspect.render.escape import shown, utf8
 
 FILE_WIDE_NAME = "policy"  # test case name of the file-wide rules (no target)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from fatbin_inspect.checks.findings import RULE_BY_ID, FindingsReport, counts, fails, findings_for
+from fatbin_inspect.release.findings import RULE_BY_ID, FindingsReport, counts, fails, findings_for
 from fatbin_inspect.render.escape import shown, utf8
 
 ICON = {"error": "❌", "warning": "⚠️", "note": "ℹ️"}

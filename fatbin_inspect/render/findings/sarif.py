@@ -14,9 +14,9 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from fatbin_inspect import __version__
-from fatbin_inspect.checks.findings import RULES, Finding, FindingsReport, split_path
+from fatbin_inspect.release.findings import RULES, Finding, FindingsReport, split_path
 from fatbin_inspect.render.jsondump import to_json
+from fatbin_inspect.version import __version__
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFO_URI = "https://github.com/fatbin-inspect/fatbin-inspect"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from fatbin_inspect.checks.findings import Finding, FindingsReport, counts, fails
+from fatbin_inspect.release.findings import Finding, FindingsReport, counts, fails
 from fatbin_inspect.render import console
 
 STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}

@@ -36,9 +36,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fatbin_inspect.checks.findings import FAIL_LEVELS, RULE_BY_ID, SEVERITIES
 from fatbin_inspect.containers.wheel import canonicalize_name, wheel_name
 from fatbin_inspect.errors import UsageError
+from fatbin_inspect.release.findings import FAIL_LEVELS, RULE_BY_ID, SEVERITIES
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from fatbin_inspect.checks.findings import Check, Finding, FindingsReport, sort_key
-from fatbin_inspect.checks.policy import distribution_of, split_arch
 from fatbin_inspect.containers.wheel import wheel_name
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, FileReport
+from fatbin_inspect.release.findings import Check, Finding, FindingsReport, sort_key
+from fatbin_inspect.release.policy import distribution_of, split_arch
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def arch_order(arch: str):
 
 def archs_of(r: FileReport) -> tuple[str, ...]:
     """Archs of the images a driver can load (not the ``__nv_relfatbin`` copies of a linked file)."""
-    from fatbin_inspect.checks.gate import counted_fatbins
+    from fatbin_inspect.release.gate import counted_fatbins
 
     return tuple(
         sorted(

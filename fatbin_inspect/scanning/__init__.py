@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from fatbin_inspect.formats.model import FileError, FileReport
 from fatbin_inspect.inventory import member_path
-from fatbin_inspect.scan.cache import (
+from fatbin_inspect.scanning.cache import (
     MISS,
     ScanCache,
     default_dir,
@@ -36,11 +36,11 @@ from fatbin_inspect.scan.cache import (
     summaries_from,
     unpack,
 )
-from fatbin_inspect.scan.distributions import Attributor, innermost_wheel, wheel_distribution
-from fatbin_inspect.scan.environment import Root, iter_stat, resolve_roots
+from fatbin_inspect.scanning.distributions import Attributor, innermost_wheel, wheel_distribution
+from fatbin_inspect.scanning.environment import Root, iter_stat, resolve_roots
 
 if TYPE_CHECKING:  # the parsers are imported only when a file has to be read
-    from fatbin_inspect.inventory.core import Options
+    from fatbin_inspect.inventory.reader import Options
 
 MIN_SIZE = 64  # smaller than a fatbin header + one entry header, or than a PTX header
 BATCH_FILES = 64
@@ -48,7 +48,7 @@ BATCH_BYTES = 64 << 20
 # a zip this large (a wheel) is split into about ``jobs * 2`` units of its members, each of at
 # least SPAN_BYTES inflated, so that one 500 MB wheel does not keep one worker busy while the
 # others idle; the records are put together again in member order (same records, one cache entry)
-SPLIT_BYTES = 64 << 20  # as inventory.core's for one file (not imported: a warm scan loads no parser)
+SPLIT_BYTES = 64 << 20  # as inventory.reader's for one file (not imported: a warm scan loads no parser)
 SPAN_BYTES = 32 << 20
 
 ProgressFn = Callable[[int, int, int], None]  # (files done, files seen, bytes done)
@@ -215,7 +215,7 @@ class _Scanner:
                 self.reports.append(rec)
                 continue
             if summaries is None:
-                from fatbin_inspect.checks.coverage import summarize
+                from fatbin_inspect.scanning.coverage import summarize
 
                 summary = summarize(rec)
             else:
@@ -245,7 +245,7 @@ class _Scanner:
                 self.cache.put_encoded(apath, key, [e[:2] for e in encs], texts)
                 summaries = summaries_from([e[0] for e in encs], path)
             else:  # some record does not encode: not cached, summarized here
-                from fatbin_inspect.checks.coverage import summarize
+                from fatbin_inspect.scanning.coverage import summarize
 
                 summaries = [summarize(e[3]) for e in encs]
             records = [e[3] for e in encs] if self.keep else summaries
@@ -279,7 +279,7 @@ class _Scanner:
     def _flush(self) -> None:
         if not self.batch:
             return
-        from fatbin_inspect.scan import worker
+        from fatbin_inspect.scanning import worker
 
         batch, self.batch, self.batch_bytes = self.batch, [], 0
         if self.jobs == 1:
@@ -344,7 +344,7 @@ class _Scanner:
 
     def _split_zip(self, path: str, key: tuple, spans) -> None:
         """Hand a large zip's spans to the pool, the largest first."""
-        from fatbin_inspect.scan import worker
+        from fatbin_inspect.scanning import worker
 
         self.tokens += 1  # a token, not the path: the same path may be in flight twice
         token = self.tokens
@@ -390,7 +390,7 @@ class _Scanner:
                 self.stats["inspected"] += 1
             self._tick(1, size)
             return
-        from fatbin_inspect.scan import worker
+        from fatbin_inspect.scanning import worker
 
         try:
             fmt = fmt or worker.head_format(path)

@@ -37,7 +37,7 @@ import stat
 import sys
 from typing import Any
 
-from fatbin_inspect import __version__
+from fatbin_inspect.version import __version__
 
 # 3: static_cudart, relocatable; 4: members by content, conda; 5: data rows; 6: fatbin counts;
 # 7: records and texts zstd-packed; 8: one frame per record, packed by the worker; 9: a table
@@ -181,7 +181,7 @@ class Hit:
 
     def reports(self, shown: str) -> tuple | Any:
         """The full records rebased on ``shown``, or ``MISS``."""
-        from fatbin_inspect.scan.record_data import report_from_data
+        from fatbin_inspect.scanning.record_data import report_from_data
 
         row = self._cache._query("SELECT records, records_at FROM files WHERE path=?", (self._key,))
         frames = _frames(row[0], row[1], len(self.summary)) if row else None
@@ -409,8 +409,8 @@ def encode_record(r, base: str, data: bool = True) -> tuple[list, bytes | None]:
     """A record as a row keeps it: ``(summary item, record data as ``pack``ed JSON or None
     without ``data``)``, paths relative to ``base``; run by the worker that made the record, so
     the records need not come back."""
-    from fatbin_inspect.checks.coverage import summarize
-    from fatbin_inspect.scan.record_data import report_data
+    from fatbin_inspect.scanning.coverage import summarize
+    from fatbin_inspect.scanning.record_data import report_data
 
     s = summarize(r)
     if not s.path.startswith(base):
@@ -431,8 +431,8 @@ def encode_record(r, base: str, data: bool = True) -> tuple[list, bytes | None]:
 
 def summaries_from(items, shown: str) -> tuple:
     """``FileSummary`` records from summary items (a hit's, or ``encode_record``'s), on ``shown``."""
-    from fatbin_inspect.checks.coverage import FileSummary
     from fatbin_inspect.formats.model import FileError
+    from fatbin_inspect.scanning.coverage import FileSummary
 
     return tuple(
         FileSummary(

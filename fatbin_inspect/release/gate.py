@@ -16,14 +16,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from fatbin_inspect.checks.findings import Check, Finding, FindingsReport, sort_key
-from fatbin_inspect.checks.policy import Policy, distribution_of, split_arch
 from fatbin_inspect.compat import data, engine, rules, units
 from fatbin_inspect.compat import runtime as runtime_mod
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import NOT_PROBED, LocalDevices, Target, resolve_driver, resolve_targets
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Fatbin, FileReport
 from fatbin_inspect.inventory import member_path
+from fatbin_inspect.release.findings import Check, Finding, FindingsReport, sort_key
+from fatbin_inspect.release.policy import Policy, distribution_of, split_arch
 
 OK, JIT, PTX_TOO_NEW, NONE = "ok", "jit", "ptx-too-new", "none"
 RUNTIME_TOO_NEW, NO_DEVICE = "runtime-too-new", "no-device"  # file-wide failures (R-DRV, R-GPU)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fatbin_inspect.checks.coverage import Coverage
     from fatbin_inspect.formats.model import FileReport
+    from fatbin_inspect.scanning.coverage import Coverage
 
 SEVERITIES = ("note", "warning", "error")  # ascending; SARIF's result levels use the same words
 FAIL_LEVELS = ("error", "warning", "never")

@@ -17,11 +17,17 @@ from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.fatbin import MAGIC_BYTES
 from fatbin_inspect.formats.model import FileError, FileReport
-from fatbin_inspect.inventory.core import Options, inspect_blob, inspect_path, inspect_zip_span, magic_ranges
-from fatbin_inspect.inventory.core import (
+from fatbin_inspect.inventory.reader import (
+    Options,
+    inspect_blob,
+    inspect_path,
+    inspect_zip_span,
+    magic_ranges,
+)
+from fatbin_inspect.inventory.reader import (
     zip_spans as zip_spans,  # re-exported: scan and its tests call worker.zip_spans
 )
-from fatbin_inspect.scan.cache import encode_record, pack
+from fatbin_inspect.scanning.cache import encode_record, pack
 
 CHUNK = 32 << 20
 HEAD = 512
@@ -42,7 +48,7 @@ def head_format(path: str) -> str:
 
 def has_magic(blob: Blob, ranges=None) -> bool:
     """The fatbin magic somewhere in ``ranges`` (``(start, end)``; default the whole blob), e.g.
-    ``inventory.core.magic_ranges``: all but code, where the inventory never looks either
+    ``inventory.reader.magic_ranges``: all but code, where the inventory never looks either
     (libtorch_cpu.so has 399 of its 425 MB there)."""
     overlap = len(MAGIC_BYTES) - 1
     for start, end in [(0, blob.size)] if ranges is None else ranges:
