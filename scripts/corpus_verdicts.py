@@ -26,6 +26,7 @@ from fatbin_inspect.compat import runtime, units
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.targets import resolve_targets
 from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.judging.verdicts import wheel_runtime
 
 GPUS = ("A100", "H100", "RTX 4090", "RTX 5090", "B200", "GB10", "Jetson AGX Orin", "GTX 1080")
 SHORT = ("A100", "H100", "4090", "5090", "B200", "GB10", "Orin", "1080")
@@ -40,7 +41,7 @@ def cell(v) -> str:
 
 def judge_wheel(path: str, targets_by_driver: dict) -> list[dict]:
     """Rows for one wheel: its members with device code, then the distribution."""
-    wheel_rt = runtime.from_wheel(path)
+    wheel_rt = wheel_runtime(path)
     members = []
     for r in inspect_path(path, OPTS):
         if not r.fatbins or "!" not in r.path:

@@ -12,6 +12,7 @@ from fatbin_inspect.containers import STATIC_CUDART_MARKER, has_static_cudart
 from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport
 from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.judging.verdicts import metadata_runtime
 
 
 @pytest.mark.parametrize(
@@ -44,7 +45,7 @@ def test_from_needs(needs, version):
     ],
 )
 def test_from_wheel_metadata(line, version):
-    rt = runtime.from_wheel_metadata("Name: x\n" + line + "\n")
+    rt = metadata_runtime("Name: x\n" + line + "\n")
     assert (rt.version if rt else None) == version
 
 

@@ -20,6 +20,7 @@ from fatbin_inspect.compat import runtime, units
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.targets import resolve_targets
 from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.judging.verdicts import wheel_runtime
 
 pytestmark = pytest.mark.corpus
 
@@ -32,7 +33,7 @@ def wheel(prefix):
 
 
 def members(path):
-    wheel_rt = runtime.from_wheel(path)
+    wheel_rt = wheel_runtime(path)
     return {
         r.path.split("!", 1)[1]: (r, runtime.for_file(r, wheel_rt))
         for r in inspect_path(path, Options(probe_small=True))

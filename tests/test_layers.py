@@ -136,3 +136,27 @@ def test_the_library_api_loads_no_command_line():
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert out.stdout.strip() == "[]", out.stdout
+
+
+PURE_ENGINE_FORBIDS = ("zipfile", "tarfile", "mmap", "fatbin_inspect.containers", "fatbin_inspect.inventory")
+
+
+@pytest.mark.parametrize(
+    "module,path",
+    [(m, p) for m, p in modules() if layer_of(m) == "compat"],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_the_engine_reads_no_files(module, path):
+    """``compat/`` gets requirement lines, runtime facts and records as data (issue 21 step 3):
+    it imports no archive or mapping module and nothing from the layers that read bytes."""
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        bad += [f"{node.lineno}: {n}" for n in names if n.startswith(PURE_ENGINE_FORBIDS)]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
+            bad.append(f"{node.lineno}: open()")
+    assert not bad, f"{module}: " + "; ".join(bad)

@@ -75,7 +75,7 @@ def test_override_globs_spelled_like_the_file_match_the_canonical_name():
 
 
 def test_runtime_reads_requires_dist_through_packaging():
-    from fatbin_inspect.compat.runtime import from_wheel_metadata
+    from fatbin_inspect.judging.verdicts import metadata_runtime as from_wheel_metadata
 
     meta = (
         "Metadata-Version: 2.1\nName: ext\nVersion: 1.0\n"

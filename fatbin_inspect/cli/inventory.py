@@ -20,7 +20,7 @@ from fatbin_inspect.formats.model import FileError, FileReport
 from fatbin_inspect.inventory.reader import Options, inspect_path
 from fatbin_inspect.inventory.walk import iter_files
 from fatbin_inspect.judging.inputs import iter_reports
-from fatbin_inspect.judging.verdicts import judge_record, judge_reports, list_wheel_runtimes
+from fatbin_inspect.judging.verdicts import WheelRuntimes, judge
 
 PRETTY_MAX_ENTRIES = 2000  # larger inventories are written compact (same document, no indentation)
 
@@ -91,7 +91,8 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
         for r in iter_reports(paths, opts, progress):
             note_error(r)
             reports.append(r)
-    verdicts = judge_reports(paths, reports, targets) if targets else []
+    wheels = WheelRuntimes()
+    verdicts = [v for r in reports for v in judge(r, targets, wheels)] if targets else []
     from fatbin_inspect.render.inventory_table import render_inventory
 
     text = render_inventory(reports, entries=entries, kernels=kernels, **look(output))
@@ -139,12 +140,12 @@ def _write_json(out, paths, opts: Options, targets, seen: list) -> bool:
 
     recs = _Errors(iter_reports(paths, opts), seen)
     verdicts: list = []
-    wheels = list_wheel_runtimes(paths) if targets else {}
+    wheels = WheelRuntimes()
 
     def judged():
         for r in recs:
             if targets:
-                verdicts.extend(judge_record(r, targets, wheels))
+                verdicts.extend(judge(r, targets, wheels))
             yield r
 
     it = judged()

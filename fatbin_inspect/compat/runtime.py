@@ -18,13 +18,11 @@ Evidence, strongest first:
 from __future__ import annotations
 
 import re
-import zipfile
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from fatbin_inspect.containers.wheel import canonicalize_name, metadata_headers, requires_dist
-from fatbin_inspect.formats.model import FileReport
+from fatbin_inspect.formats.model import FileReport, Requirement
 
 
 @dataclass(frozen=True)
@@ -77,20 +75,20 @@ def _family(major: int, minor: str | None) -> str:
     return str(major) if major >= 11 or minor is None else f"{major}.{minor}"
 
 
-def from_wheel_metadata(metadata: str) -> RuntimeNeed | None:
-    """From a wheel's METADATA: cudart requirements first, else any ``nvidia-*-cuNN`` library."""
+def from_requirements(requirements: Iterable[Requirement]) -> RuntimeNeed | None:
+    """From a wheel's ``Requires-Dist`` (``containers.wheel.declared_requirements``): cudart
+    requirements first, else any ``nvidia-*-cuNN`` library."""
     family = None
-    for req in requires_dist(metadata_headers(metadata.splitlines())):
-        name, extras, spec = canonicalize_name(req.name), {x.lower() for x in req.extras}, str(req.specifier)
+    for req in requirements:
+        name, spec = req.name, req.specifier
         pin = re.search(r"==\s*(\d+)\.(\d+)", spec) or re.search(r"(?:~=|>=)\s*(\d+)()", spec)
-        if name.startswith("nvidia-cuda-runtime") or (name == "cuda-toolkit" and "cudart" in extras):
+        if name.startswith("nvidia-cuda-runtime") or (name == "cuda-toolkit" and "cudart" in req.extras):
             cu = re.search(r"-cu(\d+)$", name)
             if pin:
                 major, minor = int(pin.group(1)), pin.group(2)
-                written = f"{req.name}{'[' + ','.join(sorted(req.extras)) + ']' if req.extras else ''}{spec}"
                 return RuntimeNeed(
                     f"{major}.{minor}" if minor and major >= 11 else _family(major, minor or None),
-                    f"wheel requires {written}",
+                    f"wheel requires {req.written}",
                 )
             if cu:
                 return RuntimeNeed(cu.group(1), f"wheel requires {name}")
@@ -98,22 +96,6 @@ def from_wheel_metadata(metadata: str) -> RuntimeNeed | None:
         if cu and family is None:
             family = RuntimeNeed(cu.group(1), f"wheel requires {name}", confidence="medium")
     return family
-
-
-def from_wheel(path: str) -> RuntimeNeed | None:
-    """From the METADATA of the wheel at ``path``, read under the archive limits (a METADATA
-    that claims 3 GiB is refused, not read); None when there is none or it cannot be read."""
-    from fatbin_inspect.containers.archives import read_metadata_member
-    from fatbin_inspect.errors import InputError
-
-    try:
-        with zipfile.ZipFile(path) as zf:
-            meta = next((i for i in zf.infolist() if i.filename.endswith(".dist-info/METADATA")), None)
-            if meta is None:
-                return None
-            return from_wheel_metadata(read_metadata_member(zf, meta).decode("utf-8", "replace"))
-    except (OSError, zipfile.BadZipFile, InputError):
-        return None
 
 
 def from_cubin_toolkit(report: FileReport) -> RuntimeNeed | None:

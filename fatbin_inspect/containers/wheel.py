@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
+from fatbin_inspect.formats.model import Requirement as DeclaredRequirement
+
 if TYPE_CHECKING:  # PEP 508 parsing (10 ms to import) is loaded by the commands that read requirements
     from packaging.requirements import Requirement
 
@@ -91,3 +93,38 @@ def requires_dist(headers: dict[str, list[str]]) -> list[Requirement]:
         except InvalidRequirement:
             continue
     return out
+
+
+def declared_requirements(metadata: str) -> list[DeclaredRequirement]:
+    """The ``Requires-Dist`` lines of a METADATA text as the engine's records (R-RT 4)."""
+    out = []
+    for req in requires_dist(metadata_headers(metadata.splitlines())):
+        extras = "[" + ",".join(sorted(req.extras)) + "]" if req.extras else ""
+        out.append(
+            DeclaredRequirement(
+                canonicalize_name(req.name),
+                frozenset(x.lower() for x in req.extras),
+                str(req.specifier),
+                f"{req.name}{extras}{req.specifier}",
+            )
+        )
+    return out
+
+
+def read_wheel_metadata(path: str) -> str | None:
+    """The ``*.dist-info/METADATA`` text of the wheel at ``path``, read under the archive limits
+    (a METADATA that claims 3 GiB is refused, not read); None when there is none or it cannot be
+    read."""
+    import zipfile
+
+    from fatbin_inspect.containers.archives import read_metadata_member
+    from fatbin_inspect.errors import InputError
+
+    try:
+        with zipfile.ZipFile(path) as zf:
+            meta = next((i for i in zf.infolist() if i.filename.endswith(".dist-info/METADATA")), None)
+            if meta is None:
+                return None
+            return read_metadata_member(zf, meta).decode("utf-8", "replace")
+    except (OSError, zipfile.BadZipFile, InputError):
+        return None

@@ -133,6 +133,17 @@ class FileError:
 
 
 @dataclass(frozen=True)
+class Requirement:
+    """One ``Requires-Dist`` of a wheel's METADATA, as the engine reads it (R-RT 4): the PEP 503
+    name, the extras (lower case), the version specifier, and the line as written."""
+
+    name: str
+    extras: frozenset[str]
+    specifier: str
+    written: str
+
+
+@dataclass(frozen=True)
 class Package:
     """The package that holds a file, from its own metadata: a conda package's ``info/index.json``
     (kind "conda"), or, inside an image, a ``*.dist-info`` RECORD (kind "python") or a prefix's

@@ -14,17 +14,17 @@ from fatbin_inspect.judging.torch import torch_reference
 def gate_context(paths, reports, reference):
     """What the gate needs besides the records: wheel requirements as runtimes (R-RT 4), the
     inputs that name CUDA (FBI015 when they hold no device code), torch's runtime (FBI017)."""
-    import zipfile
-
     from fatbin_inspect.compat import runtime
+    from fatbin_inspect.inventory import member_path
+    from fatbin_inspect.judging.verdicts import is_wheel, wheel_runtime
     from fatbin_inspect.release.gate import Context
 
-    wheels = {r.path.split("!", 1)[0] for r in reports} | {p for p in paths if os.path.isfile(p)}
+    wheels = {member_path.container(r.path) for r in reports} | {p for p in paths if os.path.isfile(p)}
     wheel_rts, named = {}, set()
     for w in sorted(wheels):
-        if not (w.lower().endswith(".whl") and zipfile.is_zipfile(w)):
+        if not is_wheel(w):
             continue
-        rt = runtime.from_wheel(w)
+        rt = wheel_runtime(w)
         if rt is not None:
             wheel_rts[w] = rt
         if rt is not None or re.search(r"(?i)(cuda|[_-]cu\d{2,3}\b|^nvidia[_-])", os.path.basename(w)):

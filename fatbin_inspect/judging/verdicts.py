@@ -1,38 +1,92 @@
-"""Judging records on targets: each file's runtime (R-RT), the engine's verdict per target
-(R-FILE), and the roll-ups of a distribution's files (R-UNIT, R-VARIANT)."""
+"""Judging records on targets, the one path every command and the API take: each file's runtime
+(R-RT, with the wheel's metadata for its members), the engine's verdict per target (R-FILE), and
+the roll-ups of a distribution's files (R-UNIT, R-VARIANT). ``check``, ``list --gpu``, ``scan``,
+``gate`` and ``fatbin_inspect.check()`` all call ``judge``; ``is_wheel`` is the one wheel test."""
 
 from __future__ import annotations
 
 import os
 import zipfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from fatbin_inspect.compat import runtime
-from fatbin_inspect.compat.engine import evaluate
+from fatbin_inspect.compat.engine import FileVerdict, evaluate
+from fatbin_inspect.compat.runtime import RuntimeNeed
+from fatbin_inspect.compat.targets import Target
+from fatbin_inspect.formats.model import FileReport
 from fatbin_inspect.inventory import member_path
-from fatbin_inspect.judging.inputs import iter_reports
+from fatbin_inspect.inventory.reader import Options
+from fatbin_inspect.judging.inputs import Progress, iter_reports
 
 ARCHIVE_FORMATS = ("zip", "ar", "tar", "conda", "oci")
 
 
-def wheel_runtime(path: str):
-    return runtime.from_wheel(path) if zipfile.is_zipfile(path) else None
+def is_wheel(path: str) -> bool:
+    """A file on disk named ``*.whl`` that is a zip archive: its METADATA speaks for its members."""
+    return path.lower().endswith(".whl") and os.path.isfile(path) and zipfile.is_zipfile(path)
+
+
+def wheel_runtime(path: str) -> RuntimeNeed | None:
+    """The runtime a wheel's ``Requires-Dist`` names (None for anything but a readable wheel)."""
+    if not is_wheel(path):
+        return None
+    from fatbin_inspect.containers.wheel import read_wheel_metadata
+
+    text = read_wheel_metadata(path)
+    return metadata_runtime(text) if text is not None else None
+
+
+def metadata_runtime(metadata: str) -> RuntimeNeed | None:
+    """The runtime a METADATA text's ``Requires-Dist`` names (R-RT 4)."""
+    from fatbin_inspect.containers.wheel import declared_requirements
+
+    return runtime.from_requirements(declared_requirements(metadata))
+
+
+class WheelRuntimes(dict[str, RuntimeNeed | None]):
+    """Container path -> the runtime its wheel metadata names, each wheel read once when first asked."""
+
+    def __missing__(self, path: str) -> RuntimeNeed | None:
+        self[path] = found = wheel_runtime(path)
+        return found
+
+
+def judged(report: FileReport) -> bool:
+    """Whether a record gets verdicts: not an unreadable one without fatbins, not an archive
+    (its members carry the verdicts)."""
+    if not report.fatbins:
+        return report.error is None and report.format not in ARCHIVE_FORMATS
+    return True
+
+
+def runtime_of(report: FileReport, wheels: WheelRuntimes) -> RuntimeNeed | None:
+    """R-RT for one record: its own evidence, else its wheel's requirement (``runtime.for_file``)."""
+    wheel = wheels[member_path.container(report.path)] if member_path.is_member(report.path) else None
+    return runtime.for_file(report, wheel)
+
+
+def judge(report: FileReport, targets: Sequence[Target], wheels: WheelRuntimes) -> list[FileVerdict]:
+    """The engine's verdicts of one record, one per target ([] for records not ``judged``)."""
+    if not judged(report):
+        return []
+    rt = runtime_of(report, wheels)
+    return [evaluate(report, t, rt) for t in targets]
 
 
 def judge_paths(
-    paths,
-    targets,
-    unreadable: list,
-    opts,
-    kept: list | None = None,
-    note=None,
-    progress=None,
-    seen: list | None = None,
-):
+    paths: Iterable[str],
+    targets: Sequence[Target],
+    unreadable: list[FileReport],
+    opts: Options,
+    kept: list[FileReport] | None = None,
+    note: Callable[[FileReport], None] | None = None,
+    progress: Progress | None = None,
+    seen: list[str] | None = None,
+) -> Iterator[FileVerdict]:
     """Verdicts per file and target as the records come; unreadable records go to ``unreadable``
     (and to ``note``, which tells on stderr; None: silent, for the library), and every judged
-    record to ``kept`` when it is a list. A wheel's metadata names the runtime of its members
-    (wheels inside folders too)."""
-    wheels: dict[str, object] = {}  # container path -> the runtime its wheel metadata names
+    record to ``kept`` when it is a list; ``seen`` gets every record's path."""
+    wheels = WheelRuntimes()
     for report in iter_reports(paths, opts, progress):
         if seen is not None:  # every record's path: the output may be none of them
             seen.append(report.path)
@@ -40,60 +94,22 @@ def judge_paths(
             if note is not None:
                 note(report)
             unreadable.append(report)
-            if not report.fatbins:
-                continue
-        if report.format in ARCHIVE_FORMATS and not report.fatbins:
-            continue  # the archive's members carry the verdicts
-        container = report.path.split("!", 1)[0]
-        if container not in wheels:
-            wheels[container] = wheel_runtime(container) if os.path.isfile(container) else None
-        rt = runtime.for_file(report, wheels[container])
+        if not judged(report):
+            continue
         if kept is not None:
             kept.append(report)
-        yield from (evaluate(report, t, rt) for t in targets)
+        yield from judge(report, targets, wheels)
 
 
-def _wheel_runtimes(paths) -> dict:
-    return {p: runtime.from_wheel(p) for p in paths if os.path.isfile(p) and zipfile.is_zipfile(p)}
-
-
-def judge_record(r, targets, wheels) -> list:
-    """Engine verdicts of one record, as ``check`` gives them (archives: per member)."""
-    if (r.error is not None and not r.fatbins) or (r.format in ARCHIVE_FORMATS and not r.fatbins):
-        return []
-    rt = runtime.for_file(r, wheels.get(member_path.container(r.path)))
-    return [evaluate(r, t, rt) for t in targets]
-
-
-def judge_reports(paths, reports, targets):
-    """Engine verdicts per (file, target), as ``check`` gives them (archives: per member)."""
-    wheels = _wheel_runtimes(paths)
-    return [v for r in reports for v in judge_record(r, targets, wheels)]
-
-
-def list_wheel_runtimes(paths) -> dict:
-    return _wheel_runtimes(paths)
-
-
-def _scan_wheel_runtime(path: str):
-    return runtime.from_wheel(path) if path.endswith(".whl") and zipfile.is_zipfile(path) else None
-
-
-def distribution_verdicts(reports, targets, env_runtime):
-    """Per-file engine verdicts (R-FILE, with R-RT's runtime) as coverage ``Verdict`` records, the
-    roll-up of a row's files (R-UNIT, R-VARIANT by ``env_runtime``), and the engine's verdicts
-    themselves (path -> one per target)."""
+def distribution_verdicts(reports: Sequence[FileReport], targets: Sequence[Target], env_runtime):
+    """Per-file engine verdicts as coverage ``Verdict`` records, the roll-up of a row's files
+    (R-UNIT, R-VARIANT by ``env_runtime``), and the engine's verdicts themselves (path -> one per
+    target)."""
     from fatbin_inspect.compat import units
     from fatbin_inspect.scanning.coverage import verdict_of
 
-    wheels: dict = {}
-    engine_vs = {}
-    for r in reports:
-        top = r.path.split("!", 1)[0]
-        if "!" in r.path and top not in wheels:
-            wheels[top] = _scan_wheel_runtime(top)
-        rt = runtime.for_file(r, wheels.get(top))
-        engine_vs[r.path] = [evaluate(r, t, rt) for t in targets]
+    wheels = WheelRuntimes()
+    engine_vs = {r.path: vs for r in reports if (vs := judge(r, targets, wheels))}
 
     def roll_up(paths):
         out = []
