@@ -384,7 +384,23 @@ def evaluate(
     if not counted:
         reason = f"no kernels to load; {rules.driver_for_runtime(rt, target).reason}"
         return _no_device_code(reason, "R-DRV", notes, base)
-    return _aggregate(counted, target, rt, m is not None, notes, base)
+    verdict = _aggregate(counted, target, rt, m is not None, notes, base)
+    return _runtime_unknown(verdict) if stack and rt is None and report.format in HOST_FORMATS else verdict
+
+
+HOST_FORMATS = ("elf", "pe")  # programs and libraries, which link (or embed) a CUDA runtime
+RUNTIME_UNKNOWN = "runtime not known: the driver check was not made (R-RT: no cudart linked, none declared)"
+
+
+def _runtime_unknown(v: FileVerdict) -> FileVerdict:
+    """A file whose CUDA runtime no evidence names (R-RT 1-5): its device code is judged, but
+    whether the driver is new enough for its runtime (R-DRV, 35) is not known, and it says so:
+    a note, and confidence no higher than medium. Never "fine" where the tool does not know."""
+    if v.verdict not in ("native", "jit"):
+        return v
+    return dataclasses.replace(
+        v, notes=(*v.notes, RUNTIME_UNKNOWN), confidence="low" if v.confidence == "low" else "medium"
+    )
 
 
 def judge_fatbins(report: FileReport, target: Target) -> tuple[FatbinVerdict, ...]:

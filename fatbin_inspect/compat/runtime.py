@@ -9,6 +9,12 @@ Evidence, strongest first:
   ``nvidia-*-cuNN`` library (major only).
 * A bundled copy renamed by auditwheel/delvewheel (``libcudart-3b2a1c4d.so.12.0.107``,
   ``cudart64_12-<hash>.dll``): the version is in the name's tail.
+* What the distribution declares when the file itself says nothing (R-RT 5, medium): the folder
+  it is installed in (NVIDIA's CUDA 13 wheels install under ``nvidia/cu13/``, toolkits under
+  ``cuda-12.4/``), the distribution's name (``nvidia-cufft-cu12``, ``cupy-cuda12x``), a cudart
+  beside it (``libcudart.so.13`` in the same folder). Without any of these the runtime is not
+  known and the verdict says so (the driver check is not made); the toolkit that built a file's
+  cubins is no such evidence (a driver-API library links no runtime).
 * A statically linked cudart carries no version string; the inventory finds its marker
   (``FileReport.static_cudart``, ``containers.has_static_cudart``), and nvcc links the static
   cudart of the toolkit whose ptxas built the file's cubins, so the version is taken from the
@@ -96,6 +102,38 @@ def from_requirements(requirements: Iterable[Requirement]) -> RuntimeNeed | None
         if cu and family is None:
             family = RuntimeNeed(cu.group(1), f"wheel requires {name}", confidence="medium")
     return family
+
+
+def from_context(
+    path: str, distribution: str | None = None, beside: Iterable[str] = ()
+) -> RuntimeNeed | None:
+    """R-RT 5: what the distribution declares around a file that names no runtime itself:
+    its install folder, its distribution's name, a cudart in the same folder (``beside``: the
+    names of the files there)."""
+    folders = re.split(r"[/\\!]", path)[:-1]
+    for folder in reversed(folders):
+        m = re.fullmatch(r"cu(\d{2,3})", folder.lower())
+        if m and int(m.group(1)[:2]) >= 11:
+            major = m.group(1)[:2]
+            return RuntimeNeed(
+                major, f"installed under {folder}/ (NVIDIA's CUDA {major} wheel layout)", "medium"
+            )
+        m = re.fullmatch(r"cuda-(\d+)\.(\d+)", folder.lower())
+        if m:
+            return RuntimeNeed(
+                _family(int(m.group(1)), m.group(2)),
+                f"installed under {folder}/ (a CUDA toolkit folder)",
+                "medium",
+            )
+    if distribution:
+        m = re.search(r"[-_]cu(?:da)?(\d{2})(?:x|\d)?(?:$|[-_ ])", distribution.lower())
+        if m and int(m.group(1)) >= 11:
+            return RuntimeNeed(m.group(1), f"distribution {distribution} names CUDA {m.group(1)}", "medium")
+    for name in beside:
+        need = from_needs([name])
+        if need is not None and need.source.startswith(("DT_NEEDED", "imports")):
+            return RuntimeNeed(need.version, f"{name} beside it", "medium", need.windows)
+    return None
 
 
 def from_cubin_toolkit(report: FileReport) -> RuntimeNeed | None:

@@ -16,7 +16,7 @@ def gate_context(paths, reports, reference):
     inputs that name CUDA (FBI015 when they hold no device code), torch's runtime (FBI017)."""
     from fatbin_inspect.compat import runtime
     from fatbin_inspect.inventory import member_path
-    from fatbin_inspect.judging.verdicts import is_wheel, wheel_runtime
+    from fatbin_inspect.judging.verdicts import WheelRuntimes, is_wheel, runtime_of, wheel_runtime
     from fatbin_inspect.release.gate import Context
 
     wheels = {member_path.container(r.path) for r in reports} | {p for p in paths if os.path.isfile(p)}
@@ -30,7 +30,9 @@ def gate_context(paths, reports, reference):
         if rt is not None or re.search(r"(?i)(cuda|[_-]cu\d{2,3}\b|^nvidia[_-])", os.path.basename(w)):
             named.add(w)
     torch_rt = runtime.for_file(reference) if reference is not None else None
-    return Context(wheel_rts, frozenset(named), torch_rt)
+    cache = WheelRuntimes(wheel_rts)
+    runtimes = {r.path: runtime_of(r, cache) for r in reports if r.fatbins}
+    return Context(wheel_rts, frozenset(named), torch_rt, runtimes)
 
 
 def run_gate(

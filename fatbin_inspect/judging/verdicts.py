@@ -44,11 +44,57 @@ def metadata_runtime(metadata: str) -> RuntimeNeed | None:
 
 
 class WheelRuntimes(dict[str, RuntimeNeed | None]):
-    """Container path -> the runtime its wheel metadata names, each wheel read once when first asked."""
+    """Container path -> the runtime its wheel metadata names, each wheel read once when first
+    asked; and the file names of each folder (on disk or in a wheel), listed once, for R-RT 5's
+    "a cudart beside it"."""
 
     def __missing__(self, path: str) -> RuntimeNeed | None:
         self[path] = found = wheel_runtime(path)
         return found
+
+    def beside(self, record_path: str) -> list[str]:
+        """The names of the files in the folder that holds ``record_path``."""
+        folders = self.__dict__.setdefault("folders", {})
+        parts = member_path.split(record_path)
+        if len(parts) == 1:
+            key = os.path.dirname(record_path) or "."
+            if key not in folders:
+                try:
+                    folders[key] = os.listdir(key)
+                except OSError:
+                    folders[key] = []
+            return folders[key]
+        container, member = parts[0], parts[-1]
+        if len(parts) != 2 or not is_wheel(container):
+            return []
+        if container not in folders:
+            folders[container] = _wheel_folders(container)
+        return folders[container].get(member.rpartition("/")[0], [])
+
+
+def _wheel_folders(path: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for name in zf.namelist():
+                folder, _, base = name.rpartition("/")
+                out.setdefault(folder, []).append(base)
+    except (OSError, zipfile.BadZipFile):
+        return {}
+    return out
+
+
+def _distribution_name(report: FileReport) -> str | None:
+    if report.distribution:
+        return report.distribution.split(" ", 1)[0]
+    if report.package is not None:
+        return report.package.name
+    if member_path.is_member(report.path):
+        from fatbin_inspect.containers.wheel import wheel_name
+
+        dist = wheel_name(os.path.basename(member_path.container(report.path)))
+        return dist.name if dist else None
+    return None
 
 
 def judged(report: FileReport) -> bool:
@@ -60,9 +106,15 @@ def judged(report: FileReport) -> bool:
 
 
 def runtime_of(report: FileReport, wheels: WheelRuntimes) -> RuntimeNeed | None:
-    """R-RT for one record: its own evidence, else its wheel's requirement (``runtime.for_file``)."""
+    """R-RT for one record: its own evidence, else its wheel's requirement (``runtime.for_file``),
+    else what its distribution declares around it (R-RT 5: install folder, name, a cudart
+    beside it). None: not known, and the verdict says so (the toolkit that built its cubins is
+    no evidence of a runtime: a driver-API library links none)."""
     wheel = wheels[member_path.container(report.path)] if member_path.is_member(report.path) else None
-    return runtime.for_file(report, wheel)
+    found = runtime.for_file(report, wheel)
+    if found is not None or not report.fatbins:
+        return found
+    return runtime.from_context(report.path, _distribution_name(report), wheels.beside(report.path))
 
 
 def judge(report: FileReport, targets: Sequence[Target], wheels: WheelRuntimes) -> list[FileVerdict]:

@@ -191,6 +191,17 @@ RULES: tuple[Rule, ...] = (
         "Windows binary is judged against a Linux driver number (Windows numbers differ, e.g. 581.xx for "
         "R580). The verdict uses the CUDA level of the number as given; check against the real driver.",
     ),
+    Rule(
+        "FBI019",
+        "runtime-not-known",
+        "warning",
+        "The CUDA runtime the file needs is not known: the driver check was not made",
+        "No evidence names the CUDA runtime the file needs: it links no cudart, and neither its "
+        "wheel's requirements, its install folder (nvidia/cu13/), its distribution's name nor a "
+        "cudart beside it declares one (R-RT). Its device code was judged, but whether the driver is "
+        "new enough for its runtime (35, cudaErrorInsufficientDriver) was not: check the runtime the "
+        "program ships, or give it with the package's requirements.",
+    ),
 )
 
 RULE_BY_ID: dict[str, Rule] = {r.id: r for r in RULES}

@@ -302,12 +302,15 @@ def _required(required, sm: int, variant: str) -> bool:
 # --------------------------------------------------------------------------------- the gate
 @dataclass(frozen=True)
 class Context:
-    """What the CLI read besides the records: runtimes from wheel metadata (R-RT 4), inputs that
-    name CUDA (wheel name or requirements), and torch's CUDA runtime for ``--match torch``."""
+    """What the library layer read besides the records: runtimes from wheel metadata (R-RT 4),
+    each record's runtime as ``judging.verdicts.runtime_of`` found it (R-RT 1-5: the one judging
+    path; a record not in it falls back to ``runtime.for_file``), inputs that name CUDA (wheel
+    name or requirements), and torch's CUDA runtime for ``--match torch``."""
 
     wheel_runtimes: Mapping[str, RuntimeNeed] = dataclasses.field(default_factory=dict)
     cuda_named: frozenset[str] = frozenset()
     torch_runtime: RuntimeNeed | None = None
+    runtimes: Mapping[str, RuntimeNeed | None] = dataclasses.field(default_factory=dict)
 
 
 @dataclass
@@ -388,7 +391,10 @@ def _collect(reports, policy: Policy, flags, reference, context: Context):
         if not fatbins and report.error is None:
             continue
         emit = _Emitter(report, pol)
-        rt = runtime_mod.for_file(report, context.wheel_runtimes.get(member_path.container(report.path)))
+        if report.path in context.runtimes:
+            rt = context.runtimes[report.path]
+        else:
+            rt = runtime_mod.for_file(report, context.wheel_runtimes.get(member_path.container(report.path)))
         arts.append(_Artifact(report, pol, emit, fatbins, rt))
     return arts, inputs, ignored
 
@@ -483,6 +489,8 @@ def _emit_artifact(art: _Artifact, aside, local, context: Context, reference) ->
     if art.reqs and pol.min_driver:
         target = dataclasses.replace(art.reqs[0].target, driver=resolve_driver(pol.min_driver, local.driver))
         check_runtime(emit, art.runtime, target)
+        if art.runtime is None and report.format in engine.HOST_FORMATS:
+            emit("FBI019", "warning", engine.RUNTIME_UNKNOWN, FILE_WIDE)
     if reference is not None:
         check_torch_runtime(emit, art.runtime, context.torch_runtime)
     for req in art.reqs:
@@ -565,6 +573,11 @@ def check_findings(
 ) -> FindingsReport:
     """``check`` as findings: one check per file with device code and target, FBI008 per unreadable input."""
     findings = [f for f in map(verdict_finding, verdicts) if f is not None]
+    findings += [
+        Finding("FBI019", "warning", f"{v.target.label}: {engine.RUNTIME_UNKNOWN}", v.path, v.target.label)
+        for v in verdicts
+        if engine.RUNTIME_UNKNOWN in v.notes
+    ]
     findings += [
         Finding("FBI008", "error", r.error.message, r.path, offset=r.error.offset) for r in unreadable
     ]

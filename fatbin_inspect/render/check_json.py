@@ -116,6 +116,7 @@ def result_dict(v: FileVerdict, target_index: int, per_fatbin: bool = False) -> 
         "fatbins": dict(v.counts),
         "rules": list(v.rules),
         "confidence": v.confidence,
+        "runtime_known": v.runtime is not None,
         "runtime": None
         if v.runtime is None
         else {"version": v.runtime.version, "source": v.runtime.source, "confidence": v.runtime.confidence},
