@@ -12,6 +12,7 @@
 #   PTXAS12                  ptxas 12.9 (sm_50..sm_72, sm_101, ABI-v8 "a"-bit cubins)
 #   PTXAS11                  ptxas 11.8 (sm_35 and v7 cubins)
 #   NVCC135                  nvcc 13.5 (sm_107/sm_107f, sm_110f, PTX ISA 9.5, -enable-tile Tile IR)
+#   NVCC118                  nvcc 11.8 (sm_52..sm_90; default -arch sm_52 + compute_52): units/f5
 #   CUOBJDUMP                cuobjdump 13.5 (optional; only for cuobjdump_expected.json)
 #   MINGW_PREFIX             default x86_64-w64-mingw32- (optional; PE/DLL fixture)
 # The old ptxas binaries come from wheels that ship ptxas + libnvvm but no nvcc driver:
@@ -27,6 +28,19 @@
 #   pip install --target .tc135 nvidia-cuda-nvcc==13.5.37 nvidia-nvvm nvidia-cuda-crt nvidia-cuda-cccl \
 #       nvidia-cuda-runtime nvidia-cuda-tileiras nvidia-nvfatbin
 #   export NVCC135=$PWD/.tc135/nvidia/cu13/bin/nvcc
+# nvcc 11.8 (a whole toolkit: PyPI's nvidia-cuda-nvcc-cu11/-cu12 hold only ptxas) from Debian
+# bookworm's non-free nvidia-cuda-toolkit, unpacked into a folder without installing it:
+#   mkdir -p /tmp/apt118/lists/partial /tmp/apt118/cache/archives/partial /tmp/apt118/root && cd /tmp/apt118
+#   echo 'deb http://deb.debian.org/debian bookworm main contrib non-free' > sources.list
+#   A="-o Dir::Etc::SourceList=$PWD/sources.list -o Dir::Etc::SourceParts=/dev/null
+#      -o Dir::State::Lists=$PWD/lists -o Dir::Cache=$PWD/cache"
+#   apt-get $A update && apt-get $A download nvidia-cuda-toolkit nvidia-cuda-dev libnvvm4
+#   for d in nvidia-cuda-toolkit libnvvm4; do dpkg -x ${d}_*.deb root; done
+#   dpkg-deb --fsys-tarfile nvidia-cuda-dev_*.deb | tar -x -C root ./usr/include
+#   then lay it out as a CUDA_HOME (bin/ nvcc crt/ ptxas fatbinary cudafe++ nvlink, nvvm/bin/cicc,
+#   nvvm/lib64/libnvvm.so*, nvvm/libdevice, include/) with the usual bin/nvcc.profile
+#   (TOP = $(_HERE_)/.. ; NVVMIR_LIBRARY_DIR, PATH += $(TOP)/nvvm/bin:$(_HERE_):, INCLUDES += -I$(TOP)/include)
+#   export NVCC118=<that folder>/bin/nvcc     # gcc 12 is newer than 11.8 knows: -allow-unsupported-compiler
 # Fixtures that need a missing tool are skipped with a message; existing copies are left alone.
 # MinGW: apt-get install -y gcc-mingw-w64-x86-64
 #
@@ -46,6 +60,7 @@ FATBINARY=${FATBINARY:-fatbinary}
 PTXAS12=${PTXAS12:-}
 PTXAS11=${PTXAS11:-}
 NVCC135=${NVCC135:-}
+NVCC118=${NVCC118:-}
 MINGW_PREFIX=${MINGW_PREFIX:-x86_64-w64-mingw32-}
 MAX_BYTES=307200          # 300 KB per fixture
 MAX_TOTAL=5242880         # 5 MB in all
@@ -122,6 +137,25 @@ build_units() {
   lib ext_attn.so 13 ext_attn.o
   lib libvar_cuda126.so 12 var12.o                  # R-VARIANT: alternative builds per CUDA
   lib libvar_cuda130.so 13 var13.o
+  build_dropped
+}
+# f5 (the guard of clause (i), docs/compatibility.md §4): a CUDA 11.8 library whose TUs are built
+# for sm_70, sm_75, sm_80, sm_86 and sm_90, and one helper TU built without -arch, which nvcc 11/12
+# compile for their default sm_52 + compute_52: a stray small fatbin that JITs on a CC 6.1 GPU,
+# where none of the library's kernels has code. DT_NEEDED libcudart.so.11.0 (stub).
+build_dropped() {
+  if ! have "$NVCC118"; then skip "units/f5 (NVCC118 not set: nvcc 11.8)"; return 0; fi
+  mkdir -p stub11
+  gcc -shared -fPIC -O2 -Wl,-soname,libcudart.so.11.0 -o stub11/libcudart.so.11.0 cudart_stub.c
+  ln -sf libcudart.so.11.0 stub11/libcudart.so
+  tu11() { local n=$1; shift; rm -rf keep && mkdir keep
+    "$NVCC118" -keep -keep-dir keep -allow-unsupported-compiler -c -Xcompiler -fPIC -DTU="$n" "$@" \
+      -o "tu_$n.o" unit.cu; }
+  local broad=() a
+  for a in 70 75 80 86 90; do broad+=(-gencode "arch=compute_$a,code=sm_$a"); done
+  for n in attn gemm norm; do tu11 "$n" "${broad[@]}"; done
+  tu11 helper                                      # no -arch: sm_52 + compute_52
+  lib f5_dropped_gen.so 11 attn.o gemm.o norm.o helper.o
 }
 if [[ ${ONLY:-} == units ]]; then
   g() { echo "-gencode arch=compute_$1,code=$2"; }

@@ -32,7 +32,7 @@ EXPECTED = {
         (N, "full", {}, 0),
         (N, "full", {}, 0),
         (F, "none", {}, 2),  # desktop sm_80 cubins never run on Tegra; compute_120 PTX cannot reach 8.7
-        (F, "none", {"i": 2}, 0),  # only code for newer GPUs
+        (F, "none", {}, 2),  # broad code for newer GPUs, CC 6.x targeted nowhere: gaps (guard of (i))
     ],
     "f2_sm90a_only.so": [(F, "none", {"ii": 2}, 0)] + [(N, "full", {}, 0)] + [(F, "none", {"ii": 2}, 0)] * 6,
     "f3_specialised.so": [
@@ -43,7 +43,7 @@ EXPECTED = {
         (N, "partial", {"i": 2, "ii": 1, "iii": 2}, 0),  # the sm_100f TU is the general code here
         (N, "partial", {"ii": 2, "iii": 1}, 0),
         (F, "none", {"i": 1, "ii": 2}, 2),  # sm_80 and sm_75 code target Orin's generation: gaps
-        (F, "none", {"i": 3, "ii": 2}, 0),
+        (F, "none", {"i": 2, "ii": 2}, 1),  # the narrow sm_75 / sm_120 TUs set aside, the broad gen TU a gap
     ],
     "f4_gap.so": [
         (N, "partial", {"ii": 1}, 0),

@@ -9,9 +9,11 @@ and the ``__nv_relfatbin`` copies a linked file keeps next to its device-linked 
 
 A file's verdict is not its worst fatbin (docs/compatibility.md §4, R-FILE): a fatbin that fails on
 the GPU only because it holds code made for other GPUs ("specialised elsewhere": (i) a higher
-CC, (ii) `a`/`f`/Tegra code whose exact CC or family excludes the GPU, (iii) baseline code for
-an older major while another fatbin of the file loads a general cubin natively) is set aside;
-any other failing fatbin is a *gap* and fails the file. ``evaluate`` runs in steps: runtime and
+CC, while the file targets the GPU's generation somewhere or the fatbin is narrow (one
+architecture number): a build that dropped the generation has gaps, not specialisations; (ii)
+`a`/`f`/Tegra code whose exact CC or family excludes the GPU; (iii) baseline code for an older
+major while another fatbin of the file loads a general cubin natively) is set aside; any other
+failing fatbin is a *gap* and fails the file. ``evaluate`` runs in steps: runtime and
 GPU checks, one decision per fatbin (``evaluate_fatbin``: R-SEL picks a cubin, else PTX),
 classifying the failing ones, aggregating. Verdicts need only the entry headers (and the small
 device-link cubins' identity); kernel names, when decoded, only add which kernels live where.
@@ -93,6 +95,8 @@ class FatbinVerdict(Decision):
     archs: tuple[str, ...] = ()  # the archs of its SASS and PTX images
     kernels: tuple[str, ...] | None = None  # every kernel of its images (None: not decoded)
     specialised: bool = False  # set by the file: failing, and specialised elsewhere (else a gap)
+    narrow: bool = False  # every image is for one architecture number (sm_100 + compute_100)
+    generation: bool = False  # holds code for the target's major, minor at most the target's
 
 
 @dataclass(frozen=True)
@@ -123,13 +127,21 @@ class FileVerdict(Decision):
 
     @property
     def elsewhere(self) -> bool:
-        """Nothing loads and every counted fatbin is made for other GPUs (the R-UNIT test)."""
+        """Nothing loads and every counted fatbin is made for other GPUs, before the unit's guards."""
         counted = [f for f in self.fatbins if _counts_toward(f)]
         return (
             self.verdict == "fail"
             and self.rule not in ("R-DRV", "R-GPU")
             and bool(counted)
             and all(f.verdict == "fail" and f.elsewhere for f in counted)
+        )
+
+    def set_aside_in(self, unit_general: bool, unit_generation: bool) -> bool:
+        """R-UNIT: nothing loads and every counted fatbin is specialised elsewhere in a unit (a
+        distribution) where another file loads a general cubin natively (``unit_general``) and
+        some file targets the GPU's generation (``unit_generation``): ``specialised_in``."""
+        return self.elsewhere and all(
+            specialised_in(f, unit_general, unit_generation) for f in self.fatbins if _counts_toward(f)
         )
 
 
@@ -245,6 +257,8 @@ def evaluate_fatbin(
         general_native=d.general_native,
         archs=st.archs,
         kernels=st.kernels,
+        narrow=st.narrow,
+        generation=d.generation,
     )
 
 
@@ -256,6 +270,7 @@ class _Static:
     archs: tuple[str, ...]  # of its SASS and PTX images
     every: frozenset[str]  # every kernel of its images
     kernels: tuple[str, ...] | None  # sorted ``every``; None: payloads not decoded
+    narrow: bool  # its images are for one architecture number
 
 
 def _static(fb: Fatbin) -> _Static:
@@ -267,6 +282,7 @@ def _static(fb: Fatbin) -> _Static:
         tuple(dict.fromkeys(e.arch for e in images)),
         every,
         tuple(sorted(every)) if decoded else None,
+        len({e.sm for e in images}) == 1,
     )
 
 
@@ -307,6 +323,7 @@ class _Decided:
     entries: tuple[tuple, ...]  # (index, arch, verdict, rule, reason, error) per image
     elsewhere: tuple[str, ...]
     general_native: bool
+    generation: bool
 
 
 _DECIDED: dict[tuple, _Decided] = {}
@@ -322,6 +339,7 @@ def _decide(signature: tuple, target: Target, entries: Sequence[Entry]) -> _Deci
     sel = rules.select(entries, target)
     index = next((i for i, e in enumerate(entries) if e is sel.entry), None)
     per_entry = []
+    images = [e for e in entries if e.kind in (KIND_SASS, KIND_PTX)]
     for i, e in enumerate(entries):
         v = _entry_verdict(e, target)
         if v is not None:
@@ -335,10 +353,9 @@ def _decide(signature: tuple, target: Target, entries: Sequence[Entry]) -> _Deci
         reason=sel.outcome.reason,
         confidence=sel.outcome.confidence,
         entries=tuple(per_entry),
-        elsewhere=_elsewhere([e for e in entries if e.kind in (KIND_SASS, KIND_PTX)], target)
-        if sel.verdict == "fail"
-        else (),
+        elsewhere=_elsewhere(images, target) if sel.verdict == "fail" else (),
         general_native=sel.verdict == "native" and not rules.arch_specific(sel.entry),
+        generation=any(rules.cc_of(e)[0] == target.cc[0] and rules.cc_of(e) <= target.cc for e in images),
     )
     if len(_DECIDED) > 100_000:
         _DECIDED.clear()
@@ -346,10 +363,24 @@ def _decide(signature: tuple, target: Target, entries: Sequence[Entry]) -> _Deci
     return hit
 
 
-def specialised_in(v: FatbinVerdict, unit_general: bool) -> bool:
-    """A failing fatbin is specialised elsewhere when each image is (i)/(ii), or (iii) while the
-    unit (file, or distribution) loads a general cubin natively on the target."""
-    return bool(v.elsewhere) and ("iii" not in v.elsewhere or unit_general)
+def specialised_in(v: FatbinVerdict, unit_general: bool, unit_generation: bool) -> bool:
+    """A failing fatbin is specialised elsewhere when each image is (i), (ii) or (iii), with two
+    guards from the unit (file, or distribution): (iii) only while the unit loads a general cubin
+    natively on the target (``unit_general``); (i) only while the unit targets the target's
+    generation (``unit_generation``: ``targets_generation``) or the fatbin is narrow, one
+    architecture number (docs/compatibility.md §4: broad code for newer GPUs in a build that
+    dropped the generation is a gap)."""
+    return (
+        bool(v.elsewhere)
+        and ("iii" not in v.elsewhere or unit_general)
+        and ("i" not in v.elsewhere or v.narrow or unit_generation)
+    )
+
+
+def targets_generation(fatbins: Sequence[FatbinVerdict]) -> bool:
+    """Some counted fatbin holds code built for the target's major (``sm_X*`` or ``compute_X*``,
+    minor at most the target's): the unit targets the target's generation (guard of (i))."""
+    return any(v.generation for v in fatbins if _counts_toward(v))
 
 
 # --------------------------------------------------------------------------- step: the file
@@ -411,8 +442,11 @@ def judge_fatbins(report: FileReport, target: Target) -> tuple[FatbinVerdict, ..
         for fb, st in zip(report.fatbins, _statics(report), strict=True)
     )
     general = any(v.general_native for v in fbs if _counts_toward(v))
+    generation = targets_generation(fbs)
     return tuple(
-        dataclasses.replace(v, specialised=True) if _counts_toward(v) and specialised_in(v, general) else v
+        dataclasses.replace(v, specialised=True)
+        if _counts_toward(v) and specialised_in(v, general, generation)
+        else v
         for v in fbs
     )
 
@@ -566,6 +600,7 @@ def _aggregate(counted, target: Target, rt, mvc: bool, notes, base) -> FileVerdi
     lead, bad = _lead(loading, spec, gaps)
     verdict, coverage = rollup([v.verdict for v in loading], len(spec), len(gaps))
     partial = coverage != "full"
+    notes += _dropped_note(gaps, counted, target)
     return FileVerdict(
         verdict=verdict,
         error=None if verdict != "fail" else worst_error(gaps if loading else spec + gaps),
@@ -605,6 +640,21 @@ def _lead(loading, spec, gaps) -> tuple[FatbinVerdict, list[FatbinVerdict]]:
     bad = [v for v in loading if SEVERITY[v.verdict] == worst]
     arch = _chosen(bad).arch
     return next(v for v in bad if v.chosen is not None and v.chosen.arch == arch), bad
+
+
+def _dropped_note(gaps, counted, t: Target) -> tuple[str, ...]:
+    """Why broad fatbins for newer GPUs are gaps here: the file targets the GPU's generation nowhere."""
+    dropped = [v for v in gaps if "i" in v.elsewhere and not v.narrow]
+    if not dropped or targets_generation(counted):
+        return ()
+    x, y = t.cc
+    cc = f"CC {x}.0" if y == 0 else f"CC {x}.0-{x}.{y}"
+    n = "1 fatbin" if len(dropped) == 1 else f"{len(dropped)} fatbins"
+    return (
+        f"no fatbin holds code for {cc} (sm_{x}x or compute_{x}x): the build dropped this GPU's "
+        f"generation, so {n} of code for newer GPUs {'is a gap' if len(dropped) == 1 else 'are gaps'}, "
+        "not specialised for other GPUs (R-FILE, guard of (i))",
+    )
 
 
 def _rules(bad, mvc: bool, partial: bool) -> tuple[str, ...]:

@@ -1,7 +1,8 @@
 """Verdicts one level up: a distribution or a directory is a unit of files (R-UNIT, R-VARIANT).
 
-A file that loads nothing on the GPU and whose every fatbin is made for other GPUs ((i)/(ii), or
-(iii) while another file of the unit loads a general cubin natively) is *set aside*: the package
+A file that loads nothing on the GPU and whose every fatbin is made for other GPUs ((i) while
+some file of the unit targets the GPU's generation or the fatbin is narrow, (ii), or (iii) while
+another file of the unit loads a general cubin natively) is *set aside*: the package
 is expected not to load it there (a Hopper-only extension on an A100). Files whose names differ
 only by a CUDA-version token (``libbitsandbytes_cuda118.so`` … ``_cuda132.so``, ``_cu12``/``_cu13``,
 ``cuda12x``) in one directory are alternative builds: the package loads one, picked by the CUDA
@@ -17,7 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fatbin_inspect.compat.engine import SEVERITY, ErrorRef, FileVerdict, worst_error
+from fatbin_inspect.compat.engine import SEVERITY, ErrorRef, FileVerdict, targets_generation, worst_error
 
 # a CUDA token: cuda118, cuda12x, cu12, cu130 (after a separator, before a separator or the suffix)
 _TOKEN = re.compile(r"(?i)(?<=[_\-.])(cuda|cu)(\d{2,3})x?(?=[_\-.]|$)")
@@ -130,16 +131,16 @@ def unit_verdict(
 
 
 def set_aside(chosen: Sequence[tuple[str, FileVerdict]]) -> set[str]:
-    """Files made only for other GPUs: (iii) counts when another file runs a general cubin natively."""
+    """Files made only for other GPUs (``FileVerdict.set_aside_in``): (iii) counts when another
+    file runs a general cubin natively, broad (i) code when some file of the unit targets the
+    GPU's generation (the guard of (i): a distribution that dropped it has no specialised files)."""
+    generation = any(targets_generation(w.fatbins) for _, w in chosen if w.verdict != "link-time")
     out = set()
     for p, v in chosen:
-        if not v.elsewhere:
-            continue
-        kinds = {k for f in v.fatbins if f.verdict == "fail" for k in f.elsewhere}
         others_general = any(
             q != p and any(f.general_native for f in w.fatbins if f.ignored is None) for q, w in chosen
         )
-        if "iii" not in kinds or others_general:
+        if v.set_aside_in(others_general, generation):
             out.add(p)
     return out
 

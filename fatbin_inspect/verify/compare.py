@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from fatbin_inspect.compat import data
-from fatbin_inspect.compat.engine import FatbinVerdict, evaluate, rollup, specialised_in
+from fatbin_inspect.compat.engine import FatbinVerdict, evaluate, rollup, specialised_in, targets_generation
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.binio import Blob, open_blob
@@ -324,7 +324,8 @@ def observed_verdict(counted: list[FatbinVerdict], seen: list[str | None]) -> st
     loading = [s for s in seen if s is not None and s != FAIL]
     failing = [v for v, s in zip(counted, seen, strict=True) if s == FAIL]
     general = any(s == NATIVE and v.general_native for v, s in zip(counted, seen, strict=True))
-    gaps = sum(1 for v in failing if not specialised_in(v, general))
+    generation = targets_generation(counted)  # the code held, not the loads: the guard of (i)
+    gaps = sum(1 for v in failing if not specialised_in(v, general, generation))
     verdict, coverage = rollup(loading, len(failing) - gaps, gaps)
     return f"{verdict}/{coverage}"
 
