@@ -648,12 +648,12 @@ def _dropped_note(gaps, counted, t: Target) -> tuple[str, ...]:
     if not dropped or targets_generation(counted):
         return ()
     x, y = t.cc
-    cc = f"CC {x}.0" if y == 0 else f"CC {x}.0-{x}.{y}"
+    code = f"sm_{x}0 or compute_{x}0" if y == 0 else f"sm_{x}0…sm_{x}{y} or compute_{x}0…compute_{x}{y}"
     n = "1 fatbin" if len(dropped) == 1 else f"{len(dropped)} fatbins"
     return (
-        f"no fatbin holds code for {cc} (sm_{x}x or compute_{x}x): the build dropped this GPU's "
-        f"generation, so {n} of code for newer GPUs {'is a gap' if len(dropped) == 1 else 'are gaps'}, "
-        "not specialised for other GPUs (R-FILE, guard of (i))",
+        f"no fatbin holds {code} code: the build targets the generation of CC {x}.{y} nowhere, so "
+        f"{n} of code for newer GPUs {'is a gap' if len(dropped) == 1 else 'are gaps'}, not "
+        "specialised for other GPUs (R-FILE, guard of (i))",
     )
 
 
