@@ -50,28 +50,32 @@ def test_fwd_allowed_on_a_supported_base_raises_the_jit_limit_to_the_package():
 
 
 def test_fwd_runtime_check_uses_the_package_cuda():
-    """A 13.x runtime on a Jetson Orin with a CUDA 12.6 BSP driver: 35 alone, fine with 13.4."""
-    plain = T("Jetson AGX Orin", "jetpack-6.2")
+    """A 13.x runtime on an H100 with R535 (CUDA 12.2): 35 alone, fine with cuda-compat-13-4 (C in
+    NVIDIA's table); on a Jetson Orin with JetPack 6.2 the 12.8 package lifts the JIT to PTX 8.7."""
+    plain = T("H100", "535.230.02")
     assert not rules.driver_for_runtime(RT13, plain).ok
-    fwd = T("Jetson AGX Orin", "jetpack-6.2", compat="13.4")
+    fwd = T("H100", "535.230.02", compat="13.4")
     assert rules.forward_compat(fwd).ok
     assert rules.driver_for_runtime(RT13, fwd).ok
+    r = report(E("compute_87", isa="8.7"), needs=())
+    assert evaluate(r, T("Jetson AGX Orin", "jetpack-6.2")).error.code == 222
+    assert evaluate(r, T("Jetson AGX Orin", "jetpack-6.2", compat="12.8")).verdict == "jit"
     # minor-version note follows the package too: runtime 13.4 on R580 alone runs under R-MVC
     assert rules.mvc(RuntimeNeed("13.4", "pin"), T("H100", "580")) is not None
     assert rules.mvc(RuntimeNeed("13.4", "pin"), T("H100", "580", compat="13.4")) is None
 
 
 @pytest.mark.parametrize(
-    "driver,why",
+    "driver,compat,why",
     [
-        ("535.54.03", "end of life"),  # LTSB ended June 2026
-        ("570.26", "end of life"),  # production branch ended February 2026
-        ("590.44.01", "new-feature"),
-        ("610.43.02", "R610"),  # a new-feature branch, ended August 2026
+        ("550.54.15", "13.4", "no column for R550"),  # not in NVIDIA's table: end of life
+        ("575.57.08", "13.0", "no column for R575"),
+        ("580.65.06", "12.9", "older than the installed driver"),  # X
+        ("590.44.01", "13.0", "older than the installed driver"),  # X
     ],
 )
-def test_fwd_803_on_unsupported_base_branches(driver, why):
-    v = evaluate(report(E("sm_90")), T("H100", driver, compat="13.4"))
+def test_fwd_803_outside_nvidias_table(driver, compat, why):
+    v = evaluate(report(E("sm_90")), T("H100", driver, compat=compat))
     assert v.verdict == "fail" and v.error.code == 803 and v.rule == "R-FWD"
     assert why in v.reason
 
@@ -81,11 +85,11 @@ def test_fwd_803_when_the_package_is_older_than_the_driver():
     assert not o.ok and o.error == 803 and "older" in o.reason
 
 
-def test_fwd_804_on_geforce_and_on_orin_before_13_4():
+def test_fwd_804_on_geforce_and_803_on_a_jetpack_line_without_the_package():
     v = evaluate(report(E("sm_89")), T("RTX 4090", "580.65.06", compat="13.4"))
     assert v.verdict == "fail" and v.error.code == 804 and v.rule == "R-FWD"
     o = rules.forward_compat(T("Jetson AGX Orin", "jetpack-6.2", compat="13.2"))
-    assert not o.ok and o.error == 804 and "13.4" in o.reason
+    assert not o.ok and o.error == 803 and "JetPack 6.x" in o.reason
 
 
 def test_fwd_server_edition_rtx_is_accepted():
@@ -230,9 +234,10 @@ def test_toolkit_13_3_and_13_4_drivers():
         r["confidence"] == "high" and r["linux_x86_64_min_driver"] == "610.43.02"
         for r in _driver_rows("13.3").values()
     )
-    rows = _driver_rows("13.4").values()
-    assert all("615.31" not in r["linux_x86_64_min_driver"] for r in rows)
-    assert any("615.71.09" in r["linux_x86_64_min_driver"] for r in rows)
+    rows = _driver_rows("13.4")
+    assert "615.31" in rows["CUDA 13.4 GA (13.4.1)"]["linux_x86_64_min_driver"]  # NVIDIA's example build
+    assert any("615.71.09" in r["linux_x86_64_min_driver"] for r in rows.values())
+    assert "CUDA 13.4 Update 1 (13.4.2)" in rows and "Developer Preview" in " ".join(rows)
     assert next(t for t in data.toolkits() if t["version"] == "13.4")["driver_bundled"] is False
 
 
@@ -246,7 +251,7 @@ def test_toolkit_13_3_and_13_4_drivers():
         (595, "production", "2027-03"),
         (610, "new-feature", "2026-08"),
         (615, "new-feature", None),
-        (616, "developer", "ended"),
+        (575, "new-feature", "ended"),
         (620, "long-term", "2029-09"),
     ],
 )

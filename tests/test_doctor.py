@@ -261,11 +261,20 @@ def test_compat_package_on_geforce_fails_with_804(machine):
     assert c.status == FAIL and "804" in c.text and "cudaErrorCompatNotSupportedOnDevice" in c.text
 
 
-def test_compat_package_on_a_new_feature_branch_fails_with_803(machine):
+def test_compat_package_on_a_new_feature_branch_follows_nvidias_table_with_a_warning(machine):
+    """NVIDIA's table marks cuda-compat-13-4 compatible with R590 although its prose excludes new
+    feature branches: the table decides, the condition says so (issue 22)."""
     t, roots = machine
     write(t / "proc/driver/nvidia/version", PROC_580.replace("580.95.05", "590.44.01"))
     c = _fwd(diagnose(discover(_with_compat(t, roots), driver_api=13040)))
-    assert c.status == FAIL and "803" in c.text and "new-feature" in c.text
+    assert c.status == OK and "warning" in c.text and "new feature branches" in c.text
+
+
+def test_compat_package_on_a_branch_outside_the_table_fails_with_803(machine):
+    t, roots = machine
+    write(t / "proc/driver/nvidia/version", PROC_580.replace("580.95.05", "550.54.15"))
+    c = _fwd(diagnose(discover(_with_compat(t, roots), driver_api=13040)))
+    assert c.status == FAIL and "803" in c.text and "no column for R550" in c.text
 
 
 def test_no_compat_package_no_fwd_condition(machine):

@@ -134,8 +134,39 @@ def jetson_release(text: str) -> dict[str, Any] | None:
     return max(found, key=lambda r: version_tuple(r[key])) if found else None
 
 
+def jetson_driver(version: str, jetson_gpu: bool = False) -> dict[str, Any] | None:
+    """The ``driver_versions`` row of a number a Jetson's nvidia-smi prints (``540.4.0``: L4T 36.4,
+    CUDA 12.6), None for any other number. Rows marked ``jetson_gpu_only`` (``580.00``, which is
+    also desktop R580's branch) match only when the caller knows the GPU is a Jetson."""
+    want = version_tuple(version)
+    for row in load("drivers")["jetson_releases"]["driver_versions"]["rows"]:
+        if version_tuple(row["driver"]) == want and (jetson_gpu or not row.get("jetson_gpu_only")):
+            return row
+    return None
+
+
+def jetson_line(jetpack: str) -> dict[str, Any] | None:
+    """The JetPack line of NVIDIA's upgrade-package table that ``jetpack`` (``6.2``, ``7.2.1``,
+    ``6.1 / 6.2``) belongs to: the longest listed version it starts with (``7.2`` before ``7``)."""
+    want = version_tuple(jetpack.split("/")[0])
+    lines = load("drivers")["forward_compat"]["jetson_matrix"]["lines"]
+    fits = [r for r in lines if want[: len(version_tuple(r["jetpack"]))] == version_tuple(r["jetpack"])]
+    return max(fits, key=lambda r: len(version_tuple(r["jetpack"])), default=None)
+
+
 def forward_compat() -> dict[str, Any]:
     return load("drivers")["forward_compat"]
+
+
+def fwd_cell(package_cuda: str, branch: int) -> str | None:
+    """NVIDIA's forward-compatibility table for one package and kernel-driver branch: ``C``,
+    ``X``, ``N/A``, ``unlisted`` (a branch the table has no column for), or None when the table has
+    no row for the package (docs/compatibility.md R-FWD)."""
+    matrix = forward_compat()["matrix"]
+    row = matrix["packages"].get(package_cuda)
+    if row is None:
+        return None
+    return row.get(str(branch), "unlisted")
 
 
 def tile_ir() -> dict[str, Any]:

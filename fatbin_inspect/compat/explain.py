@@ -39,8 +39,8 @@ CHECKS: dict[str, tuple[str, ...]] = {
         "Whether a cuda-compat package is first in LD_LIBRARY_PATH or ld.so.conf.d (fatbin-inspect doctor)",
         "Whether the GPU accepts forward compatibility: data center GPUs, select NGC Server Ready RTX "
         "SKUs and Jetson only (804 otherwise)",
-        "Whether the kernel driver's branch is a supported base: long-term or production, not end of life, "
-        "older than the package (803 otherwise)",
+        "Whether NVIDIA's forward-compatibility table marks the package compatible (C) with the kernel "
+        "driver's branch; on Jetson, with the JetPack release (803 otherwise)",
     ),
     "R-GPU": (
         "Whether the driver branch supports the GPU (new GPUs need new branches; Kepler ends at R470, "

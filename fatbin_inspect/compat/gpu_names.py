@@ -9,6 +9,11 @@ every *model* token (one with a digit that is not a memory size or a form factor
 ``"H100-SXM5-80GB"`` resolve although no product in the data is called "SXM": the board names
 people use carry words ``nvidia-smi`` does not print.
 
+A query word that no known name has is split into words that names have, as people run them
+together: ``RTX5090`` -> ``rtx 5090``, ``GeForceRTX4090`` -> ``geforce rtx 4090`` (the fewest known
+words that spell it; failing that, its runs of letters and of digits). A row's names are its
+``name``, its ``nvidia_smi_names`` and its ``also_known_as`` (``DGX Spark`` for GB10).
+
 Ties between products of different compute capabilities go to the more specific name (the
 fewest tokens the query did not ask for), then to the one the data is more confident about;
 anything else is left ambiguous for the caller to report.
@@ -24,6 +29,7 @@ from dataclasses import dataclass
 from fatbin_inspect.compat import data
 from fatbin_inspect.compat.data import CC
 
+_NOT_A_WORD = {"gb", "mb", "tb"}  # units: "gb100" is no "GB" product of a model "100"
 _QUALIFIER = re.compile(r"\d+gb|sxm\d*|hbm\d*e?|pcie\d*|gen\d+|\d+w")
 _CONFIDENCE = {"high": 0, "medium": 1, "low": 2}
 
@@ -38,7 +44,53 @@ def model_tokens(toks: Iterable[str]) -> tuple[str, ...]:
 
 
 def names_of(row: dict) -> tuple[str, ...]:
-    return (row["name"], *row.get("nvidia_smi_names", ()))
+    return (row["name"], *row.get("nvidia_smi_names", ()), *row.get("also_known_as", ()))
+
+
+def query_tokens(query: str, runs: bool = False) -> tuple[str, ...]:
+    """The query's tokens, each word no known name has split into known words (see above); with
+    ``runs``, split instead after each digit run that letters follow (``h100sxm5`` -> ``h100 sxm5``),
+    the second reading ``match`` tries."""
+    known = _token_index(data.gpus())
+    out: list[str] = []
+    for t in tokens(query):
+        if t in known:
+            out.append(t)
+        else:
+            out += _pieces(t, r"[a-z]*[0-9]+|[a-z]+") if runs else _split(t, known)
+    return tuple(out)
+
+
+def _pieces(word: str, pattern: str) -> list[str]:
+    """``word`` cut by ``pattern`` when every piece is a word (two characters or more, no unit)."""
+    parts = re.findall(pattern, word)
+    return parts if all(len(x) >= 2 and x not in _NOT_A_WORD for x in parts) else [word]
+
+
+def loose_tokens(query: str) -> tuple[str, ...]:
+    """``query_tokens`` with every word still unknown cut into its letter and digit runs
+    (``rtx5900`` -> ``rtx 5900``): what ``closest`` compares when nothing matched."""
+    known = _token_index(data.gpus())
+    out: list[str] = []
+    for t in query_tokens(query):
+        out += _pieces(t, r"[a-z]+|[0-9]+") if t not in known else [t]
+    return tuple(out)
+
+
+def _split(word: str, known: dict) -> tuple[str, ...]:
+    """``word`` as the fewest known tokens that spell it (``geforcertx4090``), else itself. Pieces
+    are two characters or more, never a unit, and never cut a run of digits (``40900`` stays)."""
+    best: list[tuple[str, ...] | None] = [(), *([None] * len(word))]
+    for end in range(2, len(word) + 1):
+        if end < len(word) and word[end - 1].isdigit() and word[end].isdigit():
+            continue
+        for start in range(end - 1):
+            head, piece = best[start], word[start:end]
+            if head is None or piece not in known or piece in _NOT_A_WORD:
+                continue
+            if (b := best[end]) is None or len(head) + 1 < len(b):
+                best[end] = (*head, piece)
+    return best[-1] or (word,)
 
 
 @dataclass(frozen=True)
@@ -67,8 +119,18 @@ def _best(row: dict, qt: tuple[str, ...]) -> Match:
 
 def match(query: str, rows: Iterable[dict] | None = None, listing: bool = False) -> list[Match]:
     """Every row the query names: exact names, else rows with all tokens, else the relaxed rule
-    (``listing``: rows with all tokens even when some name is exact, as ``gpus QUERY`` lists)."""
-    qt = tokens(query)
+    (``listing``: rows with all tokens even when some name is exact, as ``gpus QUERY`` lists);
+    a query of run-together words is read both ways ``query_tokens`` splits it."""
+    rows = None if rows is None else list(rows)
+    readings = dict.fromkeys((query_tokens(query), query_tokens(query, runs=True)))
+    for qt in readings:
+        found = _match(qt, rows, listing)
+        if found:
+            return found
+    return []
+
+
+def _match(qt: tuple[str, ...], rows: list[dict] | None, listing: bool) -> list[Match]:
     if not qt:
         return []
     if rows is None:  # rows with none of the query's tokens match by no rule: not scored

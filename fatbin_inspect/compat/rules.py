@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fatbin_inspect.compat import data
 from fatbin_inspect.compat.data import CC
 from fatbin_inspect.compat.runtime import RuntimeNeed
-from fatbin_inspect.compat.targets import Driver, Target
+from fatbin_inspect.compat.targets import Driver, Target, fwd_warning
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, KIND_TILE, Entry
 
 NO_IMAGE, UNSUPPORTED_PTX, JIT_DISABLED, INSUFFICIENT_DRIVER, NO_DEVICE = 209, 222, 223, 35, 100
@@ -300,27 +300,20 @@ def mvc(rt: RuntimeNeed | None, t: Target) -> Outcome | None:
 
 def forward_compat(t: Target) -> Outcome:
     """R-FWD: a cuda-compat package replaces the user-mode driver. It needs a GPU that accepts it
-    (data center, select NGC Server Ready RTX SKUs, Jetson; else 804) and a kernel driver of an
-    older branch that NVIDIA supports as a base (long-term or production, not end of life; else 803)."""
+    (data center, select NGC Server Ready RTX SKUs, Jetson; else 804) and a kernel-driver branch
+    NVIDIA's table marks compatible with the package (else 803); on Jetson the JetPack line's
+    table decides. A package the table has no row for is judged by NVIDIA's prose (low)."""
     c = t.compat
     if c is None:
         return Outcome(True, "R-FWD", "no forward-compatibility package in use")
     fc, g, pkg = data.forward_compat(), t.gpu, c.package
-    if g.tegra:
-        row = next((r for r in fc["jetson"] if data.parse_cc(r["cc"]) == t.cc), None)
-        ok = row is not None and data.version_tuple(c.cuda) >= data.version_tuple(row["from_cuda"])
-        if not ok:
-            since = f" (Jetson CC {fmt_cc(t.cc)} accepts them from CUDA {row['from_cuda']})" if row else ""
-            return Outcome(
-                False,
-                "R-FWD",
-                f"{pkg} is not supported on {g.name}{since}",
-                COMPAT_NOT_ON_DEVICE,
-                confidence="medium",
-            )
-    elif g.segment is None:
-        pass  # a GPU named by its compute capability: no product, so no segment to judge
-    elif g.segment not in fc["supported_segments"] and g.name not in fc["supported_products"]:
+    if g.tegra or t.driver.platform == "jetson":
+        return _fwd_jetson(t)
+    if (
+        g.segment is not None
+        and g.segment not in fc["supported_segments"]
+        and g.name not in fc["supported_products"]
+    ):
         return Outcome(
             False,
             "R-FWD",
@@ -330,34 +323,57 @@ def forward_compat(t: Target) -> Outcome:
             confidence="medium",
         )
     base, umd = t.driver, c.driver
-    if base.platform == "jetson":
-        return _fwd_ok(t, f"on {base.version}")
-    if umd.branch < base.branch:
+    if umd.branch == base.branch:
+        return Outcome(True, "R-FWD", f"{pkg} matches the installed branch R{base.branch}: nothing changes")
+    cell = data.fwd_cell(c.cuda, base.branch)
+    if cell is None:
+        return _fwd_by_prose(t, fc)
+    if cell == "N/A":
+        return Outcome(True, "R-FWD", f"{pkg} is R{base.branch}'s own CUDA: nothing changes")
+    if cell != "C":
+        if umd.branch < base.branch:
+            why = f"{pkg} (R{umd.branch}) is older than the installed driver R{base.branch}: compat packages are not supported on newer drivers"
+        elif cell == "unlisted":
+            why = (
+                f"NVIDIA's forward-compatibility table has no column for R{base.branch} (branches it does not "
+                f"list are end of life and not supported targets), so {pkg} is not supported on it"
+            )
+        else:
+            why = f"NVIDIA's forward-compatibility table marks {pkg} not compatible (X) with kernel driver R{base.branch}"
+        return Outcome(False, "R-FWD", why, DRIVER_MISMATCH)
+    warning = fwd_warning(c, base)
+    return _fwd_ok(t, f"on kernel driver R{base.branch} (C in NVIDIA's table)", warning)
+
+
+def _fwd_by_prose(t: Target, fc: dict) -> Outcome:
+    """A package NVIDIA's table has no row for (newer than the table read): its prose alone."""
+    c, base = t.compat, t.driver
+    assert c is not None
+    if c.driver.branch < base.branch:
         return Outcome(
             False,
             "R-FWD",
-            f"{pkg} (R{umd.branch}) is older than the installed driver R{base.branch}: compat packages "
+            f"{c.package} (R{c.driver.branch}) is older than the installed driver R{base.branch}: compat packages "
             "are not supported on newer drivers",
             DRIVER_MISMATCH,
             confidence="medium",
         )
-    if umd.branch == base.branch:
-        return Outcome(True, "R-FWD", f"{pkg} matches the installed branch R{base.branch}: nothing changes")
     why = _unsupported_base(data.branch_row(base.branch) or {}, base.branch, fc["base_types"])
+    unknown = f"{c.package} is not in NVIDIA's forward-compatibility table as read ({fc['matrix']['as_of']})"
     if why:
         return Outcome(
             False,
             "R-FWD",
-            f"{pkg} on kernel driver R{base.branch}: {why}, and forward compatibility is supported only on "
-            "long-term and production branches that have not reached end of life",
+            f"{c.package} on kernel driver R{base.branch}: {why}, and NVIDIA's prose supports only long-term and "
+            f"production branches that have not reached end of life ({unknown})",
             DRIVER_MISMATCH,
-            confidence="medium",
+            confidence="low",
         )
-    return _fwd_ok(t, f"on kernel driver R{base.branch}")
+    return _fwd_ok(t, f"on kernel driver R{base.branch}", f"{unknown}: judged by its prose", "low")
 
 
 def _unsupported_base(row: dict, branch: int, base_types) -> str | None:
-    """Why a kernel-driver branch is not a forward-compatibility base (None: it is one)."""
+    """Why a kernel-driver branch is not a forward-compatibility base by NVIDIA's prose (None: it is one)."""
     if data.branch_ended(row):
         eol = row.get("end_of_life")
         return f"R{branch} reached end of life" + (f" ({eol})" if eol and eol != "ended" else "")
@@ -367,16 +383,62 @@ def _unsupported_base(row: dict, branch: int, base_types) -> str | None:
     return f"R{branch} is a {kind} branch" if kind else f"R{branch} is not in NVIDIA's support matrix"
 
 
-def _fwd_ok(t: Target, base: str) -> Outcome:
+def _fwd_jetson(t: Target) -> Outcome:
+    """R-FWD on Jetson: NVIDIA's CUDA for Tegra table lists, per JetPack line, the CUDA of the BSP
+    driver and the upgrade packages that install on it; any other package is 803."""
+    c, base = t.compat, t.driver
+    assert c is not None
+    if base.platform != "jetson" or not base.jetpack:
+        return _fwd_ok(
+            t,
+            f"on driver {base.version}",
+            f"driver {base.version} names no JetPack release, so whether {c.package} fits it was not checked",
+            "low",
+        )
+    line = data.jetson_line(base.jetpack)
+    if line is None:
+        return Outcome(
+            False,
+            "R-FWD",
+            f"JetPack {base.jetpack} is not in NVIDIA's CUDA upgrade-package table, so {c.package} is not known to "
+            "be supported on it",
+            DRIVER_MISMATCH,
+            confidence="low",
+        )
+    if c.cuda == line["default_cuda"]:
+        return Outcome(True, "R-FWD", f"{c.package} is JetPack {base.jetpack}'s own CUDA: nothing changes")
+    if c.cuda not in line["compatible"]:
+        listed = (
+            f"upgrade packages {', '.join(line['compatible'])}"
+            if line["compatible"]
+            else "no upgrade package"
+        )
+        return Outcome(
+            False,
+            "R-FWD",
+            f"{c.package} does not fit JetPack {line['jetpack']}.x: NVIDIA's CUDA for Tegra table lists {listed} "
+            f"for it (default CUDA {line['default_cuda']})",
+            DRIVER_MISMATCH,
+        )
+    orin = (
+        f"; on Orin it is packaged as cuda-compat-orin-{c.cuda.replace('.', '-')}"
+        if t.cc == (8, 7) and line["jetpack"] == "7.2"
+        else ""
+    )
+    return _fwd_ok(t, f"on JetPack {base.jetpack}{orin}")
+
+
+def _fwd_ok(t: Target, base: str, warning: str | None = None, confidence: str | None = None) -> Outcome:
     c = t.compat
     assert c is not None
     unknown = " (the GPU was given by compute capability: assumed to be a part that accepts it)"
+    known = t.gpu.segment or t.gpu.tegra
     return Outcome(
         True,
         "R-FWD",
         f"{c.package} replaces the user-mode driver {base}: the runtime check and the PTX JIT use "
-        f"CUDA {c.cuda} (R{c.driver.branch}){unknown if t.gpu.segment is None and not t.gpu.tegra else ''}",
-        confidence="medium" if t.gpu.segment or t.gpu.tegra else "low",
+        f"CUDA {c.cuda} (R{c.driver.branch}){'' if known else unknown}{f'; warning: {warning}' if warning else ''}",
+        confidence=confidence or ("low" if not known else "medium" if warning else "high"),
     )
 
 

@@ -14,6 +14,7 @@ user-mode driver then is that CUDA's branch while the kernel driver stays (R-FWD
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from collections.abc import Sequence
@@ -50,6 +51,7 @@ class Driver:
     assumed: bool = False  # no --driver given
     note: str | None = None
     platform: str | None = None  # linux | windows | jetson; None: a bare branch, either platform
+    jetpack: str | None = None  # a Jetson driver's JetPack release ("6.2", "6.1 / 6.2 / 6.2.1")
 
     @property
     def version_tuple(self) -> tuple[int, ...]:
@@ -77,6 +79,22 @@ class Target:
     disable_ptx_jit: bool = False  # CUDA_DISABLE_PTX_JIT=1: PTX is never compiled
     hosts: tuple[str, ...] = ()  # fleet targets: the machines with this GPU and driver (sorted)
     compat: Compat | None = None  # forward-compatibility package (R-FWD)
+
+    def __post_init__(self) -> None:
+        """The driver as it reads on this GPU, however the target was built (``--driver``, a fleet
+        TOML, a doctor report): a number only a Jetson prints (``580.00`` on Thor) becomes its
+        JetPack driver; a desktop number for a Jetson, and a cuda-compat pair on which NVIDIA's
+        prose and table disagree, get a note the table shows beside the target."""
+        drv = driver_on(self.gpu, self.driver)
+        fc = data.forward_compat()
+        accepts = (
+            self.gpu.segment in (None, *fc["supported_segments"]) or self.gpu.name in fc["supported_products"]
+        )
+        note = fwd_warning(self.compat, drv) if self.compat is not None and accepts else None
+        if note and note not in (drv.note or ""):
+            drv = dataclasses.replace(drv, note=f"{drv.note}; {note}" if drv.note else note)
+        if drv != self.driver:
+            object.__setattr__(self, "driver", drv)
 
     @property
     def cc(self) -> CC:
@@ -233,19 +251,40 @@ def _by_name(query: str) -> Gpu:
 
 
 def _closest(query: str, n: int = 5) -> list[str]:
-    """Known names whose best run of as many words as the query looks most like it."""
-    qt = gpu_names.tokens(query)
-    q = " ".join(qt)
-    scores: dict[str, float] = {}
+    """Known names most like the query, in this order: names sharing more of its words (``RTX5900``:
+    the RTX names, not T500), a model number of the query's length one edit away (5090 and 5000,
+    not 500), then the best run of as many words as the query by ``difflib`` (at least 0.5)."""
+    qt = gpu_names.loose_tokens(query)
+    q, qmodels = " ".join(qt), gpu_names.model_tokens(qt)
+    scores: dict[str, tuple] = {}
     for g in data.gpus():
         for nm in gpu_names.names_of(g):
             toks = gpu_names.tokens(nm)
             k = min(len(qt), len(toks))
             windows = [" ".join(toks[i : i + k]) for i in range(len(toks) - k + 1)] or [""]
-            score = max(difflib.SequenceMatcher(None, q, w).ratio() for w in windows)
-            scores[nm] = max(score, scores.get(nm, 0.0))
-    best = sorted((nm for nm, s in scores.items() if s >= 0.5), key=lambda nm: (-scores[nm], len(nm)))
+            ratio = max(difflib.SequenceMatcher(None, q, w).ratio() for w in windows)
+            near = min(
+                (_edits(a, b) for a in qmodels for b in gpu_names.model_tokens(toks) if len(a) == len(b)),
+                default=99,
+            )
+            score = (len(set(qt) & set(toks)), near <= 1, ratio)
+            scores[nm] = max(score, scores.get(nm, score))
+    best = sorted(
+        (nm for nm, s in scores.items() if s[2] >= 0.5), key=lambda nm: (*(-x for x in scores[nm]), len(nm))
+    )
     return best[:n]
+
+
+def _edits(a: str, b: str) -> int:
+    """Edits between two equal-length words, a swap of neighbours counting one (5900 -> 5090)."""
+    i, out = 0, 0
+    while i < len(a):
+        if a[i] != b[i]:
+            out += 1
+            if i + 1 < len(a) and a[i] == b[i + 1] and a[i + 1] == b[i]:
+                i += 1
+        i += 1
+    return out
 
 
 def search_gpus(query: str | None = None, cc: str | None = None) -> list[dict]:
@@ -305,7 +344,7 @@ def resolve_driver(text: str | None, local_driver: str | None = None) -> Driver:
                 "nvidia-ml-py is not installed); give it as --driver 550.54.14"
             )
         text = local_driver
-    jetson = data.jetson_release(text)
+    jetson = data.jetson_release(text) or data.jetson_driver(text)
     if jetson is not None:
         return _jetson_driver(text, jetson)
     if re.fullmatch(r"(?i)\s*(jetpack|jp|l4t)\b.*", text):
@@ -359,17 +398,63 @@ def _windows_driver(version: str, shown_as: str | None) -> Driver | None:
 
 
 def _jetson_driver(text: str, rel: dict) -> Driver:
-    """JetPack / L4T -> the branch row of the CUDA version its BSP driver implements."""
+    """JetPack / L4T release, or the driver number a Jetson prints (``540.4.0``) -> the branch row
+    of the CUDA version its BSP driver implements (the desktop branch of that number is not it)."""
     cuda = data.version_tuple(rel["cuda"])
     rows = [b for b in data.branches() if data.version_tuple(b["max_cuda_version"]) <= cuda]
     same = [b for b in rows if data.version_tuple(b["max_cuda_version"]) == cuda]
     row = same[0] if same else rows[-1]
-    return _driver(
-        text,
-        row,
-        note=f"Jetson: JetPack {rel['jetpack']} (L4T {rel['l4t']}) carries a CUDA {rel['cuda']} driver; "
-        f"judged with the limits of R{row['branch']}",
-        platform="jetson",
+    printed = f"driver {text} is what JetPack" if "driver" in rel else "JetPack"
+    shows = " prints" if "driver" in rel else ""
+    return dataclasses.replace(
+        _driver(
+            text,
+            row,
+            note=f"Jetson: {printed} {rel['jetpack']} (L4T {rel['l4t']}){shows}, a CUDA {rel['cuda']} driver; "
+            f"judged with the limits of R{row['branch']}",
+            platform="jetson",
+        ),
+        jetpack=rel["jetpack"],
+    )
+
+
+def driver_on(gpu: Gpu, drv: Driver) -> Driver:
+    """``drv`` read for ``gpu``: on a Jetson a number only Jetsons print (``580.00``, JetPack 7.0)
+    is its JetPack driver, and any other desktop number gets the note that it is one."""
+    if drv.assumed or not gpu.tegra or drv.platform == "jetson":
+        return drv
+    row = data.jetson_driver(drv.version, jetson_gpu=True)
+    if row is not None:
+        return _jetson_driver(drv.version, row)
+    note = (
+        f"{gpu.name} is a Jetson: its driver comes with JetPack/L4T (--driver jetpack-6.2), "
+        f"but {drv.version} is a desktop driver number; judged as CUDA {drv.cuda}"
+    )
+    if note in (drv.note or ""):
+        return drv
+    return dataclasses.replace(drv, note=f"{drv.note}; {note}" if drv.note else note)
+
+
+def fwd_warning(compat: Compat, base: Driver) -> str | None:
+    """Where NVIDIA's forward-compatibility table marks a package compatible (C) with a base
+    branch that its prose or its driver lifecycle rules out, the table decides and this says so."""
+    if base.platform == "jetson" or data.fwd_cell(compat.cuda, base.branch) != "C":
+        return None
+    row = data.branch_row(base.branch) or {}
+    why = []
+    if row.get("type") == "new-feature":
+        why.append(f"its prose says new feature branches (R{base.branch} is one) are not supported targets")
+    if data.branch_ended(row):
+        eol = row.get("end_of_life")
+        when = f" in {eol}" if eol and eol != "ended" else ""
+        why.append(
+            f"R{base.branch} reached end of life{when}, and its prose says such branches are not supported"
+        )
+    if not why:
+        return None
+    return (
+        f"NVIDIA's forward-compatibility table marks {compat.package} compatible with R{base.branch}, but "
+        f"{' and '.join(why)}: judged by the table (R-FWD, medium confidence)"
     )
 
 
