@@ -183,6 +183,21 @@ def test_a_doctor_report_with_the_jetson_driver_number_is_a_jetson_target(tmp_pa
     )
 
 
+@pytest.mark.parametrize(
+    "gpu,driver,words",
+    [
+        ("Jetson AGX Orin", "jetpack-7.0", "JetPack 7.0 does not support Jetson AGX Orin"),
+        ("Jetson AGX Thor", "jetpack-6.2", "JetPack 6.2 does not support Jetson AGX Thor"),
+        ("H100", "540.4.0", "NVIDIA H100 is no Jetson"),
+        ("Jetson AGX Orin", "jetpack-7.2", None),
+        ("Jetson AGX Thor", "jetpack-7.2", None),
+    ],
+)
+def test_a_jetpack_release_for_a_module_it_does_not_support_is_noted(gpu, driver, words):
+    note = T(gpu, driver).driver.note or ""
+    assert (words in note) if words else "does not support" not in note
+
+
 # ------------------------------------------------------------------------- data rows (6)
 def test_windows_616_is_r615_and_the_r616_row_is_gone():
     d = resolve_driver("616.41")

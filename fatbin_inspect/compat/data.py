@@ -145,11 +145,17 @@ def jetson_driver(version: str, jetson_gpu: bool = False) -> dict[str, Any] | No
     return None
 
 
-def jetson_line(jetpack: str) -> dict[str, Any] | None:
-    """The JetPack line of NVIDIA's upgrade-package table that ``jetpack`` (``6.2``, ``7.2.1``,
-    ``6.1 / 6.2``) belongs to: the longest listed version it starts with (``7.2`` before ``7``)."""
+def jetson_line(jetpack: str, table: str = "upgrades") -> dict[str, Any] | None:
+    """The JetPack line ``jetpack`` (``6.2``, ``7.2.1``, ``6.1 / 6.2``) belongs to in NVIDIA's
+    upgrade-package table (``upgrades``) or in the modules each line supports (``platforms``): the
+    longest listed version it starts with (``7.2`` before ``7``)."""
     want = version_tuple(jetpack.split("/")[0])
-    lines = load("drivers")["forward_compat"]["jetson_matrix"]["lines"]
+    drivers = load("drivers")
+    lines = (
+        drivers["forward_compat"]["jetson_matrix"]["lines"]
+        if table == "upgrades"
+        else drivers["jetson_releases"]["platforms"]["lines"]
+    )
     fits = [r for r in lines if want[: len(version_tuple(r["jetpack"]))] == version_tuple(r["jetpack"])]
     return max(fits, key=lambda r: len(version_tuple(r["jetpack"])), default=None)
 

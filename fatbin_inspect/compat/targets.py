@@ -91,8 +91,8 @@ class Target:
             self.gpu.segment in (None, *fc["supported_segments"]) or self.gpu.name in fc["supported_products"]
         )
         note = fwd_warning(self.compat, drv) if self.compat is not None and accepts else None
-        if note and note not in (drv.note or ""):
-            drv = dataclasses.replace(drv, note=f"{drv.note}; {note}" if drv.note else note)
+        if note:
+            drv = _noted(drv, note)
         if drv != self.driver:
             object.__setattr__(self, "driver", drv)
 
@@ -420,16 +420,35 @@ def _jetson_driver(text: str, rel: dict) -> Driver:
 
 def driver_on(gpu: Gpu, drv: Driver) -> Driver:
     """``drv`` read for ``gpu``: on a Jetson a number only Jetsons print (``580.00``, JetPack 7.0)
-    is its JetPack driver, and any other desktop number gets the note that it is one."""
-    if drv.assumed or not gpu.tegra or drv.platform == "jetson":
+    is its JetPack driver, and any other desktop number gets the note that it is one; a JetPack
+    release for a module it does not support, or a Jetson driver for a GPU that is none, too."""
+    if drv.assumed:
         return drv
-    row = data.jetson_driver(drv.version, jetson_gpu=True)
-    if row is not None:
-        return _jetson_driver(drv.version, row)
-    note = (
-        f"{gpu.name} is a Jetson: its driver comes with JetPack/L4T (--driver jetpack-6.2), "
-        f"but {drv.version} is a desktop driver number; judged as CUDA {drv.cuda}"
-    )
+    if gpu.tegra and drv.platform != "jetson":
+        row = data.jetson_driver(drv.version, jetson_gpu=True)
+        if row is not None:
+            return driver_on(gpu, _jetson_driver(drv.version, row))
+        return _noted(
+            drv,
+            f"{gpu.name} is a Jetson: its driver comes with JetPack/L4T (--driver jetpack-6.2), "
+            f"but {drv.version} is a desktop driver number; judged as CUDA {drv.cuda}",
+        )
+    if drv.platform != "jetson" or not drv.jetpack:
+        return drv
+    if not gpu.tegra and gpu.segment is not None:
+        return _noted(
+            drv, f"{drv.version} is a Jetson (JetPack {drv.jetpack}) driver, but {gpu.name} is no Jetson"
+        )
+    line = data.jetson_line(drv.jetpack, "platforms")
+    cc = f"{gpu.cc[0]}.{gpu.cc[1]}"
+    if gpu.tegra and line is not None and cc not in line["ccs"]:
+        who = gpu.name if gpu.name == f"CC {cc}" else f"{gpu.name} (CC {cc})"
+        return _noted(drv, f"JetPack {drv.jetpack} does not support {who}")
+    return drv
+
+
+def _noted(drv: Driver, note: str) -> Driver:
+    """``drv`` with ``note`` added once (a target is rebuilt by ``dataclasses.replace``)."""
     if note in (drv.note or ""):
         return drv
     return dataclasses.replace(drv, note=f"{drv.note}; {note}" if drv.note else note)
