@@ -138,6 +138,17 @@ def test_jetpack_6_2_driver_number_is_l4t_36_4_not_desktop_r535():
     assert v.verdict == "native" and not any("desktop driver number" in n for n in v.notes)
 
 
+@pytest.mark.parametrize(
+    "number,jetpack,cuda,listed",
+    [("540.4.0", "6.1", "12.6", True), ("540.5.0", "6.2.2", "12.6", True), ("540.7.0", "6.x", "12.6", False)],
+)
+def test_every_540_number_is_jetpack_6(number, jetpack, cuda, listed):
+    """JetPack 6 prints 540.<L4T revision>.0; a number not listed is read by that rule, said so."""
+    d = resolve_driver(number)
+    assert d.platform == "jetson" and d.jetpack.startswith(jetpack) and d.cuda == cuda
+    assert ("low confidence" in d.note) != listed
+
+
 @pytest.mark.parametrize("text", ["jetpack-7.2", "JetPack 7.2", "l4t-39.2", "r39.2", "jetpack-7.2.1"])
 def test_jetpack_7_2_is_known(text):
     d = resolve_driver(text)

@@ -139,10 +139,19 @@ def jetson_driver(version: str, jetson_gpu: bool = False) -> dict[str, Any] | No
     CUDA 12.6), None for any other number. Rows marked ``jetson_gpu_only`` (``580.00``, which is
     also desktop R580's branch) match only when the caller knows the GPU is a Jetson."""
     want = version_tuple(version)
-    for row in load("drivers")["jetson_releases"]["driver_versions"]["rows"]:
+    table = load("drivers")["jetson_releases"]
+    for row in table["driver_versions"]["rows"]:
         if version_tuple(row["driver"]) == want and (jetson_gpu or not row.get("jetson_gpu_only")):
             return row
-    return None
+    line = next((r for r in table["driver_versions"]["lines"] if (int(r["branch"]),) == want[:1]), None)
+    if line is None or len(want) < 2:
+        return None
+    l4t = f"{line['l4t_major']}.{want[1]}"  # the rule of the line: 540.<revision>.0 is L4T 36.<revision>
+    same = [r for r in table["releases"] if version_tuple(r["l4t"])[:2] == version_tuple(l4t)]
+    major = [r for r in table["releases"] if version_tuple(r["l4t"])[0] == int(line["l4t_major"])]
+    rel = max(same or major, key=lambda r: version_tuple(r["l4t"]))
+    jetpack = rel["jetpack"] if same else f"{line['jetpack']}.x"
+    return {"driver": version, "l4t": l4t, "jetpack": jetpack, "cuda": rel["cuda"], "by_rule": True}
 
 
 def jetson_line(jetpack: str, table: str = "upgrades") -> dict[str, Any] | None:

@@ -406,6 +406,11 @@ def _jetson_driver(text: str, rel: dict) -> Driver:
     row = same[0] if same else rows[-1]
     printed = f"driver {text} is what JetPack" if "driver" in rel else "JetPack"
     shows = " prints" if "driver" in rel else ""
+    if rel.get("by_rule"):  # a 540.x number not listed: read by its line's rule
+        printed, shows = (
+            f"driver {text} reads as JetPack",
+            ", by the numbering of its line (not listed: low confidence)",
+        )
     return dataclasses.replace(
         _driver(
             text,
