@@ -45,8 +45,8 @@ def test_the_table_is_in_the_data_with_its_source(pkg, branch, cell):
 @pytest.mark.parametrize(
     "gpu,driver,compat,ok,error,words",
     [
-        ("H100", "535.230.02", "13.4", True, None, "reached end of life"),  # C, though R535 ended
-        ("H100", "570.211.01", "13.4", True, None, "reached end of life"),  # C, R570 ended 2026-02
+        ("H100", "535.230.02", "13.4", True, None, "end of life (R535's was 2026-06)"),  # C, R535 ended
+        ("H100", "570.211.01", "13.4", True, None, "end of life (R570's was 2026-02)"),  # C, R570 ended
         ("H100", "610.43.02", "13.4", True, None, "new feature branches"),  # C, prose says no
         ("H100", "580.95.05", "13.4", True, None, None),  # C, nothing to warn about
         ("H100", "550.54.15", "13.4", False, 803, "no column for R550"),
@@ -281,3 +281,10 @@ def test_run_together_splitting_invents_no_match(query):
     """Pieces are words (no lone letter, no unit, no cut digit run): these stay unknown."""
     with pytest.raises(UsageError):
         resolve_gpu(query)
+
+
+def test_the_table_warning_is_not_given_where_the_table_does_not_apply():
+    """On a Jetson the JetPack table decides R-FWD; on GeForce the package is refused (804)."""
+    assert "forward-compatibility table" not in (T("Jetson AGX Orin", "610.43.02", "13.4").driver.note or "")
+    assert "forward-compatibility table" not in (T("RTX 4090", "610.43.02", "13.4").driver.note or "")
+    assert "forward-compatibility table" in T("H100", "610.43.02", "13.4").driver.note

@@ -90,7 +90,8 @@ class Target:
         accepts = (
             self.gpu.segment in (None, *fc["supported_segments"]) or self.gpu.name in fc["supported_products"]
         )
-        note = fwd_warning(self.compat, drv) if self.compat is not None and accepts else None
+        jetson = self.gpu.tegra or drv.platform == "jetson"  # R-FWD reads the JetPack table there
+        note = fwd_warning(self.compat, drv) if self.compat is not None and accepts and not jetson else None
         if note:
             drv = _noted(drv, note)
         if drv != self.driver:
@@ -467,18 +468,16 @@ def fwd_warning(compat: Compat, base: Driver) -> str | None:
     row = data.branch_row(base.branch) or {}
     why = []
     if row.get("type") == "new-feature":
-        why.append(f"its prose says new feature branches (R{base.branch} is one) are not supported targets")
+        why.append(f"new feature branches (R{base.branch} is one)")
     if data.branch_ended(row):
         eol = row.get("end_of_life")
-        when = f" in {eol}" if eol and eol != "ended" else ""
-        why.append(
-            f"R{base.branch} reached end of life{when}, and its prose says such branches are not supported"
-        )
+        when = f" (R{base.branch}'s was {eol})" if eol and eol != "ended" else f" (R{base.branch} is one)"
+        why.append(f"branches past their end of life{when}")
     if not why:
         return None
     return (
-        f"NVIDIA's forward-compatibility table marks {compat.package} compatible with R{base.branch}, but "
-        f"{' and '.join(why)}: judged by the table (R-FWD, medium confidence)"
+        f"NVIDIA's forward-compatibility table marks {compat.package} compatible with R{base.branch}, but its "
+        f"prose excludes {' and '.join(why)}: judged by the table (R-FWD, medium confidence)"
     )
 
 
