@@ -115,6 +115,17 @@ def test_did_you_mean():
     assert code == 2 and "Did you mean" in err and "'--format'" in err
 
 
+def test_bare_command_prints_its_help_as_written():
+    # the escaping of input text (render/escape.py) must not reach the tool's own help text
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "fatbin_inspect"], capture_output=True, text=True)
+    text = res.stdout + res.stderr
+    assert res.returncode == 2 and "\\x0a" not in text, text[:200]
+    assert text.startswith("Usage: fatbin-inspect") and "\nCommands:\n" in text and "  check " in text
+
+
 def test_completion_of_commands_options_and_gpu_names():
     comp = ShellComplete(cli, {}, "fatbin-inspect", "_FATBIN_INSPECT_COMPLETE")
     assert "check" in [c.value for c in comp.get_completions([], "che")]

@@ -109,6 +109,9 @@ def main(argv=None) -> None:
     except click.exceptions.Abort:  # click's own Ctrl-C at a prompt
         say("interrupted")
         sys.exit(130)
+    except click.exceptions.NoArgsIsHelpError as exc:  # bare ``fatbin-inspect``: our own help,
+        exc.show()  # not input, so printed as written (the escaping below would flatten its lines)
+        sys.exit(2)
     except click.ClickException as exc:
         # click >= 8.5 declares ``message`` Final for type checkers; it is still a plain instance
         # attribute, rewritten here so that input text reaches stderr escaped.
