@@ -20,7 +20,7 @@ from fatbin_inspect.cli.main import cli
 from fatbin_inspect.compat import runtime, units
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.targets import resolve_targets
-from fatbin_inspect.inventory.core import Options, inspect_path
+from fatbin_inspect.inventory.reader import Options, inspect_path
 from fatbin_inspect.render.findings.json import document
 from fatbin_inspect.verify import compare
 

@@ -175,7 +175,7 @@ def test_desktop_number_for_a_jetson_is_said_in_the_table_header_and_the_matrix(
 
 
 def test_a_doctor_report_with_the_jetson_driver_number_is_a_jetson_target(tmp_path):
-    from fatbin_inspect.cli import fleet
+    from fatbin_inspect.judging import fleet
 
     doc = {
         "schema_version": 1,

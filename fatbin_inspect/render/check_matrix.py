@@ -8,6 +8,7 @@ line), each partially covered cell, and the assumed driver once, not per target.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from rich.console import RenderableType
@@ -17,10 +18,12 @@ from rich.text import Text
 from fatbin_inspect.compat.engine import FileVerdict, coverage_line
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.render.check_table import STYLE, verdict_counts
-from fatbin_inspect.render.console import hang, render
+from fatbin_inspect.render.console import PathCell, hang, render
 from fatbin_inspect.render.scan_table import common_dir
+from fatbin_inspect.render.wording import plural
 
 PARTIAL = "~"
+_PATH_PIECES = re.compile(r"[^/!]*[/!]+|[^/!]+")  # as render.console.wrap breaks paths
 
 
 def short_gpu(t: Target) -> str:
@@ -109,6 +112,49 @@ def _notes(targets: Sequence[Target], verdicts: Sequence[FileVerdict], cut: int)
     return out
 
 
+def _table(
+    head: str,
+    targets: Sequence[Target],
+    rows: dict[str, dict[Target, FileVerdict]],
+    cut: int,
+    width: int | None,
+) -> list[RenderableType]:
+    """The matrix. Paths wrap after a ``/`` within their column; when a path component is wider
+    than what the target columns leave, each path gets a line of its own above its cells instead
+    (never a file name cut to fit a column)."""
+    titles = [target_title(t) for t in targets]
+    cells = {p: [cell(row.get(t)) for t in targets] for p, row in rows.items()}
+    widths = [
+        max([len(x) for x in title.split("\n")] + [c[i].cell_len for c in cells.values()])
+        for i, title in enumerate(titles)
+    ]
+    longest = max(len(piece) for p in rows for piece in _PATH_PIECES.findall(p[cut:]) or [""])
+    if width is None or width - sum(widths) - 2 * len(widths) >= longest:
+        tab = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
+        tab.add_column(head)
+        for title in titles:
+            tab.add_column(title, no_wrap=True)
+        for path, row_cells in cells.items():
+            tab.add_row(PathCell(Text(path[cut:], style="bold")), *row_cells)
+        return [tab]
+
+    def band(show_header: bool) -> Table:
+        tab = Table(box=None, pad_edge=False, header_style="bold", show_edge=False, show_header=show_header)
+        tab.add_column("", width=2)
+        for title, w in zip(titles, widths):
+            tab.add_column(title, width=w, no_wrap=True)
+        return tab
+
+    top = band(True)  # the target titles once, then each path above its cells
+    out: list[RenderableType] = [Text(head, style="bold"), top]
+    for path, row_cells in cells.items():
+        out.append(hang("", Text(path[cut:], style="bold")))
+        line = band(False)
+        line.add_row("", *row_cells)
+        out.append(line)
+    return out
+
+
 def render_matrix(
     targets: Sequence[Target], verdicts: Sequence[FileVerdict], color: bool = False, width: int | None = None
 ) -> str:
@@ -118,21 +164,22 @@ def render_matrix(
         by_file.setdefault(v.path, {})[v.target] = v
     shown = {p: row for p, row in by_file.items() if any(v.verdict != "no-device-code" for v in row.values())}
     cut = common_dir(list(by_file)) if len(by_file) > 1 else 0
-    tab = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
-    tab.add_column(f"file (in {next(iter(by_file))[:cut]})" if cut else "file", overflow="fold")
-    for t in targets:
-        tab.add_column(target_title(t), no_wrap=True)
-    for path, row in shown.items():
-        tab.add_row(Text(path[cut:], style="bold"), *(cell(row.get(t)) for t in targets))
-    out: list = [tab] if shown else [Text("no file has device code", style="dim")]
+    head = f"file (in {next(iter(by_file))[:cut]})" if cut else "file"
+    out: list = (
+        _table(head, targets, shown, cut, width) if shown else [Text("no file has device code", style="dim")]
+    )
     hidden = len(by_file) - len(shown)
     if hidden:
-        out.append(Text(f"{hidden} more files without device code", style="dim"))
+        out.append(Text(f"{plural(hidden, 'more file', 'more files')} without device code", style="dim"))
     out += [Text(""), Text(LEGEND, style="dim")]
     notes = _notes(targets, verdicts, cut)
     if notes:
         out += [Text(""), Text("Notes", style="bold"), *notes]
-    files = f"{len(by_file)} file{'s' * (len(by_file) != 1)}"
-    tgts = f"{len(targets)} target{'s' * (len(targets) != 1)}"
-    out += [Text(""), Text(f"{files} × {tgts}: {verdict_counts(verdicts)}", style="bold")]
+    out += [
+        Text(""),
+        Text(
+            f"{plural(len(by_file), 'file')} × {plural(len(targets), 'target')}: {verdict_counts(verdicts)}",
+            style="bold",
+        ),
+    ]
     return render(out, color, width)

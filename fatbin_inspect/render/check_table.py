@@ -10,6 +10,7 @@ from fatbin_inspect.compat.engine import FileVerdict, coverage_line
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.formats.demangle import demangle
 from fatbin_inspect.render.console import Hanging, bounded, hang, render
+from fatbin_inspect.render.wording import plural
 
 STYLE = {"native": "green", "jit": "yellow", "fail": "bold red", "no-device-code": "dim", "link-time": "cyan"}
 KERNELS_SHOWN = 5
@@ -59,8 +60,8 @@ def verdict_block(v: FileVerdict, index: int, kernels: bool) -> list:
     if v.missing_kernels:
         out.append(
             Text(
-                f"    {len(v.missing_kernels)} kernels have no image for this GPU "
-                f"(they exist for other architectures):",
+                f"    {plural(len(v.missing_kernels), 'kernel')} without an image for this GPU "
+                f"(present for other architectures):",
                 style="yellow",
             )
         )
@@ -103,7 +104,12 @@ def coverage_lines(v: FileVerdict) -> list:
         if g.kernels:
             names = ", ".join(demangle(k) or k for k in g.kernels[:3])
             more = f" … {len(g.kernels) - 3} more" if len(g.kernels) > 3 else ""
-            out.append(hang("    ", f"{len(g.kernels)} kernels exist {what}: {names}{more}", style="dim"))
+            n = len(g.kernels)
+            out.append(
+                hang(
+                    "    ", f"{plural(n, 'kernel')} exist{'s' * (n == 1)} {what}: {names}{more}", style="dim"
+                )
+            )
     return out
 
 
@@ -118,7 +124,7 @@ def render_check(
     out: list = [*target_lines(targets), Text("")]
     for v in verdicts:
         out += verdict_block(v, index[v.target], kernels)
-    out += [Text(""), Text(f"{len(verdicts)} results: {verdict_counts(verdicts)}", style="bold")]
+    out += [Text(""), Text(f"{plural(len(verdicts), 'result')}: {verdict_counts(verdicts)}", style="bold")]
     return render(out, color, width)
 
 

@@ -14,7 +14,9 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.text import Text
 
 from fatbin_inspect.render.escape import safe
@@ -53,6 +55,75 @@ def render(renderables: Iterable[RenderableType], color: bool, width: int | None
     return "".join(_TRAILING.sub("", line) + "\n" for line in buf.getvalue().splitlines())
 
 
+# a word wider than its line breaks after a path separator before it is folded (``a/b!c``)
+_WORD = re.compile(r"\S+\s*")
+_PATH_PIECE = re.compile(r"[^/!]*[/!]+|[^/!]+")
+
+
+def _pieces(plain: str, width: int) -> list[tuple[int, int]]:
+    """(start, end) of the units a line is filled with: words with their trailing blanks; a word
+    wider than ``width`` as its path components (after each ``/`` or ``!``), and a component still
+    wider than ``width`` in ``width``-cell chunks (the only place a name is ever cut)."""
+    out: list[tuple[int, int]] = []
+    for m in _WORD.finditer(plain):
+        word = m.group(0)
+        if cell_len(word.rstrip()) <= width:
+            out.append(m.span())
+            continue
+        for p in _PATH_PIECE.finditer(word):
+            start, end = m.start() + p.start(), m.start() + p.end()
+            while cell_len(plain[start:end].rstrip()) > width:
+                cut, used = start, 0
+                while cut < end and used + cell_len(plain[cut]) <= width:
+                    used += cell_len(plain[cut])
+                    cut += 1
+                cut = max(cut, start + 1)
+                out.append((start, cut))
+                start = cut
+            out.append((start, end))
+    return out
+
+
+def wrap(text: Text, width: int) -> list[Text]:
+    """``text`` in lines of at most ``width`` cells, broken between words, or inside a path
+    wider than the line after a ``/`` or ``!``; never inside a name that fits on a line."""
+    plain = text.plain
+    lead = len(plain) - len(plain.lstrip(" "))
+    width = max(1, width)
+    lines: list[Text] = []
+    start, used = 0, 0  # the current line: where it starts in ``plain``, its cells so far
+    if lead:
+        used = min(lead, width - 1)
+    for a, b in _pieces(plain, width):
+        piece = plain[a:b]
+        if used and used + cell_len(piece.rstrip()) > width:
+            line = text[start:a]
+            line.rstrip()
+            lines.append(line)
+            start, used = a, 0
+        used += cell_len(piece)
+    last = text[start:]
+    last.rstrip()
+    if last.plain or not lines:
+        lines.append(last)
+    return lines
+
+
+class PathCell:
+    """A table cell holding a path: its column may be as narrow as its longest component, and it
+    wraps after a ``/`` or ``!`` (``wrap``), never inside a file name."""
+
+    def __init__(self, text: Text):
+        self.text = text
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        parts = [cell_len(p) for p in _PATH_PIECE.findall(self.text.plain)] or [0]
+        return Measurement(min(max(parts), options.max_width), min(self.text.cell_len, options.max_width))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from wrap(self.text, options.max_width)
+
+
 class Hanging:
     """Text wrapped between words whose second and later lines start ``indent`` columns in (at
     most a third of the width, so a long head never squeezes the text to nothing)."""
@@ -65,14 +136,14 @@ class Hanging:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width
         indent = min(self.indent, width // 3) if self.cap else min(self.indent, width - 1)
-        lines = self.text.wrap(console, width, overflow="fold")
+        lines = wrap(self.text, width)
         if not lines:
             return
         yield lines[0]
         rest = self.text[len(lines[0].plain) :]
         rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")) :]
         if rest.plain:
-            for line in rest.wrap(console, max(1, width - indent), overflow="fold"):
+            for line in wrap(rest, max(1, width - indent)):
                 yield Text(" " * indent) + line
 
 

@@ -17,6 +17,7 @@ from fatbin_inspect.render.console import (
     natural_width,
     render,
 )
+from fatbin_inspect.render.wording import plural
 
 ENTRY_ROWS_AUTO = 40  # files with at most this many entries are listed entry by entry
 
@@ -35,7 +36,7 @@ def _file_header(r: FileReport) -> Text:
     if r.fatbins:
         secs = sorted({fb.section or "-" for fb in r.fatbins})
         t.append(
-            f"  {len(r.fatbins)} fatbins, {sum(len(fb.entries) for fb in r.fatbins)} entries in {', '.join(secs)}"
+            f"  {plural(len(r.fatbins), 'fatbin')}, {plural(sum(len(fb.entries) for fb in r.fatbins), 'entry')} in {', '.join(secs)}"
         )
     elif r.format in ("zip", "ar", "tar", "conda", "oci") and not r.error:
         t.append("  archive: members with device code follow", style="dim")
@@ -92,7 +93,7 @@ def _details(e: Entry) -> str:
         if c.toolkit:
             details.append(c.toolkit)
     if e.kernels is not None:
-        details.append(f"{len(e.kernels)} kernels")
+        details.append(plural(len(e.kernels), "kernel"))
     if e.decode_error:
         details.append(f"undecodable: {e.decode_error}")
     return " ".join(details)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from fatbin_inspect.render.console import Hanging, hang, human, render
+from fatbin_inspect.render.wording import plural
 from fatbin_inspect.scanning.coverage import NONE, PTX, SASS, Cell, Coverage, Row, describe
 
 _CELL_STYLE = {SASS: "green", PTX: "yellow", NONE: "dim"}
@@ -170,9 +171,24 @@ def render_coverage(
             out.append(hang("legend: ", "; ".join(legend) + ".", style="dim"))
     for i, label in enumerate(cov.targets):
         lines = _attention(cov, i, target_sms[i] if i < len(target_sms) else None)
-        verdict = f"{len(lines)} of {len(cov.rows)} need attention" if lines else "everything runs natively"
+        verdict = _target_verdict(cov, i, len(lines))
         out += [Text(""), Hanging(Text(f"{label}: {verdict}", style="bold"), 2), *lines]
     return render(out, color, width)
+
+
+def _target_verdict(cov: Coverage, i: int, attention: int) -> str:
+    """The headline of target ``i``: "everything runs natively" only when every row was judged
+    native (rows of no device code or link-time code say nothing about running)."""
+    if attention:
+        return f"{attention} of {len(cov.rows)} need attention"
+    native = sum(
+        1 for r in cov.rows if i < len(r.verdicts) and getattr(r.verdicts[i], "verdict", None) == "native"
+    )
+    if not native:
+        return "nothing to judge: no device code that runs on a GPU was found"
+    if native == len(cov.rows):
+        return "everything runs natively"
+    return f"{native} of {len(cov.rows)} run natively; the rest hold link-time code or no device code"
 
 
 def attention(row: Row, v, sm: int | None) -> str:
@@ -202,6 +218,6 @@ def summary_line(
 ) -> str:
     cache = f", {hits} of {inspected} binaries from cache" if hits else ""
     return (
-        f"{n_files} files with device code in {n_rows} distributions/folders "
-        f"(scanned {files_seen} files, {human(nbytes)} in {seconds:.1f} s{cache})"
+        f"{plural(n_files, 'file')} with device code in {plural(n_rows, 'distribution/folder')} "
+        f"(scanned {plural(files_seen, 'file')}, {human(nbytes)} in {seconds:.1f} s{cache})"
     )

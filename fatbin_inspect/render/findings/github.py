@@ -10,6 +10,7 @@ from __future__ import annotations
 from fatbin_inspect.release.findings import FindingsReport, split_path
 from fatbin_inspect.render.escape import shown, utf8
 from fatbin_inspect.render.findings import markdown
+from fatbin_inspect.render.wording import plural
 
 CAP = 10  # per severity, GitHub's per-step display limit
 _COMMAND = {"error": "error", "warning": "warning", "note": "notice"}
@@ -42,7 +43,7 @@ def render(report: FindingsReport, fail_on: str = "error", color: bool = False, 
         )
     if left:
         lines.append(
-            f"::notice title=fatbin-inspect::{left} more findings not annotated (see the job summary)"
+            f"::notice title=fatbin-inspect::{plural(left, 'more finding', 'more findings')} not annotated (see the job summary)"
         )
     return "".join(line + "\n" for line in lines)
 

@@ -20,6 +20,7 @@ from fatbin_inspect.release.findings import Finding, FindingsReport, counts, fai
 from fatbin_inspect.render import escape as text
 from fatbin_inspect.render.console import human
 from fatbin_inspect.render.scan_table import common_dir
+from fatbin_inspect.render.wording import plural
 from fatbin_inspect.scanning.coverage import PTX, SASS, Coverage, Row
 from fatbin_inspect.version import __version__
 
@@ -238,9 +239,9 @@ def _drilldown(cov: Coverage, files: Sequence[FileReport], findings: Sequence[Fi
     parts = ["<h2>Files and fatbins</h2>"]
     for r in cov.rows:
         n = sum(per_path.get(c.name, 0) for c in r.children)
-        tag = f' <span class="pill error">{n} findings</span>' if n else ""
+        tag = f' <span class="pill error">{plural(n, "finding")}</span>' if n else ""
         parts.append(
-            f"<details><summary><b>{escape(r.name)}</b> · {r.files} files{tag}</summary>"
+            f"<details><summary><b>{escape(r.name)}</b> · {plural(r.files, 'file')}{tag}</summary>"
             + "".join(_file(c, by_path.get(c.name), per_path.get(c.name, 0)) for c in r.children)
             + "</details>"
         )
@@ -249,7 +250,7 @@ def _drilldown(cov: Coverage, files: Sequence[FileReport], findings: Sequence[Fi
 
 def _file(child: Row, report: FileReport | None, n_findings: int) -> str:
     archs = " ".join(a for c in child.cells.values() for a in c.arches)
-    extra = f" · {n_findings} findings" if n_findings else ""
+    extra = f" · {plural(n_findings, 'finding')}" if n_findings else ""
     body = _fatbins(report) if report is not None else ""
     if report is not None and report.error is not None:
         body = f"<p>unreadable: {escape(report.error.message)}</p>" + body
@@ -285,8 +286,7 @@ def render(report: FindingsReport, fail_on: str = "error", color: bool = False) 
     c = counts(report.findings)
     verdict = "FAIL" if fails(report.findings, fail_on) else "PASS"
     pills = "".join(
-        f'<span class="pill {sev}">{c[sev]} {sev}{"s" if c[sev] != 1 else ""}</span>'
-        for sev in ("error", "warning", "note")
+        f'<span class="pill {sev}">{plural(c[sev], sev)}</span>' for sev in ("error", "warning", "note")
     )
     inputs = ", ".join(
         f'<code title="{escape(p)}">{escape(os.path.basename(p.rstrip("/")) or p)}</code>'

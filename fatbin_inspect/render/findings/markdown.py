@@ -6,6 +6,7 @@ import re
 
 from fatbin_inspect.release.findings import RULE_BY_ID, FindingsReport, counts, fails, findings_for
 from fatbin_inspect.render.escape import shown, utf8
+from fatbin_inspect.render.wording import plural
 
 ICON = {"error": "❌", "warning": "⚠️", "note": "ℹ️"}
 
@@ -38,8 +39,9 @@ def render(report: FindingsReport, fail_on: str = "error", color: bool = False) 
     verdict = "failed" if fails(report.findings, fail_on) else "passed"
     out: list[str] = [f"## fatbin-inspect {report.command}: {verdict}", ""]
     out.append(
-        f"{len(artifacts)} artifacts, {len(report.checks)} checks; "
-        f"{n['error']} errors, {n['warning']} warnings, {n['note']} notes (fail on: {fail_on})."
+        f"{plural(len(artifacts), 'artifact')}, {plural(len(report.checks), 'check')}; "
+        f"{plural(n['error'], 'error')}, {plural(n['warning'], 'warning')}, {plural(n['note'], 'note')} "
+        f"(fail on: {fail_on})."
     )
     if report.targets:
         out.append(f"Targets: {', '.join(code(t) for t in report.targets)}.")

@@ -6,6 +6,7 @@ from rich.text import Text
 
 from fatbin_inspect.release.findings import Finding, FindingsReport, counts, fails
 from fatbin_inspect.render import console
+from fatbin_inspect.render.wording import plural
 
 STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}
 TERMINAL = True  # takes the terminal's width (render.findings.render)
@@ -40,8 +41,9 @@ def render(
     failed = fails(report.findings, fail_on)
     line = Text("FAIL" if failed else "PASS", style="bold red" if failed else "bold green")
     line.append(
-        f"  {artifacts} artifacts, {len(report.checks)} checks: {n['error']} errors, "
-        f"{n['warning']} warnings, {n['note']} notes (fail on {fail_on})"
+        f"  {plural(artifacts, 'artifact')}, {plural(len(report.checks), 'check')}: "
+        f"{plural(n['error'], 'error')}, {plural(n['warning'], 'warning')}, {plural(n['note'], 'note')} "
+        f"(fail on {fail_on})"
     )
     if report.targets:
         line.append(f"; targets {', '.join(report.targets)}", style="dim")
