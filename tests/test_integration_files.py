@@ -31,11 +31,16 @@ def load(name):
 
 
 class Runner:
-    """Just enough of the Actions runner for a composite action: inputs, env, outputs, if:."""
+    """Just enough of the Actions runner for a composite action: inputs (defaults with their
+    expressions), env, outputs, if:, ``uses`` steps recorded. ``shell``: how a ``bash`` step is
+    run; ``dash`` stands in for the oldest bash (3.2 on macOS): a script it runs uses nothing of
+    bash 4 (arrays, ``mapfile``, ``${x,,}``)."""
 
-    def __init__(self, tmp_path, inputs):
+    def __init__(self, tmp_path, inputs, job="gate", matrix=None, shell="bash"):
         self.action = load("action.yml")
+        self.job, self.matrix, self.shell = job, matrix, shell
         self.inputs = {k: str(v.get("default", "")) for k, v in self.action["inputs"].items()} | inputs
+        self.inputs = {k: self.interpolate(v) for k, v in self.inputs.items()}
         self.outputs: dict[str, dict[str, str]] = {}
         self.uses: list[tuple[str, dict]] = []
         self.ran: list[str] = []
@@ -47,14 +52,18 @@ class Runner:
         expr = expr.strip()
         if expr.startswith("inputs."):
             return self.inputs[expr[len("inputs.") :]]
-        if expr == "github.action_path":
-            return ROOT
+        simple = {
+            "github.action_path": ROOT,
+            "github.action_ref": "",
+            "runner.os": "Linux",
+            "runner.arch": "X64",
+            "toJson(matrix)": "null" if self.matrix is None else json.dumps(self.matrix, indent=2),
+        }
+        if expr in simple:
+            return simple[expr]
         m = re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", expr)
         if m:
             return self.outputs.get(m.group(1), {}).get(m.group(2), "")
-        m = re.fullmatch(r"hashFiles\((.*)\)", expr)
-        if m:
-            return "hash" if (self.tmp / self.value(m.group(1))).exists() else ""
         m = re.fullmatch(r"'(.*)'", expr)
         if m:
             return m.group(1)
@@ -74,9 +83,11 @@ class Runner:
     def interpolate(self, text):
         return EXPR.sub(lambda m: self.value(m.group(1)), str(text))
 
-    def run(self):
+    def run(self, env_extra=None):
         env = dict(os.environ, PYTHONPATH=ROOT, GITHUB_STEP_SUMMARY=str(self.summary), GITHUB_ACTIONS="true")
-        env.update(GITHUB_ACTION_PATH=ROOT, GITHUB_WORKSPACE=str(self.tmp), NO_COLOR="1")
+        env.update(GITHUB_ACTION_PATH=ROOT, GITHUB_WORKSPACE=str(self.tmp), NO_COLOR="1", GITHUB_JOB=self.job)
+        env.update(RUNNER_TEMP=str(self.tmp / "_temp"), **(env_extra or {}))
+        os.makedirs(env["RUNNER_TEMP"], exist_ok=True)
         log, code = "", 0
         for i, step in enumerate(self.action["runs"]["steps"]):
             if "if" in step and not self.condition(step["if"]):
@@ -93,13 +104,13 @@ class Runner:
             step_env = env | {k: self.interpolate(v) for k, v in step.get("env", {}).items()}
             step_env["GITHUB_OUTPUT"] = str(out_file)
             # how the runner runs a bash step: bash --noprofile --norc -eo pipefail {0}
+            argv = (
+                ["bash", "--noprofile", "--norc", "-eo", "pipefail"]
+                if self.shell == "bash"
+                else ["dash", "-e"]
+            )
             proc = subprocess.run(
-                ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-                cwd=self.tmp,
-                env=step_env,
-                capture_output=True,
-                text=True,
-                timeout=300,
+                [*argv, str(script)], cwd=self.tmp, env=step_env, capture_output=True, text=True, timeout=600
             )
             self.ran.append(step["name"])
             log += proc.stdout + proc.stderr
@@ -117,55 +128,170 @@ def project(tmp_path, *files):
     return tmp_path
 
 
-def test_action_clean_gate_uploads_sarif_and_writes_the_summary(tmp_path):
+UPLOAD = "github/codeql-action/upload-sarif@8aad20d150bbac5944a9f9d289da16a4b0d87c1e"
+LOCAL = {"install": "false", "python": sys.executable}  # the checkout, without pip
+
+
+def sarif_results(path):
+    return json.loads(path.read_text())["runs"][0]["results"]
+
+
+@pytest.mark.parametrize("shell", ["bash", "dash"])
+def test_action_clean_gate_uploads_sarif_and_writes_the_summary(tmp_path, shell):
     project(tmp_path, SM80)
-    r = Runner(
-        tmp_path, {"paths": "t01_*", "args": "--require sm_80", "install": "false", "python": sys.executable}
-    )
+    r = Runner(tmp_path, {"paths": "t01_*", "args": "--require sm_80", **LOCAL}, shell=shell)
     code, log = r.run()
     assert code == 0, log
-    assert r.ran == ["Gate", "Result"]  # install skipped on request
+    assert r.ran == ["Set up fatbin-inspect", "Gate", "Result"]  # no install, no pip cache
     assert r.outputs["gate"]["exit-code"] == "0"
     sarif = json.loads((tmp_path / "fatbin-inspect.sarif").read_text())
     assert sarif["version"] == "2.1.0" and sarif["runs"][0]["results"] == []
-    assert r.uses == [
-        (
-            "github/codeql-action/upload-sarif@v3",
-            {"sarif_file": "fatbin-inspect.sarif", "category": "fatbin-inspect"},
-        )
-    ]
+    assert r.uses == [(UPLOAD, {"sarif_file": "fatbin-inspect.sarif", "category": "fatbin-inspect/gate"})]
     assert "fatbin-inspect" in r.summary.read_text()
 
 
 def test_action_findings_annotate_fail_the_step_and_still_upload(tmp_path):
     project(tmp_path, SM80, SM90A)
-    r = Runner(
-        tmp_path,
-        {"paths": "t0*", "args": "--require sm_80 --isolated", "install": "false", "python": sys.executable},
-    )
+    r = Runner(tmp_path, {"paths": "t0*", "args": "--require sm_80 --isolated", **LOCAL})
     code, log = r.run()
     assert code == 1 and r.outputs["gate"]["exit-code"] == "1"
     assert "::error" in log and "t04_exe_sm90a_c90a" in log  # the annotation names the file
-    results = json.loads((tmp_path / "fatbin-inspect.sarif").read_text())["runs"][0]["results"]
+    results = sarif_results(tmp_path / "fatbin-inspect.sarif")
     assert {x["ruleId"] for x in results} == {"FBI001"}
-    assert [u for u, _ in r.uses] == ["github/codeql-action/upload-sarif@v3"]
+    assert [u for u, _ in r.uses] == [UPLOAD]
     assert "FBI001" in r.summary.read_text()
 
 
-def test_action_fail_on_never_and_no_inputs(tmp_path):
-    project(tmp_path, SM90A)
-    args = {"args": "--require sm_80", "install": "false", "python": sys.executable}
-    code, _ = Runner(tmp_path, {"paths": "t04_*", "fail-on": "never", **args}).run()
-    assert code == 0
-    r = Runner(tmp_path, {"paths": "dist/*.whl", "upload-sarif": "false", **args})
+def test_action_runs_the_gate_once(tmp_path):
+    # a python that logs each start of the gate: annotations and SARIF come from one run
+    project(tmp_path, SM80, SM90A)
+    log_file = tmp_path / "runs.log"
+    shim = tmp_path / "py"
+    shim.write_text(f'#!/bin/sh\necho "$*" >> "{log_file}"\nexec "{sys.executable}" "$@"\n')
+    shim.chmod(0o755)
+    r = Runner(
+        tmp_path,
+        {"paths": "t0*", "args": "--require sm_80 --isolated", "install": "false", "python": str(shim)},
+    )
     code, log = r.run()
-    assert code == 2 and "no input matches" in log and r.uses == []
+    assert code == 1 and "::error" in log
+    starts = log_file.read_text().splitlines()
+    assert [s for s in starts if " gate " in f" {s} "] and len(
+        [s for s in starts if "fatbin_inspect gate" in s]
+    ) == 1, starts
 
 
-def test_action_install_step_installs_this_checkout():
-    step = load("action.yml")["runs"]["steps"][0]
-    assert step["if"] == "inputs.install == 'true'"
-    assert step["env"]["FBI_SOURCE"] == "${{ github.action_path }}" and '"$FBI_SOURCE"' in step["run"]
+def test_action_quoted_gpu_names_and_option_like_file_names(tmp_path):
+    project(tmp_path, SM80)
+    os.mkdir(tmp_path / "my dist")
+    shutil.copyfile(SM90A, tmp_path / "my dist" / "--help")  # a file named like an option
+    args = "--require sm_80 --isolated --gpu \"RTX 5090\" --gpu 'Jetson AGX Orin'"
+    r = Runner(tmp_path, {"paths": 't01_exe_sm80 "my dist"/*', "args": args, **LOCAL})
+    code, log = r.run()
+    assert r.outputs["gate"]["exit-code"] == "1", log
+    assert "does not exist" not in log and "Usage:" not in log
+    results = sarif_results(tmp_path / "fatbin-inspect.sarif")
+    targets = {x.get("properties", {}).get("target") for x in results}
+    assert any("RTX 5090" in (t or "") for t in targets) and any("Orin" in (t or "") for t in targets), (
+        targets
+    )
+    uris = {x["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for x in results}
+    assert "my%20dist/--help" in uris, uris  # the option-like name was gated as a file
+
+
+def test_action_glob_expansion_is_the_actions_own(tmp_path):
+    project(tmp_path, SM80)
+    (tmp_path / "wheels" / "a").mkdir(parents=True)
+    shutil.copyfile(SM90A, tmp_path / "wheels" / "a" / "lib90a.so")
+    (tmp_path / "$(touch pwned)").write_text("")  # a name a shell would run if it evaluated it
+    r = Runner(
+        tmp_path, {"paths": "wheels/**/*.so '$(touch pwned)'", "args": "--require sm_80 --isolated", **LOCAL}
+    )
+    code, log = r.run()
+    assert r.outputs["gate"]["exit-code"] == "1", log
+    assert not (tmp_path / "pwned").exists()
+    uris = {
+        x["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for x in sarif_results(tmp_path / "fatbin-inspect.sarif")
+    }
+    assert uris == {"wheels/a/lib90a.so"}, uris
+
+
+def test_action_matrix_jobs_get_their_own_category(tmp_path):
+    cats = []
+    for gpu in ("H100", "RTX 5090"):
+        work = tmp_path / gpu.replace(" ", "_")
+        work.mkdir()
+        project(work, SM80)
+        r = Runner(
+            work, {"paths": "t01_*", "args": f'--isolated --gpu "{gpu}"', **LOCAL}, matrix={"gpu": gpu}
+        )
+        code, log = r.run()
+        assert r.outputs["gate"]["exit-code"] in ("0", "1"), log
+        cats.append(r.uses[0][1]["category"])
+    assert cats == ["fatbin-inspect/gate/gpu:H100", "fatbin-inspect/gate/gpu:RTX 5090"]
+    r = Runner(
+        tmp_path / "H100", {"paths": "t01_*", "args": "--isolated --gpu H100", "category": "mine", **LOCAL}
+    )
+    r.run()
+    assert r.uses[0][1]["category"] == "mine"
+
+
+def test_action_exit_2_leaves_no_stale_sarif_to_upload(tmp_path):
+    project(tmp_path, SM90A)
+    stale = tmp_path / "fatbin-inspect.sarif"
+    stale.write_text('{"stale": true}')
+    r = Runner(tmp_path, {"paths": "t04_*", "args": "--gpu 'No Such GPU 9000'", **LOCAL})
+    code, log = r.run()
+    assert code == 2 and r.outputs["gate"]["exit-code"] == "2", log
+    assert not stale.exists() and r.uses == []
+    for bad in ({"args": "--gpu 'RTX 5090"}, {"args": "--format sarif"}, {"paths": "dist/*.whl"}):
+        stale.write_text("{}")
+        r = Runner(tmp_path, {"paths": "t04_*", "args": "--require sm_80", **LOCAL, **bad})
+        code, log = r.run()
+        assert code == 2 and "::error title=fatbin-inspect::" in log and r.uses == [], (bad, log)
+        assert not stale.exists()
+
+
+def test_action_fail_on_never(tmp_path):
+    project(tmp_path, SM90A)
+    code, _ = Runner(
+        tmp_path, {"paths": "t04_*", "fail-on": "never", "args": "--require sm_80", **LOCAL}
+    ).run()
+    assert code == 0
+
+
+def test_action_pins_what_it_uses_by_commit():
+    for step in load("action.yml")["runs"]["steps"]:
+        if "uses" in step:
+            assert re.fullmatch(r"[\w-]+/[\w/-]+@[0-9a-f]{40}", step["uses"]), step["uses"]
+
+
+@pytest.mark.slow
+def test_action_installs_its_checkout_into_a_venv_on_a_pep_668_python(tmp_path):
+    system = "/usr/bin/python3"
+    marker = subprocess.run(
+        [
+            system,
+            "-c",
+            "import sysconfig,os;print(os.path.exists(os.path.join(sysconfig.get_path('stdlib'),'EXTERNALLY-MANAGED')))",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if marker.stdout.strip() != "True":
+        pytest.skip("no externally managed (PEP 668) system Python at /usr/bin/python3")
+    project(tmp_path, SM80)
+    r = Runner(tmp_path, {"paths": "t01_*", "args": "--require sm_80 --isolated", "python": system})
+    home = tmp_path / "home"
+    home.mkdir()
+    code, log = r.run({"PYTHONPATH": "", "HOME": str(home)})
+    assert code == 0, log
+    assert r.ran == ["Set up fatbin-inspect", "Gate", "Result"]
+    py = r.outputs["setup"]["python"]
+    assert py.startswith(str(tmp_path / "_temp")) and os.access(py, os.X_OK)
+    assert (home / ".cache" / "fatbin-inspect-pip").is_dir()  # what actions/cache keeps
+    assert r.outputs["gate"]["exit-code"] == "0"
 
 
 # --------------------------------------------------------------------------------- pre-commit

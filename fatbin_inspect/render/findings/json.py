@@ -91,3 +91,29 @@ def render(report: FindingsReport, fail_on: str = "error", color: bool = False) 
 def write(report: FindingsReport, fail_on: str, out) -> None:
     """``render`` streamed to the binary stream ``out``, each finding written as it is encoded."""
     jsondump.write(out, document(report, fail_on, stream=True))
+
+
+def report(doc: dict[str, Any]) -> FindingsReport:
+    """The ``FindingsReport`` a ``--format json`` document was rendered from (its findings,
+    checks, targets and inputs), so one gate run can also be written in other formats (the GitHub
+    Action renders annotations and SARIF from it). A name that was not UTF-8 comes back with
+    U+FFFD, as the document holds it. KeyError/TypeError on a document of another shape."""
+    from fatbin_inspect.checks.findings import Check
+
+    if doc.get("schema_version") != SCHEMA_VERSION:
+        raise ValueError(f"schema_version {doc.get('schema_version')!r}, expected {SCHEMA_VERSION}")
+    findings = tuple(
+        Finding(
+            f["rule_id"],
+            f["severity"],
+            f["message"],
+            f["path"],
+            f["target"],
+            f["arch"],
+            f["distribution"],
+            f["offset"],
+        )
+        for f in doc["findings"]
+    )
+    checks = tuple(Check(c["path"], c["target"], c["distribution"]) for c in doc["checks"])
+    return FindingsReport(doc["command"], findings, checks, tuple(doc["targets"]), tuple(doc["inputs"]))
