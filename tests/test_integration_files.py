@@ -19,6 +19,9 @@ else:  # pragma: no cover - 3.10
     import tomli as tomllib
 
 yaml = pytest.importorskip("yaml", reason="PyYAML is in the test extra (pip install -e '.[test]')")
+tags_from_path = pytest.importorskip(
+    "identify.identify", reason="identify (pre-commit's file types) is in the test extra"
+).tags_from_path
 
 SM80 = fixture_path("bin", "t01_exe_sm80")  # sm_80 SASS + compute_80 PTX
 SM90A = fixture_path("bin", "t04_exe_sm90a_c90a")
@@ -305,7 +308,12 @@ def run_hook(h, cwd, filenames, args=()):
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
         scripts = tomllib.load(fh)["project"]["scripts"]
     assert h["language"] == "python" and argv[0] in scripts  # pip installs this repository's command
-    selected = [f for f in filenames if re.search(h["files"], f)]
+    # pre-commit's own file classification (identify): every tag of ``types`` must be present
+    selected = [
+        f
+        for f in filenames
+        if re.search(h["files"], f) and set(h.get("types", ["file"])) <= tags_from_path(os.path.join(cwd, f))
+    ]
     cmd = [sys.executable, "-m", "fatbin_inspect", *argv[1:], *h.get("args", ()), *args, *selected]
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=ROOT))
     return proc.returncode, proc.stdout + proc.stderr, selected
@@ -322,6 +330,30 @@ def test_gate_hook_on_fixtures_with_the_project_policy(tmp_path):
     code, out, selected = run_hook(h, tmp_path, ["libk80.so", "libk90a.so.12", "README.md"])
     assert selected == ["libk80.so", "libk90a.so.12"] and code == 1
     assert "libk90a.so.12" in out and "FBI001" in out
+
+
+def test_hooks_select_extensionless_executables_not_text(tmp_path):
+    shutil.copyfile(SM90A, tmp_path / "app")  # the README's first example is such a file
+    os.mkdir(tmp_path / "bin")
+    shutil.copyfile(SM80, tmp_path / "bin" / "tool")
+    for text in ("LICENSE", "Makefile", "bin/run"):
+        (tmp_path / text).write_text("#!/bin/sh\necho not CUDA\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.fatbin-inspect]\nrequire = ["sm_80"]\n')
+    staged = ["app", "bin/tool", "LICENSE", "Makefile", "bin/run", "pyproject.toml"]
+    for hook_id in ("fatbin-inspect-gate", "fatbin-inspect-check"):
+        code, out, selected = run_hook(
+            hook(hook_id), tmp_path, staged, () if "gate" in hook_id else ["--gpu", "A100"]
+        )
+        assert selected == ["app", "bin/tool"], (hook_id, selected)
+        assert code == 1 and "app" in out, out  # sm_90a only: fails the sm_80 policy / the A100
+    selected = run_hook(hook("fatbin-inspect-gate"), tmp_path, ["LICENSE", "Makefile", "bin/run"])[2]
+    assert selected == []  # pre-commit then skips the hook: a commit of text never meets FBI015
+
+
+def test_check_hook_without_targets_says_what_to_do(tmp_path):
+    shutil.copyfile(SM80, tmp_path / "libk80.so")
+    code, out, _ = run_hook(hook("fatbin-inspect-check"), tmp_path, ["libk80.so"])
+    assert code == 2 and "--gpu" in out and "--targets" in out and "[tool.fatbin-inspect]" in out, out
 
 
 def test_check_hook_uses_the_project_targets(tmp_path):

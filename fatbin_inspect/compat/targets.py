@@ -158,7 +158,9 @@ def resolve_targets(
     ``--driver auto`` takes the cuda-compat libcuda the caller found in ``local``."""
     if not gpus:
         raise UsageError(
-            "no --gpu given (a name such as 'RTX 4090', a compute capability '8.9', 'sm_89', or 'auto')"
+            "no --gpu given: name the GPUs to judge with --gpu (a name such as 'RTX 4090', a compute "
+            "capability '8.9', 'sm_89', or 'auto'), --targets FILE (doctor JSON or fleet TOML), or "
+            "(check) targets = [{ gpu = 'H100' }] in [tool.fatbin-inspect] of pyproject.toml"
         )
     force, disable = jit_switches(env or {})
     drv = resolve_driver(driver, local.driver)
