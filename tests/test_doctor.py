@@ -344,3 +344,70 @@ def test_triton_ptxas_path_overrides_the_bundled_one(machine):
     )
     assert s.ptxas[0].via == "TRITON_PTXAS_PATH" and len(s.ptxas) == 2
     assert _ptxas_warnings(diagnose(s)) == []
+
+
+# ------------------------------------------------------------ the published doctor.schema.json
+def _doctor_schema():
+    import json
+    from importlib import resources
+
+    return json.loads(resources.files("fatbin_inspect").joinpath("schemas/doctor.schema.json").read_text())
+
+
+def _validated(doc):
+    import jsonschema
+
+    jsonschema.Draft202012Validator.check_schema(_doctor_schema())
+    jsonschema.validate(doc, _doctor_schema())
+    return doc
+
+
+def test_this_machines_doctor_report_validates_against_the_schema(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "doctor.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "fatbin_inspect", "doctor", "--format", "json", "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode in (0, 1, 4), proc.stderr  # 4: no GPU or driver on this machine
+    _validated(json.loads(out.read_text()))
+
+
+@pytest.mark.parametrize("variant", ["plain", "compat", "triton", "no-gpu"])
+def test_doctor_documents_of_every_layer_validate_and_are_target_files(machine, tmp_path, variant):
+    import json
+
+    from fatbin_inspect.cli import fleet
+    from fatbin_inspect.render.doctor_json import doctor_document
+
+    t, roots = machine
+    gpus = no_gpu if variant == "no-gpu" else h200
+    if variant == "compat":
+        roots = _with_compat(t, roots)
+    if variant == "triton":
+        _triton(t, roots, "3.4.0", "12.8")
+    s = discover(roots, gpus=gpus, driver_api=13040 if variant == "compat" else 13000)
+    doc = _validated(json.loads(json.dumps(doctor_document(s, diagnose(s)))))
+    assert bool(doc["stack"]["gpus"]) == (variant != "no-gpu")
+    path = tmp_path / "doctor-node7.json"
+    path.write_text(json.dumps(doc))
+    targets = fleet.read_targets(str(path), None)
+    assert [(x.gpu.name, x.driver.version) for x in targets] == (
+        [] if variant == "no-gpu" else [("NVIDIA H200", "580.95.05")]
+    )
+
+
+def test_the_schema_refuses_what_targets_cannot_read():
+    import jsonschema
+
+    doc = {
+        "schema_version": 1,
+        "tool": {"name": "fatbin-inspect", "version": "0"},
+        "stack": {"gpus": [{"name": 1}]},
+    }
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, _doctor_schema())

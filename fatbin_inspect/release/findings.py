@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from fatbin_inspect.formats.model import FileReport
     from fatbin_inspect.scanning.coverage import Coverage
 
+# every rule has a section of its own in docs/ci.md, headed by its id (anchor #fbi001): SARIF's
+# helpUri and the other formats' links point there (tests/test_docs.py holds them to the file)
+RULES_DOC = "https://github.com/fatbin-inspect/fatbin-inspect/blob/main/docs/ci.md"
 SEVERITIES = ("note", "warning", "error")  # ascending; SARIF's result levels use the same words
 FAIL_LEVELS = ("error", "warning", "never")
 
@@ -28,6 +31,11 @@ class Rule:
     severity: str  # default severity
     summary: str  # one line: SARIF shortDescription
     help: str  # what to do about it: SARIF help / fullDescription
+
+    @property
+    def help_uri(self) -> str:
+        """The rule's section of docs/ci.md."""
+        return f"{RULES_DOC}#{self.id.lower()}"
 
 
 RULES: tuple[Rule, ...] = (

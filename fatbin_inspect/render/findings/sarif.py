@@ -38,7 +38,7 @@ def _rule(r) -> dict[str, Any]:
         "shortDescription": {"text": r.summary},
         "fullDescription": {"text": r.help},
         "help": {"text": r.help, "markdown": f"**{r.summary}**\n\n{r.help}"},
-        "helpUri": f"{INFO_URI}#{r.id.lower()}",
+        "helpUri": r.help_uri,
         "defaultConfiguration": {"level": r.severity},
         "properties": {"tags": ["cuda", "compatibility"]},
     }
