@@ -47,3 +47,42 @@ def test_no_citation_of_files_outside_the_repository():
         if p.name != "test_docs.py" and re.search(r"(?<![/\w])(FORMAT|COMPATIBILITY)\.md", p.read_text())
     ]
     assert not bad, bad
+
+
+def _github_anchors(doc: str) -> set[str]:
+    """The anchors GitHub gives the headings of ``doc`` (lower case, punctuation dropped, blanks
+    as ``-``), as a ``#fbi001`` link finds them."""
+    text = (ROOT / "docs" / doc).read_text(encoding="utf-8")
+    out = set()
+    for title in re.findall(r"^#+ (.+?)\s*$", text, re.M):
+        slug = re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
+        out.add(slug)
+    return out
+
+
+def test_every_rule_has_the_section_its_help_uri_names():
+    from fatbin_inspect.checks.findings import RULES, RULES_DOC, FindingsReport
+    from fatbin_inspect.render.findings.sarif import document
+
+    assert RULES_DOC.endswith("/docs/ci.md")
+    anchors = _github_anchors("ci.md")
+    text = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    sarif_rules = document(FindingsReport("gate", ()))["runs"][0]["tool"]["driver"]["rules"]
+    assert len(sarif_rules) == len(RULES) >= 18
+    for r, s in zip(RULES, sarif_rules):
+        uri = s["helpUri"]
+        assert uri == f"{RULES_DOC}#{r.id.lower()}" and uri.split("#", 1)[1] in anchors, uri
+        section = text.split(f"### {r.id}\n", 1)[1].split("\n### ", 1)[0]
+        assert f"`{r.name}`" in section and f"**{r.severity}**" in section, r.id
+
+
+def test_readme_and_ci_docs_install_from_the_repository():
+    for doc in (ROOT / "README.md", ROOT / "docs" / "ci.md"):
+        text = doc.read_text(encoding="utf-8")
+        assert not re.search(r"pip install fatbin-inspect\b(?!\S)", text), doc  # not on PyPI yet
+        assert "@v0.1.0" not in text and "rev: v0.1.0" not in text, doc  # no tag exists yet
+        assert "upload-sarif@v" not in text, doc  # pinned by commit
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    quick = readme.split("## Quick start", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    assert len(quick.strip().splitlines()) == 2 and "pip install ." in quick and "'.[test]'" in quick
+    assert (ROOT / "CHANGELOG.md").read_text(encoding="utf-8").count("## [Unreleased]") == 1
