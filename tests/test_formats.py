@@ -177,3 +177,53 @@ def test_every_findings_format_renders_through_the_registry(report):
         assert text and isinstance(text, str), fmt
         assert (summary is not None) == (fmt == "github"), fmt
     assert formats.render(report, "json", "error")[0] == render_json(report, "error")
+
+
+def _gitlab_validator():
+    with open(os.path.join(HERE, "data", "gitlab-code-quality.schema.json"), encoding="utf-8") as fh:
+        return jsonschema.Draft202012Validator(json.load(fh))
+
+
+def test_gitlab_code_quality_has_gitlabs_shape(report):
+    text = formats.render(report, "gitlab", "error")[0]
+    assert not text.startswith("\ufeff")  # GitLab's parser refuses a byte order mark
+    doc = json.loads(text)
+    _gitlab_validator().validate(doc)
+    assert len(doc) == len(report.findings)
+    assert len({i["fingerprint"] for i in doc}) == len(doc)  # GitLab shows equal ones once
+    by_rule = {i["check_name"]: i for i in doc}
+    assert by_rule["FBI008"]["severity"] == "major" and by_rule["FBI005"]["severity"] == "minor"
+    member = by_rule["FBI001"]
+    assert member["location"] == {"path": "dist/pkg-1.0-py3-none-any.whl", "lines": {"begin": 1}}
+    assert "pkg/ext.so" in member["description"]
+    with pytest.raises(jsonschema.ValidationError):  # the schema can fail: a GitLab-foreign severity
+        _gitlab_validator().validate([{**member, "severity": "error"}])
+    check_golden("gate.gitlab.json", text)
+
+
+def test_gitlab_fingerprints_stay_unique_and_paths_relative(tmp_path, monkeypatch):
+    from fatbin_inspect.checks.findings import Finding, FindingsReport
+
+    monkeypatch.chdir(tmp_path)
+    same = [
+        Finding("FBI011", "warning", f"kernel k{i} dropped", "lib.so", "sm_90", "sm_90") for i in range(3)
+    ]
+    absolute = Finding("FBI008", "error", "bad", str(tmp_path / "sub" / "x.so"))
+    doc = json.loads(formats.render(FindingsReport("diff", (*same, absolute)), "gitlab")[0])
+    _gitlab_validator().validate(doc)
+    assert len({i["fingerprint"] for i in doc}) == 4
+    assert doc[0]["fingerprint"] == same[0].fingerprint  # the first keeps the finding's own
+    assert doc[-1]["location"]["path"] == "sub/x.so"
+
+
+def test_json_report_reads_back_for_every_other_format(report):
+    """One gate run, several formats (the GitHub Action): the JSON document holds the report."""
+    from fatbin_inspect.render.findings.json import report as read_report
+
+    back = read_report(json.loads(render_json(report)))
+    assert back.findings == report.findings and back.checks == report.checks
+    assert (back.command, back.targets, back.inputs) == (report.command, report.targets, report.inputs)
+    for fmt in ("sarif", "github", "junit", "markdown", "gitlab", "jsonl", "table"):
+        assert formats.render(back, fmt, "error") == formats.render(report, fmt, "error"), fmt
+    with pytest.raises(ValueError):
+        read_report({**json.loads(render_json(report)), "schema_version": 2})

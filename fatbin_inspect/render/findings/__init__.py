@@ -23,6 +23,7 @@ FORMATS: dict[str, str] = {
     "junit": "junit",
     "github": "github",
     "markdown": "markdown",
+    "gitlab": "gitlab",
     "html": "html",
 }
 
