@@ -6,7 +6,7 @@ import os
 
 import builders as B
 import pytest
-from conftest import fixture_path
+from conftest import CORPUS, fixture_path
 
 from fatbin_inspect.cli.main import main
 from fatbin_inspect.inventory.reader import Options, inspect_path
@@ -16,6 +16,7 @@ OLD_LIB = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")  # sm_75, sm_80, sm_
 NEW_LIB = fixture_path("bin", "t01_exe_sm80")  # sm_80 + compute_80
 EXTRA = fixture_path("bin", "t12_lib_sm86_c89.so")
 
+CORPUS_DIR = os.environ.get("FATBIN_INSPECT_CORPUS", CORPUS)
 needs_fixtures = pytest.mark.skipif(
     not all(map(os.path.exists, (OLD_LIB, NEW_LIB, EXTRA))),
     reason="fixtures/bin not built (scripts/build_fixtures.sh)",
@@ -121,3 +122,81 @@ def test_archs_dropped_by_the_release_as_a_whole(tmp_path):
     drops = [f for f in report.findings if f.rule_id == "FBI010"]
     assert [(f.distribution, f.arch) for f in drops] == [("demo", "sm_75")]
     assert "demo 1.0 -> 2.0 drops sm_75, sm_90, compute_90 from the release as a whole" in drops[0].message
+
+
+def test_unhashed_names_of_repaired_wheels():
+    assert D.unhashed("w.whl!ct.libs/libctranslate2-1e22bce9.so.3.24.0") == "w.whl!ct.libs/libctranslate2.so"
+    assert D.unhashed("pkg.libs/libgomp-a34b3233.so.1.0.0") == "pkg.libs/libgomp.so"
+    assert (
+        D.unhashed("w.whl!pkg.libs/cudart64_12-" + "0123456789abcdef" * 2 + ".dll")
+        == "w.whl!pkg.libs/cudart64_12.dll"
+    )
+    assert D.unhashed("lib/libfoo.so.3") == "lib/libfoo.so"
+    assert (
+        D.unhashed("lib/libfoo.so") is None and D.unhashed("pkg/_ext.cpython-311-x86_64-linux-gnu.so") is None
+    )
+    assert D.unhashed("lib/libcuda-notahash.so.1") == "lib/libcuda-notahash.so"  # only the version goes
+
+
+@needs_fixtures
+def test_a_library_auditwheel_renamed_is_one_file(tmp_path):
+    """auditwheel vendors libfoo as demo.libs/libfoo-<hash>.so.N; the next release has another
+    hash and soname version: the same library, not one dropped and one added."""
+    old = tmp_path / "demo-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+    new = tmp_path / "demo-2.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+    old.write_bytes(B.zip_archive([("demo.libs/libdemo-1e22bce9.so.1.0.0", read(OLD_LIB))]))
+    new.write_bytes(B.zip_archive([("demo.libs/libdemo-a7a60d30.so.2.1.0", read(NEW_LIB))]))
+    d = run(str(old), str(new), kernels=False)
+    (f,) = d.files
+    assert f.status == "changed" and f.key == "demo.libs/libdemo-a7a60d30.so.2.1.0"
+    assert f.renamed_from == "demo.libs/libdemo-1e22bce9.so.1.0.0"
+    assert f.archs_dropped == ("sm_75", "sm_90", "compute_90") and f.archs_added == ("compute_80",)
+    assert {x.rule_id for x in D.findings(d).findings} == {"FBI010"}  # no FBI012 "file dropped"
+
+
+@needs_fixtures
+def test_an_ambiguous_rename_is_not_guessed(tmp_path):
+    old = tmp_path / "demo-1.0-py3-none-any.whl"
+    new = tmp_path / "demo-2.0-py3-none-any.whl"
+    old.write_bytes(B.zip_archive([("demo.libs/libdemo-1e22bce9.so.1", read(OLD_LIB))]))
+    new.write_bytes(
+        B.zip_archive(
+            [
+                ("demo.libs/libdemo-a7a60d30.so.2", read(NEW_LIB)),
+                ("demo.libs/libdemo-b8b71e41.so.3", read(EXTRA)),
+            ]
+        )
+    )
+    statuses = sorted(f.status for f in run(str(old), str(new), kernels=False).files)
+    assert statuses == ["added", "added", "dropped"]
+
+
+CT2 = [
+    os.path.join(CORPUS_DIR, f"ctranslate2-{v}-cp311-cp311-{p}.whl")
+    for v, p in (
+        ("3.24.0", "manylinux_2_17_x86_64.manylinux2014_x86_64"),
+        ("4.8.5", "manylinux_2_27_x86_64.manylinux_2_28_x86_64"),
+    )
+]
+
+
+@pytest.mark.corpus
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not all(map(os.path.exists, CT2)),
+    reason="pip download --no-deps ctranslate2==3.24.0 ctranslate2==4.8.5 -d .cache/corpus (scripts/fetch_corpus.sh)",
+)
+def test_ctranslate2_3_24_to_4_8_matches_its_renamed_library(capsys):
+    code = None
+    try:
+        main(["diff", *CT2, "--format", "json", "--no-kernels"])
+    except SystemExit as exc:
+        code = exc.code
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0  # diff's default --fail-on never
+    files = {f["key"]: f for f in doc["diff"]["files"]}
+    lib = files["ctranslate2.libs/libctranslate2-a7a60d30.so.4.8.5"]
+    assert lib["status"] == "changed" and lib["renamed_from"].endswith("libctranslate2-1e22bce9.so.3.24.0")
+    assert lib["archs_dropped"] == ["sm_35", "sm_50"] and lib["archs_added"] == []
+    assert not [f for f in files.values() if f["status"] in ("added", "dropped")]
+    assert {x["rule_id"] for x in doc["findings"]} == {"FBI010"}

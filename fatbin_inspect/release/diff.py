@@ -5,11 +5,19 @@ inside the input: ``x-1.0.whl!pkg/lib.so`` and ``x-2.0.whl!pkg/lib.so`` are one 
 ``old/lib/a.so`` and ``new/lib/a.so``; a wheel nested in an archive is keyed by its distribution
 name (canonical, ``x.whl!pkg/lib.so``), so version numbers in file names do not break the match. Two single files are compared
 with each other whatever their names. Kernels are compared by mangled name, over all images.
+
+A library that a wheel repair tool renamed is the same library under another name: auditwheel
+vendors ``libfoo.so.3`` as ``pkg.libs/libfoo-1e22bce9.so.3.24.0`` (8 hex digits of its hash),
+delvewheel ``foo.dll`` as ``foo-<32 hex>.dll``, and the next release carries another hash and
+often another soname version. A file left unmatched on each side is paired with the one of the
+other side whose key is the same without hash and version (``pkg.libs/libfoo.so``), when that
+pairing is unique on both sides; ``FileDiff.renamed_from`` keeps the old key.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +38,7 @@ class FileDiff:
     archs_dropped: tuple[str, ...] = ()
     kernels_added: tuple[str, ...] = ()
     kernels_dropped: tuple[str, ...] = ()
+    renamed_from: str | None = None  # the old key of a library a wheel repair tool renamed
 
     @property
     def status(self) -> str:
@@ -112,8 +121,45 @@ def _index(reports: Iterable[FileReport], root: str) -> dict[str, FileReport]:
     return {match_key(r.path, root): r for r in reports if r.fatbins}
 
 
+# a vendored library's name: stem, the repair tool's hash, the suffix and its version
+_VENDORED = re.compile(
+    r"^(?P<stem>.+?)(?:-[0-9a-f]{8}(?=\.so)|-[0-9a-f]{32}(?=\.dll$))(?P<ext>\.so|\.dll)(?:\.\d+)*$"
+)
+_VERSIONED = re.compile(r"^(?P<stem>.+?)(?P<ext>\.so)(?:\.\d+)+$")
+
+
+def unhashed(key: str) -> str | None:
+    """``w.whl!pkg.libs/libfoo-1e22bce9.so.3.24.0`` -> ``w.whl!pkg.libs/libfoo.so``; a plain
+    ``libfoo.so.3`` -> ``libfoo.so``; None for a name neither tool nor soname versioning made."""
+    head, sep, base = key.rpartition("/")
+    if "!" in base:
+        h2, _, base = base.rpartition("!")
+        head, sep = head + sep + h2, "!"
+    m = _VENDORED.match(base) or _VERSIONED.match(base)
+    return f"{head}{sep}{m['stem']}{m['ext']}" if m else None
+
+
+def renames(old_keys: Iterable[str], new_keys: Iterable[str]) -> dict[str, str]:
+    """new key -> old key for the unmatched files that are one library renamed (see the module
+    docstring): the same ``unhashed`` key, and no other file of either side with it."""
+
+    def groups(keys: Iterable[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for k in keys:
+            u = unhashed(k)
+            if u is not None:
+                out.setdefault(u, []).append(k)
+        return out
+
+    old, new = groups(old_keys), groups(new_keys)
+    return {n[0]: old[u][0] for u, n in new.items() if len(n) == 1 and len(old.get(u, ())) == 1}
+
+
 def diff(old: Iterable[FileReport], old_root: str, new: Iterable[FileReport], new_root: str) -> DiffReport:
     olds, news = _index(old, old_root), _index(new, new_root)
+    renamed = renames(set(olds) - set(news), set(news) - set(olds))
+    for new_key, old_key in renamed.items():
+        olds[new_key] = olds.pop(old_key)
     files: list[FileDiff] = []
     for key in sorted(set(olds) | set(news)):
         o, n = olds.get(key), news.get(key)
@@ -145,6 +191,7 @@ def diff(old: Iterable[FileReport], old_root: str, new: Iterable[FileReport], ne
                 tuple(a for a in ao if a not in an),
                 kadd,
                 kdrop,
+                renamed.get(key),
             )
         )
     return DiffReport(old_root, new_root, tuple(files), _distributions(olds.values(), news.values()))

@@ -16,6 +16,7 @@ def diff_dict(d: DiffReport) -> dict[str, Any]:
             {
                 "key": f.key,
                 "status": f.status,
+                "renamed_from": f.renamed_from,
                 "old_path": f.old_path,
                 "new_path": f.new_path,
                 "distribution": f.distribution,

@@ -20,7 +20,7 @@ def render_diff_markdown(d: DiffReport) -> str:
     out += ["| file | status | archs added | archs dropped | kernels |", "|---|---|---|---|---|"]
     for f in d.files:
         out.append(
-            f"| {code(f.key)} | {f.status} | {', '.join(f.archs_added)} | "
+            f"| {code(f.key)}{f' (was {code(f.renamed_from)})' if f.renamed_from else ''} | {f.status} | {', '.join(f.archs_added)} | "
             f"{', '.join(f.archs_dropped)} | {kernels_cell(f)} |"
         )
     return "\n".join(out) + "\n"

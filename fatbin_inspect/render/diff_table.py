@@ -39,7 +39,7 @@ def render_diff_table(d: DiffReport, color: bool = False, width: int | None = No
     style = {"added": "green", "dropped": "red", "changed": "yellow", "same": "dim"}
     for f in d.files:
         tab.add_row(
-            f.key,
+            f.key if f.renamed_from is None else f"{f.key} (was {f.renamed_from.rsplit('/', 1)[-1]})",
             Text(f.status, style=style[f.status]),
             ", ".join(f.archs_added),
             Text(", ".join(f.archs_dropped), style="red"),
