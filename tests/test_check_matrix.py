@@ -75,3 +75,31 @@ def test_partial_coverage_is_marked_and_noted(tmp_path, capsys, monkeypatch):
     assert row.split()[1:] == ["native", "sm_90~", "fail", "209"]
     notes = out[out.index("Notes") :]
     assert f"partial coverage of {lib} on H100, driver 580: 1 fatbin" in notes
+
+
+def test_a_jit_cell_says_which_fatbins_jit_and_from_which_ptx(tmp_path, capsys, monkeypatch):
+    """spconv's shape: most fatbins have a cubin for sm_90 and compute_90 PTX, a third only sm_52
+    code and compute_52 PTX. On an H100 the file JITs compute_52 for those only; on an RTX 5090
+    every fatbin JITs, from two different PTX."""
+    import builders as B
+
+    lib = tmp_path / "libspconv_like.so"
+    lib.write_bytes(
+        B.arch_library(
+            B.arch_fatbin(["80", "90"], ["90"]),
+            B.arch_fatbin(["80", "90"], ["90"]),
+            B.arch_fatbin(["52"], ["52"]),
+        )
+    )
+    code, out = run(
+        ["check", str(lib), "--gpu", "H100", "--gpu", "RTX 5090", "--driver", "580"], capsys, monkeypatch
+    )
+    notes = out[out.index("Notes") :].replace("\n", " ")
+    assert "jit on H100, driver 580" in notes
+    assert (
+        "1 of 3 fatbins JIT-compile PTX at the first launch (compute_52 ×1); 2 load a cubin (sm_90)" in notes
+    )
+    assert "all 3 fatbins JIT-compile PTX at the first launch (compute_90 ×2, compute_52 ×1)" in notes
+    # one PTX for every fatbin: the cell says it all, no note
+    code, out = run(["check", SM80, MULTI, "--gpu", "RTX 5090", "--driver", "580"], capsys, monkeypatch)
+    assert "JIT-compile PTX" not in out

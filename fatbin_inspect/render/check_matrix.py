@@ -72,6 +72,43 @@ def _files(paths: Sequence[str], cut: int) -> str:
     return ", ".join(names) if len(names) <= 3 else f"{', '.join(names[:2])} and {len(names) - 2} more files"
 
 
+def jit_mix(v: FileVerdict) -> str | None:
+    """What a JIT cell does not say: which fatbins JIT and from which PTX (``compute_52 ×195``),
+    and how many load a cubin natively; None when the file's one chosen PTX tells it all."""
+    if v.verdict != "jit":
+        return None
+    counted = [f for f in v.fatbins if f.ignored is None]
+    jit: dict[str, int] = {}
+    for f in counted:
+        if f.verdict == "jit" and f.chosen is not None:
+            jit[f.chosen.arch] = jit.get(f.chosen.arch, 0) + 1
+    native = sum(1 for f in counted if f.verdict == "native")
+    n_jit = sum(jit.values())
+    if not n_jit or (native == 0 and len(jit) == 1):
+        return None
+    ptx = ", ".join(f"{a} ×{n}" for a, n in sorted(jit.items(), key=lambda x: -x[1]))
+    total = len([f for f in counted if f.verdict in ("native", "jit", "fail")])
+    head = f"all {total} fatbins" if n_jit == total else f"{n_jit} of {total} fatbins"
+    text = f"{head} JIT-compile PTX at the first launch ({ptx})"
+    if native:
+        natives: dict[str, int] = {}
+        for f in counted:
+            if f.verdict == "native" and f.chosen is not None:
+                natives[f.chosen.arch] = natives.get(f.chosen.arch, 0) + 1
+        text += f"; {native} load a cubin ({', '.join(sorted(natives))})"
+    return text
+
+
+def _jit_mix(verdicts: Sequence[FileVerdict], cut: int) -> list[RenderableType]:
+    """One note per JIT cell whose fatbins mix native and JIT or JIT from several PTX."""
+    out: list[RenderableType] = []
+    for v in verdicts:
+        mix = jit_mix(v)
+        if mix:
+            out.append(hang("  ", f"jit on {target_name(v.target)}: {v.path[cut:]}: {mix}", "yellow"))
+    return out
+
+
 def _notes(targets: Sequence[Target], verdicts: Sequence[FileVerdict], cut: int) -> list[RenderableType]:
     """Failures grouped by cause (error, rule, reason): one line names its targets and files; each
     fix once; partial coverage per cell; every driver note (the assumed driver) once. Wrapped
@@ -97,6 +134,7 @@ def _notes(targets: Sequence[Target], verdicts: Sequence[FileVerdict], cut: int)
             if a not in fixes_shown:
                 fixes_shown.add(a)
                 out.append(hang("    fix: ", a, style="cyan"))
+    out += _jit_mix(verdicts, cut)
     for v in verdicts:
         if v.verdict != "fail" and v.coverage == "partial":
             why = coverage_line(v) or v.reason
