@@ -103,3 +103,25 @@ def test_a_jit_cell_says_which_fatbins_jit_and_from_which_ptx(tmp_path, capsys, 
     # one PTX for every fatbin: the cell says it all, no note
     code, out = run(["check", SM80, MULTI, "--gpu", "RTX 5090", "--driver", "580"], capsys, monkeypatch)
     assert "JIT-compile PTX" not in out
+
+
+SPCONV = fixture_path(
+    "..", ".cache", "corpus", "spconv_cu120-2.3.6-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+)
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(
+    not __import__("os").path.exists(SPCONV),
+    reason="no spconv-cu120 2.3.6 in .cache/corpus (scripts/fetch_corpus.sh)",
+)
+def test_spconv_jit_cells_name_the_mix(capsys, monkeypatch):
+    _, out = run(
+        ["check", SPCONV, "--gpu", "H100", "--gpu", "RTX 5090", "--driver", "580"], capsys, monkeypatch
+    )
+    notes = out[out.index("Notes") :].replace("\n", " ")
+    assert (
+        "195 of 606 fatbins JIT-compile PTX at the first launch (compute_52 ×195); 411 load a cubin (sm_90)"
+        in notes
+    )
+    assert "all 606 fatbins JIT-compile PTX at the first launch (compute_90 ×411, compute_52 ×195)" in notes
