@@ -94,7 +94,7 @@ def test_a_jit_cell_says_which_fatbins_jit_and_from_which_ptx(tmp_path, capsys, 
     code, out = run(
         ["check", str(lib), "--gpu", "H100", "--gpu", "RTX 5090", "--driver", "580"], capsys, monkeypatch
     )
-    notes = out[out.index("Notes") :].replace("\n", " ")
+    notes = " ".join(out[out.index("Notes") :].split())
     assert "jit on H100, driver 580" in notes
     assert (
         "1 of 3 fatbins JIT-compile PTX at the first launch (compute_52 ×1); 2 load a cubin (sm_90)" in notes
