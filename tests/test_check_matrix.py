@@ -119,7 +119,7 @@ def test_spconv_jit_cells_name_the_mix(capsys, monkeypatch):
     _, out = run(
         ["check", SPCONV, "--gpu", "H100", "--gpu", "RTX 5090", "--driver", "580"], capsys, monkeypatch
     )
-    notes = out[out.index("Notes") :].replace("\n", " ")
+    notes = " ".join(out[out.index("Notes") :].split())
     assert (
         "195 of 606 fatbins JIT-compile PTX at the first launch (compute_52 ×195); 411 load a cubin (sm_90)"
         in notes
