@@ -61,7 +61,7 @@ def _github_anchors(doc: str) -> set[str]:
 
 
 def test_every_rule_has_the_section_its_help_uri_names():
-    from fatbin_inspect.checks.findings import RULES, RULES_DOC, FindingsReport
+    from fatbin_inspect.release.findings import RULES, RULES_DOC, FindingsReport
     from fatbin_inspect.render.findings.sarif import document
 
     assert RULES_DOC.endswith("/docs/ci.md")

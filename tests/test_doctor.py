@@ -381,7 +381,7 @@ def test_this_machines_doctor_report_validates_against_the_schema(tmp_path):
 def test_doctor_documents_of_every_layer_validate_and_are_target_files(machine, tmp_path, variant):
     import json
 
-    from fatbin_inspect.cli import fleet
+    from fatbin_inspect.judging import fleet
     from fatbin_inspect.render.doctor_json import doctor_document
 
     t, roots = machine

@@ -202,7 +202,7 @@ def test_gitlab_code_quality_has_gitlabs_shape(report):
 
 
 def test_gitlab_fingerprints_stay_unique_and_paths_relative(tmp_path, monkeypatch):
-    from fatbin_inspect.checks.findings import Finding, FindingsReport
+    from fatbin_inspect.release.findings import Finding, FindingsReport
 
     monkeypatch.chdir(tmp_path)
     same = [

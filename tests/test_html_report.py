@@ -3,6 +3,7 @@ one test renders the page in headless Chromium and looks at the pixels."""
 
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -93,16 +94,120 @@ def test_input_strings_are_escaped(tmp_path, capsys):
     assert code == 1
 
 
-def test_gate_html_grades_requirements_from_the_findings(capsys):
+def test_gate_html_shows_the_verdicts_not_the_severities(capsys):
     code, page = run(
         ["gate", SM80, MULTI, "--require", "sm_80,sm_90", "--isolated", "--format", "html"], capsys
     )
     doc = parse(page)
     _coverage, verdicts = list(doc.iter(f"{SVG}svg"))
-    # t01 has no sm_90 code (FBI001, an error); t02 covers both
-    assert states(verdicts) == ["native", "fail", "native", "native"]
+    # t01 has only compute_80 PTX for sm_90: FBI002 is an error of the policy, but the GPU runs
+    # it through the JIT, as check says; t02 covers both
+    assert states(verdicts) == ["native", "jit", "native", "native"]
+    assert "FBI002" in page
     assert "fatbin-inspect gate" in texts(doc, "h1")[0] and "FAIL" in texts(doc, "h1")[0]
     assert code == 1
+
+
+def heatmap(page):
+    """{(row label, column title): state} of the verdict heatmap, from each rect's data-row/-col."""
+    _cov, svg = list(parse(page).iter(f"{SVG}svg"))
+    labels = [t.text for t in svg.iter(f"{SVG}text") if t.get("text-anchor") == "end"]
+    cols = [t.text for t in svg.iter(f"{SVG}text") if t.get("transform")]
+    return {
+        (labels[int(r.get("data-row"))], cols[int(r.get("data-col"))]): r.get("data-state")
+        for r in svg.iter(f"{SVG}rect")
+    }
+
+
+def row_of(cells, path):
+    """The row label drawn for ``path``: the path without the folder prefix all rows share."""
+    found = [label for label, _ in cells if path.endswith("/" + label) or path == label]
+    return max(found, key=len) if found else None
+
+
+def check_verdicts(paths, gpus, driver, capsys):
+    _, js = run(
+        ["check", *paths, *(x for g in gpus for x in ("--gpu", g)), "--driver", driver, "--format", "json"],
+        capsys,
+    )
+    doc = json.loads(js)
+    return {(r["path"], r["target"]): r["verdict"] for r in doc["results"]}
+
+
+def test_heatmaps_equal_check_json_cell_by_cell(tmp_path, capsys):
+    """check, gate and scan draw for every file and target the verdict ``check --format json``
+    gives: arch-specific code native where it runs (sm_90a on H100), PTX that JITs as jit, a file
+    without device code as such (never "runs")."""
+    import builders as B
+
+    lib90a = tmp_path / "lib90a.so"  # xformers' shape: sm_90a cubins and no sm_90 ones
+    lib90a.write_bytes(B.arch_library(B.arch_fatbin(["80", "90a"], [])))
+    nocode = tmp_path / "libnocode.so"
+    nocode.write_bytes(B.host_elf([(".text", b"\x90" * 64)]))
+    files = [str(lib90a), str(nocode), SM80, MULTI, PTX80, fixture_path("bin", "t04_exe_sm90a_c90a")]
+    gpus = ["H100", "T4", "RTX 5090", "A100"]
+    want = check_verdicts(files, gpus, "580", capsys)
+    _, js = run(
+        ["check", *files, *(x for g in gpus for x in ("--gpu", g)), "--driver", "580", "--format", "json"],
+        capsys,
+    )
+    labels = [t["gpu"] for t in json.loads(js)["targets"]]
+    assert want[(str(lib90a), 0)] == "native" and "no-device-code" in {
+        want[(str(nocode), i)] for i in range(4)
+    }
+    assert "jit" in set(want.values()) and "fail" in set(want.values())
+
+    _, page = run(
+        ["check", *files, *(x for g in gpus for x in ("--gpu", g)), "--driver", "580", "--format", "html"],
+        capsys,
+    )
+    got = heatmap(page)
+    for (path, i), verdict in want.items():
+        row = row_of(got, path)
+        col = next(
+            c
+            for c in {c for _, c in got}
+            if c.startswith(labels[i].replace("NVIDIA ", "").replace("GeForce ", ""))
+        )
+        assert got[(row, col)] == verdict, (path, labels[i])
+
+    # the gate judges each requirement on a GPU of that compute capability at its minimum driver:
+    # check --gpu sm_XY --driver D says the same
+    reqs = ["sm_80", "sm_90", "sm_75"]
+    _, page = run(
+        [
+            "gate",
+            *files,
+            "--require",
+            ",".join(reqs),
+            "--min-driver",
+            "580",
+            "--isolated",
+            "--format",
+            "html",
+        ],
+        capsys,
+    )
+    got = heatmap(page)
+    want = check_verdicts(files, reqs, "580", capsys)
+    for (path, i), verdict in want.items():
+        row = row_of(got, path)
+        if (row, reqs[i]) not in got:
+            continue  # a row the gate does not draw (no fatbin at all)
+        assert got[(row, reqs[i])] == verdict, (path, reqs[i], got[(row, reqs[i])])
+    assert got[(row_of(got, str(lib90a)), "sm_90")] == "native"  # FBI005 (a warning) but it runs natively
+
+
+def test_arch_and_family_specific_columns_say_so(tmp_path, capsys):
+    import builders as B
+
+    lib = tmp_path / "libaf.so"
+    lib.write_bytes(B.arch_library(B.arch_fatbin(["80", "90a", "100f"], ["80"])))
+    _, page = run(["check", str(lib), "--gpu", "H100", "--format", "html"], capsys)
+    cov, _ = list(parse(page).iter(f"{SVG}svg"))
+    glyphs = [t.text for t in cov.iter(f"{SVG}text") if t.get("aria-hidden")]
+    assert glyphs == ["SP", "Sa", "Sf"], glyphs
+    assert "only arch- / family-specific cubins" in page
 
 
 def test_scan_html_keeps_the_table_rows_and_their_findings(capsys):
@@ -204,6 +309,103 @@ def test_chromium_renders_the_heatmaps(tmp_path, capsys):
         assert rgb(COLOURS[state]) in seen, state
 
 
+MEASURE = """<script>
+const measure = () => {
+  const r = (e) => e.getBoundingClientRect();
+  console.log("LAYOUT " + JSON.stringify({
+    width: document.documentElement.clientWidth,
+    pills: [...document.querySelectorAll(".pill")].map((e) => [e.textContent, r(e).height]),
+    cells: [...document.querySelectorAll("table")].filter((t) => t.rows[0].cells[4]?.textContent === "message")
+      .flatMap((t) => [...t.rows].slice(1).map((row) => r(row.cells[4]).width)),
+    labels: [...document.querySelectorAll("svg text[text-anchor=end]")].map((e) => [e.textContent, e.getBBox().x]),
+  }));
+};
+addEventListener("load", measure);
+addEventListener("resize", measure);  // headless Chromium lays out at 500 px, then sizes the window
+</script>"""
+
+
+def _chromium_run(exe, tmp_path, page_file, *args):
+    return subprocess.run(
+        [
+            exe,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            *args,
+            page_file.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [390, 1280])
+def test_chromium_layout_on_a_phone_and_a_laptop(tmp_path, capsys, width):
+    """The page as Chromium lays it out (a measuring script added to a copy of the report, the
+    report itself runs none): messages keep a readable width instead of breaking letter by
+    letter, pills stay one line, heatmap row labels are whole and start inside the picture.
+    Screenshots of both widths are kept in the test's folder (FATBIN_INSPECT_SCREENSHOTS=DIR
+    copies them there)."""
+    exe = _chromium()
+    if exe is None:
+        pytest.skip("Chromium not found (Debian: apt-get install chromium)")
+    deep = tmp_path / "a-rather-long-folder-name" / "site-packages" / "vendor_package" / "lib"
+    deep.mkdir(parents=True)
+    for f in (SM80, MULTI, PTX80):
+        shutil.copyfile(f, deep / ("libvendor_" + os.path.basename(f) + ".so"))
+    _, page = run(
+        [
+            "gate",
+            str(deep),
+            "--require",
+            "sm_80,sm_90,sm_120",
+            "--require-ptx",
+            "--isolated",
+            "--gpu",
+            "H100",
+            "--gpu",
+            "RTX 5090",
+            "--format",
+            "html",
+        ],
+        capsys,
+    )
+    report = tmp_path / "report.html"
+    report.write_text(page, encoding="utf-8")
+    png = tmp_path / f"report-{width}.png"
+    _chromium_run(exe, tmp_path, report, f"--window-size={width},2600", f"--screenshot={png}")
+    w, _h, rows = png_pixels(png)
+    assert w == width and len({px for row in rows[::3] for px in row[::3]}) > 20
+    if os.environ.get("FATBIN_INSPECT_SCREENSHOTS"):
+        shutil.copy(png, os.environ["FATBIN_INSPECT_SCREENSHOTS"])
+    measured = tmp_path / "measure.html"
+    measured.write_text(page.replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+    log = _chromium_run(
+        exe,
+        tmp_path,
+        measured,
+        f"--window-size={width},900",
+        "--enable-logging=stderr",
+        "--v=0",
+        f"--screenshot={tmp_path / 'measured.png'}",
+    ).stderr
+    layouts = [json.loads(m) for m in re.findall(r'"LAYOUT (\{.*\})", source:', log)]
+    layout = next((x for x in reversed(layouts) if x["width"] == width), None)
+    assert layout is not None, [x["width"] for x in layouts]
+    assert layout["cells"] and min(layout["cells"]) >= 150, layout["cells"]  # no letter-by-letter column
+    assert all(h < 24 for _, h in layout["pills"]), layout["pills"]  # one line each
+    names = {"libvendor_" + os.path.basename(f) + ".so" for f in (SM80, MULTI, PTX80)}
+    labels = layout["labels"]
+    assert {t for t, _ in labels} >= names and all(x >= 0 for _, x in labels), labels  # whole, not cut
+
+
 def test_drilldown_is_bounded_per_file(monkeypatch):
     from fatbin_inspect.inventory.reader import Options, inspect_path
     from fatbin_inspect.release.findings import FindingsReport
@@ -214,7 +416,7 @@ def test_drilldown_is_bounded_per_file(monkeypatch):
     reports = list(inspect_path(MULTI, Options()))  # two fatbins (device-link output and the code)
     assert len(reports[0].fatbins) == 2
     page = html.render(FindingsReport("check", (), coverage=coverage.build(reports), files=tuple(reports)))
-    assert "… and 1 more fatbins" in page and page.count(".nv_fatbin @ 0x") == 1
+    assert "… and 1 more fatbin (" in page and page.count(".nv_fatbin @ 0x") == 1
 
 
 def test_partial_coverage_is_marked_in_the_verdict_heatmap(tmp_path, capsys):

@@ -77,6 +77,26 @@ def with_views(report: FindingsReport, reports, verdicts=()) -> FindingsReport:
     per_path: dict[str, Sequence[coverage.Verdict]] = {}
     for v in verdicts:
         per_path[v.path] = [*per_path.get(v.path, ()), coverage.verdict_of(v, v.path)]
-    labels = report.targets if verdicts else ()
+    labels = report.targets if verdicts or report.judged else ()
+    if not verdicts and report.judged:  # gate: one verdict per file and requirement, when judged
+        per_path = _judged(report, reports)
     cov = coverage.build(reports, per_path or None, labels)
     return dataclasses.replace(report, coverage=cov, files=tuple(reports))
+
+
+def _judged(report: FindingsReport, reports) -> dict[str, Sequence]:
+    """The gate's verdicts per file in ``report.targets`` order; a file the gate did not judge on
+    a target is ``not-checked`` there (ignored, unreadable, another override's requirements), one
+    without code that can load ``no-device-code``."""
+    from fatbin_inspect.release.gate import counted_fatbins
+    from fatbin_inspect.scanning import coverage
+
+    by = {(v.path, label): v for label, v in report.judged}
+    out: dict[str, Sequence[coverage.Verdict]] = {}
+    for r in reports:
+        default = "not-checked" if r.error is not None or counted_fatbins(r) else "no-device-code"
+        out[r.path] = [
+            coverage.verdict_of(by[(r.path, t)], r.path) if (r.path, t) in by else coverage.Verdict(default)
+            for t in report.targets
+        ]
+    return out

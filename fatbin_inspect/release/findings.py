@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from fatbin_inspect.formats.model import FileReport
@@ -259,6 +259,9 @@ class FindingsReport:
     # (with per-target verdicts when the command has them) and the inventory to drill into
     coverage: Coverage | None = None
     files: tuple[FileReport, ...] = ()
+    # the engine's verdicts the gate drew its findings from, as (target label, FileVerdict): what
+    # the HTML verdict heatmap shows for a gate (the verdict ``check`` gives on that target)
+    judged: tuple[tuple[str, Any], ...] = ()
 
 
 def rank(severity: str) -> int:

@@ -373,6 +373,7 @@ def gate(
         tuple(checks),
         tuple(dict.fromkeys(labels)),
         tuple(inputs),
+        judged=tuple((label, v) for art in arts for label, v in art.verdicts.items()),
     )
 
 

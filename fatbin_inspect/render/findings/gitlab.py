@@ -17,7 +17,7 @@ import hashlib
 import os
 from typing import Any
 
-from fatbin_inspect.checks.findings import Finding, FindingsReport, split_path
+from fatbin_inspect.release.findings import Finding, FindingsReport, split_path
 from fatbin_inspect.render.escape import utf8
 from fatbin_inspect.render.jsondump import to_json
 

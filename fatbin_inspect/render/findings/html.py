@@ -16,7 +16,7 @@ import os
 from collections.abc import Sequence
 
 from fatbin_inspect.formats.model import FileReport
-from fatbin_inspect.release.findings import Finding, FindingsReport, counts, fails, rank
+from fatbin_inspect.release.findings import Finding, FindingsReport, counts, fails
 from fatbin_inspect.render import escape as text
 from fatbin_inspect.render.console import human
 from fatbin_inspect.render.scan_table import common_dir
@@ -30,62 +30,86 @@ def escape(s: object) -> str:
     return html.escape(text.utf8(text.shown(s)))
 
 
-CELL, GAP, LEFT = 26, 2, 300  # heatmap geometry in px: cell, gap, label column
+CELL, GAP = 26, 2  # heatmap geometry in px: cell, gap
 CHAR = 6.6  # px per character of 12px text, to make room for the rotated column titles
+LABEL_CHAR = 7.4  # px per character of a row label, with room to spare (digits and "_" are wide)
 FILE_ROWS = 200  # folder rows are drawn file by file when there are at most this many files
 FATBINS_SHOWN = 100  # per file in the drill-down (libtorch_cuda.so has over 20,000)
-GLYPH = {SASS: "S", PTX: "P", "native": "✓", "jit": "J", "fail": "✗", "no-device-code": "–", "link-time": "L"}
-COLOURS = {
-    SASS: "#2e9d4f",
-    PTX: "#e0a526",
-    "none": "#e4e6ea",
-    "native": "#2e9d4f",
-    "jit": "#e0a526",
-    "fail": "#d23b3b",
-    "no-device-code": "#c9ccd1",
-    "link-time": "#3b7bd2",
+NOT_CHECKED = "not-checked"  # a row the command did not judge on a target (ignored, unreadable)
+
+# The one mapping of every state an HTML view draws to its colour, its glyph (the state without
+# colour: print, colour blindness) and its legend text. Verdict cells are the engine's verdicts
+# as ``check`` gives them (the gate's too: the verdict its findings were drawn from), never a
+# finding's severity.
+STATES: dict[str, tuple[str, str, str]] = {
+    SASS: (
+        "#2e9d4f",
+        "S",
+        "SASS (cubin); Sa / Sf: only arch- / family-specific cubins (sm_90a, sm_100f); SP: and PTX",
+    ),
+    PTX: ("#e0a526", "P", "PTX only (the driver JIT-compiles it)"),
+    "none": ("#e4e6ea", "", "no code"),
+    "native": ("#2e9d4f", "✓", "native: a cubin loads as is (~: partial coverage)"),
+    "jit": ("#e0a526", "J", "JIT: the driver compiles PTX at the first launch"),
+    "fail": ("#d23b3b", "✗", "fails (the CUDA error is in the tooltip)"),
+    "link-time": ("#3b7bd2", "L", "link-time input (.o, .a member)"),
+    "no-device-code": ("#c9ccd1", "–", "no device code"),
+    NOT_CHECKED: ("#ffffff", "", "not checked"),
 }
-SEVERITY_VERDICT = {"error": "fail", "warning": "jit", "note": "native"}
+COLOURS = {k: v[0] for k, v in STATES.items()}
+GLYPH = {k: v[1] for k, v in STATES.items()}
+COVERAGE_STATES = (SASS, PTX, "none")
+VERDICT_STATES = ("native", "jit", "fail", "link-time", "no-device-code")
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#1d232b;background:#fff}
 h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px;border-bottom:1px solid #dde1e6;padding-bottom:4px}
 .meta{color:#5b6470;margin:0 0 12px}.pill{display:inline-block;border-radius:10px;padding:1px 9px;margin-right:6px;
-color:#fff;font-weight:600;font-size:12px}.error{background:#d23b3b}.warning{background:#c98a0b}.note{background:#3b7bd2}
+color:#fff;font-weight:600;font-size:12px;white-space:nowrap}.error{background:#d23b3b}.warning{background:#c98a0b}.note{background:#3b7bd2}
 .ok{background:#2e9d4f}svg text{font:12px system-ui,sans-serif;fill:#1d232b}svg .dim{fill:#5b6470}
 table{border-collapse:collapse;margin:6px 0;width:100%}td,th{border-bottom:1px solid #eceef1;padding:3px 10px 3px 0;text-align:left;
-vertical-align:top;overflow-wrap:anywhere}th{font-weight:600}code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace}
+vertical-align:top;overflow-wrap:break-word}th{font-weight:600}td:first-child{white-space:nowrap}
+td.msg{min-width:16em}code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace}
 details{margin:2px 0 2px 14px}summary{cursor:pointer}.legend span{display:inline-block;width:12px;height:12px;
-margin:0 4px 0 12px;vertical-align:-1px;border-radius:2px}.scroll{overflow-x:auto}
+margin:0 4px 0 12px;vertical-align:-1px;border-radius:2px;border:1px solid #c9ccd1}.scroll{overflow-x:auto}
+@media (max-width:600px){body{margin:12px}}
 """
+
+
+def breakable(s: object) -> str:
+    """``escape(s)`` with a line-break opportunity after each ``/`` and ``!``: a long path wraps
+    between its parts on a narrow screen, never inside a name."""
+    return escape(s).replace("/", "/<wbr>").replace("!", "!<wbr>")
 
 
 def _svg_heatmap(
     rows: Sequence[tuple[str, Sequence[tuple[str, ...]]]], columns: Sequence[str], title: str
 ) -> str:
     """An SVG grid: ``rows`` of (label, [(state, tooltip[, glyph]) per column]); ``state`` picks the
-    colour and, unless a glyph is given, the glyph."""
+    colour and, unless a glyph is given, the glyph. Labels are drawn whole (the label column is
+    as wide as the longest; the page scrolls sideways), each rect names its row and column."""
     longest = max((len(c) for c in columns), default=0) * CHAR * 0.71
+    left = int(max((len(label) for label, _ in rows), default=0) * LABEL_CHAR) + 16
     top = int(longest) + 28
-    width = int(LEFT + len(columns) * (CELL + GAP) + longest + 8)
+    width = int(left + len(columns) * (CELL + GAP) + longest + 8)
     height = top + len(rows) * (CELL + GAP) + 4
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}"><title>{escape(title)}</title>'
     ]
     for j, col in enumerate(columns):
-        x = LEFT + j * (CELL + GAP) + CELL // 2
+        x = left + j * (CELL + GAP) + CELL // 2
         out.append(f'<text x="{x}" y="{top - 8}" transform="rotate(-45 {x} {top - 8})">{escape(col)}</text>')
     for i, (label, cells) in enumerate(rows):
         y = top + i * (CELL + GAP)
-        shown = label if len(label) <= 44 else "…" + label[-43:]
-        out.append(f'<text x="{LEFT - 8}" y="{y + CELL * 0.68:.0f}" text-anchor="end">{escape(shown)}</text>')
+        out.append(f'<text x="{left - 8}" y="{y + CELL * 0.68:.0f}" text-anchor="end">{escape(label)}</text>')
         for j, (state, tip, *given) in enumerate(cells):
-            x = LEFT + j * (CELL + GAP)
-            colour = COLOURS.get(state, "#ffffff")
+            x = left + j * (CELL + GAP)
+            colour = COLOURS.get(state, COLOURS[NOT_CHECKED])
             out.append(
                 f'<rect x="{x}" y="{y}" width="{CELL}" height="{CELL}" rx="3" fill="{colour}" '
-                f'data-state="{escape(state)}"><title>{escape(tip)}</title></rect>'
+                f'stroke="#c9ccd1" stroke-width="{1 if state == NOT_CHECKED else 0}" '
+                f'data-state="{escape(state)}" data-row="{i}" data-col="{j}"><title>{escape(tip)}</title></rect>'
             )
             glyph = given[0] if given else GLYPH.get(state)
             if glyph:  # the state in a glyph too, for print and colour blindness
@@ -97,12 +121,25 @@ def _svg_heatmap(
     return "".join(out)
 
 
-def _legend(items: Sequence[tuple[str, str]]) -> str:
+def _legend(states: Sequence[str]) -> str:
+    """The legend of the states a heatmap draws, in the words of ``STATES``."""
     return (
         '<p class="legend">'
-        + "".join(f'<span style="background:{COLOURS[k]}"></span>{escape(text)}' for k, text in items)
+        + "".join(f'<span style="background:{STATES[k][0]}"></span>{escape(STATES[k][2])}' for k in states)
         + "</p>"
     )
+
+
+def coverage_glyph(state: str, arches: Sequence[str]) -> str:
+    """``S``, ``SP`` (and PTX), ``Sa``/``Sf`` (only arch- or family-specific cubins: they run on
+    that exact GPU or family only), ``P``; as the terminal's ``SASS a``."""
+    if state != SASS:
+        return GLYPH.get(state, "")
+    sass = [a for a in arches if a.startswith("sm_")]
+    glyph = "S"
+    if sass and not any(a[-1].isdigit() for a in sass):
+        glyph += "".join(sorted({a[-1] for a in sass}))
+    return glyph + ("P" if any(a.startswith("compute_") for a in arches) else "")
 
 
 def heat_rows(cov: Coverage, expand: bool = True) -> list[Row]:
@@ -141,19 +178,21 @@ def _coverage_section(cov: Coverage, shown: Sequence[Row]) -> str:
             c = r.cells.get(sm)
             state = c.state if c is not None else "none"
             arches = " ".join(c.arches) if c is not None else "nothing"
-            both = c is not None and state == SASS and any(a.startswith("compute_") for a in c.arches)
-            cells.append((state, f"{r.name} · sm_{sm}: {arches}", "SP" if both else GLYPH.get(state, "")))
+            glyph = coverage_glyph(state, c.arches if c is not None else ())
+            cells.append((state, f"{r.name} · sm_{sm}: {arches}", glyph))
         rows.append((name, cells))
     return (
         "<h2>Coverage: architectures</h2>"
-        + _legend([(SASS, "SASS (cubin; SP: and PTX)"), (PTX, "PTX only (JIT)"), ("none", "no code")])
+        + _legend(COVERAGE_STATES)
         + _in(prefix)
         + f'<div class="scroll">{_svg_heatmap(rows, cols, "coverage by architecture")}</div>'
     )
 
 
 def _row_verdicts(report: FindingsReport, shown: Sequence[Row]) -> list[tuple[str, list[tuple[str, ...]]]]:
-    """Per row and target: the engine's verdict (check, scan), else the worst finding (gate)."""
+    """Per row and target: the engine's verdict, as ``check`` gives it (``check`` and ``scan``
+    attach theirs; the gate the verdicts its findings came from); a row without one was not
+    checked there."""
     out: list[tuple[str, list[tuple[str, ...]]]] = []
     names, _prefix = _labels(shown)
     for name, r in zip(names, shown, strict=True):
@@ -172,15 +211,7 @@ def _row_verdicts(report: FindingsReport, shown: Sequence[Row]) -> list[tuple[st
                     )
                 cells.append((v.verdict, tip, glyph))
                 continue
-            paths = {c.name for c in r.children} or {r.name}
-            fs = [f for f in report.findings if f.path in paths and f.target == label]
-            checked = any(c.path in paths and c.target == label for c in report.checks)
-            if not checked:
-                cells.append(("", f"{r.name}: not checked against {label}"))
-                continue
-            worst = max(fs, key=lambda f: rank(f.severity), default=None)
-            state = SEVERITY_VERDICT[worst.severity] if worst else "native"
-            cells.append((state, f"{r.name} on {label}: " + (worst.message if worst else "no finding")))
+            cells.append((NOT_CHECKED, f"{r.name}: not checked against {label}"))
         out.append((name, cells))
     return out
 
@@ -191,14 +222,7 @@ def _targets_section(report: FindingsReport, shown: Sequence[Row]) -> str:
     titles = [short_target(t) for t in report.targets]
     return (
         "<h2>Verdicts: target GPUs</h2>"
-        + _legend(
-            [
-                ("native", "runs (native; ~ partial coverage)"),
-                ("jit", "only through the PTX JIT"),
-                ("fail", "fails"),
-                ("link-time", "link-time input (.o, .a member)"),
-            ]
-        )
+        + _legend(VERDICT_STATES)
         + _in(_labels(shown)[1])
         + f'<div class="scroll">{_svg_heatmap(_row_verdicts(report, shown), titles, "verdict by target")}</div>'
         + "<ol>"
@@ -227,7 +251,9 @@ def _fatbins(report: FileReport) -> str:
         )
     more = len(report.fatbins) - FATBINS_SHOWN
     if more > 0:
-        parts.append(f"<p>… and {more} more fatbins (<code>fatbin-inspect PATH</code> lists every one)</p>")
+        parts.append(
+            f"<p>… and {plural(more, 'more fatbin', 'more fatbins')} (<code>fatbin-inspect PATH</code> lists every one)</p>"
+        )
     return "".join(parts)
 
 
@@ -241,7 +267,7 @@ def _drilldown(cov: Coverage, files: Sequence[FileReport], findings: Sequence[Fi
         n = sum(per_path.get(c.name, 0) for c in r.children)
         tag = f' <span class="pill error">{plural(n, "finding")}</span>' if n else ""
         parts.append(
-            f"<details><summary><b>{escape(r.name)}</b> · {plural(r.files, 'file')}{tag}</summary>"
+            f"<details><summary><b>{breakable(r.name)}</b> · {plural(r.files, 'file')}{tag}</summary>"
             + "".join(_file(c, by_path.get(c.name), per_path.get(c.name, 0)) for c in r.children)
             + "</details>"
         )
@@ -255,7 +281,7 @@ def _file(child: Row, report: FileReport | None, n_findings: int) -> str:
     if report is not None and report.error is not None:
         body = f"<p>unreadable: {escape(report.error.message)}</p>" + body
     return (
-        f"<details><summary><code>{escape(child.name)}</code> · {escape(archs or 'no device code')}"
+        f"<details><summary><code>{breakable(child.name)}</code> · {escape(archs or 'no device code')}"
         f"{extra}</summary>{body}</details>"
     )
 
@@ -265,13 +291,13 @@ def _findings_section(report: FindingsReport) -> str:
         return "<h2>Findings</h2><p>No findings.</p>"
     rows = "".join(
         f'<tr><td><span class="pill {escape(f.severity)}">{escape(f.severity)}</span></td>'
-        f"<td><code>{escape(f.rule_id)}</code> {escape(f.rule.name)}</td><td><code>{escape(f.path)}</code></td>"
-        f"<td>{escape(f.target or '')}</td><td>{escape(f.message)}</td></tr>"
+        f"<td><code>{escape(f.rule_id)}</code> {escape(f.rule.name)}</td><td><code>{breakable(f.path)}</code></td>"
+        f'<td>{escape(f.target or "")}</td><td class="msg">{escape(f.message)}</td></tr>'
         for f in report.findings
     )
     return (
-        "<h2>Findings</h2><table><tr><th>severity</th><th>rule</th><th>artifact</th><th>target</th>"
-        f"<th>message</th></tr>{rows}</table>"
+        '<h2>Findings</h2><div class="scroll"><table><tr><th>severity</th><th>rule</th><th>artifact</th><th>target</th>'
+        f"<th>message</th></tr>{rows}</table></div>"
     )
 
 

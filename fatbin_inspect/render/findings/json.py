@@ -98,7 +98,7 @@ def report(doc: dict[str, Any]) -> FindingsReport:
     checks, targets and inputs), so one gate run can also be written in other formats (the GitHub
     Action renders annotations and SARIF from it). A name that was not UTF-8 comes back with
     U+FFFD, as the document holds it. KeyError/TypeError on a document of another shape."""
-    from fatbin_inspect.checks.findings import Check
+    from fatbin_inspect.release.findings import Check
 
     if doc.get("schema_version") != SCHEMA_VERSION:
         raise ValueError(f"schema_version {doc.get('schema_version')!r}, expected {SCHEMA_VERSION}")
