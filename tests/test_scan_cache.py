@@ -94,6 +94,7 @@ def _every_field_set():
         static_cudart=True,
         relocatable=True,
         package=pkg,
+        sha256="ab" * 32,
     )
 
 

@@ -11,12 +11,14 @@ import os
 
 import click
 
-from fatbin_inspect.cli.common import output_option, progress_for, say
-from fatbin_inspect.cli.findings import emit_findings, fail_options, findings_format_option, with_views
+from fatbin_inspect.cli.common import format_option, output_option, progress_for, say
+from fatbin_inspect.cli.findings import emit_findings, fail_options, with_views
 from fatbin_inspect.cli.options import driver_option, examples, gpu_option, targets_option, ui_options
+from fatbin_inspect.cli.sbom import digests_for, gate_sbom
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.judging.gate_run import run_gate
 from fatbin_inspect.judging.torch import installed_torch_lib
+from fatbin_inspect.render.findings import FORMATS
 
 
 def _env(name: str) -> str:
@@ -117,7 +119,7 @@ def _joined(values) -> str | None:
 )
 @click.option("--isolated", is_flag=True, envvar=_env("ISOLATED"), help="Read no policy file; flags only.")
 @fail_options
-@findings_format_option
+@format_option([*FORMATS, "cyclonedx"])
 @output_option
 @ui_options
 def gate_cmd(
@@ -164,7 +166,13 @@ def gate_cmd(
             raise UsageError("gate: give at least one PATH (file, wheel or directory)")
         paths = (os.path.dirname(os.path.dirname(os.path.dirname(lib))),)  # torch's site-packages
     with progress_for(fmt, "gating") as progress:
-        report, reports = run_gate(paths, pol, given, target_files, match, progress, warn=say)
+        report, reports = run_gate(
+            paths, pol, given, target_files, match, progress, warn=say, digests=digests_for(fmt)
+        )
+    if fmt == "cyclonedx":
+        raise SystemExit(
+            gate_sbom(report, reports, pol.fail_on, output, exit_zero, [*paths, *(r.path for r in reports)])
+        )
     if fmt == "html":
         report = with_views(report, [r for r in reports if r.fatbins or r.error])
     emit_findings(report, fmt, pol.fail_on, output, exit_zero, [*paths, *(r.path for r in reports)])

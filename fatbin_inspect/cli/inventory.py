@@ -16,6 +16,7 @@ from fatbin_inspect.cli.common import (
     write_output,
 )
 from fatbin_inspect.cli.options import driver_option, examples, gpu_option, ui_options
+from fatbin_inspect.cli.sbom import digests_for, list_sbom
 from fatbin_inspect.formats.model import FileError, FileReport
 from fatbin_inspect.inventory.reader import Options, inspect_path
 from fatbin_inspect.inventory.walk import iter_files
@@ -55,7 +56,7 @@ PRETTY_MAX_ENTRIES = 2000  # larger inventories are written compact (same docume
 @click.option("--strict", is_flag=True, help="Exit 3 when any input could not be read.")
 @gpu_option("Also give a verdict for this GPU (name, 8.9, sm_89, auto); `check` explains more.")
 @driver_option(help="Driver for --gpu (550.54.14, 550, auto; default: newest known).")
-@format_option(["table", "json", "jsonl"])
+@format_option(["table", "json", "jsonl", "cyclonedx"])
 @output_option
 @ui_options
 def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpus, driver, fmt, output):
@@ -74,7 +75,10 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
         scan_hidden=not no_scan,
         members="all" if all_members else "device",
         probe_small=bool(targets),
+        digests=digests_for(fmt),
     )
+    if fmt == "cyclonedx":
+        raise SystemExit(list_sbom(paths, opts, targets, output, strict))
     failed = False
     seen: list = list(paths)  # inputs and record paths: the output may be none of them
     if fmt in ("json", "jsonl"):

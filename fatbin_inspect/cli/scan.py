@@ -28,6 +28,7 @@ from fatbin_inspect.cli.options import (
     targets_option,
     ui_options,
 )
+from fatbin_inspect.cli.sbom import digests_for, sbom_text
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.judging.torch import environment_runtime, torch_mismatches
 
@@ -120,7 +121,7 @@ def _html(paths, targets, reports, cov, engine_verdicts) -> str:
 )
 @click.option("--strict", is_flag=True, help="Exit 3 when any file could not be read.")
 @fail_options("error", what="failures (error) or PTX JIT (warning) of a --gpu target")
-@format_option(["table", "json", "html"])
+@format_option(["table", "json", "html", "cyclonedx"])
 @output_option
 @ui_options
 def scan_cmd(
@@ -171,6 +172,7 @@ def scan_cmd(
         "jobs": 1,
         "probe_small": bool(targets),
         "platform": platform,
+        "digests": digests_for(fmt),
     }
     # the table needs per-file summaries only (a warm scan then loads no full record); the JSON
     # of a scan without targets is encoded by the workers and streamed (a warm scan copies the
@@ -220,6 +222,8 @@ def scan_cmd(
         with open_output(output, inputs) as out:
             jsondump.write(out, document(result, cov, seconds, shown_targets))
         text = None
+    elif fmt == "cyclonedx":
+        text = sbom_text("scan", result.reports, targets, engine_vs, roll_up)
     elif fmt == "html":
         text = _html(paths, targets, result.reports, cov, [v for vs in engine_vs.values() for v in vs])
     else:

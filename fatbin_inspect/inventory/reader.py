@@ -48,6 +48,7 @@ class Options:
     resources: bool = True  # with kernels: registers, shared, constant0, max threads per kernel
     probe_small: bool = False  # decode only small cubins (<= PROBE_MAX): tells device-link output
     platform: str = "linux/amd64"  # the image of a multi-platform OCI index that is read
+    digests: bool = False  # FileReport.sha256 of each file and archive read whole (the SBOM; off: no hashing)
 
 
 def inspect_path(path: str, opts: Options = Options()) -> Iterator[FileReport]:
@@ -133,7 +134,8 @@ def _inspect_zip_parallel(path: str, spans, opts: Options, jobs: int) -> Iterato
         finally:
             for fut in futures:
                 fut.cancel()
-    yield dataclasses.replace(own, notes=tuple(notes))
+    sha256 = sha256_of(open_blob(path)) if opts.digests else None
+    yield dataclasses.replace(own, notes=tuple(notes), sha256=sha256)
     yield from members
 
 
@@ -216,11 +218,12 @@ def inspect_pairs(
         yield from _inspect_archive(path, fmt, blob, opts, depth, budget=budget)
         return
     try:
-        yield _inspect_binary(path, fmt, blob, opts, budget), blob
+        rec = _inspect_binary(path, fmt, blob, opts, budget)
     except InputError as exc:
-        yield FileReport(path=path, format=fmt, size=blob.size, error=_err(exc)), blob
+        rec = FileReport(path=path, format=fmt, size=blob.size, error=_err(exc))
     except Exception as exc:  # a parser bug must cost one record, not the scan
-        yield FileReport(path=path, format=fmt, size=blob.size, error=_err(exc)), blob
+        rec = FileReport(path=path, format=fmt, size=blob.size, error=_err(exc))
+    yield (dataclasses.replace(rec, sha256=sha256_of(blob)) if opts.digests else rec), blob
 
 
 def _inspect_archive(
@@ -299,6 +302,7 @@ def _inspect_archive(
         package = reader.package
         if package is not None or fmt == "zip":
             fmt = "conda"
+    whole = opts.digests and members is None  # a span of a zip: the whole zip is hashed once, by its caller
     yield (
         FileReport(
             path=path,
@@ -307,6 +311,7 @@ def _inspect_archive(
             error=error,
             notes=tuple(notes),
             package=package,
+            sha256=sha256_of(blob) if whole else None,
         ),
         blob,
     )
@@ -348,6 +353,24 @@ def _inspect_image(path: str, store, opts: Options, depth: int, size: int, budge
     for rec in out:
         yield rec, None
     yield FileReport(path=path, format="oci", size=size, error=error, notes=tuple(notes)), None
+
+
+DIGEST_CHUNK = 16 << 20
+
+
+def sha256_of(blob: Blob) -> str:
+    """The SHA-256 (hex) of a blob's bytes, a chunk at a time; the mapped pages of each chunk are
+    dropped after it (``Blob.release``), so hashing a 500 MB library keeps no more of it resident
+    than the inventory does."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with memoryview(blob.buf) as view:
+        for pos in range(0, blob.size, DIGEST_CHUNK):
+            end = min(blob.size, pos + DIGEST_CHUNK)
+            h.update(view[blob.base + pos : blob.base + end])
+            blob.release(pos, end)
+    return h.hexdigest()
 
 
 def _gzip_members(blob: Blob, budget: Budget) -> Iterator[archives.Member]:

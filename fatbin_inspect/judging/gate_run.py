@@ -36,10 +36,18 @@ def gate_context(paths, reports, reference):
 
 
 def run_gate(
-    paths, pol, given, target_files=(), match=None, progress=None, warn: Callable[[str], None] | None = None
+    paths,
+    pol,
+    given,
+    target_files=(),
+    match=None,
+    progress=None,
+    warn: Callable[[str], None] | None = None,
+    digests: bool = False,
 ):
     """(findings, records) of ``paths`` under ``pol`` with the command line's ``given`` flags on top
-    of per-distribution overrides: what ``gate`` reports, and the library's ``gate()``."""
+    of per-distribution overrides: what ``gate`` reports, and the library's ``gate()``; ``digests``:
+    the records carry their SHA-256 (the SBOM)."""
     from fatbin_inspect.judging.inputs import iter_reports
     from fatbin_inspect.release.gate import gate
     from fatbin_inspect.system.stack import local_devices
@@ -62,7 +70,7 @@ def run_gate(
             "gate: nothing to check: give --require, --gpu, --targets, --forbid or --match, "
             "or a [tool.fatbin-inspect] policy"
         )
-    reports = list(iter_reports(paths, Options(probe_small=True), progress))
+    reports = list(iter_reports(paths, Options(probe_small=True, digests=digests), progress))
     reference = torch_reference(match, reports) if match else None
     ctx = gate_context(paths, reports, reference)
     report = gate(reports, pol, given, reference, fleet, local_devices(pol.gpus, pol.min_driver), ctx)

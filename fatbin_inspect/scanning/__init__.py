@@ -64,6 +64,7 @@ FINGERPRINT_DEFAULTS = dict(
     scan_hidden=True,
     members="device",
     platform="linux/amd64",
+    digests=False,
 )
 
 
@@ -124,6 +125,7 @@ def _options_fingerprint(o: Options | Mapping[str, Any] | None) -> str:
         f"k{int(v['kernels'])}d{int(v['details'])}r{int(v['resources'])}p{int(v['probe_small'])}"
         f"h{int(v['scan_hidden'])}m{v['members']}"
         + ("" if v["platform"] == "linux/amd64" else f"p{v['platform']}")
+        + ("s" if v["digests"] else "")  # rows with SHA-256 digests (the SBOM) are rows of their own
     )
 
 

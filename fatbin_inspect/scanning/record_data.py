@@ -102,6 +102,7 @@ def report_data(r: FileReport, base: str) -> list:
         r.static_cudart,
         r.relocatable,
         _package_data(r.package),
+        r.sha256,
     ]
 
 
@@ -177,9 +178,10 @@ def _fatbin(v: Any) -> Fatbin:
 
 def report_from_data(v: Any, base: str) -> FileReport:
     """The record ``report_data`` wrote, its path rebased on ``base``; ``ValueError`` if it is not one."""
-    if type(v) is not list or len(v) != 10:
+    if type(v) is not list or len(v) != 11:
         raise ValueError("cache row: wrong record")
     _check(v[:3], "ssi")
+    _check(v[10:], "t")
     err = None
     if v[4] is not None:
         _check(v[4], "sn")
@@ -195,4 +197,5 @@ def report_from_data(v: Any, base: str) -> FileReport:
         static_cudart=_check(v[7:9], "bb")[0],
         relocatable=v[8],
         package=None if v[9] is None else Package(*_check(v[9], "ssssstt")),
+        sha256=v[10],
     )
