@@ -14,7 +14,7 @@ import sys
 import zipfile
 
 import pytest
-from builders import conda_index, conda_package
+from builders import conda_index, conda_package, layer_tar, oci_layout
 from click.testing import CliRunner
 from conftest import CORPUS, fixture_path
 
@@ -348,6 +348,32 @@ def test_scan_of_a_conda_package_inside_a_wheel_folder(tmp_path):
     assert pkg["purl"] == "pkg:conda/cuthing@1.0?build=h0_0&subdir=linux-64"
     (member,) = pkg["components"]
     assert sha(member) == sha256_file(SM80)
+
+
+def test_scan_of_an_image_attributes_by_the_images_own_record(tmp_path):
+    site = "usr/lib/python3/site-packages"
+    layer = layer_tar(
+        [
+            (f"{site}/alpha/lib/liba.so", _read(LIB86)),
+            (
+                f"{site}/alpha_gpu-1.0.dist-info/METADATA",
+                b"Metadata-Version: 2.1\nName: alpha-gpu\nVersion: 1.0\n",
+            ),
+            (
+                f"{site}/alpha_gpu-1.0.dist-info/RECORD",
+                b"alpha/lib/liba.so,,\nalpha_gpu-1.0.dist-info/RECORD,,\n",
+            ),
+            ("opt/x/libx.so", _read(SM80)),
+        ]
+    )
+    oci_layout(tmp_path / "img", [layer])
+    doc = validate(run(["scan", str(tmp_path / "img"), "-j", "1", "--no-cache", "--format", "cyclonedx"]))
+    (pkg,) = [c for c in doc["components"] if c["type"] == "library"]
+    assert pkg["purl"] == "pkg:pypi/alpha-gpu@1.0"
+    (member,) = pkg["components"]
+    assert member["name"] == f"{site}/alpha/lib/liba.so" and sha(member) == sha256_file(LIB86)
+    (loose,) = [c for c in doc["components"] if c["type"] == "file"]
+    assert loose["name"] == "opt/x/libx.so" and sha(loose) == sha256_file(SM80)
 
 
 # ------------------------------------------------------------------------------------ gate
