@@ -191,3 +191,50 @@ def test_doctor_json_names_its_host(capsys):
 
     _code, out, _ = run(["doctor", "--format", "json", "--no-torch-archs"], capsys)
     assert json.loads(out)["stack"]["host"] == socket.gethostname()
+
+
+def _hosts(out):
+    return sorted(tuple(t["hosts"]) for t in json.loads(out)["targets"])
+
+
+EXPECTED_HOSTS = [("node01", "node02"), ("old03",), ("ws",)]
+
+
+@pytest.mark.parametrize("cmd", ["check", "scan", "gate"])
+def test_targets_glob_as_the_shell_expands_it(nodes, capsys, cmd):
+    """``--targets doctor-*.json`` unquoted: the shell passes four words; every report is a
+    target, none is read as an input (issue 22 item 1: only the first was used)."""
+    code, out, err = run([cmd, "--targets", *nodes, MULTI, "--format", "json"], capsys)
+    assert code in (0, 1), err
+    if cmd != "gate":
+        assert _hosts(out) == EXPECTED_HOSTS
+    else:
+        assert {json.loads(out)["inputs"][0]} == {MULTI}
+    assert "without device code" not in err
+
+
+def test_targets_quoted_glob_and_folder(nodes, capsys, tmp_path):
+    pattern = str(tmp_path / "doctor-*.json")
+    for value in (pattern, str(tmp_path)):
+        code, out, err = run(["check", MULTI, "--targets", value, "--format", "json"], capsys)
+        assert code in (0, 1), err
+        assert _hosts(out) == EXPECTED_HOSTS
+    code, _, err = run(["check", MULTI, "--targets", str(tmp_path / "nope-*.json")], capsys)
+    assert code == 2 and "matches no file" in err
+
+
+def test_a_json_input_after_double_dash_stays_an_input(nodes, capsys):
+    code, out, err = run(["check", "--targets", nodes[0], "--format", "json", "--", nodes[1]], capsys)
+    assert code == 0, err  # read as a file to check (it has no device code), not as a target
+    assert _hosts(out) == [("node01",)]
+
+
+def test_a_toml_entry_and_a_doctor_report_of_one_gpu_and_driver_are_one_target(nodes, capsys, tmp_path):
+    toml = tmp_path / "fleet.toml"
+    toml.write_text('targets = [{name = "node09", gpu = "H100", driver = "580.95.05"}]\n')
+    code, out, err = run(
+        ["check", MULTI, "--targets", nodes[0], "--targets", str(toml), "--format", "json"], capsys
+    )
+    assert code in (0, 1), err
+    (t,) = json.loads(out)["targets"]
+    assert t["hosts"] == ["node01", "node09"] and "NVIDIA H100" in t["matched"]

@@ -15,7 +15,7 @@ import traceback
 import click
 
 from fatbin_inspect.cli.common import say
-from fatbin_inspect.cli.options import adopt
+from fatbin_inspect.cli.options import adopt, gather_targets
 from fatbin_inspect.errors import DeviceError, FatbinInspectError, UsageError
 from fatbin_inspect.render.escape import shown
 from fatbin_inspect.version import __version__
@@ -58,7 +58,7 @@ class DefaultGroup(click.Group):
             if not ctx.resilient_parsing:  # (shell completion parses half-typed words)
                 _no_such_command(rest[0])
             args = [*list(args[:lead]), "list", *list(rest)]
-        return super().parse_args(ctx, args)
+        return super().parse_args(ctx, gather_targets(args))
 
 
 def _no_such_command(word: str) -> None:

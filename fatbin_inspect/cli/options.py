@@ -375,9 +375,39 @@ targets_option = click.option(
     "target_files",
     multiple=True,
     metavar="FILE",
-    type=click.Path(exists=True, dir_okay=False),
-    help="Fleet targets: `doctor --format json` reports or a fleet TOML of {name, gpu, driver}. Repeatable.",
+    help="Fleet targets: `doctor --format json` reports or a fleet TOML of {name, gpu, driver}; a folder of "
+    "them, or a pattern ('doctor-*.json'). Repeatable; unquoted `--targets doctor-*.json` takes every file.",
 )
+
+
+def gather_targets(args: Sequence[str]) -> list[str]:
+    """``--targets doctor-*.json lib.so``: the shell expanded the pattern, so the reports after the
+    first follow as words of their own; each ``.json``/``.toml`` file right after a ``--targets``
+    value is given its own ``--targets`` (a path after ``--`` never is)."""
+    out: list[str] = []
+    i, taking = 0, False
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            out += args[i:]
+            break
+        if a == "--targets" and i + 1 < len(args):
+            out += [a, args[i + 1]]
+            i, taking = i + 2, True
+            continue
+        if a.startswith("--targets="):
+            out.append(a)
+            i, taking = i + 1, True
+            continue
+        if taking and not a.startswith("-") and a.lower().endswith((".json", ".toml")) and os.path.isfile(a):
+            out += ["--targets", a]
+        else:
+            taking = False
+            out.append(a)
+        i += 1
+    return out
+
+
 compat_option = click.option(
     "--compat",
     default=None,

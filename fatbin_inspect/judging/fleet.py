@@ -22,6 +22,7 @@ import dataclasses
 import glob
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -192,13 +193,62 @@ def _json_targets(doc: Any, path: str, default_driver: str | None, warn) -> list
     return out
 
 
+def _judged_as(t: Target) -> tuple:
+    """What the engine reads of a target: two nodes alike in these get the same verdicts, however
+    their GPU was named (``H100`` in a fleet TOML, ``NVIDIA H100 80GB HBM3`` in a doctor report)."""
+    from fatbin_inspect.compat import data
+
+    g = t.gpu
+    named = g.name in data.forward_compat()["supported_products"]  # R-FWD reads some names
+    rest = tuple(getattr(t, f.name) for f in dataclasses.fields(t) if f.name not in ("gpu", "hosts"))
+    return (g.cc, g.tegra, g.segment, g.architecture, named, *rest)
+
+
 def merge(targets: Iterable[Target]) -> tuple[Target, ...]:
-    """One target per GPU, driver and switches, naming every host that has it (first-seen order)."""
-    groups: dict[Target, set[str]] = {}
+    """One target per judged GPU, driver and switches (``_judged_as``), naming every host that
+    has it and every product name it was given as (first-seen order: the first name labels it)."""
+    groups: dict[tuple, tuple[Target, set[str], list[str]]] = {}
     for t in targets:
-        key = dataclasses.replace(t, hosts=())
-        groups.setdefault(key, set()).update(t.hosts)
-    return tuple(dataclasses.replace(k, hosts=tuple(sorted(h))) for k, h in groups.items())
+        first, hosts, names = groups.setdefault(_judged_as(t), (t, set(), []))
+        hosts.update(t.hosts)
+        names += [n for n in (t.gpu.name, *t.gpu.matched) if n not in names]
+    out = []
+    for first, hosts, names in groups.values():
+        gpu = (
+            first.gpu
+            if len(names) <= 1 + len(first.gpu.matched)
+            else dataclasses.replace(first.gpu, matched=tuple(n for n in names if not n.startswith("CC ")))
+        )
+        out.append(dataclasses.replace(first, gpu=gpu, hosts=tuple(sorted(hosts))))
+    return tuple(out)
+
+
+GLOB_MAGIC = re.compile(r"[*?[]")
+
+
+def target_paths(values: Sequence[str]) -> list[str]:
+    """``--targets`` values as files: a file as given; a folder's ``*.json`` and ``*.toml``; a
+    pattern (quoted, so the shell left it: ``'doctor-*.json'``) expanded here, sorted. A value
+    that names nothing is a usage error."""
+    out: list[str] = []
+    for v in values:
+        if os.path.isdir(v):
+            found = sorted(
+                os.path.join(v, n) for n in os.listdir(v) if n.lower().endswith((".json", ".toml"))
+            )
+            if not found:
+                raise UsageError(f"--targets {v}: a folder without .json or .toml files")
+            out += found
+        elif os.path.lexists(v) or not GLOB_MAGIC.search(v):
+            if not os.path.lexists(v):
+                raise UsageError(f"--targets {v}: no such file")
+            out.append(v)
+        else:
+            found = sorted(glob.glob(v))
+            if not found:
+                raise UsageError(f"--targets {v!r}: the pattern matches no file")
+            out += found
+    return list(dict.fromkeys(out))
 
 
 def policy_targets(
@@ -241,7 +291,7 @@ def resolve_all(
     local = local_devices(gpus, driver)
     found: list[Target] = list(resolve_targets(list(gpus), driver, env, local, compat)) if gpus else []
     file_driver = local.driver if wants_local((), driver)[1] and local.driver else driver
-    for path in target_files:
+    for path in target_paths(target_files):
         found += read_targets(path, file_driver, warn)
     if not found and not target_files and fallback is not None:
         found = fallback()

@@ -58,7 +58,11 @@ def run_gate(
 
         say = warn or fleet_mod._ignore
         found = (
-            [t for f in target_files for t in fleet_mod.read_targets(f, pol.min_driver, say)]
+            [
+                t
+                for f in fleet_mod.target_paths(target_files)
+                for t in fleet_mod.read_targets(f, pol.min_driver, say)
+            ]
             if target_files
             else fleet_mod.policy_targets(pol.targets, pol.source, pol.min_driver, say)
         )
