@@ -218,3 +218,15 @@ def toolkits_targeting(arch: str) -> list[str]:
     """Toolkit versions whose nvcc accepts ``arch`` (``sm_61``, ``compute_90a``)."""
     key = "sm_targets" if arch.startswith("sm_") else "compute_targets"
     return [t["version"] for t in toolkits() if arch in t.get(key, ())]
+
+
+def host_archs(name: str, segment: str | None, tegra: bool) -> tuple[str, ...] | None:
+    """The CPU architectures of the hosts a GPU is sold in (``hosts.json``); None: either kind."""
+    for rule in load("hosts")["rules"]:
+        if (
+            ("tegra" in rule and rule["tegra"] == tegra)
+            or ("segment" in rule and rule["segment"] == segment)
+            or any(name.startswith(p) for p in rule.get("name_prefixes", ()))
+        ):
+            return tuple(rule["hosts"])
+    return None

@@ -403,6 +403,8 @@ def evaluate(
         "kernels_analysed": bool(counted) and all(v.kernels is not None for v in counted),
     }
     notes = tuple(n for n in (target.driver.note,) if n) + platform_notes(report, target)
+    if counted and not host_fits(report, target):
+        return _wrong_host(report, target, counted, notes, base)
     if is_link_time(report):
         return _link_time(counted, notes, base)
     if not counted and rt is None:
@@ -490,6 +492,36 @@ def _no_device_code(reason: str, rule: str, notes, base) -> FileVerdict:
         missing_kernels=(),
         notes=notes,
         confidence="high",
+        **base,
+    )
+
+
+def host_fits(report: FileReport, target: Target) -> bool:
+    """R-HOST: a host binary built for another CPU than the target's host never loads there (an
+    x86_64 wheel is not installed on an aarch64 DGX Spark or Jetson; the dynamic loader refuses
+    the file). True when either side is not known (device-only files, PCIe GPUs in any host)."""
+    host = target.host_arch
+    return report.machine is None or host is None or report.machine == host
+
+
+def _wrong_host(report: FileReport, target: Target, counted, notes, base) -> FileVerdict:
+    reason = (
+        f"{report.machine} code cannot load on {target.gpu.name}'s {target.host_arch} host: pip does not "
+        f"install a wheel built for {report.machine} there and the dynamic loader refuses the file (R-HOST)"
+    )
+    return FileVerdict(
+        verdict="fail",
+        error=None,
+        chosen=None,
+        rule="R-HOST",
+        rules=("R-HOST",),
+        reason=reason,
+        counts={"native": 0, "jit": 0, "fail": len(counted)},
+        missing_kernels=(),
+        notes=notes,
+        advice=(f"install the {target.host_arch} build of this package on that host",),
+        confidence="high" if target.host else "medium",
+        coverage="none",
         **base,
     )
 

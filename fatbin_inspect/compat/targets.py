@@ -79,6 +79,7 @@ class Target:
     disable_ptx_jit: bool = False  # CUDA_DISABLE_PTX_JIT=1: PTX is never compiled
     hosts: tuple[str, ...] = ()  # fleet targets: the machines with this GPU and driver (sorted)
     compat: Compat | None = None  # forward-compatibility package (R-FWD)
+    host: str | None = None  # the host's CPU architecture as a doctor report or fleet entry gives it (R-HOST)
 
     def __post_init__(self) -> None:
         """The driver as it reads on this GPU, however the target was built (``--driver``, a fleet
@@ -100,6 +101,19 @@ class Target:
     @property
     def cc(self) -> CC:
         return self.gpu.cc
+
+    @property
+    def host_arch(self) -> str | None:
+        """The CPU architecture of the machine the GPU sits in: as given (a doctor report's
+        ``stack.machine``, a fleet entry's ``host_arch``), else the only one the named GPU is sold
+        with (``hosts.json``: Jetson, DGX Spark, Grace superchips are aarch64); None: not known,
+        or a GPU given by number (an architecture asked for, not a product)."""
+        if self.host:
+            return self.host
+        if self.gpu.name.startswith("CC "):  # a number (--gpu 8.7, --require sm_87): no product, no host
+            return None
+        archs = data.host_archs(self.gpu.name, self.gpu.segment, self.gpu.tegra)
+        return archs[0] if archs and len(archs) == 1 else None
 
     @property
     def umd(self) -> Driver:

@@ -33,6 +33,30 @@ class Layout:
     errors: tuple[InputError, ...] = ()  # problems outside the fatbin sections (PE imports)
 
 
+# ELF e_machine and PE/COFF Machine values -> the host CPU architecture a file is built for
+_ELF_MACHINES = {3: "x86", 40: "arm", 62: "x86_64", 183: "aarch64", 21: "ppc64", 243: "riscv64"}
+_PE_MACHINES = {0x14C: "x86", 0x8664: "x86_64", 0xAA64: "aarch64", 0x1C4: "arm"}
+
+
+def machine_of(head: bytes) -> str | None:
+    """The CPU architecture a host binary is built for, from its header (``head``: its first
+    bytes, at least 64, or up to the PE header for PE): ``x86_64``, ``aarch64``, ``ppc64le``, ...;
+    None for device-only files (cubins are EM_CUDA), unknown machines and short headers."""
+    if head[:4] == b"\x7fELF" and len(head) >= 20:
+        little = head[5:6] != b"\x02"
+        machine = int.from_bytes(head[18:20], "little" if little else "big")
+        name = _ELF_MACHINES.get(machine)
+        return name + "le" if name == "ppc64" and little else name
+    if head[:2] == b"MZ" and len(head) >= 64:
+        at = int.from_bytes(head[60:64], "little")
+        if head[at : at + 4] == b"PE\0\0" and len(head) >= at + 6:
+            return _PE_MACHINES.get(int.from_bytes(head[at + 4 : at + 6], "little"))
+        return None
+    if head[:2] in (b"\x64\x86", b"\x64\xaa"):  # COFF object
+        return _PE_MACHINES.get(int.from_bytes(head[:2], "little"))
+    return None
+
+
 def detect(head: bytes) -> str:
     """Format from the first bytes: elf | cubin | pe | coff | ar | zip | tar | gzip | bzip2 | fatbin |
     ptx | unknown."""

@@ -180,6 +180,7 @@ class FileReport:
     static_cudart: bool = False  # no cudart linked, but the static cudart's marker is in the bytes (R-RT 3)
     relocatable: bool = False  # a relocatable object (ELF ET_REL, COFF .obj): linked, never loaded (R-LINK)
     package: Package | None = None  # the package that holds the file (conda), from its own metadata
+    machine: str | None = None  # host CPU architecture of an ELF/PE/COFF file: x86_64, aarch64, ... (R-HOST)
     sha256: str | None = None  # hex digest of the file's (member's) bytes, read with Options.digests
 
     @property

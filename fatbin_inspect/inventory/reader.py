@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from fatbin_inspect.containers import Layout, archives, conda, detect, has_static_cudart, oci
+from fatbin_inspect.containers import Layout, archives, conda, detect, has_static_cudart, machine_of, oci
 from fatbin_inspect.errors import BudgetExceeded, InputError, LimitExceeded
 from fatbin_inspect.formats import cubin as cubin_mod
 from fatbin_inspect.formats import fatbin as fatbin_mod
@@ -438,7 +438,18 @@ def _inspect_binary(
         notes=tuple(notes),
         static_cudart=static,
         relocatable=fmt == "coff" or (fmt == "elf" and blob.head(18)[16:18] == b"\x01\x00"),
+        machine=_machine(blob, fmt),
     )
+
+
+def _machine(blob: Blob, fmt: str) -> str | None:
+    """R-HOST's fact: the CPU the host binary is built for (``containers.machine_of``)."""
+    if fmt not in ("elf", "pe", "coff"):
+        return None
+    head = blob.head(64)
+    if fmt == "pe" and len(head) == 64:
+        head = blob.head(min(int.from_bytes(head[60:64], "little"), 1 << 16) + 8)
+    return machine_of(head)
 
 
 SCAN_CHUNK = 64 << 20

@@ -8,8 +8,9 @@ A FILE is recognised by its content, not its name:
   the node is named by ``stack.host``, else by the file name without
   ``doctor-`` and ``.json``. A report without GPUs adds nothing (a warning says so);
 - a JSON list of such reports;
-- TOML with ``targets = [{name = "...", gpu = "H100", driver = "550"}, ...]`` (``[[targets]]``
-  tables; ``driver`` defaults to ``--driver``, then to the newest branch).
+- TOML with ``targets = [{name = "...", gpu = "H100", driver = "550", host_arch = "aarch64"}, ...]``
+  (``[[targets]]`` tables; ``driver`` defaults to ``--driver``, then to the newest branch;
+  ``host_arch``, the node's CPU, to what the GPU's data says: R-HOST).
 
 ``[tool.fatbin-inspect] targets`` in pyproject.toml lists such tables and file globs (relative to
 the pyproject.toml). Targets with the same GPU, driver and JIT switches become one target that
@@ -37,7 +38,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-ENTRY_KEYS = {"name", "gpu", "driver"}
+ENTRY_KEYS = {"name", "gpu", "driver", "host_arch"}
+HOST_ARCHS = ("x86_64", "aarch64", "ppc64le", "x86", "arm", "riscv64")  # as containers.machine_of names them
 
 
 def _ignore(message: str) -> None:
@@ -76,7 +78,14 @@ def _doctor_targets(doc: dict, path: str, default_driver: str | None, warn) -> l
         gpu = gpu_for_cc(cc, name=g["name"])
         if g.get("tegra") is True and not gpu.tegra:
             gpu = dataclasses.replace(gpu, tegra=True)
-        t = Target(gpu, _driver(version, path), hosts=(host,), compat=_doctor_compat(udrv, kdrv, path))
+        machine = stack.get("machine")
+        t = Target(
+            gpu,
+            _driver(version, path),
+            hosts=(host,),
+            compat=_doctor_compat(udrv, kdrv, path),
+            host=machine if isinstance(machine, str) and machine in HOST_ARCHS else None,
+        )
         if t not in out:
             out.append(t)
     if not out:
@@ -129,7 +138,9 @@ def _entry_targets(entries: Any, where: str, default_driver: str | None) -> list
             raise UsageError(f"{here}: expected a table {{name, gpu, driver}}")
         unknown = set(e) - ENTRY_KEYS
         if unknown:
-            raise UsageError(f"{here}: unknown key {sorted(unknown)[0]!r} (known: driver, gpu, name)")
+            raise UsageError(
+                f"{here}: unknown key {sorted(unknown)[0]!r} (known: driver, gpu, host_arch, name)"
+            )
         gpu, name, driver = e.get("gpu"), e.get("name"), e.get("driver", default_driver)
         if not isinstance(gpu, str) or not gpu.strip():
             raise UsageError(f'{here}: needs gpu = "NAME" (a product name, 8.9 or sm_89)')
@@ -142,7 +153,10 @@ def _entry_targets(entries: Any, where: str, default_driver: str | None) -> list
         except UsageError as exc:
             raise UsageError(f"{here}: {exc}") from None
         drv = _driver(None if driver is None else str(driver), here)
-        out.append(Target(g, drv, hosts=(name,) if name else ()))
+        arch = e.get("host_arch")
+        if arch is not None and arch not in HOST_ARCHS:
+            raise UsageError(f"{here}: host_arch: expected one of {', '.join(HOST_ARCHS)}")
+        out.append(Target(g, drv, hosts=(name,) if name else (), host=arch))
     return out
 
 

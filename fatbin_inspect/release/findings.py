@@ -210,6 +210,16 @@ RULES: tuple[Rule, ...] = (
         "new enough for its runtime (35, cudaErrorInsufficientDriver) was not: check the runtime the "
         "program ships, or give it with the package's requirements.",
     ),
+    Rule(
+        "FBI020",
+        "wrong-host-architecture",
+        "error",
+        "The file is built for another CPU than the target's host",
+        "A host binary built for x86_64 cannot be installed or loaded on an aarch64 host (Jetson, DGX "
+        "Spark, Grace superchips), nor the reverse (R-HOST): pip refuses the wheel's platform tag and "
+        "the dynamic loader refuses the file, before any CUDA code runs. Publish a build for the "
+        "host's CPU (a manylinux aarch64 wheel).",
+    ),
 )
 
 RULE_BY_ID: dict[str, Rule] = {r.id: r for r in RULES}

@@ -128,12 +128,15 @@ def check_requirement(
     set_aside: bool = False,
     fatbins: Sequence[Fatbin] = (),
 ) -> None:
-    """FBI001/2/3/5/9/14/16 for one requirement from the file's R-FILE verdict on its target:
+    """FBI001/2/3/5/9/14/16/20 for one requirement from the file's R-FILE verdict on its target:
     fatbins (or, R-UNIT, whole files) made for other GPUs are a note, gaps fail."""
     arch = req.arch or f"sm_{req.target.gpu.sm}"
     label = req.label
     total = sum(v.counts.values())
     if total == 0:
+        return
+    if v.rule == "R-HOST":
+        emit("FBI020", "error", f"{label}: {v.reason}", label, arch)
         return
     if set_aside:
         counted = [f for f in v.fatbins if f.ignored is None and f.verdict != "no-device-code"]
@@ -551,13 +554,12 @@ def verdict_finding(v: engine.FileVerdict) -> Finding | None:
     if s == OK:
         return None
     label = v.target.label
-    why = (
-        f"{v.error.name} ({v.error.code}): {v.reason}"
-        if v.error is not None
-        else f"only PTX (JIT): {v.reason}"
-    )
+    if v.error is not None:
+        why = f"{v.error.name} ({v.error.code}): {v.reason}"
+    else:  # a failure without a CUDA error is R-HOST's (the file is never loaded)
+        why = v.reason if v.verdict == "fail" else f"only PTX (JIT): {v.reason}"
     return Finding(
-        STATE_RULE[s],
+        "FBI020" if v.rule == "R-HOST" else STATE_RULE[s],
         "warning" if s == JIT else "error",
         f"{label}: {why}",
         v.path,

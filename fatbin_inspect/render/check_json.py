@@ -39,6 +39,7 @@ def target_dict(t: Target) -> dict[str, Any]:
         "confidence": t.gpu.confidence,
         "env": {"CUDA_FORCE_PTX_JIT": t.force_ptx_jit, "CUDA_DISABLE_PTX_JIT": t.disable_ptx_jit},
         "hosts": list(t.hosts),
+        "host_arch": t.host_arch,
         "driver_platform": t.driver.platform,
         "compat": None
         if t.compat is None

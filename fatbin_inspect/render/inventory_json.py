@@ -98,6 +98,7 @@ def file_dict(r: FileReport) -> dict[str, Any]:
         distribution=r.distribution,
         error=None if r.error is None else {"message": r.error.message, "offset": r.error.offset},
         needs=list(r.needs),
+        machine=r.machine,
         notes=list(r.notes),
         package=package_dict(r.package),
         fatbins=[fatbin_dict(fb) for fb in r.fatbins],

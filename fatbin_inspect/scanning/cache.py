@@ -41,8 +41,8 @@ from fatbin_inspect.version import __version__
 
 # 3: static_cudart, relocatable; 4: members by content, conda; 5: data rows; 6: fatbin counts;
 # 7: records and texts zstd-packed; 8: one frame per record, packed by the worker; 9: a table
-# without rowid (the path is the key: one B-tree, not a table and an index)
-CACHE_VERSION = 10
+# without rowid (the path is the key: one B-tree, not a table and an index); 10: sha256; 11: machine
+CACHE_VERSION = 11
 ENV_DIR = "FATBIN_INSPECT_CACHE_DIR"
 COMMIT_EVERY = 4096  # rows per statement and commit (a cold scan of 15,000 files: 4 commits)
 COMMIT_BYTES = 64 << 20  # or fewer, when their packed data and texts reach this

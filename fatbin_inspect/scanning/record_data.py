@@ -103,6 +103,7 @@ def report_data(r: FileReport, base: str) -> list:
         r.relocatable,
         _package_data(r.package),
         r.sha256,
+        r.machine,
     ]
 
 
@@ -178,10 +179,10 @@ def _fatbin(v: Any) -> Fatbin:
 
 def report_from_data(v: Any, base: str) -> FileReport:
     """The record ``report_data`` wrote, its path rebased on ``base``; ``ValueError`` if it is not one."""
-    if type(v) is not list or len(v) != 11:
+    if type(v) is not list or len(v) != 12:
         raise ValueError("cache row: wrong record")
     _check(v[:3], "ssi")
-    _check(v[10:], "t")
+    _check(v[10:], "tt")
     err = None
     if v[4] is not None:
         _check(v[4], "sn")
@@ -198,4 +199,5 @@ def report_from_data(v: Any, base: str) -> FileReport:
         relocatable=v[8],
         package=None if v[9] is None else Package(*_check(v[9], "ssssstt")),
         sha256=v[10],
+        machine=v[11],
     )

@@ -155,6 +155,9 @@ class Stack:
     missing: tuple[str, ...] = ()  # what could not be found, and why, one sentence each
     gpu_source: str | None = None  # "nvml" | "cuda-python"
     host: str | None = None  # this machine's host name: names the node when the report is a --targets file
+    machine: str | None = (
+        None  # its CPU architecture (platform.machine(): x86_64, aarch64): R-HOST of --targets
+    )
 
 
 # ------------------------------------------------------------------------------- roots and hooks
@@ -233,7 +236,16 @@ def discover(
         missing=tuple(missing),
         gpu_source=gpu_source,
         host=socket.gethostname() or None,
+        machine=_machine(),
     )
+
+
+def _machine() -> str | None:
+    """This machine's CPU architecture as R-HOST names it (``arm64`` on macOS is ``aarch64``)."""
+    import platform
+
+    m = platform.machine().lower()
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(m, m) or None
 
 
 # ------------------------------------------------------------------------------------- GPUs

@@ -1,0 +1,119 @@
+"""R-HOST (issue 22 item 2): host binaries built for another CPU than the target's host fail,
+on every command; targets know their host from doctor reports, fleet entries and the GPU data."""
+
+import glob
+import json
+import os
+import shutil
+import zipfile
+
+import pytest
+from click.testing import CliRunner
+from conftest import ROOT, fixture_path
+
+import fatbin_inspect as fi
+from fatbin_inspect.cli.main import cli
+from fatbin_inspect.containers import machine_of
+
+X86 = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")  # x86_64, sm_75 sm_80 sm_90 + compute_90
+
+
+def _as_aarch64(src, dst):
+    """The same file with e_machine EM_AARCH64 (183): what an aarch64 build's header says."""
+    data = bytearray(open(src, "rb").read())
+    data[18:20] = (183).to_bytes(2, "little")
+    open(dst, "wb").write(bytes(data))
+    return str(dst)
+
+
+def _run(*args):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_machine_of_headers():
+    head = open(X86, "rb").read(64)
+    assert machine_of(head) == "x86_64"
+    assert machine_of(open(fixture_path("bin", "t14_sm90a.cubin"), "rb").read(64)) is None  # EM_CUDA
+    dll = open(fixture_path("bin", "pe_nv_fatb_2fatbins.dll"), "rb").read(4096)
+    assert machine_of(dll) == "x86_64"
+
+
+@pytest.mark.parametrize("gpu", ["GB10", "DGX Spark", "Jetson AGX Orin", "GH200"])
+def test_x86_64_code_fails_on_aarch64_hosts(gpu):
+    (v,) = fi.check([X86], gpus=[gpu])
+    assert v.verdict == "fail" and v.rule == "R-HOST" and v.error is None
+    assert "x86_64" in v.reason and "aarch64" in v.reason
+
+
+def test_aarch64_code_runs_there_and_pcie_gpus_are_not_judged_by_host(tmp_path):
+    arm = _as_aarch64(X86, tmp_path / "app_arm64")
+    (v,) = fi.check([arm], gpus=["GB10"], driver="580")
+    assert v.rule != "R-HOST"
+    (v,) = fi.check([X86], gpus=["H100"])  # PCIe/SXM H100s sit in x86_64 and aarch64 servers
+    assert v.verdict == "native"
+
+
+def test_every_command_and_format_says_it(tmp_path):
+    doc = json.loads(_run("check", X86, "--gpu", "GB10", "--format", "json").output)
+    assert doc["results"][0]["rule"] == "R-HOST" and doc["targets"][0]["host_arch"] == "aarch64"
+    listed = json.loads(_run("list", X86, "--gpu", "GB10", "--format", "json").output)
+    assert listed["files"][0]["machine"] == "x86_64" and listed["results"][0]["rule"] == "R-HOST"
+    sarif = json.loads(_run("check", X86, "--gpu", "Jetson AGX Orin", "--format", "sarif").output)
+    (res,) = sarif["runs"][0]["results"]
+    assert res["ruleId"] == "FBI020" and "only PTX" not in res["message"]["text"]
+    folder = tmp_path / "app"
+    folder.mkdir()
+    shutil.copy(X86, folder / "app")
+    scan = json.loads(_run("scan", str(folder), "--no-cache", "--gpu", "GB10", "--format", "json").output)
+    assert scan["coverage"]["rows"][0]["verdicts"][0]["verdict"] == "fail"
+    gate = fi.gate([X86], gpus="GB10")
+    assert [f.rule_id for f in gate.findings] == ["FBI020"]
+
+
+def test_doctor_report_and_fleet_entry_name_the_host(tmp_path):
+    doc = {
+        "stack": {
+            "host": "grace01",
+            "machine": "aarch64",
+            "gpus": [{"name": "NVIDIA H100 PCIe", "cc": "9.0"}],
+            "kernel_driver": {"version": "580.95.05"},
+        }
+    }
+    (tmp_path / "doctor-grace01.json").write_text(json.dumps(doc))
+    toml = tmp_path / "fleet.toml"
+    toml.write_text('targets = [{name = "x86box", gpu = "H100", driver = "580", host_arch = "x86_64"}]\n')
+    out = json.loads(
+        _run(
+            "check",
+            X86,
+            "--targets",
+            str(tmp_path / "doctor-grace01.json"),
+            "--targets",
+            str(toml),
+            "--format",
+            "json",
+        ).output
+    )
+    by_host = {out["targets"][r["target"]]["hosts"][0]: r["verdict"] for r in out["results"]}
+    assert by_host == {"grace01": "fail", "x86box": "native"}
+    bad = tmp_path / "bad.toml"
+    bad.write_text('targets = [{gpu = "H100", host_arch = "sparc"}]\n')
+    from fatbin_inspect.cli.main import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["check", X86, "--targets", str(bad)])
+    assert exc.value.code == 2
+
+
+CORPUS = os.path.join(ROOT, ".cache", "corpus")
+
+
+@pytest.mark.corpus
+def test_an_x86_64_wheel_on_gb10_and_orin():
+    found = glob.glob(os.path.join(CORPUS, "nvidia_curand-10.4.0.35-*x86_64.whl"))
+    if not found:
+        pytest.skip("corpus wheel not downloaded (scripts/fetch_corpus.sh)")
+    with zipfile.ZipFile(found[0]):
+        pass
+    vs = [v for v in fi.check(found, gpus=["GB10", "Jetson AGX Orin"]) if v.verdict != "no-device-code"]
+    assert vs and all(v.verdict == "fail" and v.rule == "R-HOST" for v in vs)
