@@ -415,14 +415,16 @@ class _Bounded(io.RawIOBase):
         return len(data)
 
 
-def decompressed(blob: Blob, what: str, budget: Budget | None = None):
+def decompressed(blob: Blob, what: str, budget: Budget | None = None, fileobj=None):
     """A stream of ``blob`` inflated by its magic (zstd, gzip, bzip2, xz; else as stored),
     bounded like every archive member: ``MAX_RATIO`` times its compressed size, at least
     ``SPILL_BYTES``, and the ratio rule as it streams; its bytes are drawn from ``budget`` (the
-    top-level input's; a new one when None). Read once, front to back: nothing is written anywhere."""
+    top-level input's; a new one when None). Read once, front to back: nothing is written anywhere.
+    ``fileobj``: the stream of ``blob``'s bytes to read (one that hashes them, say), returned
+    itself when they are stored plain; it must tell() how many it gave."""
     budget = budget if budget is not None else Budget(blob.size)
     head = blob.head(6)
-    fileobj = blob.stream()
+    fileobj = blob.stream() if fileobj is None else fileobj
     limit = min(MAX_MEMBER_BYTES * 8, max(SPILL_BYTES, MAX_RATIO * blob.size))
     try:
         if head[:4] == b"\x28\xb5\x2f\xfd":

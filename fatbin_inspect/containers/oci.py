@@ -1,29 +1,45 @@
-"""Container images: OCI image layouts, OCI archives and ``docker save`` tarballs, read in place.
+"""Container images: OCI image layouts, OCI archives, ``docker save`` tarballs and registries.
 
-* An OCI image layout (as ``skopeo copy ... oci:DIR`` writes it) is a folder holding
-  ``oci-layout`` (``{"imageLayoutVersion": "1.0.0"}``), ``index.json`` (an image index:
+* An OCI image layout (as ``skopeo copy ... oci:DIR:TAG`` or ``umoci`` writes it) is a folder
+  holding ``oci-layout`` (``{"imageLayoutVersion": "1.0.0"}``), ``index.json`` (an image index:
   ``{"schemaVersion": 2, "manifests": [{"mediaType", "digest": "sha256:<hex>", "size",
-  "platform": {"os", "architecture", "variant"}}]}``) and ``blobs/sha256/<hex>``. A manifest
-  (``application/vnd.oci.image.manifest.v1+json``) lists ``layers`` bottom first; an entry of an
-  index may itself be an index (``application/vnd.oci.image.index.v1+json``, multi-platform).
+  "platform": {...}, "annotations": {"org.opencontainers.image.ref.name": TAG}}]}``) and
+  ``blobs/sha256/<hex>``. Each entry of ``index.json`` is one image (umoci's layouts start with
+  an empty ``base`` tag beside the real ones); an entry may itself be an index
+  (multi-platform), whose entries are the platforms of that image. A manifest lists its
+  ``config`` (``{"os", "architecture", "variant", "rootfs": {"diff_ids"}}``) and ``layers``,
+  bottom first.
 * An OCI archive is that layout in a tar; ``docker save`` of Docker 25+ writes it too, beside a
-  ``manifest.json``. The legacy ``docker save`` tar has only ``manifest.json``
-  (``[{"Config", "RepoTags", "Layers": ["<id>/layer.tar", ...]}]``, bottom first).
+  ``manifest.json``. The legacy ``docker save`` tar (and skopeo's ``docker-archive:``) has only
+  ``manifest.json`` (``[{"Config": "<hex>.json", "RepoTags", "Layers": [...]}]``, bottom first):
+  its layers are named by no digest, the config's ``rootfs.diff_ids`` (sha256 of each layer's
+  uncompressed tar) are what they are checked against.
 * Layers are tars, gzip'd, zstd'd or plain. Applied in order they give the image's filesystem:
   a later layer's file replaces an earlier one at the same path, ``.wh.NAME`` deletes ``NAME``
   from the layers below, and ``.wh..wh..opq`` in a folder hides everything the layers below put
   there (OCI image spec, "Whiteouts").
 
+Every blob is checked against its digest before its content is trusted: metadata (manifests,
+indexes, configs) is hashed once read (it is small and read whole), a layer is hashed as it
+streams, and its files are reported only when its last byte matched (a mismatch is an error
+naming the blob). All the metadata of one image (its manifests, indexes and config, and the
+``*.dist-info`` and ``conda-meta`` files of its layers) is held to ``MAX_META_BYTES`` together,
+not only file by file.
+
 The layers are walked top (last) first, each read once, streaming: a file is reported when no
 upper layer replaced or deleted it, so the scan sees exactly the final filesystem. Members are
-named ``LAYER!PATH`` (``blobs/sha256/<hex>!usr/lib/libx.so``): each record says which layer its
-file came from. Symlinks and hard links are never followed (a link out of the image reads
-nothing); paths with ``..`` are skipped. Python (``*.dist-info/RECORD``) and conda
+named ``LAYER!PATH`` (``blobs/sha256/<hex>!usr/lib/libx.so``), and ``IMAGE!LAYER!PATH`` where a
+layout or archive holds several images: each record says which image and layer its file came
+from. Symlinks are never followed (a link out of the image reads nothing); a hard link is the
+file it names within its layer (tar writes the target first): when an upper layer deleted or
+replaced the target's path, the link still shows the target's bytes, as the final filesystem
+does. Paths with ``..`` are skipped. Python (``*.dist-info/RECORD``) and conda
 (``conda-meta/*.json``) metadata of the final filesystem attribute the files to distributions.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -34,16 +50,21 @@ from dataclasses import dataclass
 
 from fatbin_inspect.containers import archives
 from fatbin_inspect.containers.archives import Member
-from fatbin_inspect.errors import CorruptError, LimitExceeded, UnreadableError
+from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded, UnreadableError
 from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.model import Package
 
 MAX_LAYERS = 500  # Docker refuses more than 127; a registry image past this is hostile
 MAX_JSON_BYTES = 8 << 20
+MAX_META_BYTES = 64 << 20  # all metadata of one image together (real images: well under 1 MB)
+MAX_HELD_BYTES = 2 << 30  # hidden files kept in one layer for the hard links that name them
 MAX_INDEX_DEPTH = 4  # index -> index -> manifest is the deepest real layout
 MAX_PATHS = 4_000_000  # paths remembered from upper layers, all layers together
-DEFAULT_PLATFORM = "linux/amd64"
+DEFAULT_PLATFORM = "linux/amd64"  # picked from a multi-platform index when none is asked for
+REF_NAME = "org.opencontainers.image.ref.name"
+_CONTAINERD_NAME = "io.containerd.image.name"  # Docker 25+ docker save's full name
 _DIGEST = re.compile(r"^sha256:([0-9a-f]{64})$")
+_HEX_JSON = re.compile(r"^(?:blobs/sha256/)?([0-9a-f]{64})(?:\.json)?$")
 _INDEX_TYPES = (
     "application/vnd.oci.image.index.v1+json",
     "application/vnd.docker.distribution.manifest.list.v2+json",
@@ -68,7 +89,8 @@ class DirStore:
     def __init__(self, root: str):
         self.root = os.path.realpath(root)
 
-    def get(self, name: str) -> Blob | None:
+    def get(self, name: str, kind: str = "layer") -> Blob | None:
+        """The blob ``name``; ``kind`` (layer, manifest, index, config) matters to registries only."""
         path = os.path.realpath(os.path.join(self.root, name))
         if not path.startswith(self.root + os.sep):
             raise CorruptError(f"{name}: outside the image layout")
@@ -86,44 +108,128 @@ class TarStore:
     @classmethod
     def index(cls, blob: Blob) -> TarStore:
         """Read the headers only, seeking over the data (a plain tar that is no image costs one
-        512-byte read per member before it is walked as a tar)."""
+        512-byte read per member before it is walked as a tar). A symlink member (skopeo's
+        ``docker-archive`` links ``<id>/layer.tar`` to ``<hex>.tar``) names its target's bytes."""
         import tarfile
 
-        entries = {}
+        entries, links = {}, {}
         try:
             with tarfile.open(fileobj=blob.stream(), mode="r:") as tf:
                 for count, ti in enumerate(tf, 1):
                     if count > archives.MAX_MEMBERS:
                         raise LimitExceeded(f"more than {archives.MAX_MEMBERS} members")
+                    name = posixpath.normpath(ti.name.lstrip("/"))
                     if ti.isreg():
-                        entries[posixpath.normpath(ti.name.lstrip("/"))] = (ti.offset_data, ti.size)
+                        entries[name] = (ti.offset_data, ti.size)
+                    elif ti.issym() or ti.islnk():
+                        base = posixpath.dirname(name) if ti.issym() else ""
+                        links[name] = posixpath.normpath(posixpath.join(base, ti.linkname))
         except (LimitExceeded, CorruptError):
             raise
         except Exception as exc:  # tarfile.ReadError and friends on hostile bytes
             raise CorruptError(f"not a readable tar archive: {exc}") from None
+        for name, target in links.items():  # one level: a link to a regular member of the tar
+            if target in entries and name not in entries:
+                entries[name] = entries[target]
         return cls(blob, entries)
 
-    def get(self, name: str) -> Blob | None:
+    def get(self, name: str, kind: str = "layer") -> Blob | None:
         hit = self.entries.get(posixpath.normpath(name))
         return None if hit is None else self.blob.view(hit[0], hit[1], name)
 
 
+# ----------------------------------------------------------------------------------- records
+@dataclass(frozen=True)
+class Layer:
+    name: str  # its name in the store: blobs/sha256/<hex>, or <id>/layer.tar in a docker save
+    digest: str | None  # what its stored bytes hash to (OCI); None: a docker save layer
+    size: int | None  # the size its descriptor declares
+    diff_id: str | None = None  # sha256 of its uncompressed tar (the config's rootfs.diff_ids)
+    media_type: str = ""
+
+
 @dataclass(frozen=True)
 class Image:
-    label: str  # "linux/amd64 sha256:1a2b3c4d5e6f" or the docker RepoTags
-    layers: tuple[str, ...]  # store names of the layer blobs, bottom first
+    """One image of a layout, archive or registry, as its metadata (checked) describes it."""
+
+    name: str | None  # its tag (OCI ref.name), docker RepoTags, registry reference; None: untagged
+    digest: str | None  # the manifest's digest (a docker save manifest has none)
+    platform: str  # os/architecture[/variant] from its config ("?" when it states none)
+    layers: tuple[Layer, ...] = ()
+    config: str | None = None  # the config's digest
+    error: str | None = None  # why it cannot be read (a platform other than asked, a bad blob...)
+    size: int = 0  # bytes of its blobs: manifest, config and layers
+
+    @property
+    def label(self) -> str:
+        digest = f" {self.digest[:19]}" if self.digest else ""
+        platform = f" {self.platform}" if self.platform != "?" else ""
+        return f"{self.name or '(untagged)'}{digest}{platform}"
+
+    def facts(self) -> dict:
+        """The image as plain data (scan output)."""
+        return {
+            "name": self.name,
+            "digest": self.digest,
+            "platform": self.platform,
+            "config": self.config,
+            "size": self.size,
+            "error": self.error,
+            "layers": [
+                {"digest": lay.digest, "diff_id": lay.diff_id, "size": lay.size, "media_type": lay.media_type}
+                for lay in self.layers
+            ],
+        }
 
 
-def _json(store, name: str):
-    blob = store.get(name)
+class _MetaBudget:
+    """Bytes of metadata one image may hold, every kind together (``MAX_META_BYTES``)."""
+
+    def __init__(self, limit: int = MAX_META_BYTES):
+        self.left = limit
+
+    def take(self, n: int, what: str) -> None:
+        if n > self.left:
+            raise LimitExceeded(f"{what}: the image's metadata is over {MAX_META_BYTES} bytes in all")
+        self.left -= n
+
+
+def loads(data: bytes, what: str):
+    """JSON from bytes, any failure (bad UTF-8, deep nesting, bad syntax) a ``CorruptError``."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise CorruptError(f"{what} is not JSON: {str(exc)[:120]}") from None
+
+
+def check_digest(data: bytes, digest: str | None, what: str) -> None:
+    if digest is None:
+        return
+    got = "sha256:" + hashlib.sha256(data).hexdigest()
+    if got != digest:
+        raise CorruptError(f"{what} {digest}: its bytes hash to {got}, not to its digest")
+
+
+def _json(
+    store,
+    name: str,
+    digest: str | None = None,
+    meta: _MetaBudget | None = None,
+    what: str = "",
+    kind="config",
+):
+    """A JSON blob, checked against ``digest`` before it is parsed; None when it is missing."""
+    blob = store.get(name, kind)
     if blob is None:
         return None
+    what = what or name
     if blob.size > MAX_JSON_BYTES:
-        raise LimitExceeded(f"{name} of {blob.size} bytes, over the {MAX_JSON_BYTES}-byte limit")
-    try:
-        return json.loads(blob.read(0, blob.size, name))
-    except ValueError as exc:
-        raise CorruptError(f"{name} is not JSON: {exc}") from None
+        raise LimitExceeded(f"{what} of {blob.size} bytes, over the {MAX_JSON_BYTES}-byte limit")
+    if meta is not None:
+        meta.take(blob.size, what)
+    data = blob.read(0, blob.size, name)
+    check_digest(data, digest, what)
+    return loads(data, what)
 
 
 def _blob_name(digest) -> str:
@@ -133,102 +239,313 @@ def _blob_name(digest) -> str:
     return f"blobs/sha256/{m.group(1)}"
 
 
-def images(store, platform: str = DEFAULT_PLATFORM) -> tuple[list[Image], list[str]]:
-    """The images of a store, each with its layers: the OCI index's manifest for ``platform``,
-    else the ``docker save`` manifest's images. Notes say what was chosen."""
+def _platform_of(p) -> str:
+    if not isinstance(p, dict):
+        return ""
+    return "/".join(
+        str(p[k]) for k in ("os", "architecture", "variant") if isinstance(p.get(k), str) and p[k]
+    )
+
+
+def _matches(have: str, want: str) -> bool:
+    h, w = have.split("/"), want.split("/")
+    return h[:2] == w[:2] and (len(w) < 3 or h[2:3] == w[2:3])
+
+
+def short_name(name: str) -> str:
+    """A docker reference without the default registry (``docker.io/library/x:t`` -> ``x:t``)."""
+    for prefix in ("docker.io/library/", "docker.io/", "index.docker.io/library/"):
+        if name.startswith(prefix):
+            return name[len(prefix) :]
+    return name
+
+
+def images(store, platform: str = "", select: str | None = None) -> tuple[list[Image], list[str]]:
+    """The images of a store: every entry of an OCI index (or the one named ``select``: a tag,
+    ``@DIGEST`` or ``@N``, the N-th), else every image of a ``docker save`` manifest (or the one
+    whose RepoTags hold ``select``). ``platform``: what a multi-platform index gives (default
+    ``DEFAULT_PLATFORM``) and what each image's config must say when given. An image that cannot
+    be read carries its ``error``; notes say what was chosen."""
     notes: list[str] = []
     index = _json(store, "index.json") if store.get("oci-layout") is not None else None
     if index is not None:
-        manifest, label = _pick(store, index, platform, notes, 0)
-        if manifest is None:
-            return [], notes
-        layers = manifest.get("layers") if isinstance(manifest, dict) else None
-        if not isinstance(layers, list):
-            raise CorruptError(f"image manifest {label} lists no layers")
-        return [
-            Image(
-                label,
-                _layer_names(store, [lay.get("digest") if isinstance(lay, dict) else None for lay in layers]),
+        entries = _index_entries(index, "index.json")
+        chosen = _select(entries, select, _oci_names)
+        groups: dict = {}  # entries of one name (or none) are the platforms of one image
+        for m in chosen:
+            groups.setdefault(((_oci_names(m) or [None])[0]), []).append(m)
+        out = [_oci_image(store, ms, platform, notes) for ms in groups.values()]
+    else:
+        docker = _json(store, "manifest.json")
+        if not isinstance(docker, list):
+            raise CorruptError("manifest.json is not a list of images")
+        chosen = _select(docker, select, _docker_names)
+        out = [_docker_image(store, img, platform) for img in chosen]
+    if len(out) > 1:
+        notes.append(f"{len(out)} images: " + ", ".join(i.name or "(untagged)" for i in out))
+    return out, notes
+
+
+def _index_entries(index, what: str) -> list:
+    manifests = index.get("manifests") if isinstance(index, dict) else None
+    if not isinstance(manifests, list) or not manifests:
+        raise CorruptError(f"{what}: the image index lists no manifests")
+    if len(manifests) > MAX_LAYERS:
+        raise LimitExceeded(f"{what}: {len(manifests)} manifests, over the {MAX_LAYERS} limit")
+    return manifests
+
+
+def _oci_names(m) -> list[str]:
+    ann = m.get("annotations") if isinstance(m, dict) else None
+    ann = ann if isinstance(ann, dict) else {}
+    names = [v for k in (REF_NAME, _CONTAINERD_NAME) if isinstance(v := ann.get(k), str)]
+    return names + [short_name(n) for n in names if short_name(n) != n]
+
+
+def _docker_names(img) -> list[str]:
+    tags = img.get("RepoTags") if isinstance(img, dict) else None
+    tags = [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
+    return tags + [short_name(t) for t in tags if short_name(t) != t]
+
+
+def _select(entries: list, select: str | None, names) -> list:
+    if select is None:
+        return entries
+    if select.startswith("@") and select[1:].isdigit():
+        i = int(select[1:])
+        if i >= len(entries):
+            raise CorruptError(f"no image {select}: it holds {len(entries)}")
+        return [entries[i]]
+    hits = [
+        e
+        for e in entries
+        if select in names(e)
+        or (
+            isinstance(e, dict) and select.startswith("@") and str(e.get("digest", "")).startswith(select[1:])
+        )
+    ]
+    if not hits:
+        have = ", ".join(n for e in entries for n in names(e)[:1]) or "none"
+        raise CorruptError(f"no image named {select!r} (it holds: {have})")
+    return hits[:1]
+
+
+def _oci_image(store, entries: list, platform: str, notes: list[str]) -> Image:
+    entry = entries[0]
+    name = (_oci_names(entry) or [None])[0]
+    meta = _MetaBudget()
+    try:
+        if not all(isinstance(e, dict) for e in entries):
+            raise CorruptError("index.json: an entry is not an object")
+        if len(entries) > 1:
+            desc, listed = _among(store, entries, platform or DEFAULT_PLATFORM, meta, 0)
+        else:
+            desc, listed = _pick(store, entry, platform or DEFAULT_PLATFORM, meta, 0)
+        if desc is None:
+            raise CorruptError(
+                f"no {platform or DEFAULT_PLATFORM} image in the index (it has {', '.join(listed) or 'none'})"
             )
-        ], notes
-    docker = _json(store, "manifest.json")
-    if not isinstance(docker, list):
-        raise CorruptError("manifest.json is not a list of images")
-    out = []
-    for i, img in enumerate(docker):
+        if len(listed) > 1:
+            notes.append(
+                f"{name or 'image'}: index of {len(listed)} platforms ({', '.join(listed)}): "
+                f"{_platform_of(desc.get('platform')) or platform or DEFAULT_PLATFORM} scanned"
+            )
+        digest = desc.get("digest")
+        manifest = _json(store, _blob_name(digest), digest, meta, "image manifest", "manifest")
+        if manifest is None:
+            raise CorruptError(f"image manifest {digest}: blob missing")
+        return _from_manifest(
+            store, manifest, name, digest, platform, meta, _platform_of(desc.get("platform"))
+        )
+    except InputError as exc:
+        return Image(name, entry.get("digest") if isinstance(entry, dict) else None, "?", error=str(exc))
+
+
+def _pick(store, desc: dict, platform: str, meta: _MetaBudget, depth: int) -> tuple[dict | None, list[str]]:
+    """The manifest descriptor for ``platform`` under ``desc`` (itself when it is a manifest), and
+    every platform the indexes on the way list (a nested index's too)."""
+    if desc.get("mediaType") not in _INDEX_TYPES:
+        return desc, []
+    if depth >= MAX_INDEX_DEPTH:
+        raise LimitExceeded(f"image indexes nested deeper than {MAX_INDEX_DEPTH}")
+    digest = desc.get("digest")
+    sub = _json(store, _blob_name(digest), digest, meta, "image index", "index")
+    if sub is None:
+        raise CorruptError(f"image index {digest}: blob missing")
+    return _among(store, _index_entries(sub, f"image index {digest}"), platform, meta, depth)
+
+
+def _among(
+    store, entries: list, platform: str, meta: _MetaBudget, depth: int
+) -> tuple[dict | None, list[str]]:
+    listed: list[str] = []
+    fallback = None
+    for m in entries:
+        if not isinstance(m, dict):
+            continue
+        name = _platform_of(m.get("platform"))
+        if m.get("mediaType") in _INDEX_TYPES:
+            found, more = _pick(store, m, platform, meta, depth + 1)
+            listed += more
+            if found is not None:
+                return found, listed
+            continue
+        if name:
+            listed.append(name)
+            if _matches(name, platform):
+                return m, listed
+        elif fallback is None:
+            fallback = m  # an entry without a platform: taken when none matches
+    return fallback, listed
+
+
+def _from_manifest(
+    store, manifest, name, digest, platform: str, meta: _MetaBudget, declared: str = ""
+) -> Image:
+    what = f"image manifest {digest}"
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("layers"), list):
+        raise CorruptError(f"{what} lists no layers")
+    cfg_desc = manifest.get("config") if isinstance(manifest.get("config"), dict) else {}
+    cfg_digest = cfg_desc.get("digest")
+    config = None
+    if cfg_digest is not None:
+        config = _json(store, _blob_name(cfg_digest), cfg_digest, meta, "image config")
+    diff_ids = _diff_ids(config)
+    layers = []
+    size = _size(cfg_desc) + len(json.dumps(manifest))
+    for i, lay in enumerate(manifest["layers"]):
+        if not isinstance(lay, dict):
+            raise CorruptError(f"{what}: layer {i} is not an object")
+        d = lay.get("digest")
+        layers.append(
+            Layer(
+                _blob_name(d),
+                d,
+                _size(lay),
+                diff_ids[i] if diff_ids and i < len(diff_ids) else None,
+                str(lay.get("mediaType", "")),
+            )
+        )
+        size += _size(lay)
+    _check_count(layers)
+    actual = _platform_of(config) or declared or "?"
+    image = Image(name, digest, actual, tuple(layers), cfg_digest, None, size)
+    return _check_platform(image, platform, declared)
+
+
+def _size(desc) -> int:
+    v = desc.get("size") if isinstance(desc, dict) else None
+    return v if type(v) is int and v >= 0 else 0
+
+
+def _diff_ids(config) -> list | None:
+    rootfs = config.get("rootfs") if isinstance(config, dict) else None
+    ids = rootfs.get("diff_ids") if isinstance(rootfs, dict) else None
+    if not isinstance(ids, list) or not all(isinstance(d, str) and _DIGEST.match(d) for d in ids):
+        return None
+    return ids
+
+
+def _check_platform(image: Image, platform: str, declared: str = "") -> Image:
+    """An image whose config says another platform than asked (or than its index entry
+    declares) is not scanned as the one asked: its error names both."""
+    import dataclasses
+
+    if declared and image.platform != "?" and not _matches(image.platform, declared):
+        why = f"its config says {image.platform}, its index entry {declared}"
+        return dataclasses.replace(image, error=f"image {image.name or image.digest}: {why}")
+    if platform and image.platform != "?" and not _matches(image.platform, platform):
+        why = f"is {image.platform} (its config), not {platform} (--platform)"
+        return dataclasses.replace(image, error=f"image {image.name or image.digest} {why}")
+    return image
+
+
+def _docker_image(store, img, platform: str) -> Image:
+    tags = _docker_names(img)
+    name = ", ".join(dict.fromkeys(short_name(t) for t in tags)) or None
+    meta = _MetaBudget()
+    try:
         if not isinstance(img, dict) or not isinstance(img.get("Layers"), list):
-            raise CorruptError(f"manifest.json image {i} lists no Layers")
-        tags = img.get("RepoTags") or [f"image {i}"]
+            raise CorruptError("manifest.json: an image lists no Layers")
+        cfg_name = img.get("Config")
+        config, cfg_digest = None, None
+        if isinstance(cfg_name, str) and ".." not in cfg_name.split("/") and not cfg_name.startswith("/"):
+            m = _HEX_JSON.match(cfg_name)
+            cfg_digest = f"sha256:{m.group(1)}" if m else None  # the image ID is the config's sha256
+            config = _json(store, posixpath.normpath(cfg_name), cfg_digest, meta, f"image config {cfg_name}")
+        diff_ids = _diff_ids(config)
         names = []
         for lay in img["Layers"]:
             if not isinstance(lay, str) or lay.startswith("/") or ".." in lay.split("/"):
                 raise CorruptError(f"manifest.json layer {str(lay)[:80]!r} is no path inside the archive")
             names.append(posixpath.normpath(lay))
-        out.append(Image(", ".join(map(str, tags)), _check_count(names)))
-    return out, notes
+        _check_count(names)
+        if diff_ids is not None and len(diff_ids) != len(names):
+            raise CorruptError(f"image config {cfg_name}: {len(diff_ids)} diff_ids for {len(names)} layers")
+        layers = []
+        size = 0
+        for i, n in enumerate(names):
+            blob = store.get(n)
+            layers.append(
+                Layer(n, None, None if blob is None else blob.size, diff_ids[i] if diff_ids else None)
+            )
+            size += 0 if blob is None else blob.size
+        image = Image(name, None, _platform_of(config) or "?", tuple(layers), cfg_digest, None, size)
+        return _check_platform(image, platform)
+    except InputError as exc:
+        return Image(name, None, "?", error=str(exc))
 
 
-def _layer_names(store, digests) -> tuple[str, ...]:
-    return _check_count([_blob_name(d) for d in digests])
-
-
-def _check_count(names) -> tuple[str, ...]:
+def _check_count(names) -> tuple:
     if len(names) > MAX_LAYERS:
         raise LimitExceeded(f"image of {len(names)} layers, over the {MAX_LAYERS}-layer limit")
     return tuple(names)
 
 
-def _pick(store, index, platform: str, notes: list[str], depth: int):
-    if depth > MAX_INDEX_DEPTH:
-        raise LimitExceeded(f"image indexes nested deeper than {MAX_INDEX_DEPTH}")
-    manifests = index.get("manifests") if isinstance(index, dict) else None
-    if not isinstance(manifests, list) or not manifests:
-        raise CorruptError("image index lists no manifests")
-    want = platform.split("/")
-    chosen, seen = None, []
-    for m in manifests:
-        if not isinstance(m, dict):
-            continue
-        p = m.get("platform") if isinstance(m.get("platform"), dict) else {}
-        name = "/".join(str(x) for x in (p.get("os"), p.get("architecture"), p.get("variant")) if x)
-        if name:
-            seen.append(name)
-        if m.get("mediaType") in _INDEX_TYPES:
-            sub = _json(store, _blob_name(m.get("digest")))
-            if sub is None:
-                raise CorruptError(f"{m.get('digest')}: index blob missing")
-            found, label = _pick(store, sub, platform, notes, depth + 1)
-            if found is not None:
-                return found, label
-            continue
-        if (p.get("os"), p.get("architecture")) == (want[0], want[1] if len(want) > 1 else None) and (
-            len(want) < 3 or p.get("variant") == want[2]
-        ):
-            chosen = m
-            break
-        if not p and chosen is None:
-            chosen = m  # a single-platform layout often states no platform
-    if chosen is None:
-        if depth == 0:
-            raise CorruptError(f"no {platform} image in the index (it has {', '.join(seen) or 'none'})")
-        return None, None
-    label = f"{platform} {chosen.get('digest', '?')[:19]}"
-    manifest = _json(store, _blob_name(chosen.get("digest")))
-    if manifest is None:
-        raise CorruptError(f"{chosen.get('digest')}: manifest blob missing")
-    if len(seen) > 1:
-        notes.append(f"index of {len(seen)} platforms ({', '.join(seen)}): {platform} scanned")
-    return manifest, label
+# ------------------------------------------------------------------------------- the layers
+class Hashing(io.RawIOBase):
+    """A read-once stream that hashes (sha256) and counts every byte it gives."""
+
+    def __init__(self, raw):
+        self.raw, self.sha, self.total = raw, hashlib.sha256(), 0
+
+    def readable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.total
+
+    def readinto(self, target) -> int:
+        data = self.raw.read(len(target))
+        n = len(data)
+        if n:
+            target[:n] = data
+            self.sha.update(data)
+            self.total += n
+        return n
+
+    def finish(self, digest: str | None, size: int | None, what: str) -> None:
+        """Read what is left and compare with ``digest`` and ``size``; a mismatch names ``what``."""
+        while self.read(archives.CHUNK):
+            pass
+        got = "sha256:" + self.sha.hexdigest()
+        if digest is not None and got != digest:
+            raise CorruptError(f"{what}: its bytes hash to {got}, not to its digest {digest}")
+        if size is not None and self.total != size:
+            raise CorruptError(f"{what}: {self.total} bytes, its descriptor says {size}")
 
 
 class ImageReader:
     """The visible regular files of an image's layers, top layer first, each layer read once;
-    ``meta`` collects the Python and conda metadata files of the final filesystem."""
+    ``meta`` collects the Python and conda metadata files of the final filesystem; ``files``,
+    ``bytes``: the regular files of all the layers and their uncompressed bytes."""
 
-    def __init__(self, store, image: Image):
-        self.store, self.image = store, image
+    def __init__(self, store, image: Image, prefix: str = ""):
+        self.store, self.image, self.prefix = store, image, prefix
         self.meta: dict[str, bytes] = {}
+        self.meta_left = MAX_META_BYTES // 2  # (the other half: manifests, indexes, configs)
         self.notes: list[str] = []
+        self.files = self.bytes = 0
         self._paths: set[str] = set()  # every path an upper layer has (files, folders, links)
         self._nondirs: set[str] = set()  # upper files and links: nothing below them shows
         self._gone: set[str] = set()  # deleted by an upper whiteout
@@ -245,62 +562,119 @@ class ImageReader:
         return False
 
     def members(self) -> Iterator[Member]:
-        hidden = whiteouts = links = outside = 0
+        """The members, yielded a layer at a time once that layer's digest was checked."""
+        counts = dict(hidden=0, whiteouts=0, links=0, hardlinks=0, outside=0, unverified=0)
         layers = self.image.layers
         for pos in range(len(layers) - 1, -1, -1):
-            name = layers[pos]
-            blob = self.store.get(name)
-            if blob is None:
-                raise CorruptError(f"layer {name} is missing from the image")
-            stream = archives.decompressed(blob, f"layer {name}")
-            plain = not isinstance(stream, io.BufferedReader)  # a plain tar: members are windows
-            paths, nondirs, gone, opaque = set(), set(), set(), set()
-            for ti, tf in archives.tar_entries(stream):
-                path = posixpath.normpath("/" + ti.name).lstrip("/")
-                if not path or path == "." or ".." in ti.name.split("/"):
-                    outside += 1
-                    continue
-                base = posixpath.basename(path)
-                parent = posixpath.dirname(path)
-                if base.startswith(".wh."):
-                    whiteouts += 1
-                    if base == ".wh..wh..opq":
-                        opaque.add(parent)
-                    else:
-                        gone.add(posixpath.join(parent, base[4:]))
-                    continue
-                if self._hidden(path):
-                    if ti.isreg():
-                        hidden += 1
-                    continue
-                paths.add(path)
-                if not ti.isdir():
-                    nondirs.add(path)
-                if ti.issym() or ti.islnk():
-                    links += 1  # never followed: the target is reported where it lives
-                    continue
-                if not ti.isreg():
-                    continue
-                if _META.search(path) and ti.size <= MAX_JSON_BYTES:
-                    self.meta[path] = tf.extractfile(ti).read(ti.size)
-                    continue
-                m = archives.tar_member(tf, ti, blob if plain else None, name=f"{name}!{path}")
-                if m is not None:
-                    yield m
-            self._paths |= paths
-            self._nondirs |= nondirs
-            self._gone |= gone
-            self._opaque |= opaque
-            if len(self._paths) > MAX_PATHS:
-                raise LimitExceeded(f"more than {MAX_PATHS} paths in the image's layers")
+            yield from self._layer(layers[pos], counts)
+        c = counts
         self.notes.append(
-            f"image {self.image.label}: {len(layers)} layers, {whiteouts} whiteouts, "
-            f"{hidden} files replaced or deleted by upper layers, {links} links not followed"
-            + (f", {outside} entries outside the image skipped" if outside else "")
+            f"image {self.image.label}: {len(layers)} layers, {c['whiteouts']} whiteouts, "
+            f"{c['hidden']} files replaced or deleted by upper layers, {c['links']} links not "
+            f"followed, {c['hardlinks']} hard links followed, {self.files} files of "
+            f"{self.bytes} bytes in the layers"
+            + (f", {c['outside']} entries outside the image skipped" if c["outside"] else "")
+            + (f", {c['unverified']} layers without a digest to check" if c["unverified"] else "")
         )
 
+    def _layer(self, layer: Layer, counts: dict) -> Iterator[Member]:
+        name = layer.name
+        blob = self.store.get(name)
+        if blob is None:
+            raise CorruptError(f"layer {layer.digest or name} is missing from the image")
+        what = f"layer {layer.digest or name}"
+        raw = Hashing(blob.stream())
+        stream = archives.decompressed(blob, what, fileobj=raw)
+        plain = stream is raw  # a plain tar: members are windows into the blob (no copy)
+        unpacked = None  # docker save: the uncompressed tar's digest is the one to check
+        if layer.digest is None and layer.diff_id is not None and not plain:
+            stream = unpacked = Hashing(stream)
+        elif layer.digest is None and layer.diff_id is None:
+            counts["unverified"] += 1
+        window = blob if plain and isinstance(blob, Blob) else None
+        paths, nondirs, gone, opaque = set(), set(), set(), set()
+        held: dict[str, Member] = {}  # hidden files a later hard link may name
+        held_bytes = 0
+        found: list[Member] = []
+        for ti, tf in archives.tar_entries(stream):
+            path = posixpath.normpath("/" + ti.name).lstrip("/")
+            if ".." in ti.name.split("/"):
+                counts["outside"] += 1
+                continue
+            if not path:  # the root folder itself ("./")
+                continue
+            base = posixpath.basename(path)
+            parent = posixpath.dirname(path)
+            if base.startswith(".wh."):
+                counts["whiteouts"] += 1
+                if base == ".wh..wh..opq":
+                    opaque.add(parent)
+                else:
+                    gone.add(posixpath.join(parent, base[4:]))
+                continue
+            if ti.isreg():
+                self.files += 1
+                self.bytes += ti.size
+            if self._hidden(path):
+                if ti.isreg():
+                    counts["hidden"] += 1
+                    if held_bytes + ti.size <= MAX_HELD_BYTES and not _META.search(path):
+                        m = archives.tar_member(tf, ti, window, name=f"{self.prefix}{name}!{path}")
+                        if m is not None and m.blob is not None:
+                            held[path] = m
+                            held_bytes += ti.size if window is None else 0
+                continue
+            paths.add(path)
+            if not ti.isdir():
+                nondirs.add(path)
+            if ti.islnk():
+                target = posixpath.normpath("/" + ti.linkname).lstrip("/")
+                m = held.get(target)
+                if m is not None:  # the target's own path is gone from the final filesystem
+                    counts["hardlinks"] += 1
+                    found.append(Member(f"{self.prefix}{name}!{path}", m.blob))
+                elif target in paths:  # the target is visible: reported under its own name
+                    counts["hardlinks"] += 1
+                else:  # no earlier file of this layer: nothing to follow (never out of the image)
+                    counts["links"] += 1
+                continue
+            if ti.issym():
+                counts["links"] += 1  # never followed: the target is reported where it lives
+                continue
+            if not ti.isreg():
+                continue
+            if _META.search(path):
+                self._keep_meta(tf, ti, path)
+                continue
+            m = archives.tar_member(tf, ti, window, name=f"{self.prefix}{name}!{path}")
+            if m is not None:
+                found.append(m)
+                if m.blob is not None:
+                    held[path] = m  # a later hard link in this layer may name it
+        if unpacked is not None:
+            unpacked.finish(layer.diff_id, None, f"{what} (uncompressed)")
+        raw.finish(layer.digest or (layer.diff_id if plain else None), layer.size, what)
+        self._paths |= paths
+        self._nondirs |= nondirs
+        self._gone |= gone
+        self._opaque |= opaque
+        if len(self._paths) > MAX_PATHS:
+            raise LimitExceeded(f"more than {MAX_PATHS} paths in the image's layers")
+        yield from found
+
+    def _keep_meta(self, tf, ti, path: str) -> None:
+        if ti.size > MAX_JSON_BYTES or ti.size > self.meta_left:
+            self.notes.append(
+                f"{path}: {ti.size} bytes of metadata over the image's bound "
+                f"({MAX_META_BYTES // 2} bytes of layer metadata in all): not read, its files unattributed"
+            )
+            return
+        self.meta_left -= ti.size
+        self.meta[path] = tf.extractfile(ti).read(ti.size)
+
     def owners(self) -> dict[str, Package]:
-        """Image path -> the distribution or conda package that lists it (final filesystem)."""
+        """Image path -> the distribution or conda package that lists it (final filesystem). A
+        metadata file that does not parse costs its own package's attribution, with a note."""
         out: dict[str, Package] = {}
         for path, data in sorted(self.meta.items()):
             text = data.decode("utf-8", "replace")
@@ -318,14 +692,17 @@ class ImageReader:
                         )
             elif "/conda-meta/" in "/" + path and path.endswith(".json"):
                 try:
-                    doc = json.loads(text)
-                except ValueError:
+                    doc = loads(data, path)
+                except CorruptError as exc:
+                    self.notes.append(f"{exc.message}: its package's files unattributed")
                     continue
                 if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):
+                    self.notes.append(f"{path}: no package name: its files unattributed")
                     continue
                 prefix = posixpath.dirname(posixpath.dirname(path))
                 pkg = Package("conda", doc["name"], str(doc.get("version", "?")), str(doc.get("build", "")))
-                for f in doc.get("files", ()):
+                files = doc.get("files", ())
+                for f in files if isinstance(files, list) else ():
                     if isinstance(f, str):
                         out.setdefault(posixpath.normpath(posixpath.join(prefix, f)), pkg)
         return out

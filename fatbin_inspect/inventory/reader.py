@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from fatbin_inspect.containers import Layout, archives, conda, detect, has_static_cudart, machine_of, oci
-from fatbin_inspect.errors import BudgetExceeded, InputError, LimitExceeded
+from fatbin_inspect.errors import BudgetExceeded, InputError, LimitExceeded, UnreadableError
 from fatbin_inspect.formats import cubin as cubin_mod
 from fatbin_inspect.formats import fatbin as fatbin_mod
 from fatbin_inspect.formats import ptx as ptx_mod
@@ -33,7 +33,7 @@ from fatbin_inspect.formats.model import (
     Kernel,
     bare_entry,
 )
-from fatbin_inspect.inventory import member_path
+from fatbin_inspect.inventory import member_path, walk
 
 MAX_DEPTH = 4  # wheel inside a tar layer inside a tar is depth 2; deeper is not a real layout
 
@@ -47,15 +47,32 @@ class Options:
     jobs: int = 0  # processes for decoding one large file's payloads; 0 = one per CPU, 1 = none
     resources: bool = True  # with kernels: registers, shared, constant0, max threads per kernel
     probe_small: bool = False  # decode only small cubins (<= PROBE_MAX): tells device-link output
-    platform: str = "linux/amd64"  # the image of a multi-platform OCI index that is read
+    # the platform of the images read: what a multi-platform index gives and each image's config
+    # must say; "": linux/amd64 from an index, any single-platform image as it is
+    platform: str = ""
     digests: bool = False  # FileReport.sha256 of each file and archive read whole (the SBOM; off: no hashing)
 
 
 def inspect_path(path: str, opts: Options = Options()) -> Iterator[FileReport]:
-    """Records for one file on disk, or an OCI image layout folder (other folders are walked by
-    ``scan``)."""
-    if os.path.isdir(path) and oci.is_layout_dir(path):
-        yield from _container_first(path, _inspect_image(path, oci.DirStore(path), opts, 0, 0))
+    """Records for one file on disk, an OCI image layout folder or an image reference
+    (``walk.image_ref``: ``DIR:TAG``, ``oci-archive:FILE:TAG``, ``docker://HOST/REPO:TAG``...);
+    other folders are walked by ``scan``."""
+    ref = walk.image_ref(path)
+    if ref is not None and ref.transport == "stdin":
+        try:
+            blob = walk.stdin_blob()
+        except InputError as exc:
+            yield FileReport(path=path, format="unknown", size=0, error=_err(exc))
+            return
+        yield from inspect_blob(path, blob, opts, 0)
+        return
+    if ref is not None or (os.path.isdir(path) and oci.is_layout_dir(path)):
+        try:
+            store, select = open_image(path, ref)
+        except InputError as exc:
+            yield FileReport(path=path, format="oci", size=0, error=_err(exc))
+            return
+        yield from _container_first(path, _inspect_image(path, store, opts, 0, 0, select=select))
         return
     try:
         blob = open_blob(path)
@@ -317,42 +334,128 @@ def _inspect_archive(
     )
 
 
-def _inspect_image(path: str, store, opts: Options, depth: int, size: int, budget: Budget | None = None):
-    """An OCI layout or ``docker save`` tar: its final filesystem's files (``PATH!LAYER!FILE``),
-    attributed by the image's own Python and conda metadata, then the image's record. The
-    records are held until the last layer was read (metadata may sit in any layer)."""
+def open_image(path: str, ref: walk.ImageRef | None = None):
+    """(store, tag or None) of an image input: a layout folder, an uncompressed image tar, either
+    with a tag asked for, or a registry reference. ``InputError`` when it is no image."""
+    if ref is None:
+        ref = walk.image_ref(path) or walk.ImageRef("path", path)
+    if ref.transport == "docker":
+        from fatbin_inspect.containers import registry
+
+        return registry.open_store(ref.path), None
+    if ref.transport == "stdin":
+        raise UnreadableError("-: standard input is read by the command (scan -, list -)")
+    if os.path.isdir(ref.path):
+        if ref.transport not in ("oci", "path"):
+            raise UnreadableError(f"{ref.path}: a folder, not an {ref.transport} file")
+        return oci.open_store(ref.path), ref.select
+    blob = open_blob(ref.path)
+    if detect(blob.head(512)) != "tar":
+        raise UnreadableError(f"{ref.path}: not an uncompressed image tar (OCI archive or docker save)")
+    store = oci.TarStore.index(blob)
+    if not oci.is_image_names(store.entries):
+        raise UnreadableError(f"{ref.path}: a tar without index.json or manifest.json: no image")
+    return store, ref.select
+
+
+def image_facts(path: str, platform: str = "") -> list[oci.Image] | None:
+    """The images an image input holds (metadata only, checked; no layer is read), None for an
+    input that is no image; an image that cannot be described carries its error."""
+    ref = walk.image_ref(path)
+    if ref is None and not (os.path.isdir(path) and oci.is_layout_dir(path)):
+        try:
+            blob = open_blob(path)
+        except InputError:
+            return None
+        if detect(blob.head(512)) != "tar":
+            return None
+    try:
+        store, select = open_image(path, ref)
+        return oci.images(store, platform, select)[0]
+    except InputError as exc:
+        if ref is None and not os.path.isdir(path):
+            return None  # a plain tar
+        return [oci.Image(path, None, "?", error=str(exc))]
+    except Exception as exc:  # a parser bug costs the facts, not the scan
+        return [oci.Image(path, None, "?", error=f"{type(exc).__name__}: {exc}")]
+
+
+def _inspect_image(
+    path: str,
+    store,
+    opts: Options,
+    depth: int,
+    size: int,
+    budget: Budget | None = None,
+    select: str | None = None,
+):
+    """An OCI layout, image tar or registry image: each image's final filesystem's files
+    (``PATH!LAYER!FILE``, ``PATH!IMAGE!LAYER!FILE`` when it holds several), attributed by the
+    image's own Python and conda metadata, then a record per image when there are several (its
+    notes, its error) and the input's record. An image's records are held until its last layer
+    was read and checked (metadata may sit in any layer); one image's error costs that image."""
     notes: list[str] = []
     error: FileError | None = None
     out: list[FileReport] = []
-    seen: set[str] = set()
+    found: list[oci.Image] = []
     try:
-        images, notes = oci.images(store, opts.platform)
-        for image in images:
-            reader = oci.ImageReader(store, image)
-            found: list[FileReport] = []
-            for m in reader.members():
-                child = f"{path}!{m.name}"  # the image reader names members LAYER!PATH itself
-                if m.error is not None:
-                    found.append(FileReport(path=child, format="unknown", size=0, error=_err(m.error)))
-                    continue
-                for rec, _b in inspect_pairs(child, m.blob, opts, depth + 1, budget):
-                    if rec.fatbins or rec.error or (opts.members == "all" and rec.format != "unknown"):
-                        found.append(rec)
-            owners = reader.owners()
-            for rec in found:
-                if rec.path in seen:  # a layer two images of one archive share
-                    continue
-                seen.add(rec.path)
-                owner = owners.get(rec.path[len(path) + 1 :].split("!")[1])
-                out.append(rec if owner is None or rec.package else dataclasses.replace(rec, package=owner))
-            notes += reader.notes
+        found, notes = oci.images(store, opts.platform, select)
     except InputError as exc:
         error = _err(exc)
     except Exception as exc:
         error = _err(exc)
+    several = len(found) > 1
+    if budget is None:
+        budget = Budget(sum(i.size for i in found) or size)
+    for n, image in enumerate(found):
+        prefix = member_path.escape(image.name or f"@{n}") + "!" if several else ""
+        recs, inotes, ierr = _image_records(path, store, image, prefix, opts, depth, budget)
+        out += recs
+        if several:
+            out.append(
+                FileReport(
+                    path=f"{path}!{prefix[:-1]}",
+                    format="oci",
+                    size=image.size,
+                    error=ierr,
+                    notes=tuple(inotes),
+                )
+            )
+        else:
+            notes += inotes
+            error = error or ierr
     for rec in out:
         yield rec, None
-    yield FileReport(path=path, format="oci", size=size, error=error, notes=tuple(notes)), None
+    total = size or sum(i.size for i in found)
+    yield FileReport(path=path, format="oci", size=total, error=error, notes=tuple(notes)), None
+
+
+def _image_records(path: str, store, image: oci.Image, prefix: str, opts: Options, depth: int, budget):
+    """(records, notes, error) of one image; its records are dropped when a layer fails its check."""
+    if image.error is not None:
+        return [], [], FileError(image.error)
+    reader = oci.ImageReader(store, image, prefix)
+    pairs: list[tuple[str, FileReport]] = []
+    try:
+        for m in reader.members():
+            child = f"{path}!{m.name}"  # the image reader names members [IMAGE!]LAYER!PATH itself
+            inside = m.name[len(prefix) :].split("!", 1)[-1]
+            if m.error is not None:
+                pairs.append((inside, FileReport(path=child, format="unknown", size=0, error=_err(m.error))))
+                continue
+            for rec, _b in inspect_pairs(child, m.blob, opts, depth + 1, budget):
+                if rec.fatbins or rec.error or (opts.members == "all" and rec.format != "unknown"):
+                    pairs.append((inside, rec))
+    except InputError as exc:
+        return [], reader.notes, _err(exc)
+    except Exception as exc:
+        return [], reader.notes, _err(exc)
+    owners = reader.owners()
+    recs = []
+    for inside, rec in pairs:
+        owner = owners.get(inside)
+        recs.append(rec if owner is None or rec.package else dataclasses.replace(rec, package=owner))
+    return recs, reader.notes, None
 
 
 DIGEST_CHUNK = 16 << 20

@@ -11,6 +11,7 @@ import operator
 import os
 import stat
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 # (path, note): note is None for a file to inspect, else why it was skipped
 Item = tuple[str, str | None]
@@ -114,3 +115,89 @@ def iter_stat(root: str) -> Iterator[StatItem]:
                 )
         else:
             stack.pop()
+
+
+# ---------------------------------------------------------------------- image references
+@dataclass(frozen=True)
+class ImageRef:
+    """An input named the way skopeo names images: ``oci:DIR[:TAG]``, ``oci-archive:FILE[:TAG]``,
+    ``docker-archive:FILE[:NAME|@N]``, ``docker://HOST/REPO[:TAG|@DIGEST]`` (or ``registry://``),
+    a bare ``DIR:TAG`` / ``FILE:TAG`` whose part before the last ``:`` exists, or ``-`` (stdin)."""
+
+    transport: str  # oci | oci-archive | docker-archive | docker | stdin | path
+    path: str  # the folder or file; HOST/REPO[:TAG] for docker
+    select: str | None = None  # the tag, docker reference or @N asked for; None: every image
+
+
+_TRANSPORTS = ("oci-archive:", "docker-archive:", "oci:")
+
+
+def image_ref(arg: str) -> ImageRef | None:
+    """The reference ``arg`` names, or None when it is a plain path (a path that exists is
+    always a path, whatever its name looks like)."""
+    if arg == "-":
+        return ImageRef("stdin", "-")
+    for scheme in ("docker://", "registry://"):
+        if arg.startswith(scheme):
+            return ImageRef("docker", arg[len(scheme) :])
+    if os.path.lexists(arg):
+        return None
+    for t in _TRANSPORTS:
+        if arg.startswith(t):
+            rest = arg[len(t) :]
+            path, _, select = rest.partition(":")  # skopeo splits at the first ':'
+            return ImageRef(t[:-1], path, select or None)
+    path, sep, select = arg.rpartition(":")  # a tag holds no ':'
+    if sep and path and select and "/" not in select and os.path.exists(path):
+        return ImageRef("path", path, select)
+    return None
+
+
+MAX_STDIN_BYTES = 64 << 30  # a docker save of the largest real images is a few tens of GB
+
+
+def stdin_blob(fd: int = 0):
+    """Standard input (``docker save IMG | fatbin-inspect scan -``) as a ``Blob``. A regular
+    file (``< image.tar``) is mapped where it is. A pipe cannot be: a ``docker save`` tar puts
+    ``manifest.json`` (which says what the layers are) after the layers, so the stream is copied,
+    at most ``MAX_STDIN_BYTES``, into a file in a private temporary folder (mode 0700), unlinked
+    at once (nothing is left behind, whatever happens) and mapped; the copy is then read as a
+    file, layer by layer."""
+    import mmap
+    import tempfile
+
+    from fatbin_inspect.errors import LimitExceeded, UnreadableError
+    from fatbin_inspect.formats.binio import Blob
+
+    try:
+        st = os.fstat(fd)
+    except OSError as exc:
+        raise UnreadableError(f"-: standard input: {exc.strerror}") from None
+    if stat.S_ISREG(st.st_mode) and st.st_size:
+        mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        return Blob(mm, 0, st.st_size, owner=mm)
+    folder = tempfile.mkdtemp(prefix="fatbin-inspect-stdin-")  # 0700: this user's alone
+    path = os.path.join(folder, "stdin.tar")
+    out = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        os.unlink(path)
+        os.rmdir(folder)
+        total = 0
+        while True:
+            chunk = os.read(fd, 4 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > MAX_STDIN_BYTES:
+                raise LimitExceeded(f"-: standard input past {MAX_STDIN_BYTES} bytes")
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(out, view) :]
+        if total == 0:
+            return Blob(b"")
+        mm = mmap.mmap(out, 0, access=mmap.ACCESS_READ)
+        return Blob(mm, 0, total, owner=mm)
+    except OSError as exc:
+        raise UnreadableError(f"-: standard input: cannot keep a copy: {exc.strerror}") from None
+    finally:
+        os.close(out)

@@ -63,7 +63,7 @@ FINGERPRINT_DEFAULTS = dict(
     probe_small=False,
     scan_hidden=True,
     members="device",
-    platform="linux/amd64",
+    platform="",
     digests=False,
 )
 
@@ -107,6 +107,9 @@ class ScanResult:
     # (path, why) of entries that are no regular file: FIFOs, devices, sockets, symlink loops,
     # dangling symlinks (``list`` reports them as records; ``scan --strict`` exits 3 for them)
     skipped: tuple[tuple[str, str], ...] = ()
+    # (input, ``containers.oci.Image``) of every image named as an input: its reference, manifest
+    # digest, tag, platform and layers, as its checked metadata says
+    images: tuple[tuple[str, Any], ...] = ()
 
 
 def _jobs(n: int) -> int:
@@ -124,7 +127,7 @@ def _options_fingerprint(o: Options | Mapping[str, Any] | None) -> str:
     return (
         f"k{int(v['kernels'])}d{int(v['details'])}r{int(v['resources'])}p{int(v['probe_small'])}"
         f"h{int(v['scan_hidden'])}m{v['members']}"
-        + ("" if v["platform"] == "linux/amd64" else f"p{v['platform']}")
+        + (f"p{v['platform']}" if v["platform"] else "")
         + ("s" if v["digests"] else "")  # rows with SHA-256 digests (the SBOM) are rows of their own
     )
 
@@ -153,6 +156,7 @@ class _Scanner:
         self.reports: list[FileReport] = []
         self.stats = dict(files=0, bytes=0, inspected=0, cache_hits=0, skipped=0)
         self.skipped: list[tuple[str, str]] = []
+        self.images: list[tuple[str, Any]] = []
         self.done = 0
         self.bytes_done = 0
         self.client = None
@@ -364,27 +368,39 @@ class _Scanner:
             path = state[0]
             self._finish([(path, state[1], _join_spans(path, state[2]))])
 
-    def _file(self, path: str, apath: str, st: os.stat_result | None, fmt: str | None = None) -> None:
+    def _file(
+        self,
+        path: str,
+        apath: str,
+        st: os.stat_result | None,
+        fmt: str | None = None,
+        key: tuple | None = None,
+        stat_of: str | None = None,
+        size: int | None = None,
+    ) -> None:
         """One regular file: ``apath`` its absolute path, ``st`` its stat when the walk had it;
-        ``fmt``: its format when known without reading it (an image layout folder)."""
-        if st is None and os.path.isdir(path):  # an OCI image layout (the walk yields it whole):
-            fmt = "oci"  # one unit, keyed by its index.json (the blobs are content-addressed)
-            path_st = os.path.join(path, "index.json")
-        else:
-            path_st = path
-        if st is None:
+        ``fmt``: its format when known without reading it (an image); ``key``: its cache key
+        when no stat gives it (a registry image), ``stat_of``: the file whose stat does (a
+        layout's index.json: the blobs are content-addressed); ``size``: its true size when the
+        stat's is not (an image layout: its blobs)."""
+        if st is None and key is None and stat_of is None and os.path.isdir(path):
+            fmt = "oci"  # an OCI image layout found in a tree (the walk yields it whole): one unit
+            stat_of = os.path.join(path, "index.json")
+        if st is None and key is None:
             try:
-                st = os.stat(path_st)
+                st = os.stat(stat_of or path)
             except OSError as exc:
                 self._error(path, 0, f"unreadable: {exc.strerror}")
                 return
-        size = st.st_size
+        if size is None:
+            size = st.st_size if st is not None else 0
+        if key is None:
+            key = stat_key(st)
         self.stats["files"] += 1
         self.stats["bytes"] += size
         if size < MIN_SIZE:
             self._tick(1, size)
             return
-        key = stat_key(st)
         cached = self.cache.get(apath, key)
         if cached is None or (cached is not MISS and self._hit(path, apath, key, cached)):
             if cached is not None:
@@ -426,7 +442,70 @@ class _Scanner:
         self.stats["bytes"] += nbytes
         self._tick(n, nbytes)
 
+    def _platform(self) -> str:
+        o = self.opts.inventory
+        return (o.get("platform", "") if isinstance(o, Mapping) else o.platform) if o is not None else ""
+
+    def _image_root(self, root: Root) -> bool:
+        """An image named as an input (a layout, an image tar, ``DIR:TAG``, a registry
+        reference, stdin): its facts read here (metadata only), then one unit; False for others."""
+        if root.kind == "stdin":
+            self._stdin(root.path)
+            return True
+        if root.kind not in ("oci-image", "registry", "archive", "image"):
+            return False
+        from fatbin_inspect.inventory.reader import image_facts
+
+        facts = image_facts(root.path, self._platform())
+        if facts is None:
+            return False
+        self.images += [(root.path, image) for image in facts]
+        if root.kind == "archive":
+            return False  # a file: walked (and cached) as one
+        size = sum(i.size for i in facts)
+        digests = "".join(i.digest or "" for i in facts)
+        if root.kind == "registry":  # content-addressed: the manifest digests are the key
+            import hashlib
+
+            tag = int(hashlib.sha256(digests.encode()).hexdigest()[:15], 16)
+            self._file(root.path, root.path, None, "oci", key=(0, 0, size, tag, 0), size=size)
+            return True
+        from fatbin_inspect.inventory.walk import image_ref
+
+        ref = image_ref(root.path)
+        where = ref.path if ref is not None else root.path
+        apath = os.path.abspath(where) + (f":{ref.select}" if ref is not None and ref.select else "")
+        if os.path.isdir(where):
+            self._file(root.path, apath, None, "oci", stat_of=os.path.join(where, "index.json"), size=size)
+        else:
+            self._file(root.path, apath, None, "oci", stat_of=where)
+        return True
+
+    def _stdin(self, path: str) -> None:
+        """``-``: standard input read once, here (a pipe is not for the pool), never cached."""
+        from fatbin_inspect.inventory.reader import Options, inspect_blob
+        from fatbin_inspect.inventory.walk import stdin_blob
+        from fatbin_inspect.scanning import worker
+
+        o = self.opts.inventory
+        opts = o if isinstance(o, Options) else Options(**(o or {}))
+        self.stats["files"] += 1
+        try:
+            blob = stdin_blob()
+        except Exception as exc:
+            self._error(path, 0, str(exc))
+            return
+        self.stats["bytes"] += blob.size
+        self.stats["inspected"] += 1
+        records = [r for r in inspect_blob(path, blob, opts, 0) if r.fatbins or r.error]
+        encs = worker.encoded(records, path, self.encoder, True, False)
+        texts = [e[2] for e in encs] if self.encoder is not None else None
+        self._accept(path, records, texts, attribute=False)
+        self._tick(1, blob.size)
+
     def _root(self, root: Root) -> None:
+        if self._image_root(root):
+            return
         known = self.cache.preload(os.path.abspath(root.path))
         n = nbytes = 0  # files settled by their stat alone, not yet counted: the warm path of a
         for path, apath, st, skip in iter_stat(root.path):  # tree is this loop and nothing else
@@ -490,10 +569,13 @@ class _Scanner:
         stats = ScanStats(cache=self.cache.path, **self.stats)
         reports = tuple(self.reports[i] for i in order)
         skipped = tuple(self.skipped)
+        images = tuple(self.images)
         if self.encoder is None:
-            return ScanResult(roots, reports, stats, skipped=skipped)
+            return ScanResult(roots, reports, stats, skipped=skipped, images=images)
         locs = [self.locs[i] for i in order]
-        return ScanResult(roots, reports, stats, texts=lambda: self._texts(locs), skipped=skipped)
+        return ScanResult(
+            roots, reports, stats, texts=lambda: self._texts(locs), skipped=skipped, images=images
+        )
 
     def _texts(self, locs: list[tuple]) -> Iterator[bytes]:
         """The texts at ``locs`` in that order, from the spill file or a cache row (checked as it

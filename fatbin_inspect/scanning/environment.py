@@ -14,13 +14,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fatbin_inspect.errors import UsageError
-from fatbin_inspect.inventory.walk import StatItem, iter_stat  # noqa: F401  (the scan's walk)
+from fatbin_inspect.inventory.walk import StatItem, image_ref, iter_stat  # noqa: F401  (the scan's walk)
 
 
 @dataclass(frozen=True)
 class Root:
     path: str
-    kind: str  # site-packages | venv | conda | oci-image | directory | wheel | conda-package | archive | file
+    # site-packages | venv | conda | oci-image | image (a tar named with its tag) | registry | stdin |
+    # directory | wheel | conda-package | archive | file
+    kind: str
 
 
 def interpreter_site_packages() -> tuple[str, ...]:
@@ -60,9 +62,28 @@ def kind_of(path: str) -> str:
 
 
 def resolve_roots(paths: Iterable[str]) -> tuple[Root, ...]:
+    """The roots of ``paths``: folders and files, and images named the way skopeo names them
+    (``walk.image_ref``: ``DIR:TAG``, ``oci-archive:FILE:TAG``, ``docker://HOST/REPO:TAG``, ``-``)."""
     paths = tuple(paths) or interpreter_site_packages()
     roots, seen = [], set()
     for p in paths:
+        ref = image_ref(p)
+        if ref is not None:
+            if ref.transport == "docker":
+                from fatbin_inspect.containers.registry import parse
+
+                parse(ref.path)  # a malformed reference is a usage error now, not a record
+                kind = "registry"
+            elif ref.transport == "stdin":
+                kind = "stdin"
+            elif not os.path.exists(ref.path):
+                raise UsageError(f"{p}: {ref.path}: no such file or directory")
+            else:
+                kind = "oci-image" if os.path.isdir(ref.path) else "image"
+            if p not in seen:
+                seen.add(p)
+                roots.append(Root(p, kind))
+            continue
         if not os.path.exists(p):
             raise UsageError(f"{p}: no such file or directory")
         real = os.path.realpath(p)

@@ -27,6 +27,7 @@ from fatbin_inspect.inventory.reader import (
 from fatbin_inspect.inventory.reader import (
     zip_spans as zip_spans,  # re-exported: scan and its tests call worker.zip_spans
 )
+from fatbin_inspect.inventory.walk import image_ref
 from fatbin_inspect.scanning.cache import encode_record, pack
 
 CHUNK = 32 << 20
@@ -66,7 +67,7 @@ def has_magic(blob: Blob, ranges=None) -> bool:
 def inspect_file(path: str, opts: Options) -> tuple[FileReport, ...]:
     """Records worth reporting for one file on disk (or an OCI image layout folder): those with
     device code or an error."""
-    if os.path.isdir(path):
+    if os.path.isdir(path) or image_ref(path) is not None:  # an image layout or reference
         return tuple(rec for rec in inspect_path(path, opts) if rec.fatbins or rec.error)
     try:
         blob = open_blob(path)
