@@ -33,7 +33,7 @@ PRETTY_MAX_ENTRIES = 2000  # larger inventories are written compact (same docume
     "fatbin-inspect build/ --gpu H100 --format json -o inventory.json",
 )
 @click.command("list")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=True))
+@click.argument("paths", nargs=-1, required=True)
 @click.option("--kernels", is_flag=True, help="Decode payloads: every kernel, with per-kernel resources.")
 @click.option("--details", is_flag=True, help="Decode cubins: ELF ABI, type, toolkit, device-link.")
 @click.option(
@@ -62,7 +62,12 @@ PRETTY_MAX_ENTRIES = 2000  # larger inventories are written compact (same docume
 def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpus, driver, fmt, output):
     """List every CUDA fat binary and entry in PATHS (files, archives, wheels, directories).
 
-    With --gpu, add the verdict per file and target: native, jit or fail (CUDA error, rule)."""
+    With --gpu, add the verdict per file and target: native, jit or fail (CUDA error, rule).
+    Images as skopeo names them too: DIR:TAG, oci-archive:FILE:TAG, docker-archive:FILE:NAME,
+    docker://HOST/REPO:TAG, and - (a docker save on standard input)."""
+    from fatbin_inspect.scanning.environment import resolve_roots
+
+    resolve_roots(paths)  # each path exists, each image reference is well formed (else exit 2)
     targets = ()
     if gpus:
         from fatbin_inspect.compat.targets import resolve_targets

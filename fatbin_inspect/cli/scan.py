@@ -33,7 +33,7 @@ from fatbin_inspect.errors import UsageError
 from fatbin_inspect.judging.torch import environment_runtime, torch_mismatches
 
 
-def _html(paths, targets, reports, cov, engine_verdicts) -> str:
+def _html(paths, targets, reports, cov, engine_verdicts, images=()) -> str:
     """The HTML report: the table's matrix (rows rolled up the same way), files and fatbins, and
     the findings ``check`` would give for the files of the rows that fail or need JIT."""
     import dataclasses
@@ -54,6 +54,14 @@ def _html(paths, targets, reports, cov, engine_verdicts) -> str:
     ]
     report = check_findings(paths, targets, kept, [r for r in reports if r.error])
     report = dataclasses.replace(report, command="scan", coverage=cov, files=tuple(reports))
+    if images:  # an image input is named with its tag, manifest digest and platform
+        from fatbin_inspect.render.scan_table import image_head
+
+        named = {im["input"]: [] for im in images}
+        for im in images:
+            named[im["input"]].append(image_head(im))
+        shown = [f"{p} ({'; '.join(named[p])})" if p in named else p for p in report.inputs]
+        report = dataclasses.replace(report, inputs=tuple(shown))
     return findings.render(report, "html")[0]
 
 
@@ -114,10 +122,23 @@ def _html(paths, targets, reports, cov, engine_verdicts) -> str:
 )
 @click.option(
     "--platform",
-    default="linux/amd64",
-    show_default=True,
+    default="",
     metavar="OS/ARCH[/VARIANT]",
-    help="The image of a multi-platform OCI index to scan.",
+    help="Images: the platform to scan (from a multi-platform index; default linux/amd64); "
+    "an image whose config says another is an error naming both.",
+)
+@click.option(
+    "--layers",
+    "show_layers",
+    is_flag=True,
+    help="Table: under each image, its layers and the CUDA files each one brought.",
+)
+@click.option(
+    "--insecure-registry",
+    "insecure",
+    multiple=True,
+    metavar="HOST[:PORT]",
+    help="Speak plain http to this registry (loopback hosts always do).",
 )
 @click.option("--strict", is_flag=True, help="Exit 3 when any file could not be read.")
 @fail_options("error", what="failures (error) or PTX JIT (warning) of a --gpu target")
@@ -138,6 +159,8 @@ def scan_cmd(
     executor,
     scheduler,
     platform,
+    show_layers,
+    insecure,
     strict,
     verdicts_only,
     fail_on,
@@ -148,11 +171,19 @@ def scan_cmd(
     """Which installed distributions have device code for which GPUs.
 
     PATHS: folders, virtualenv or conda prefixes, wheels, conda packages, OCI image layouts and
-    .tar images (OCI archives, docker save) (none: the running
-    interpreter's site-packages). Cache: $FATBIN_INSPECT_CACHE_DIR or the user cache dir; delete it
+    .tar images (OCI archives, docker save), images as skopeo names them (DIR:TAG,
+    oci-archive:FILE:TAG, docker-archive:FILE:NAME, docker://HOST/REPO:TAG) and - (a docker
+    save on standard input) (none: the running interpreter's site-packages). Cache: $FATBIN_INSPECT_CACHE_DIR or the user cache dir; delete it
     at will. Exit 1 when a --gpu target fails to run something (--fail-on warning: or needs JIT).
     """
     from fatbin_inspect.scanning import ScanOptions, coverage, scan
+
+    if insecure:  # read by containers.registry, in this process and the workers it forks
+        import os
+
+        from fatbin_inspect.containers.registry import INSECURE_ENV
+
+        os.environ[INSECURE_ENV] = ",".join(filter(None, [os.environ.get(INSECURE_ENV), *insecure]))
 
     if executor == "dask" and not scheduler:
         raise click.UsageError("--executor dask needs --scheduler tcp://HOST:PORT")
@@ -225,9 +256,19 @@ def scan_cmd(
     elif fmt == "cyclonedx":
         text = sbom_text("scan", result.reports, targets, engine_vs, roll_up)
     elif fmt == "html":
-        text = _html(paths, targets, result.reports, cov, [v for vs in engine_vs.values() for v in vs])
+        from fatbin_inspect.scanning.images import image_views
+
+        text = _html(
+            paths,
+            targets,
+            result.reports,
+            cov,
+            [v for vs in engine_vs.values() for v in vs],
+            image_views(result.images, result.reports),
+        )
     else:
         from fatbin_inspect.render.scan_table import render_coverage, summary_line
+        from fatbin_inspect.scanning.images import image_views
 
         s = result.stats
         summary = summary_line(
@@ -243,6 +284,8 @@ def scan_cmd(
             headers=[
                 t.host_label or t.gpu.name.replace("NVIDIA ", "").replace("GeForce ", "") for t in targets
             ],
+            images=image_views(result.images, result.reports),
+            layers=show_layers,
         )
     if text is not None and fmt == "table" and targets:
         lines = torch_mismatches(result.reports, engine_vs)

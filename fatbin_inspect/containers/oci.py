@@ -57,6 +57,7 @@ from fatbin_inspect.formats.model import Package
 MAX_LAYERS = 500  # Docker refuses more than 127; a registry image past this is hostile
 MAX_JSON_BYTES = 8 << 20
 MAX_META_BYTES = 64 << 20  # all metadata of one image together (real images: well under 1 MB)
+MAX_OWNED = 1_000_000  # paths the metadata of one image attributes (a large conda env: 200,000)
 MAX_HELD_BYTES = 2 << 30  # hidden files kept in one layer for the hard links that name them
 MAX_INDEX_DEPTH = 4  # index -> index -> manifest is the deepest real layout
 MAX_PATHS = 4_000_000  # paths remembered from upper layers, all layers together
@@ -544,6 +545,7 @@ class ImageReader:
         self.store, self.image, self.prefix = store, image, prefix
         self.meta: dict[str, bytes] = {}
         self.meta_left = MAX_META_BYTES // 2  # (the other half: manifests, indexes, configs)
+        self.meta_skipped = 0
         self.notes: list[str] = []
         self.files = self.bytes = 0
         self._paths: set[str] = set()  # every path an upper layer has (files, folders, links)
@@ -575,6 +577,7 @@ class ImageReader:
             f"{self.bytes} bytes in the layers"
             + (f", {c['outside']} entries outside the image skipped" if c["outside"] else "")
             + (f", {c['unverified']} layers without a digest to check" if c["unverified"] else "")
+            + (f", {self.meta_skipped} metadata files over the bound not read" if self.meta_skipped else "")
         )
 
     def _layer(self, layer: Layer, counts: dict) -> Iterator[Member]:
@@ -664,10 +667,12 @@ class ImageReader:
 
     def _keep_meta(self, tf, ti, path: str) -> None:
         if ti.size > MAX_JSON_BYTES or ti.size > self.meta_left:
-            self.notes.append(
-                f"{path}: {ti.size} bytes of metadata over the image's bound "
-                f"({MAX_META_BYTES // 2} bytes of layer metadata in all): not read, its files unattributed"
-            )
+            if not self.meta_skipped:
+                self.notes.append(
+                    f"{path}: {ti.size} bytes of metadata over the image's bound ({MAX_META_BYTES // 2} "
+                    "bytes of layer metadata in all): not read, its files unattributed"
+                )
+            self.meta_skipped += 1
             return
         self.meta_left -= ti.size
         self.meta[path] = tf.extractfile(ti).read(ti.size)
@@ -675,7 +680,7 @@ class ImageReader:
     def owners(self) -> dict[str, Package]:
         """Image path -> the distribution or conda package that lists it (final filesystem). A
         metadata file that does not parse costs its own package's attribution, with a note."""
-        out: dict[str, Package] = {}
+        out: _Owners = _Owners(self.notes)
         for path, data in sorted(self.meta.items()):
             text = data.decode("utf-8", "replace")
             if path.endswith("/RECORD"):
@@ -706,6 +711,22 @@ class ImageReader:
                     if isinstance(f, str):
                         out.setdefault(posixpath.normpath(posixpath.join(prefix, f)), pkg)
         return out
+
+
+class _Owners(dict):
+    """Path -> package, at most ``MAX_OWNED`` paths (then one note, and no more are kept)."""
+
+    def __init__(self, notes: list[str]):
+        super().__init__()
+        self.notes: list[str] | None = notes
+
+    def setdefault(self, key, default=None):
+        if len(self) >= MAX_OWNED and key not in self:
+            if self.notes is not None:
+                self.notes.append(f"the image's metadata lists over {MAX_OWNED} files: the rest unattributed")
+                self.notes = None
+            return default
+        return super().setdefault(key, default)
 
 
 def _metadata(data: bytes | None, info: str) -> tuple[str, str] | None:

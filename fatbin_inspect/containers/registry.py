@@ -159,7 +159,8 @@ class RegistryStore:
                 return self._open(url, accept, retry=False)
             exc.close()
             raise UnreadableError(
-                f"{self.ref.text}: {url.rsplit('/', 2)[-2:]}: HTTP {exc.code} {exc.reason}"
+                f"{self.ref.text}: GET {url[len(self.base) + 1 :] if url.startswith(self.base) else url}: "
+                f"HTTP {exc.code} {exc.reason}"
             ) from None
         except (urllib.error.URLError, OSError) as exc:
             why = getattr(exc, "reason", exc)

@@ -9,6 +9,7 @@ from typing import Any
 from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, file_dict, tool
 from fatbin_inspect.render.jsondump import to_json
 from fatbin_inspect.scanning.coverage import Coverage, Row
+from fatbin_inspect.scanning.images import image_views
 
 
 def row_dict(cov: Coverage, row: Row) -> dict[str, Any]:
@@ -40,8 +41,13 @@ def coverage_dict(cov: Coverage) -> dict[str, Any]:
 
 
 def scan_document(
-    result, cov: Coverage, seconds: float, targets: Sequence[dict[str, Any]] | None = None
+    result,
+    cov: Coverage,
+    seconds: float,
+    targets: Sequence[dict[str, Any]] | None = None,
+    images: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """``images``: ``image_views`` when ``result.reports`` is not the records to attribute them."""
     s = result.stats
     return {
         "schema_version": SCHEMA_VERSION,
@@ -56,6 +62,8 @@ def scan_document(
             "skipped": s.skipped,
             "seconds": round(seconds, 3),
         },
+        # each image named as an input: manifest digest, tag, platform, layers and their files
+        "images": image_views(result.images, result.reports) if images is None else images,
         "files": [file_dict(r) for r in result.reports],
         "coverage": coverage_dict(cov),
     }
@@ -93,7 +101,8 @@ def scan_stream_document(result, cov: Coverage, seconds: float, targets=None) ->
     """``scan_document`` with ``files`` streamed from ``result.texts`` (a scan with an encoder)."""
     from fatbin_inspect.render.jsondump import Items
 
-    doc = scan_document(dataclasses.replace(result, reports=()), cov, seconds, targets)
+    images = image_views(result.images, result.reports)
+    doc = scan_document(dataclasses.replace(result, reports=()), cov, seconds, targets, images)
     doc["files"] = Items(
         (file_text(s, t) for s, t in zip(result.reports, result.texts(), strict=True)), encoded=True
     )

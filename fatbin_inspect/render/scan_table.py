@@ -152,11 +152,16 @@ def render_coverage(
     headers: Sequence[str] = (),
     width: int | None = None,
     verdicts_only: bool = False,
+    images: Sequence[dict] = (),
+    layers: bool = False,
 ) -> str:
     """``target_sms``: the SM number of each target, for the one-line explanations under the table;
     ``headers``: short column titles for the targets (default: their labels); ``verdicts_only``:
-    distributions × targets, no architecture columns."""
+    distributions × targets, no architecture columns; ``images``: ``scanning.images.image_views``
+    of the images scanned, one header line each; ``layers``: and under it each layer with the
+    CUDA files it brought."""
     out: list = [Hanging(Text(summary, style="bold"), 2)]
+    out += image_lines(images, layers)
     if not cov.rows:
         out.append(Text("no device code found", style="dim"))
     else:
@@ -189,6 +194,38 @@ def _target_verdict(cov: Coverage, i: int, attention: int) -> str:
     if native == len(cov.rows):
         return "everything runs natively"
     return f"{native} of {len(cov.rows)} run natively; the rest hold link-time code or no device code"
+
+
+def image_head(im: dict) -> str:
+    """``image NAME  DIGEST  PLATFORM`` (the config's digest, the image ID, where the manifest has
+    none: a docker save)."""
+    name = im["name"] or im["input"]
+    if im["error"]:
+        return f"image {name}: {im['error']}"
+    digest = im["digest"][:19] if im["digest"] else f"id {(im['config'] or '?')[:19]}"
+    return f"image {name}  {digest}  {im['platform']}"
+
+
+def image_lines(images: Sequence[dict], layers: bool = False) -> list:
+    """``image NAME  DIGEST  PLATFORM  N layers  SIZE`` per image (its error instead when it has
+    one); with ``layers``, each layer (bottom first) and the CUDA files it brought."""
+    out: list = []
+    for im in images:
+        if im["error"]:
+            out.append(Hanging(Text(im["error"], style="red"), 2))
+            continue
+        n = len(im["layers"])
+        out.append(Text(f"{image_head(im)}  {n} layer{'s' * (n != 1)}  {human(im['size'])}", style="bold"))
+        if not layers:
+            continue
+        for i, lay in enumerate(im["layers"], 1):
+            ident = (lay["digest"] or lay["diff_id"] or "?")[:19]
+            size = human(lay["size"]) if lay["size"] is not None else "?"
+            files = lay["files"]
+            what = f"{len(files)} CUDA file{'s' * (len(files) != 1)}" if files else "no CUDA files"
+            out.append(Text(f"  layer {i}/{n}  {ident}  {size}  {what}", style="" if files else "dim"))
+            out += [Text(f"    {f}", style="dim") for f in files]
+    return out
 
 
 def attention(row: Row, v, sm: int | None) -> str:

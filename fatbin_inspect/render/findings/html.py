@@ -314,9 +314,8 @@ def render(report: FindingsReport, fail_on: str = "error", color: bool = False) 
     pills = "".join(
         f'<span class="pill {sev}">{plural(c[sev], sev)}</span>' for sev in ("error", "warning", "note")
     )
-    inputs = ", ".join(
-        f'<code title="{escape(p)}">{escape(os.path.basename(p.rstrip("/")) or p)}</code>'
-        for p in report.inputs[:20]
+    inputs = ", ".join(  # "PATH (image facts)": the path shortened, the facts kept
+        f'<code title="{escape(p)}">{escape(_short_input(p))}</code>' for p in report.inputs[:20]
     )
     if len(report.inputs) > 20:
         inputs += f" and {len(report.inputs) - 20} more"
@@ -342,3 +341,8 @@ def render(report: FindingsReport, fail_on: str = "error", color: bool = False) 
         f"<title>fatbin-inspect {escape(report.command)} report</title><style>{CSS}</style></head>"
         f"<body>{''.join(body)}</body></html>\n"
     )
+
+
+def _short_input(p: str) -> str:
+    path, paren, facts = p.partition(" (")
+    return (os.path.basename(path.rstrip("/")) or path) + paren + facts

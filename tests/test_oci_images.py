@@ -1,0 +1,625 @@
+"""Images built by real tools in the test (umoci, skopeo), a real registry (Debian's
+docker-registry, the CNCF distribution server) on 127.0.0.1, and docker save streams on stdin
+(issue 24 items 2-4; issue 23 class 6: blob digests, metadata bounds, bad JSON)."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+
+import pytest
+
+from tests.conftest import fixture_path
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LIB = fixture_path("bin", "t12_lib_sm86_c89.so")  # sm_86 SASS + compute_89 PTX, links libcudart 13
+EXE = fixture_path("bin", "t01_exe_sm80")
+
+
+def need(*tools):
+    for t in tools:
+        if shutil.which(t) is None:
+            pytest.skip(f"{t} is not installed (.ci/run installs it with apt-get)")
+
+
+def run(*args, **kw):
+    return subprocess.run(args, check=True, capture_output=True, text=True, **kw)
+
+
+def cli(*args, stdin=None, env=None):
+    """The CLI in a child process: (exit code, stdout, stderr)."""
+    e = dict(os.environ, PYTHONPATH=ROOT, FATBIN_INSPECT_CACHE_DIR=os.devnull)
+    e.update(env or {})
+    p = subprocess.run(
+        [sys.executable, "-m", "fatbin_inspect", *args],
+        capture_output=True,
+        env=e,
+        stdin=stdin,
+        timeout=300,
+        cwd=ROOT,
+    )
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def scan_json(*args, **kw):
+    rc, out, err = cli("scan", "--no-cache", "--format", "json", *args, **kw)
+    assert "Traceback" not in err, err
+    return rc, json.loads(out), err
+
+
+def inside(path: str) -> str:
+    """``INPUT[!IMAGE]!LAYER!PATH`` -> PATH."""
+    return path.rsplit("!", 1)[-1]
+
+
+def umoci_layout(tmp_path, name="L"):
+    """A layout as umoci makes it: an empty ``base`` tag; ``t`` with libx.so and its hard link
+    liby.so in one layer; ``t2`` = t with libx.so deleted (a whiteout in a second layer)."""
+    need("umoci")
+    lay, bundle = str(tmp_path / name), str(tmp_path / f"{name}-bundle")
+    run("umoci", "init", "--layout", lay)
+    run("umoci", "new", "--image", f"{lay}:base")
+    run("umoci", "unpack", "--rootless", "--image", f"{lay}:base", bundle)
+    lib = os.path.join(bundle, "rootfs", "usr", "lib")
+    os.makedirs(lib)
+    shutil.copy(LIB, os.path.join(lib, "libx.so"))
+    os.link(os.path.join(lib, "libx.so"), os.path.join(lib, "liby.so"))
+    run("umoci", "repack", "--image", f"{lay}:t", bundle)
+    shutil.rmtree(bundle)
+    run("umoci", "unpack", "--rootless", "--image", f"{lay}:t", bundle)
+    os.unlink(os.path.join(bundle, "rootfs", "usr", "lib", "libx.so"))
+    run("umoci", "repack", "--image", f"{lay}:t2", bundle)
+    shutil.rmtree(bundle)
+    return lay
+
+
+def layer_tar(entries) -> bytes:
+    """A layer tar: (name, bytes) files, (name, ("hardlink", target)) links, in order."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        for name, data in entries:
+            ti = tarfile.TarInfo(name)
+            if isinstance(data, tuple):
+                ti.type, ti.linkname = tarfile.LNKTYPE, data[1]
+                tf.addfile(ti)
+            else:
+                ti.size = len(data)
+                tf.addfile(ti, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _read(p):
+    with open(p, "rb") as fh:
+        return fh.read()
+
+
+def _manifest_of(layout, tag):
+    index = json.loads(open(os.path.join(layout, "index.json")).read())
+    for m in index["manifests"]:
+        if m.get("annotations", {}).get("org.opencontainers.image.ref.name") == tag:
+            return m["digest"], json.loads(_read(os.path.join(layout, "blobs", "sha256", m["digest"][7:])))
+    raise KeyError(tag)
+
+
+# ------------------------------------------------------------------------------ tags, images
+@pytest.mark.slow
+def test_every_image_of_a_umoci_layout_is_scanned_named_and_selectable(tmp_path):
+    lay = umoci_layout(tmp_path)
+    rc, doc, _ = scan_json(lay)
+    assert rc == 0
+    files = sorted(f["path"][len(lay) + 1 :].split("!")[0] + ":" + inside(f["path"]) for f in doc["files"])
+    # each image named; t holds both names of the hard-linked library, t2 keeps liby.so only
+    assert files == ["t2:usr/lib/liby.so", "t:usr/lib/libx.so", "t:usr/lib/liby.so"], files
+    names = [i["name"] for i in doc["images"]]
+    assert names == ["base", "t", "t2"]
+    digest, manifest = _manifest_of(lay, "t2")
+    t2 = doc["images"][2]
+    assert t2["digest"] == digest and t2["platform"] == "linux/amd64" and t2["error"] is None
+    assert [lay_["digest"] for lay_ in t2["layers"]] == [x["digest"] for x in manifest["layers"]]
+    assert [lay_["files"] for lay_ in t2["layers"]] == [[], ["usr/lib/liby.so"]]  # which layer brought it
+    assert doc["stats"]["bytes"] > 20_000  # the image's blobs, not index.json's 400 bytes
+    # skopeo's forms select one image; its records carry no image level
+    need("skopeo")
+    run("skopeo", "copy", f"oci:{lay}:t2", f"oci-archive:{tmp_path}/x.tar:t2")
+    run("skopeo", "copy", f"oci:{lay}:t2", f"docker-archive:{tmp_path}/d.tar:repo:t2")
+    for form in (
+        f"{lay}:t2",
+        f"oci:{lay}:t2",
+        f"oci-archive:{tmp_path}/x.tar:t2",
+        f"docker-archive:{tmp_path}/d.tar:repo:t2",
+        f"docker-archive:{tmp_path}/d.tar:@0",
+    ):
+        rc, doc, err = scan_json(form)
+        assert rc == 0, (form, err)
+        assert [inside(f["path"]) for f in doc["files"]] == ["usr/lib/liby.so"], form
+        assert all(f["path"].startswith(form + "!") and f["path"].count("!") == 2 for f in doc["files"])
+        assert [i["name"] for i in doc["images"]] in (["t2"], ["repo:t2"]), form
+    rc, out, err = cli("list", f"{lay}:nope")
+    assert "no image named 'nope' (it holds: base, t, t2)" in err and "Traceback" not in err
+    rc, out, err = cli("scan", "--no-cache", f"{lay}:t", "--layers")
+    assert rc == 0 and "image t  sha256:" in out and "linux/amd64  1 layer" in out
+    assert "  layer 1/1  sha256:" in out and "2 CUDA files" in out and "    usr/lib/liby.so" in out
+
+
+@pytest.mark.slow
+def test_a_docker_save_of_two_images_names_each(tmp_path):
+    """Two images in one docker save tar (as ``docker save a b`` writes it), from skopeo's
+    docker-archives of two real images: each image's files under its own name."""
+    need("umoci", "skopeo")
+    lay = umoci_layout(tmp_path)
+    members: dict[str, bytes] = {}
+    manifest = []
+    for tag in ("t", "t2"):
+        run("skopeo", "copy", f"oci:{lay}:{tag}", f"docker-archive:{tmp_path}/{tag}.tar:app:{tag}")
+        with tarfile.open(tmp_path / f"{tag}.tar") as tf:
+            for ti in tf:
+                if ti.isreg() and ti.name != "manifest.json":
+                    members[ti.name] = tf.extractfile(ti).read()
+            manifest += json.loads(tf.extractfile("manifest.json").read())
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for name, data in [*members.items(), ("manifest.json", json.dumps(manifest).encode())]:
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            tf.addfile(ti, io.BytesIO(data))
+    (tmp_path / "two.tar").write_bytes(buf.getvalue())
+    rc, doc, _ = scan_json(str(tmp_path / "two.tar"))
+    got = sorted((f["path"].split("!")[1], inside(f["path"])) for f in doc["files"])
+    assert got == [("app:t", "usr/lib/libx.so"), ("app:t", "usr/lib/liby.so"), ("app:t2", "usr/lib/liby.so")]
+    assert [i["name"] for i in doc["images"]] == ["app:t", "app:t2"]
+    assert all(i["config"] and i["layers"][0]["diff_id"] for i in doc["images"])
+
+
+# ------------------------------------------------------------------------------ hard links
+@pytest.mark.slow
+@pytest.mark.parametrize("compress", ["gzip", "zstd", "none"])
+def test_a_hard_link_whose_target_an_upper_layer_deletes_keeps_the_library(tmp_path, compress):
+    need("umoci", "skopeo")
+    lay = str(tmp_path / "L")
+    run("umoci", "init", "--layout", lay)
+    run("umoci", "new", "--image", f"{lay}:base")
+    low = tmp_path / "low.tar"
+    low.write_bytes(
+        layer_tar([("usr/lib/libx.so", _read(LIB)), ("usr/lib/liby.so", ("hardlink", "usr/lib/libx.so"))])
+    )
+    up = tmp_path / "up.tar"
+    up.write_bytes(layer_tar([("usr/lib/.wh.libx.so", b"")]))
+    run("umoci", "raw", "add-layer", "--image", f"{lay}:base", "--tag", "one", str(low))
+    run("umoci", "raw", "add-layer", "--image", f"{lay}:one", "--tag", "two", str(up))
+    flags = {"gzip": [], "zstd": ["--dest-compress-format", "zstd"], "none": ["--dest-compress=false"]}
+    out = str(tmp_path / "C")
+    run("skopeo", "copy", *flags[compress], f"oci:{lay}:two", f"oci:{out}:two")
+    rc, doc, _ = scan_json(f"{out}:two")
+    assert [inside(f["path"]) for f in doc["files"]] == ["usr/lib/liby.so"]
+    (f,) = doc["files"]
+    assert {e["arch"] for fb in f["fatbins"] for e in fb["entries"]} == {"sm_86", "compute_89"}
+    rc, out_, _ = cli("list", f"{out}:two")
+    assert "1 hard links followed" in out_ and "1 files replaced or deleted" in out_
+
+
+# ------------------------------------------------------------------------------ platforms
+@pytest.mark.slow
+def test_platform_is_checked_against_the_config_and_a_nested_index_names_its_platforms(tmp_path):
+    lay = umoci_layout(tmp_path)
+    run("umoci", "config", "--image", f"{lay}:t", "--architecture", "arm64", "--tag", "arm")
+    rc, doc, err = scan_json(f"{lay}:arm", "--platform", "linux/amd64")
+    assert doc["files"] == [] or all(f["error"] for f in doc["files"])
+    assert "image arm is linux/arm64 (its config), not linux/amd64 (--platform)" in err
+    rc, doc, err = scan_json(f"{lay}:arm")  # asked for nothing: a single-platform image as it is
+    assert doc["images"][0]["platform"] == "linux/arm64" and len(doc["files"]) == 2, err
+    # a nested index (multi-platform image under one tag) without the platform asked
+    digest, _m = _manifest_of(lay, "t")
+    size = os.path.getsize(os.path.join(lay, "blobs", "sha256", digest[7:]))
+    sub = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.index.v1+json",
+            "manifests": [
+                {
+                    "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                    "digest": digest,
+                    "size": size,
+                    "platform": {"os": "linux", "architecture": a},
+                }
+                for a in ("amd64", "s390x")
+            ],
+        }
+    ).encode()
+    h = hashlib.sha256(sub).hexdigest()
+    (tmp_path / "L" / "blobs" / "sha256" / h).write_bytes(sub)
+    index = json.loads((tmp_path / "L" / "index.json").read_text())
+    index["manifests"].append(
+        {
+            "mediaType": "application/vnd.oci.image.index.v1+json",
+            "digest": f"sha256:{h}",
+            "size": len(sub),
+            "annotations": {"org.opencontainers.image.ref.name": "multi"},
+        }
+    )
+    (tmp_path / "L" / "index.json").write_text(json.dumps(index))
+    rc, doc, err = scan_json(f"{lay}:multi", "--platform", "linux/arm64")
+    assert "no linux/arm64 image in the index (it has linux/amd64, linux/s390x)" in err, err
+    rc, doc, err = scan_json(f"{lay}:multi", "--platform", "linux/s390x")
+    assert "image multi: its config says linux/amd64, its index entry linux/s390x" in err, err
+    rc, doc, err = scan_json(f"{lay}:multi")
+    assert len(doc["files"]) == 2 and doc["images"][0]["digest"] == digest
+
+
+# ------------------------------------------------------------------------ issue 23 class 6
+@pytest.mark.slow
+def test_every_blob_is_checked_against_its_digest(tmp_path):
+    lay = umoci_layout(tmp_path)
+    _d, manifest = _manifest_of(lay, "t")
+    layer = manifest["layers"][0]["digest"]
+    blob = tmp_path / "L" / "blobs" / "sha256" / layer[7:]
+    data = bytearray(gzip.decompress(blob.read_bytes()))
+    at = data.find(b"\x7fELF") + 200
+    data[at] ^= 0xFF  # one byte of the library, a valid gzip stream of the same kind
+    blob.write_bytes(gzip.compress(bytes(data)))
+    for args in ([lay], [f"{lay}:t"]):
+        rc, doc, err = scan_json(*args)
+        assert f"layer {layer}: its bytes hash to sha256:" in err, err
+        assert not any(f["path"].endswith("libx.so") and f["fatbins"] for f in doc["files"])
+    rc, doc, err = scan_json(lay)  # the other images of the layout are still read
+    assert [inside(f["path"]) for f in doc["files"] if not f["error"]] == []  # t2 shares the layer
+    cfg = manifest["config"]["digest"]
+    (tmp_path / "L" / "blobs" / "sha256" / cfg[7:]).write_text('{"architecture": "amd64", "os": "linux"}')
+    rc, out, err = cli("list", f"{lay}:t")
+    assert f"image config {cfg}: its bytes hash to" in out + err and "Traceback" not in err
+
+
+def _layer_image(tmp_path, entries, name="M"):
+    need("umoci")
+    lay = str(tmp_path / name)
+    run("umoci", "init", "--layout", lay)
+    run("umoci", "new", "--image", f"{lay}:base")
+    (tmp_path / "l.tar").write_bytes(layer_tar(entries))
+    run("umoci", "raw", "add-layer", "--image", f"{lay}:base", "--tag", "t", str(tmp_path / "l.tar"))
+    return f"{lay}:t"
+
+
+@pytest.mark.slow
+def test_image_metadata_has_one_memory_bound_per_image(tmp_path):
+    """80 conda-meta files of 1.4 MB each listing 100,000 files (a few MB compressed; read
+    whole, 8 million paths: gigabytes): read up to the image's bound, then a note; under a
+    1 GiB address-space limit (which the unbounded reader passes: MemoryError) the scan ends
+    normally with the library reported."""
+
+    def junk(i):
+        names = b",".join(b'"lib/p%03d/f%06d"' % (i, n) for n in range(100_000))
+        return b'{"name": "p%d", "version": "1", "files": [' % i + names + b"]}"
+
+    entries = [(f"opt/conda/conda-meta/p{i}-1-0.json", junk(i)) for i in range(80)]
+    ref = _layer_image(tmp_path, [*entries, ("opt/conda/lib/libx.so", _read(LIB))])
+    code = (
+        "import resource, sys, runpy; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30));"
+        f"sys.argv = ['fatbin-inspect', 'list', '--format', 'json', {ref!r}];"
+        "runpy.run_module('fatbin_inspect', run_name='__main__')"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, env=dict(os.environ, PYTHONPATH=ROOT), timeout=300
+    )
+    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    doc = json.loads(p.stdout)
+    assert [inside(f["path"]) for f in doc["files"] if f["fatbins"]] == ["opt/conda/lib/libx.so"]
+    notes = [n for f in doc["files"] for n in f["notes"]]
+    assert any("over the image's bound" in n for n in notes), notes
+
+
+@pytest.mark.slow
+def test_deep_or_bad_json_costs_attribution_or_the_image_never_the_scan(tmp_path):
+    deep = b'{"name": "x", "files": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    ref = _layer_image(
+        tmp_path,
+        [
+            ("opt/conda/conda-meta/deep-1-0.json", deep),
+            ("opt/conda/conda-meta/bad-1-0.json", b"{not json"),
+            ("opt/conda/lib/libx.so", _read(LIB)),
+        ],
+    )
+    rc, out, err = cli("list", "--format", "json", ref)
+    assert rc == 0 and "Traceback" not in err
+    doc = json.loads(out)
+    assert [inside(f["path"]) for f in doc["files"] if f["fatbins"]] == ["opt/conda/lib/libx.so"]
+    notes = [n for f in doc["files"] for n in f["notes"]]
+    assert any("deep-1-0.json is not JSON" in n and "unattributed" in n for n in notes), notes
+    assert any("bad-1-0.json is not JSON" in n for n in notes), notes
+    # index.json itself deep, or not JSON: that input's error, the other inputs' results kept
+    lay = tmp_path / "M"
+    other = umoci_layout(tmp_path, "N")
+    for text in (b"[" * 100_000, b"{not json", b'{"manifests": 5}'):
+        (lay / "index.json").write_bytes(text)
+        rc, out, err = cli("scan", "--no-cache", "--strict", "--format", "json", str(lay), other)
+        assert rc == 3 and "Traceback" not in err, err
+        assert "index.json" in err
+        assert sorted(inside(f["path"]) for f in json.loads(out)["files"] if f["fatbins"]) == [
+            "usr/lib/libx.so",
+            "usr/lib/liby.so",
+            "usr/lib/liby.so",
+        ]
+
+
+# --------------------------------------------------------------------------------- stdin
+@pytest.mark.slow
+def test_docker_save_on_stdin(tmp_path):
+    need("umoci", "skopeo")
+    lay = umoci_layout(tmp_path)
+    run("skopeo", "copy", f"oci:{lay}:t2", f"docker-archive:{tmp_path}/d.tar:app:t2")
+    with open(tmp_path / "d.tar", "rb") as fh:  # a pipe, as docker save | fatbin-inspect scan -
+        cat = subprocess.Popen(["cat"], stdin=fh, stdout=subprocess.PIPE)
+        rc, doc, err = scan_json("-", stdin=cat.stdout)
+        cat.wait()
+    assert rc == 0, err
+    assert [f["path"].split("!")[0] + "|" + inside(f["path"]) for f in doc["files"]] == ["-|usr/lib/liby.so"]
+    assert doc["roots"] == [{"path": "-", "kind": "stdin"}] and doc["stats"]["bytes"] == os.path.getsize(
+        tmp_path / "d.tar"
+    )
+    with open(tmp_path / "d.tar", "rb") as fh:  # a file redirected: mapped where it is
+        rc, out, err = cli("list", "-", stdin=fh)
+    assert rc == 0 and "-!" in out and "usr/lib/liby.so" in out, err
+    assert not [
+        n for n in os.listdir(os.environ.get("TMPDIR", "/tmp")) if n.startswith("fatbin-inspect-stdin-")
+    ]
+
+
+# ------------------------------------------------------------------------------ registries
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, proc, deadline: float = 20.0):
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            pytest.fail(f"docker-registry exited: {proc.stdout.read().decode()[-2000:]}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    pytest.fail("docker-registry did not listen")
+
+
+@pytest.fixture
+def registry(tmp_path):
+    """Start a registry: ``start(auth_yaml="")`` -> port; stopped by its process group."""
+    need("docker-registry", "skopeo")
+    procs = []
+
+    def start(auth: str = "") -> int:
+        port = _free_port()
+        cfg = tmp_path / f"reg{port}.yml"
+        cfg.write_text(
+            "version: 0.1\nlog: {level: error}\n"
+            f"storage: {{filesystem: {{rootdirectory: {tmp_path}/store{port}}}}}\n"
+            f"http: {{addr: 127.0.0.1:{port}}}\n" + auth
+        )
+        proc = subprocess.Popen(
+            ["docker-registry", "serve", str(cfg)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        procs.append(proc)
+        _wait_port(port, proc)
+        return port
+
+    yield start
+    for proc in procs:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+
+
+@pytest.mark.slow
+def test_scan_straight_from_a_registry_matches_the_layout(tmp_path, registry):
+    lay = umoci_layout(tmp_path)
+    port = registry()
+    for tag in ("t", "t2"):
+        run(
+            "skopeo",
+            "copy",
+            "--dest-tls-verify=false",
+            f"oci:{lay}:{tag}",
+            f"docker://127.0.0.1:{port}/gpu/app:{tag}",
+        )
+    local = scan_json(f"{lay}:t2")[1]
+    for scheme in ("docker", "registry"):
+        rc, remote, err = scan_json(f"{scheme}://127.0.0.1:{port}/gpu/app:t2")
+        assert rc == 0, err
+        strip = [dict(f, path=f["path"].split("!", 1)[1]) for f in local["files"]]
+        assert [dict(f, path=f["path"].split("!", 1)[1]) for f in remote["files"]] == strip
+        (img,) = remote["images"]
+        assert img["digest"] == local["images"][0]["digest"] and img["platform"] == "linux/amd64"
+        assert img["name"] == f"127.0.0.1:{port}/gpu/app:t2"
+        assert [x["files"] for x in img["layers"]] == [[], ["usr/lib/liby.so"]]
+    digest = local["images"][0]["digest"]
+    rc, doc, err = scan_json(f"docker://127.0.0.1:{port}/gpu/app@{digest}")
+    assert [inside(f["path"]) for f in doc["files"]] == ["usr/lib/liby.so"], err
+    rc, out, err = cli("list", f"docker://127.0.0.1:{port}/gpu/app:nope")
+    assert "GET manifests/nope: HTTP 404" in out + err and "Traceback" not in err
+    rc, out, err = cli("scan", f"docker://127.0.0.1:{port}")
+    assert rc == 2 and "give the registry host" in err
+    # a layer the registry serves changed on its disk: the digest check names it
+    _d, manifest = _manifest_of(lay, "t2")
+    top = manifest["layers"][-1]["digest"][7:]
+    (data_file,) = [
+        os.path.join(d, f)
+        for d, _s, fs in os.walk(tmp_path / f"store{port}")
+        for f in fs
+        if f == "data" and os.path.basename(d) == top
+    ]
+    raw = bytearray(gzip.decompress(_read(data_file)))
+    raw[raw.find(b"\x7fELF") + 300] ^= 0xFF
+    with open(data_file, "wb") as fh:
+        fh.write(gzip.compress(bytes(raw)))
+    rc, doc, err = scan_json(f"docker://127.0.0.1:{port}/gpu/app:t2")
+    assert f"layer sha256:{top}: its bytes hash to" in err, err
+    assert not [f for f in doc["files"] if f["fatbins"]]
+
+
+def _token_server(key, user: str, password: str):
+    """A token server of the test's own (distribution's token auth): Basic credentials in,
+    an RS256 JWT with ``kid`` (libtrust's key ID of the public key) out."""
+    import http.server
+    import threading
+
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import padding
+
+    der = key.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    kid32 = base64.b32encode(hashlib.sha256(der).digest()[:30]).decode().rstrip("=")
+    kid = ":".join(kid32[i : i + 4] for i in range(0, len(kid32), 4))
+    asked = []
+
+    def b64(b: bytes) -> str:
+        return base64.urlsafe_b64encode(b).decode().rstrip("=")
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_GET(self):
+            from urllib.parse import parse_qs, urlparse
+
+            q = parse_qs(urlparse(self.path).query)
+            good = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+            asked.append(self.headers.get("Authorization"))
+            if self.headers.get("Authorization") != good:
+                self.send_response(401)
+                self.end_headers()
+                return
+            access = []
+            for scope in q.get("scope", []):
+                kind, name, actions = scope.split(":")
+                access.append({"type": kind, "name": name, "actions": actions.split(",")})
+            now = int(time.time())
+            claims = {
+                "iss": "test-issuer",
+                "sub": user,
+                "aud": q["service"][0],
+                "exp": now + 600,
+                "nbf": now - 10,
+                "iat": now,
+                "jti": str(now),
+                "access": access,
+            }
+            head = b64(json.dumps({"alg": "RS256", "typ": "JWT", "kid": kid}).encode())
+            body = b64(json.dumps(claims).encode())
+            sig = key.sign(f"{head}.{body}".encode(), padding.PKCS1v15(), hashes.SHA256())
+            data = json.dumps({"token": f"{head}.{body}.{b64(sig)}"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(data)
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, asked
+
+
+@pytest.mark.slow
+def test_bearer_token_auth_from_the_docker_config(tmp_path, registry):
+    pytest.importorskip("cryptography")
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "token")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    srv, asked = _token_server(key, "alice", "s3cret")
+    try:
+        port = registry(
+            f"auth: {{token: {{realm: 'http://127.0.0.1:{srv.server_address[1]}/token', service: test-registry, "
+            f"issuer: test-issuer, rootcertbundle: {tmp_path}/cert.pem}}}}\n"
+        )
+        lay = umoci_layout(tmp_path)
+        run(
+            "skopeo",
+            "copy",
+            "--dest-tls-verify=false",
+            "--dest-creds",
+            "alice:s3cret",
+            f"oci:{lay}:t2",
+            f"docker://127.0.0.1:{port}/app:t2",
+        )
+        ref = f"docker://127.0.0.1:{port}/app:t2"
+        rc, out, err = cli(
+            "list", ref, env={"REGISTRY_AUTH_FILE": os.devnull, "DOCKER_CONFIG": str(tmp_path)}
+        )
+        assert "token" in out + err and "liby.so" not in out  # anonymous: the token server refuses
+        auth = {"auths": {f"127.0.0.1:{port}": {"auth": base64.b64encode(b"alice:s3cret").decode()}}}
+        (tmp_path / "auth.json").write_text(json.dumps(auth))
+        rc, doc, err = scan_json(ref, env={"REGISTRY_AUTH_FILE": str(tmp_path / "auth.json")})
+        assert [inside(f["path"]) for f in doc["files"]] == ["usr/lib/liby.so"], err
+        assert asked.count("Basic " + base64.b64encode(b"alice:s3cret").decode()) >= 1
+        (tmp_path / "config.json").write_text(json.dumps(auth))  # $DOCKER_CONFIG/config.json
+        rc, doc, err = scan_json(ref, env={"DOCKER_CONFIG": str(tmp_path), "REGISTRY_AUTH_FILE": ""})
+        assert [inside(f["path"]) for f in doc["files"]] == ["usr/lib/liby.so"], err
+    finally:
+        srv.shutdown()
+
+
+def test_plain_http_only_for_loopback_or_when_asked(monkeypatch):
+    from fatbin_inspect.containers import registry as reg
+
+    monkeypatch.delenv(reg.INSECURE_ENV, raising=False)
+    assert reg.RegistryStore(reg.parse("127.0.0.1:5000/a/b:t")).base == "http://127.0.0.1:5000/v2/a/b"
+    assert reg.RegistryStore(reg.parse("localhost:5000/a:t")).base.startswith("http://")
+    assert reg.RegistryStore(reg.parse("ghcr.io/a/b:t")).base == "https://ghcr.io/v2/a/b"
+    monkeypatch.setenv(reg.INSECURE_ENV, "reg.lan:5000")
+    assert reg.RegistryStore(reg.parse("reg.lan:5000/a:t")).base.startswith("http://")
+    assert reg.RegistryStore(reg.parse("reg.lan:6000/a:t")).base.startswith("https://")
+    assert reg.parse("ghcr.io/a/b").ref == "latest"
+    assert reg.parse("ghcr.io/a/b@sha256:" + "0" * 64).ref == "sha256:" + "0" * 64
+    for bad in ("ubuntu:22.04", "ghcr.io/A/b:t", "ghcr.io/a@sha256:12", "ghcr.io/a:b:c"):
+        with pytest.raises(reg.UsageError):
+            reg.parse(bad)
+
+
+def test_input_forms(tmp_path):
+    from fatbin_inspect.inventory.walk import ImageRef, image_ref
+
+    (tmp_path / "L").mkdir()
+    (tmp_path / "x.tar").write_bytes(b"")
+    (tmp_path / "odd:name").write_bytes(b"")
+    assert image_ref("-") == ImageRef("stdin", "-")
+    assert image_ref("docker://h:5/r:t") == ImageRef("docker", "h:5/r:t")
+    assert image_ref(f"{tmp_path}/L:t") == ImageRef("path", f"{tmp_path}/L", "t")
+    assert image_ref(f"oci:{tmp_path}/L:t") == ImageRef("oci", f"{tmp_path}/L", "t")
+    assert image_ref(f"oci-archive:{tmp_path}/x.tar") == ImageRef("oci-archive", f"{tmp_path}/x.tar", None)
+    assert image_ref(f"docker-archive:{tmp_path}/x.tar:a/b:t") == ImageRef(
+        "docker-archive", f"{tmp_path}/x.tar", "a/b:t"
+    )
+    assert (
+        image_ref(f"{tmp_path}/L") is None and image_ref(f"{tmp_path}/odd:name") is None
+    )  # paths stay paths
+    assert image_ref(f"{tmp_path}/nothing:t") is None
