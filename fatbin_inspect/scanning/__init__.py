@@ -452,7 +452,7 @@ class _Scanner:
         if root.kind == "stdin":
             self._stdin(root.path)
             return True
-        if root.kind not in ("oci-image", "registry", "archive", "image"):
+        if root.kind not in ("oci-image", "registry", "archive", "image", "file"):
             return False
         from fatbin_inspect.inventory.reader import image_facts
 
@@ -460,7 +460,7 @@ class _Scanner:
         if facts is None:
             return False
         self.images += [(root.path, image) for image in facts]
-        if root.kind == "archive":
+        if root.kind in ("archive", "file"):
             return False  # a file: walked (and cached) as one
         size = sum(i.size for i in facts)
         digests = "".join(i.digest or "" for i in facts)
