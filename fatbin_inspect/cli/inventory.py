@@ -33,7 +33,7 @@ PRETTY_MAX_ENTRIES = 2000  # larger inventories are written compact (same docume
     "fatbin-inspect build/ --gpu H100 --format json -o inventory.json",
 )
 @click.command("list")
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=True))  # (image references too)
 @click.option("--kernels", is_flag=True, help="Decode payloads: every kernel, with per-kernel resources.")
 @click.option("--details", is_flag=True, help="Decode cubins: ELF ABI, type, toolkit, device-link.")
 @click.option(

@@ -72,7 +72,7 @@ def _html(paths, targets, reports, cov, engine_verdicts, images=()) -> str:
     "fatbin-inspect scan image.tar --format json -o scan.json",
 )
 @click.command("scan")
-@click.argument("paths", nargs=-1)
+@click.argument("paths", nargs=-1, type=click.Path(dir_okay=True))  # (image references too)
 @gpu_option("Add a verdict column for this GPU (name, 8.9, sm_89, auto).")
 @driver_option(help="Driver for --gpu targets (550.54.14, 550, auto; default: newest known).")
 @compat_option

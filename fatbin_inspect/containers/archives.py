@@ -88,6 +88,7 @@ class Member:
     blob: Blob | None = None
     error: InputError | None = None
     note: str | None = None
+    alias: str | None = None  # an image's hard link: the name of the member whose bytes it names
 
 
 # --------------------------------------------------------------------------------------------- ar

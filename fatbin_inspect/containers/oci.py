@@ -564,7 +564,11 @@ class ImageReader:
         return False
 
     def members(self) -> Iterator[Member]:
-        """The members, yielded a layer at a time once that layer's digest was checked."""
+        """The members, as they stream (memory holds one at a time). A layer's digest is known
+        at its end: a mismatch raises ``CorruptError`` then, and the caller drops whatever it
+        made of that image's members (``inventory.reader`` holds an image's records until its
+        last layer). A member with ``alias`` is a hard link to a visible file: it has that
+        member's records."""
         counts = dict(hidden=0, whiteouts=0, links=0, hardlinks=0, outside=0, unverified=0)
         layers = self.image.layers
         for pos in range(len(layers) - 1, -1, -1):
@@ -598,7 +602,7 @@ class ImageReader:
         paths, nondirs, gone, opaque = set(), set(), set(), set()
         held: dict[str, Member] = {}  # hidden files a later hard link may name
         held_bytes = 0
-        found: list[Member] = []
+        shown: dict[str, str] = {}  # visible path -> its member's name (hard links to it)
         for ti, tf in archives.tar_entries(stream):
             path = posixpath.normpath("/" + ti.name).lstrip("/")
             if ".." in ti.name.split("/"):
@@ -635,8 +639,11 @@ class ImageReader:
                 m = held.get(target)
                 if m is not None:  # the target's own path is gone from the final filesystem
                     counts["hardlinks"] += 1
-                    found.append(Member(f"{self.prefix}{name}!{path}", m.blob))
-                elif target in paths:  # the target is visible: reported under its own name
+                    yield Member(f"{self.prefix}{name}!{path}", m.blob)
+                elif target in shown:  # the target is visible: the link has its records
+                    counts["hardlinks"] += 1
+                    yield Member(f"{self.prefix}{name}!{path}", alias=shown[target])
+                elif target in paths:  # a visible file with nothing to report
                     counts["hardlinks"] += 1
                 else:  # no earlier file of this layer: nothing to follow (never out of the image)
                     counts["links"] += 1
@@ -651,9 +658,8 @@ class ImageReader:
                 continue
             m = archives.tar_member(tf, ti, window, name=f"{self.prefix}{name}!{path}")
             if m is not None:
-                found.append(m)
-                if m.blob is not None:
-                    held[path] = m  # a later hard link in this layer may name it
+                shown[path] = m.name
+                yield m
         if unpacked is not None:
             unpacked.finish(layer.diff_id, None, f"{what} (uncompressed)")
         raw.finish(layer.digest or (layer.diff_id if plain else None), layer.size, what)
@@ -663,7 +669,6 @@ class ImageReader:
         self._opaque |= opaque
         if len(self._paths) > MAX_PATHS:
             raise LimitExceeded(f"more than {MAX_PATHS} paths in the image's layers")
-        yield from found
 
     def _keep_meta(self, tf, ti, path: str) -> None:
         if ti.size > MAX_JSON_BYTES or ti.size > self.meta_left:

@@ -443,6 +443,14 @@ def _image_records(path: str, store, image: oci.Image, prefix: str, opts: Option
             if m.error is not None:
                 pairs.append((inside, FileReport(path=child, format="unknown", size=0, error=_err(m.error))))
                 continue
+            if m.alias is not None:  # a hard link: the records of the file it names, renamed
+                target = f"{path}!{m.alias}"
+                pairs += [
+                    (inside, dataclasses.replace(r, path=child + r.path[len(target) :]))
+                    for _i, r in list(pairs)
+                    if r.path == target or r.path.startswith(target + "!")
+                ]
+                continue
             for rec, _b in inspect_pairs(child, m.blob, opts, depth + 1, budget):
                 if rec.fatbins or rec.error or (opts.members == "all" and rec.format != "unknown"):
                     pairs.append((inside, rec))
