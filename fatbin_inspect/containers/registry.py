@@ -180,8 +180,10 @@ class RegistryStore:
         if scheme.lower() != "bearer" or "realm" not in fields:
             raise UnreadableError(f"{self.ref.text}: unsupported authentication {scheme or '(none)'}")
         realm = fields.pop("realm")
-        if not realm.startswith(("https:", "http:")):
-            raise UnreadableError(f"{self.ref.text}: token realm {realm[:80]!r} is no URL")
+        realm_host = urllib.parse.urlsplit(realm).netloc
+        if not (realm.startswith("https:") or (realm.startswith("http:") and _insecure(realm_host))):
+            # (credentials go to the realm: never over plain http to a host not allowed it)
+            raise UnreadableError(f"{self.ref.text}: token realm {realm[:80]!r} is no https URL")
         fields.setdefault("scope", f"repository:{self.ref.repo}:pull")
         if isinstance(creds, str):  # an identity token: the OAuth2 refresh-token grant
             body = urllib.parse.urlencode(
