@@ -95,6 +95,7 @@ def _every_field_set():
         relocatable=True,
         package=pkg,
         sha256="ab" * 32,
+        machine="aarch64",
     )
 
 
