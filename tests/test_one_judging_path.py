@@ -87,3 +87,33 @@ def test_check_list_scan_and_the_api_agree(tree):
     # a plain zip is no wheel: its member has no runtime, the driver check is not made from METADATA
     zipped = next(k for k in check if k[0].endswith("other.zip!pkg/a.so"))
     assert check[zipped][1] is None
+
+
+def test_a_member_path_is_read_in_place(tree):
+    """``check WHEEL!member``, the form the tool prints (issue 22 item 7): the member's verdicts
+    are those it gets when the whole wheel is checked, in check, list --gpu, gate and the API."""
+    whole = _results(_run("check", tree, *_gpu_args(), "--format", "json"))
+    member = next(p for p, _ in whole if p.endswith(".whl!pkg/a.so"))
+    alone = _results(_run("check", member, *_gpu_args(), "--format", "json"))
+    assert alone == {k: v for k, v in whole.items() if k[0] == member}
+    assert _results(_run("list", member, *_gpu_args(), "--format", "json")) == alone
+    api = {
+        (v.path, v.target.gpu.name): (v.verdict, v.runtime.version if v.runtime else None)
+        for v in fi.check([member], gpus=GPUS, driver=DRIVER)
+    }
+    assert api == alone
+    gate = fi.gate([member], require="sm_80")
+    assert {f.path for f in gate.findings} <= {member}
+
+
+def test_a_member_the_container_lacks_is_an_error(tree):
+    from fatbin_inspect.cli.main import main
+
+    whl = next(p for p, _ in _results(_run("check", tree, *_gpu_args(), "--format", "json")) if ".whl!" in p)
+    missing = whl.split("!", 1)[0] + "!pkg/nope.so"
+    with pytest.raises(SystemExit) as exc:
+        main(["check", missing, "--gpu", "H100"])
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["check", whl.split("!", 1)[0] + ".gone!pkg/a.so", "--gpu", "H100"])
+    assert exc.value.code == 2

@@ -33,7 +33,7 @@ from fatbin_inspect.cli.options import (
     ui_options,
 )
 from fatbin_inspect.judging.fleet import nearest_policy_targets, resolve_all
-from fatbin_inspect.judging.inputs import parse_env, verdict_options
+from fatbin_inspect.judging.inputs import check_roots, parse_env, verdict_options
 from fatbin_inspect.judging.verdicts import judge_paths
 
 
@@ -66,7 +66,7 @@ def _write_json(judged, targets, per_fatbin: bool, unreadable: list, bad: set, o
     "fatbin-inspect check lib.so --targets doctor-*.json --format sarif -o check.sarif --exit-zero",
 )
 @click.command("check")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=True))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=True))  # (WHEEL!MEMBER too)
 @gpu_option(
     "GPU: a name ('RTX 4090', 'NVIDIA H100 80GB HBM3'), a CC (8.9), an SM (sm_89) or 'auto'.",
     envvar="FATBIN_INSPECT_GPU",
@@ -123,6 +123,7 @@ def check_cmd(
     Without --gpu and --targets, the targets of the nearest pyproject.toml's [tool.fatbin-inspect]
     are used.
     """
+    check_roots(paths)
     env = parse_env(env_pairs, inherit_env)
     targets = resolve_all(
         gpus, driver, env, target_files, nearest_policy_targets(driver, say), compat, warn=say

@@ -65,9 +65,13 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
     With --gpu, add the verdict per file and target: native, jit or fail (CUDA error, rule).
     Images as skopeo names them too: DIR:TAG, oci-archive:FILE:TAG, docker-archive:FILE:NAME,
     docker://HOST/REPO:TAG, and - (a docker save on standard input)."""
+    from fatbin_inspect.judging.inputs import is_member_root
     from fatbin_inspect.scanning.environment import resolve_roots
 
-    resolve_roots(paths)  # each path exists, each image reference is well formed (else exit 2)
+    # each path exists, each image reference is well formed (else exit 2); WHEEL!MEMBER is read in place
+    on_disk = [p for p in paths if not is_member_root(p)]
+    if on_disk:
+        resolve_roots(on_disk)
     targets = ()
     if gpus:
         from fatbin_inspect.compat.targets import resolve_targets

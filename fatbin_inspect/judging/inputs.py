@@ -6,7 +6,9 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 
+from fatbin_inspect.errors import UsageError
 from fatbin_inspect.formats.model import FileError, FileReport
+from fatbin_inspect.inventory import member_path
 from fatbin_inspect.inventory.reader import Options, inspect_path
 from fatbin_inspect.inventory.walk import iter_files
 
@@ -17,13 +19,22 @@ def iter_reports(
     paths: Iterable[str], opts: Options, progress: Progress | None = None
 ) -> Iterator[FileReport]:
     """Every record under ``paths``. With a ``progress`` callback ``(files done, files, bytes
-    done)``, the trees are walked first, so the bar knows how many files there are."""
+    done)``, the trees are walked first, so the bar knows how many files there are. A path in
+    the form the tool prints for archive members (``dist/x.whl!pkg/lib.so``) reads that member
+    (and what it holds) in place."""
+    paths = list(paths)
     if progress is None:
         for root in paths:
+            if is_member_root(root):
+                yield from member_reports(root, opts)
+                continue
             for path, skip in iter_files(root):
                 yield from _reports(path, skip, opts)
         return
-    walked = [(path, skip) for root in paths for path, skip in iter_files(root)]
+    for root in paths:
+        if is_member_root(root):
+            yield from member_reports(root, opts)
+    walked = [(path, skip) for root in paths if not is_member_root(root) for path, skip in iter_files(root)]
     done = 0
     for i, (path, skip) in enumerate(walked):
         yield from _reports(path, skip, opts)
@@ -56,3 +67,37 @@ def parse_env(pairs: Iterable[str], inherit: bool) -> dict[str, str]:
         k, v = p.split("=", 1)
         env[k.strip()] = v
     return env
+
+
+def is_member_root(path: str) -> bool:
+    """``CONTAINER!MEMBER`` naming a member of a file on disk (no file of that name exists)."""
+    if os.path.lexists(path) or not member_path.is_member(path):
+        return False
+    return os.path.isfile(member_path.container(path))
+
+
+def member_reports(path: str, opts: Options) -> Iterator[FileReport]:
+    """The records of one archive member named ``CONTAINER!MEMBER[!...]``: the member's and those
+    of members inside it. The container is read with every member reported (the one asked for
+    may hold no device code), and only the records at or under ``path`` are kept; a member the
+    container does not hold is an error record naming it."""
+    import dataclasses
+
+    found = False
+    for r in inspect_path(member_path.container(path), dataclasses.replace(opts, members="all")):
+        if r.path == path or r.path.startswith(path + "!"):
+            found = True
+            if r.fatbins or r.error or opts.members == "all" or r.path == path:
+                yield r
+    if not found:
+        yield FileReport(
+            path=path, format="unknown", size=0, error=FileError("no such member in its container")
+        )
+
+
+def check_roots(paths: Iterable[str]) -> None:
+    """Each path exists, or names a member of a file that does (``CONTAINER!MEMBER``): a usage
+    error otherwise, before anything is read."""
+    for p in paths:
+        if not os.path.lexists(p) and not is_member_root(p):
+            raise UsageError(f"{p}: no such file or directory")
