@@ -14,6 +14,7 @@ Verdicts need only entry headers and small device-link cubins, as ``check`` with
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import glob
 import json
 import os
@@ -24,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from fatbin_inspect.compat import runtime, units
 from fatbin_inspect.compat.engine import evaluate
-from fatbin_inspect.compat.targets import resolve_targets
+from fatbin_inspect.compat.targets import ANY_HOST, resolve_targets
 from fatbin_inspect.inventory.reader import Options, inspect_path
 from fatbin_inspect.judging.verdicts import wheel_runtime
 
@@ -183,7 +184,12 @@ def main(argv=None) -> int:
     )
     if args.only:
         wheels = [w for w in wheels if any(os.path.basename(w).startswith(p) for p in args.only)]
-    targets = {d: resolve_targets(list(GPUS), d) for d in ("580", "535")}
+    # the device-code table: x86_64 wheels judged on Jetson and DGX Spark GPUs too (host "any":
+    # no R-HOST, which would fail every cell of those columns)
+    targets = {
+        d: tuple(dataclasses.replace(t, host=ANY_HOST) for t in resolve_targets(list(GPUS), d))
+        for d in ("580", "535")
+    }
     results = {}
     if args.from_json:
         with open(args.from_json, encoding="utf-8") as fh:

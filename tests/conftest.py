@@ -42,3 +42,13 @@ def cuobjdump():
     if not exe:
         pytest.skip("cuobjdump not found (pip install nvidia-cuda-cuobjdump==13.5.37, or set CUOBJDUMP)")
     return exe
+
+
+def device_only(targets):
+    """Targets judged on their device code alone (``host="any"``: no R-HOST): the tests of the
+    device-code rules run x86_64 fixtures and wheels on Jetson and DGX Spark GPUs."""
+    import dataclasses
+
+    from fatbin_inspect.compat.targets import ANY_HOST
+
+    return tuple(dataclasses.replace(t, host=ANY_HOST) for t in targets)

@@ -6,7 +6,7 @@ Runs when ``.cache/corpus/x/torch/lib/libtorch_cuda.so`` was extracted (scripts/
 import os
 
 import pytest
-from conftest import CORPUS
+from conftest import CORPUS, device_only
 
 from fatbin_inspect.compat import runtime
 from fatbin_inspect.compat.engine import evaluate
@@ -36,7 +36,7 @@ def torch_report():
     ],
 )
 def test_torch_on_the_issue_targets(torch_report, gpu, driver, verdict, error, chosen, rule):
-    (t,) = resolve_targets([gpu], driver)
+    (t,) = device_only(resolve_targets([gpu], driver))
     v = evaluate(torch_report, t, runtime.for_file(torch_report))
     assert (v.verdict, v.error.code if v.error else None, v.chosen.arch if v.chosen else None, v.rule) == (
         verdict,

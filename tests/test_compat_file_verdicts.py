@@ -12,7 +12,7 @@ from importlib import resources
 import jsonschema
 import pytest
 from click.testing import CliRunner
-from conftest import fixture_path
+from conftest import device_only, fixture_path
 
 from fatbin_inspect.cli.main import cli
 from fatbin_inspect.compat import runtime
@@ -56,7 +56,7 @@ EXPECTED = {
         (F, "none", {"i": 1, "ii": 1}, 0),
     ],
 }
-TARGETS = resolve_targets(list(GPUS), "580")
+TARGETS = device_only(resolve_targets(list(GPUS), "580"))
 
 
 def _report(name, kernels=False):

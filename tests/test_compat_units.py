@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from click.testing import CliRunner
-from conftest import fixture_path
+from conftest import device_only, fixture_path
 
 from fatbin_inspect.cli.main import cli
 from fatbin_inspect.compat import runtime, units
@@ -35,7 +35,7 @@ def wheel(tmp_path, name, files):
 
 
 def verdicts(files, gpu, driver, rt=None):
-    (t,) = resolve_targets([gpu], driver)
+    (t,) = device_only(resolve_targets([gpu], driver))
     out = []
     for f in files:
         r = next(inspect_path(fixture_path("units", f), Options(probe_small=True)))

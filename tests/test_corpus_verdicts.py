@@ -13,7 +13,7 @@ import os
 
 import pytest
 from click.testing import CliRunner
-from conftest import CORPUS
+from conftest import CORPUS, device_only
 
 from fatbin_inspect.cli.main import cli
 from fatbin_inspect.compat import runtime, units
@@ -43,7 +43,7 @@ def members(path):
 
 def verdict(files, name, gpu, driver="580"):
     r, rt = files[name]
-    (t,) = resolve_targets([gpu], driver)
+    (t,) = device_only(resolve_targets([gpu], driver))
     return evaluate(r, t, rt)
 
 

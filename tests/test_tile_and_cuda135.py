@@ -4,7 +4,7 @@ PTX ISA 9.5, nvcc -enable-tile (t20-t22, scripts/build_fixtures.sh with NVCC135)
 import pytest
 from builders import KIND_PTX, entry, fatbin, ptx_text
 from click.testing import CliRunner
-from conftest import fixture_path
+from conftest import device_only, fixture_path
 
 from fatbin_inspect.cli.main import cli
 from fatbin_inspect.compat import rules
@@ -22,7 +22,7 @@ T22 = fixture_path("bin", "t22_exe_tile_ir_c100")
 
 
 def T(gpu, driver):
-    return resolve_targets([gpu], driver)[0]
+    return device_only(resolve_targets([gpu], driver))[0]
 
 
 def tile_fatbin(arch=100, compress="zstd"):

@@ -230,3 +230,10 @@ def host_archs(name: str, segment: str | None, tegra: bool) -> tuple[str, ...] |
         ):
             return tuple(rule["hosts"])
     return None
+
+
+def rule_ids() -> dict[str, str]:
+    """The one table of rule ids (``errors.json`` ``rule_ids``: id -> what it covers): the engine,
+    the data, ``explain``, ``check`` and docs/compatibility.md use these ids and no others
+    (tests/test_rule_ids.py holds them equal)."""
+    return dict(load("errors")["rule_ids"])

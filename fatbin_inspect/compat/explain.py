@@ -29,7 +29,7 @@ CHECKS: dict[str, tuple[str, ...]] = {
         "The driver: nvidia-smi (the 'CUDA Version' it prints bounds the PTX ISA its JIT knows)",
         "Ship a cubin for the GPU, or upgrade the driver",
     ),
-    "R-JIT-OFF": ("Whether CUDA_DISABLE_PTX_JIT / CUDA_DISABLE_JIT is set in the environment",),
+    "R-JIT-ENV": ("Whether CUDA_DISABLE_PTX_JIT / CUDA_DISABLE_JIT is set in the environment",),
     "R-DRV": (
         "The runtime the program needs (libcudart.so.N in ldd / the nvidia-cuda-runtime wheel)",
         "The driver: nvidia-smi; 11.x needs >= 450.80.02, 12.x >= 525.60.13, 13.x >= 580",
@@ -52,7 +52,7 @@ COMMANDS: dict[str, str] = {
     "R-SASS": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <your driver>",
     "R-PTX-TARGET": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <your driver>",
     "R-PTX-ISA": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <your driver version>",
-    "R-JIT-OFF": "fatbin-inspect check PATH --gpu '<your GPU>' --env CUDA_DISABLE_PTX_JIT=1",
+    "R-JIT-ENV": "fatbin-inspect check PATH --gpu '<your GPU>' --env CUDA_DISABLE_PTX_JIT=1",
     "R-DRV": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <your driver version>",
     "R-GPU": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <your driver version>",
     "R-FWD": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <kernel driver> --compat <package CUDA>",

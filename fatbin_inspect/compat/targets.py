@@ -71,6 +71,9 @@ class Compat:
         return "cuda-compat-" + self.cuda.replace(".", "-")
 
 
+ANY_HOST = "any"  # Target.host: the device code is judged whatever CPU the host has (no R-HOST)
+
+
 @dataclass(frozen=True)
 class Target:
     gpu: Gpu
@@ -108,6 +111,8 @@ class Target:
         ``stack.machine``, a fleet entry's ``host_arch``), else the only one the named GPU is sold
         with (``hosts.json``: Jetson, DGX Spark, Grace superchips are aarch64); None: not known,
         or a GPU given by number (an architecture asked for, not a product)."""
+        if self.host == ANY_HOST:  # judged for its device code only, whatever the host
+            return None
         if self.host:
             return self.host
         if self.gpu.name.startswith("CC "):  # a number (--gpu 8.7, --require sm_87): no product, no host

@@ -3,7 +3,7 @@ needs here, in plain words, and warnings for the classic mismatches (``doctor``)
 
 1. R-DRV / R-MVC: the driver serves the CUDA runtime in use (same or newer major family, at or above
    the family floor; a newer minor runs with reduced features and no JIT of its PTX).
-2. R-GPU / R-SASS / R-PTX: the driver sees a GPU, and code for it can be chosen: a cubin for its
+2. R-GPU / R-SASS / R-PTX-TARGET: the driver sees a GPU, and code for it can be chosen: a cubin for its
    compute capability, or PTX whose ISA the driver's JIT knows (checked for torch when present).
 
 The CUDA version the driver implements is taken from ``cuDriverGetVersion`` of the libcuda in use
