@@ -52,3 +52,13 @@ def device_only(targets):
     from fatbin_inspect.compat.targets import ANY_HOST
 
     return tuple(dataclasses.replace(t, host=ANY_HOST) for t in targets)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests of real downloaded wheels, browsers and clusters are slow too: ``pytest -m "not
+    slow"`` is the quick loop (under 2 minutes on 2 cores); CI (``.ci/run``) runs everything."""
+    import pytest
+
+    for item in items:
+        if any(item.get_closest_marker(m) for m in ("corpus", "browser", "dask")):
+            item.add_marker(pytest.mark.slow)

@@ -90,6 +90,7 @@ def test_static_cudart_wins_over_wheel_metadata_and_bundled_copies_count():
     assert runtime.from_needs(("cudart64_12-0a1b2c3d.dll",)).version == "12"
 
 
+@pytest.mark.slow
 @pytest.mark.nvcc
 def test_static_cudart_in_a_real_nvcc_executable(tmp_path):
     nvcc = shutil.which("nvcc")

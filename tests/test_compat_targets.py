@@ -179,6 +179,7 @@ def test_search_is_sorted_by_capability_then_name():
         targets.search_gpus(cc="hopper")
 
 
+@pytest.mark.slow
 def test_gpu_name_index_matches_scoring_every_row():
     """``match`` scores only the rows sharing a token with the query (an index of the data); the
     answer is the one scoring every row gives, for every name and nvidia-smi name in the data

@@ -222,6 +222,7 @@ def _corpus_wheel(prefix):
     return hits[0] if hits else None
 
 
+@pytest.mark.slow
 @pytest.mark.corpus
 def test_real_wheel_tree_as_an_image_layer(tmp_path):
     """A real wheel installed into an image layer reads like the wheel itself, and the image's

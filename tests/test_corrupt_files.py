@@ -151,6 +151,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(CASES))
 def test_truncation_at_every_header_boundary(kind, tmp_path):
     make, boundaries = CASES[kind]
@@ -232,6 +233,7 @@ def size_field_mutants(data):
         yield f"zip_lho_{v:x}", _put(whl, cd + 42, "<I", v)
 
 
+@pytest.mark.slow
 def test_flipped_and_huge_size_fields(tmp_path):
     names = []
     for name, data in size_field_mutants(None):
@@ -243,6 +245,7 @@ def test_flipped_and_huge_size_fields(tmp_path):
 
 
 # ------------------------------------------------------------------------ bombs and limits
+@pytest.mark.slow
 def test_zstd_and_lz4_bombs_inside_a_fatbin(tmp_path):
     many = B.bomb_entry("zstd", 16 << 20)
     cases = {
@@ -278,6 +281,7 @@ def test_zip_bomb_member_and_depth_limit(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_gzip_bomb_is_bounded(tmp_path):
     import gzip
 
@@ -346,6 +350,7 @@ def _many_files_dir():
     return tempfile.mkdtemp(prefix="fatbin-inspect-many-", dir=base)
 
 
+@pytest.mark.slow
 def test_directory_of_100000_tiny_files():
     d = _many_files_dir()
     try:

@@ -31,6 +31,7 @@ def run_target(name, data):
         pass
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(T.TARGETS))
 def test_fuzz_target(name):
     pool = seeds(name)

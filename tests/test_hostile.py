@@ -205,6 +205,7 @@ def argv_for(name, cmd, inputs) -> list[str] | None:
 
 
 # ------------------------------------------------------------------ the class tests
+@pytest.mark.slow
 def test_every_renderer_shows_hostile_text_inert(tmp_path):
     """Every command x every --format on names, identifiers, options and kernel names full of
     terminal escapes, rich markup, bidi overrides, CR/LF and non-UTF-8 bytes: valid UTF-8 out,
@@ -242,6 +243,7 @@ def test_every_renderer_shows_hostile_text_inert(tmp_path):
     assert "[/]" in listing and "\\x1b]0;owned" in listing and "\\xff" in listing  # shown, not obeyed
 
 
+@pytest.mark.slow
 def test_every_command_refuses_an_output_that_is_an_input(tmp_path):
     """``-o`` naming an input (or a file inside an input folder that was read) is refused before
     anything is written; the input keeps its bytes."""
@@ -480,6 +482,7 @@ def _bzip2_zip(size: int) -> bytes:
     return buf.getvalue()
 
 
+@pytest.mark.slow
 def test_one_ratio_rule_for_every_archive_kind(tmp_path):
     """bzip2 member of exactly 64 MiB, deflate member, tar.gz member, lone .gz: all refused by
     the same rule (once refused only above 64 MiB, and tar.gz never)."""
@@ -536,6 +539,7 @@ def test_repeated_nv_fatbin_headers_list_the_fatbin_once(tmp_path):
     assert len(doc["files"][0]["fatbins"]) == 1
 
 
+@pytest.mark.slow
 def test_repeated_fatbin_magic_keeps_a_bounded_number_of_errors(tmp_path):
     """4 MiB of fatbin magic, one every 4 bytes: a million failed parses, 1.16 GB before (every
     failure kept with its traceback); now 16 kept and the rest counted, under 512 MiB."""

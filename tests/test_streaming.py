@@ -232,6 +232,7 @@ def test_scan_json_streamed_equals_the_document_of_full_records(tmp_path, monkey
     assert strip[0] == strip[1] == strip[2]
 
 
+@pytest.mark.slow
 def test_pretty_matches_json_dumps_on_generated_values():
     """Random nests of the shapes records have, with strings and numbers that hold the digits of
     ``pretty``'s placeholders (those containers are written item by item, to the same bytes)."""
