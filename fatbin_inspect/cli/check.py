@@ -32,6 +32,7 @@ from fatbin_inspect.cli.options import (
     targets_option,
     ui_options,
 )
+from fatbin_inspect.judging import FAILING
 from fatbin_inspect.judging.fleet import nearest_policy_targets, resolve_all
 from fatbin_inspect.judging.inputs import check_roots, parse_env, verdict_options
 from fatbin_inspect.judging.verdicts import judge_paths
@@ -131,7 +132,7 @@ def check_cmd(
     unreadable: list = []
     kept: list | None = [] if fmt == "html" else None  # the records --format html drills into
     seen: list = list(paths)  # inputs and record paths: the output may be none of them
-    bad = {"error": {"fail"}, "warning": {"fail", "jit"}, "never": set()}[fail_on]
+    bad = FAILING[fail_on]
     with progress_for(fmt, "checking") as progress:
         judged = judge_paths(
             paths,

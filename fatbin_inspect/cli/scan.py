@@ -299,7 +299,9 @@ def scan_cmd(
             say(f"{path}: {why}")
     if strict and (result.skipped or any(r.error for r in result.reports)):
         raise SystemExit(EXIT_STRICT)
-    bad = {"error": {"fail"}, "warning": {"fail", "jit"}, "never": set()}[fail_on]
+    from fatbin_inspect.judging import FAILING
+
+    bad = FAILING[fail_on]
     if any(v.verdict in bad for row in cov.rows for v in row.verdicts) and not exit_zero:
         raise SystemExit(EXIT_FINDINGS)
     raise SystemExit(EXIT_OK)

@@ -7,3 +7,11 @@ and FBI017 (``torch``), the gate run (``gate_run``) and the extract plan (``extr
 Nothing here prints: messages go to the ``warn`` callbacks the caller passes (the command line
 passes ``cli.common.say``). See README, Development.
 """
+
+# --fail-on of check and scan: the verdicts that fail the run at each level (here, importing
+# nothing, so a scan without targets loads no engine to read it)
+FAILING: dict[str, frozenset[str]] = {
+    "error": frozenset({"fail"}),
+    "warning": frozenset({"fail", "jit"}),
+    "never": frozenset(),
+}
