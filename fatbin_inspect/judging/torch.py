@@ -19,7 +19,9 @@ def torch_mismatches(reports, engine_vs) -> list[str]:
     torch = next(
         (r for r in reports if r.path.replace("\\", "/").endswith("torch/lib/libtorch_cuda.so")), None
     )
-    trt = engine_vs[torch.path][0].runtime if torch is not None and engine_vs.get(torch.path) else None
+    if torch is None or not engine_vs.get(torch.path):
+        return []
+    trt = engine_vs[torch.path][0].runtime
     if trt is None:
         return []
     top = torch.path.replace("\\", "/").rsplit("/lib/", 1)[0] + "/"
