@@ -32,13 +32,16 @@ from fatbin_inspect.cli.options import (
     targets_option,
     ui_options,
 )
+from fatbin_inspect.compat import jit
 from fatbin_inspect.judging import FAILING
 from fatbin_inspect.judging.fleet import nearest_policy_targets, resolve_all
 from fatbin_inspect.judging.inputs import check_roots, parse_env, verdict_options
 from fatbin_inspect.judging.verdicts import judge_paths
 
 
-def _write_json(judged, targets, per_fatbin: bool, unreadable: list, bad: set, output, seen=()) -> list:
+def _write_json(
+    judged, targets, per_fatbin: bool, unreadable: list, bad: set, output, seen=(), cache=None
+) -> list:
     """The check document, streamed: each result written as it is judged; returns the first
     verdict in ``bad`` (all the exit code needs), not the verdicts."""
     from fatbin_inspect.render import jsondump
@@ -51,7 +54,7 @@ def _write_json(judged, targets, per_fatbin: bool, unreadable: list, bad: set, o
         for v in judged:
             if v.verdict in bad and not worst:
                 worst.append(v)
-            yield result_dict(v, index[v.target], per_fatbin)
+            yield result_dict(v, index[v.target], per_fatbin, cache or jit.DEFAULT_CACHE)
 
     errors = ({"path": r.path, "message": r.error.message, "offset": r.error.offset} for r in unreadable)
     doc = check_document(targets, [], per_fatbin, [])
@@ -84,7 +87,9 @@ def _write_json(judged, targets, per_fatbin: bool, unreadable: list, bad: set, o
     "env_pairs",
     multiple=True,
     metavar="NAME=VALUE",
-    help="Environment of the deployment: CUDA_FORCE_PTX_JIT=1, CUDA_DISABLE_PTX_JIT=1. Repeatable.",
+    help="Environment of the deployment: CUDA_FORCE_PTX_JIT=1, CUDA_DISABLE_PTX_JIT=1, "
+    "CUDA_CACHE_DISABLE=1, CUDA_CACHE_MAXSIZE=BYTES (the JIT cost repeats when its cache cannot keep it). "
+    "Repeatable.",
 )
 @click.option(
     "--inherit-env", is_flag=True, help="Also read CUDA_* switches from this process's environment."
@@ -126,6 +131,7 @@ def check_cmd(
     """
     check_roots(paths)
     env = parse_env(env_pairs, inherit_env)
+    cache = jit.cache_settings(env)  # the deployment's JIT cache: does the JIT repeat at every start
     targets = resolve_all(
         gpus, driver, env, target_files, nearest_policy_targets(driver, say), compat, warn=say
     )
@@ -145,7 +151,7 @@ def check_cmd(
             seen=seen,
         )
         verdicts = (
-            _write_json(judged, targets, per_fatbin, unreadable, bad, output, seen)
+            _write_json(judged, targets, per_fatbin, unreadable, bad, output, seen, cache)
             if fmt == "json"
             else list(judged)
         )
@@ -154,11 +160,13 @@ def check_cmd(
     elif fmt == "table" and not long_view and (len(targets) > 1 or len({v.path for v in verdicts}) > 1):
         from fatbin_inspect.render.check_matrix import render_matrix
 
-        write_output(render_matrix(targets, verdicts, **look(output)), output, seen)
+        write_output(render_matrix(targets, verdicts, cache=cache, **look(output)), output, seen)
     elif fmt == "table":
         from fatbin_inspect.render.check_table import render_check
 
-        write_output(render_check(targets, verdicts, kernels=all_kernels, **look(output)), output, seen)
+        write_output(
+            render_check(targets, verdicts, kernels=all_kernels, cache=cache, **look(output)), output, seen
+        )
     else:
         from fatbin_inspect.release.gate import check_findings
 

@@ -55,6 +55,7 @@ class Chosen:
     kind: str  # sass | ptx
     ptx_isa: str | None
     offset: int | None = None  # entry header offset (per-fatbin choice)
+    size: int | None = None  # the image's bytes after decompression (per-fatbin choice; compat.jit)
 
 
 class EntryVerdict(NamedTuple):
@@ -238,7 +239,7 @@ def evaluate_fatbin(
     picked = fatbin.entries[d.index] if d.index is not None else None
     chosen = None
     if picked is not None and d.verdict in ("native", "jit"):
-        chosen = Chosen(picked.arch, picked.kind, picked.ptx_isa, picked.offset)
+        chosen = Chosen(picked.arch, picked.kind, picked.ptx_isa, picked.offset, picked.size)
     have = set(_kernel_names(picked)) if chosen and picked is not None else set()
     return FatbinVerdict(
         offset=fatbin.offset,

@@ -2,7 +2,9 @@
 
 Matching order: a bare number (current, or the pre-CUDA-10.1 runtime number), an API name
 (``cudaErrorNoKernelImageForDevice``, ``CUDA_ERROR_NO_BINARY_FOR_GPU``), then text: API names,
-error strings and framework wordings found anywhere in what the user pasted.
+error strings, the topics of errors.json that are no error (TensorFlow's "CUDA kernels will be
+jit-compiled from PTX, which could take 30 minutes or longer", JIT cache questions: R-JIT-COST,
+whose explanation has no number) and framework wordings found anywhere in what the user pasted.
 """
 
 from __future__ import annotations
@@ -42,6 +44,15 @@ CHECKS: dict[str, tuple[str, ...]] = {
         "Whether NVIDIA's forward-compatibility table marks the package compatible (C) with the kernel "
         "driver's branch; on Jetson, with the JetPack release (803 otherwise)",
     ),
+    "R-JIT-COST": (
+        "What the JIT costs for your GPU: fatbin-inspect check PATH --gpu '<your GPU>' prints 'jit: ~N s of "
+        "compilation, M MB of cache'; --format json gives jit.estimate_s (host CPU seconds), jit.ptx_bytes "
+        "and jit.cache_bytes (the SASS the cache must hold)",
+        "This machine's JIT cache: fatbin-inspect doctor (CUDA_CACHE_DISABLE, whether CUDA_CACHE_PATH or "
+        "~/.nv/ComputeCache is writable, CUDA_CACHE_MAXSIZE: default 1 GiB, 256 MiB on embedded platforms, at most 4 GiB)",
+        "Whether it repeats at every start: check --env CUDA_CACHE_MAXSIZE=<bytes> or --env CUDA_CACHE_DISABLE=1 "
+        "says so when the cache cannot keep the compiled code",
+    ),
     "R-GPU": (
         "Whether the driver branch supports the GPU (new GPUs need new branches; Kepler ends at R470, "
         "Maxwell/Pascal/Volta at R580)",
@@ -56,6 +67,7 @@ COMMANDS: dict[str, str] = {
     "R-DRV": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <your driver version>",
     "R-GPU": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <your driver version>",
     "R-FWD": "fatbin-inspect check PATH --gpu '<your GPU>' --driver <kernel driver> --compat <package CUDA>",
+    "R-JIT-COST": "fatbin-inspect check PATH --gpu '<your GPU>' --env CUDA_CACHE_MAXSIZE=<bytes> --format json",
 }
 # Framework wordings that do not contain the CUDA string itself.
 PHRASES: tuple[tuple[str, int], ...] = (
@@ -68,7 +80,7 @@ PHRASES: tuple[tuple[str, int], ...] = (
 
 @dataclass(frozen=True)
 class Explanation:
-    number: int
+    number: int | None  # None: a topic that is no error (R-JIT-COST)
     runtime_name: str | None
     driver_name: str | None
     message: str
@@ -80,6 +92,7 @@ class Explanation:
     command: str | None
     legacy_number: int | None = None
     matched_as: str = ""
+    title: str | None = None  # a topic's title (number None)
 
 
 def explain(query: str) -> Explanation | None:
@@ -87,6 +100,8 @@ def explain(query: str) -> Explanation | None:
     if row is None:
         return None
     rules = tuple(dict.fromkeys(re.findall(r"R-[A-Z]+(?:-[A-Z]+)*", row.get("signals_rule", ""))))
+    if "title" in row:  # a topic: R-JIT-COST first (its checks and command)
+        rules = tuple(sorted(rules, key=lambda r: r != "R-JIT-COST"))
     checks: list[str] = []
     command = None
     if row.get("fix"):
@@ -95,7 +110,7 @@ def explain(query: str) -> Explanation | None:
         checks += CHECKS.get(r, ())
         command = command or COMMANDS.get(r)
     return Explanation(
-        row["number"],
+        row.get("number"),
         row.get("runtime_api_name"),
         row.get("driver_api_name"),
         row.get("runtime_error_string", ""),
@@ -107,6 +122,7 @@ def explain(query: str) -> Explanation | None:
         command,
         row.get("legacy_runtime_number"),
         how,
+        row.get("title"),
     )
 
 
@@ -137,6 +153,10 @@ def _find(q: str):
     )
     if best:
         return best, f"message '{best['runtime_error_string']}'"
+    for topic in data.load("errors").get("topics", ()):
+        hit = next((p for p in topic["phrases"] if p in low), None)
+        if hit:
+            return {**topic, "runtime_error_string": topic["message"]}, f"phrase '{hit}'"
     for phrase, n in PHRASES:
         if phrase in low:
             return data.error_by_number(n), f"phrase '{phrase}'"

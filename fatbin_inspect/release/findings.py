@@ -220,6 +220,16 @@ RULES: tuple[Rule, ...] = (
         "the dynamic loader refuses the file, before any CUDA code runs. Publish a build for the "
         "host's CPU (a manylinux aarch64 wheel).",
     ),
+    Rule(
+        "FBI021",
+        "jit-too-slow",
+        "error",
+        "The PTX JIT on a target is estimated longer than max-jit-seconds",
+        "No cubin fits the GPU, so the driver compiles the PTX before the first launch, on the host "
+        "CPU, and this artifact's PTX is estimated (R-JIT-COST, data/jit_model.json) to take longer "
+        "than the policy's max-jit-seconds; it repeats at every start when the JIT cache is disabled, "
+        "not writable or too small. Build SASS for the GPU, or raise max-jit-seconds.",
+    ),
 )
 
 RULE_BY_ID: dict[str, Rule] = {r.id: r for r in RULES}

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from fatbin_inspect.compat import data, engine, rules, units
+from fatbin_inspect.compat import data, engine, jit, rules, units
 from fatbin_inspect.compat import runtime as runtime_mod
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import NOT_PROBED, LocalDevices, Target, resolve_driver, resolve_targets
@@ -154,6 +154,17 @@ def check_requirement(
     if v.counts["jit"]:
         sev = "note" if emit.policy.ptx_counts else "error"
         emit("FBI002", sev, f"{label}: only PTX (JIT) in {_of(v.counts['jit'], total)}", label, arch)
+    limit = emit.policy.max_jit_seconds
+    cost = jit.cost(v) if limit is not None else None
+    if cost is not None and limit is not None and cost.estimate_s > limit:
+        emit(
+            "FBI021",
+            "error",
+            f"{label}: the JIT is estimated at {jit.seconds_text(cost.estimate_s)} of compilation "
+            f"(max-jit-seconds = {limit:g}) for {cost.images} PTX image(s), {jit.size_text(cost.ptx_bytes)} of PTX",
+            label,
+            arch,
+        )
     if v.specialised is not None and v.coverage == "partial":
         emit("FBI014", "note", f"{label}: {engine.coverage_line(v)}", label, arch)
     _arch_specific_only(emit, v, req, arch, total)

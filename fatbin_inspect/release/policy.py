@@ -19,6 +19,7 @@ accept-missing-ptx); SASS for archs not required is "surplus" and reported only 
     targets = [{ name = "ci-a100", gpu = "A100", driver = "535" }, "fleet/doctor-*.json"]
     disable = ["FBI007"]
     severity = { FBI006 = "error" }
+    max-jit-seconds = 60   # FBI021 when a GPU target's JIT is estimated longer (off by default)
 
     [[tool.fatbin-inspect.overrides]]
     match = "*cuda11*"
@@ -79,6 +80,7 @@ class Policy:
     severity: tuple[tuple[str, str], ...] = ()  # (rule id, severity) re-grades
     disable: tuple[str, ...] = ()  # rule ids never reported
     fail_on: str = "error"
+    max_jit_seconds: float | None = None  # FBI021: the JIT on a target estimated longer (R-JIT-COST)
     # fleet targets: {name, gpu, driver} tables as sorted item tuples, or file globs (the CLI reads them)
     targets: tuple[str | tuple[tuple[str, Any], ...], ...] = ()
     overrides: tuple[Override, ...] = ()
@@ -195,6 +197,18 @@ def _driver_version(val: Any, here: str) -> str:
     return str(val).strip()
 
 
+def _seconds(val: Any, here: str) -> float:
+    if isinstance(val, bool) or not isinstance(val, (int, float, str)):
+        raise UsageError(f"{here}: expected a number of seconds, e.g. 60")
+    try:
+        out = float(val)
+    except ValueError:
+        raise UsageError(f"{here}: expected a number of seconds, e.g. 60") from None
+    if not out >= 0 or out == float("inf"):
+        raise UsageError(f"{here}: expected a number of seconds >= 0")
+    return out
+
+
 def _fail_level(val: Any, here: str) -> str:
     if val not in FAIL_LEVELS:
         raise UsageError(f"{here}: expected one of {', '.join(FAIL_LEVELS)}")
@@ -255,6 +269,7 @@ VALIDATORS: dict[str, Callable[[Any, str], Any]] = {
     "min_driver": _driver_version,
     "targets": _targets,
     "fail_on": _fail_level,
+    "max_jit_seconds": _seconds,
     "disable": _rule_ids,
     "severity": _severities,
 }

@@ -18,6 +18,7 @@ from fatbin_inspect.compat.engine import (
     FileVerdict,
     coverage_line,
 )
+from fatbin_inspect.compat.jit import DEFAULT_CACHE, CacheSettings, JitCost, cost, phrase
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, tool
 
@@ -105,7 +106,28 @@ def group_dict(g: FatbinGroup | None) -> dict[str, Any] | None:
     }
 
 
-def result_dict(v: FileVerdict, target_index: int, per_fatbin: bool = False) -> dict[str, Any]:
+def jit_dict(c: JitCost | None) -> dict[str, Any] | None:
+    """R-JIT-COST: what the driver's JIT costs (None: nothing is compiled)."""
+    if c is None:
+        return None
+    return {
+        "ptx_bytes": c.ptx_bytes,
+        "images": c.images,
+        "estimate_s": c.estimate_s,
+        "cache_bytes": c.cache_bytes,
+        "family": c.family,
+        "forced": c.forced,
+        "cache_limit": c.cache_limit,
+        "cache_disabled": c.cache_disabled,
+        "repeats": c.repeats,
+        "summary": phrase(c),
+    }
+
+
+def result_dict(
+    v: FileVerdict, target_index: int, per_fatbin: bool = False, cache: CacheSettings = DEFAULT_CACHE
+) -> dict[str, Any]:
+    """One result; ``cache``: the deployment's JIT cache (``--env CUDA_CACHE_*``)."""
     d: dict[str, Any] = {
         "path": v.path,
         "target": target_index,
@@ -131,6 +153,7 @@ def result_dict(v: FileVerdict, target_index: int, per_fatbin: bool = False) -> 
         "gaps": group_dict(v.gaps),
         "kernels_analysed": v.kernels_analysed,
         "link_archs": list(v.link_archs),
+        "jit": jit_dict(cost(v, cache)),
     }
     if per_fatbin:
         d["fatbin_verdicts"] = [fatbin_verdict_dict(f) for f in v.fatbins]
@@ -142,9 +165,10 @@ def check_document(
     verdicts: Sequence[FileVerdict],
     per_fatbin: bool = False,
     errors: Sequence[dict[str, Any]] = (),
+    cache: CacheSettings = DEFAULT_CACHE,
 ) -> dict[str, Any]:
     index = {t: i for i, t in enumerate(targets)}
-    results: list[dict[str, Any]] = [result_dict(v, index[v.target], per_fatbin) for v in verdicts]
+    results: list[dict[str, Any]] = [result_dict(v, index[v.target], per_fatbin, cache) for v in verdicts]
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": tool(),

@@ -3,7 +3,7 @@
 A cell reads without colour too: ``native sm_90``, ``jit compute_90``, ``fail 209``, ``-`` (no
 device code); a trailing ``~`` marks the engine's partial coverage (some fatbins of the file are
 set aside or have no code for that GPU). Below the table: a legend, each failure once (the same reason on several targets is one
-line), each partially covered cell, and the assumed driver once, not per target.
+line), each partially covered cell, what each JIT costs (R-JIT-COST), and the assumed driver once, not per target.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from fatbin_inspect.compat import jit
 from fatbin_inspect.compat.engine import FileVerdict, coverage_line
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.render.check_table import STYLE, verdict_counts
@@ -109,7 +110,9 @@ def _jit_mix(verdicts: Sequence[FileVerdict], cut: int) -> list[RenderableType]:
     return out
 
 
-def _notes(targets: Sequence[Target], verdicts: Sequence[FileVerdict], cut: int) -> list[RenderableType]:
+def _notes(
+    targets: Sequence[Target], verdicts: Sequence[FileVerdict], cut: int, cache: jit.CacheSettings
+) -> list[RenderableType]:
     """Failures grouped by cause (error, rule, reason): one line names its targets and files; each
     fix once; partial coverage per cell; every driver note (the assumed driver) once. Wrapped
     lines continue under the first word after the indent (``hang``)."""
@@ -141,6 +144,11 @@ def _notes(targets: Sequence[Target], verdicts: Sequence[FileVerdict], cut: int)
             out.append(
                 hang("  ", f"partial coverage of {v.path[cut:]} on {target_name(v.target)}: {why}", "yellow")
             )
+    for v in verdicts:
+        cost = jit.cost(v, cache)
+        if cost is not None:
+            line = f"jit on {target_name(v.target)}: {v.path[cut:]}: {jit.cost_text(cost)}"
+            out.append(hang("  ", line, "yellow"))
     seen: set[str] = set()
     for t in targets:
         note = t.driver.note
@@ -194,9 +202,14 @@ def _table(
 
 
 def render_matrix(
-    targets: Sequence[Target], verdicts: Sequence[FileVerdict], color: bool = False, width: int | None = None
+    targets: Sequence[Target],
+    verdicts: Sequence[FileVerdict],
+    color: bool = False,
+    width: int | None = None,
+    cache: jit.CacheSettings = jit.DEFAULT_CACHE,
 ) -> str:
-    """The matrix of ``check`` (``verdicts`` in file order, one per target each)."""
+    """The matrix of ``check`` (``verdicts`` in file order, one per target each); ``cache``: the
+    deployment's JIT cache (``--env CUDA_CACHE_*``), for the JIT notes."""
     by_file: dict[str, dict[Target, FileVerdict]] = {}
     for v in verdicts:
         by_file.setdefault(v.path, {})[v.target] = v
@@ -210,7 +223,7 @@ def render_matrix(
     if hidden:
         out.append(Text(f"{plural(hidden, 'more file', 'more files')} without device code", style="dim"))
     out += [Text(""), Text(LEGEND, style="dim")]
-    notes = _notes(targets, verdicts, cut)
+    notes = _notes(targets, verdicts, cut, cache)
     if notes:
         out += [Text(""), Text("Notes", style="bold"), *notes]
     out += [

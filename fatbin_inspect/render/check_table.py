@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
+from fatbin_inspect.compat import jit
 from fatbin_inspect.compat.engine import FileVerdict, coverage_line
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.formats.demangle import demangle
@@ -40,7 +41,9 @@ def target_lines(targets: Sequence[Target]) -> list:
     return out
 
 
-def verdict_block(v: FileVerdict, index: int, kernels: bool) -> list:
+def verdict_block(
+    v: FileVerdict, index: int, kernels: bool, cache: jit.CacheSettings = jit.DEFAULT_CACHE
+) -> list:
     head = Text()
     head.append(v.path, style="bold")
     head.append(f"  on [{index}]  ")
@@ -55,6 +58,9 @@ def verdict_block(v: FileVerdict, index: int, kernels: bool) -> list:
         head.append(f"  fatbins: {c['native']} native, {c['jit']} jit, {c['fail']} fail", style="dim")
     out: list = [Hanging(head, 4), hang("    ", v.reason)]
     out += coverage_lines(v)
+    cost = jit.cost(v, cache)
+    if cost is not None:
+        out.append(hang("    ", jit.phrase(cost), style="yellow"))
     if v.runtime:
         out.append(hang("    runtime: ", f"CUDA {v.runtime.version} ({v.runtime.source})", style="dim"))
     if v.missing_kernels:
@@ -119,11 +125,13 @@ def render_check(
     color: bool = False,
     kernels: bool = False,
     width: int | None = None,
+    cache: jit.CacheSettings = jit.DEFAULT_CACHE,
 ) -> str:
+    """``cache``: the deployment's JIT cache (``--env CUDA_CACHE_*``), for the JIT phrase."""
     index = {t: i for i, t in enumerate(targets)}
     out: list = [*target_lines(targets), Text("")]
     for v in verdicts:
-        out += verdict_block(v, index[v.target], kernels)
+        out += verdict_block(v, index[v.target], kernels, cache)
     out += [Text(""), Text(f"{plural(len(verdicts), 'result')}: {verdict_counts(verdicts)}", style="bold")]
     return render(out, color, width)
 

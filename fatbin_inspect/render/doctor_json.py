@@ -24,4 +24,5 @@ def doctor_document(stack: Stack, diag: Diagnosis) -> dict[str, Any]:
         "runtime_in_use": diag.runtime_in_use.path if diag.runtime_in_use else None,
         "conditions": [dataclasses.asdict(c) for c in diag.conditions],
         "warnings": [dataclasses.asdict(w) for w in diag.warnings],
+        "jit_cache": None if diag.jit_cache is None else dataclasses.asdict(diag.jit_cache),
     }

@@ -5,8 +5,9 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from fatbin_inspect.compat.jit import size_text
 from fatbin_inspect.render.console import render
-from fatbin_inspect.system.diagnose import FAIL, OK, Diagnosis
+from fatbin_inspect.system.diagnose import FAIL, OK, Diagnosis, JitCache
 from fatbin_inspect.system.stack import Stack
 
 _MARK = {OK: ("ok", "green"), FAIL: ("FAIL", "red")}
@@ -61,7 +62,22 @@ def _layers(stack: Stack, diag: Diagnosis) -> Table:
         tab.add_row(f"{p.framework} ptxas", f"{p.version or '?'}  {p.path}  [{p.via}]")
     for sw in stack.env:
         tab.add_row(f"env {sw.name}", f"{sw.value}  ({sw.effect})")
+    if diag.jit_cache is not None:
+        tab.add_row("JIT cache", jit_cache_line(diag.jit_cache))
     return tab
+
+
+def jit_cache_line(c: JitCache) -> Text:
+    """'~/.nv/ComputeCache (default), writable, up to 1.1 GB (driver default)'; yellow when the
+    JIT repeats at every start."""
+    size = f"up to {size_text(c.maxsize, binary=True)} ({c.maxsize_from})"
+    state = "writable" if c.writable else f"NOT writable: {c.why}"
+    if c.writable and c.why:
+        state += f", {c.why}"
+    text = f"{c.path} ({c.path_from}), {state}, {size}"
+    if c.disabled:
+        text = f"disabled (CUDA_CACHE_DISABLE=1): PTX is compiled at every start; {text}"
+    return Text(text, style="yellow" if not c.usable or c.tmpfs else "")
 
 
 def render_doctor(stack: Stack, diag: Diagnosis, color: bool = False, width: int | None = None) -> str:

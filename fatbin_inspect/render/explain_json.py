@@ -22,4 +22,5 @@ def explanation_dict(e: Explanation) -> dict[str, Any]:
         "command": e.command,
         "legacy_number": e.legacy_number,
         "matched_as": e.matched_as,
+        "title": e.title,
     }

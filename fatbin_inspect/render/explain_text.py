@@ -11,7 +11,7 @@ from fatbin_inspect.render.console import hang, render
 def explanation_text(e: Explanation, color: bool = False, width: int | None = None) -> str:
     """The ``table`` format of ``explain``: one field a line, wrapped under its value."""
     names = " / ".join(n for n in (e.runtime_name, e.driver_name) if n)
-    out: list = [Text(f"{e.number}  {names}", style="bold")]
+    out: list = [Text(f"{e.number}  {names}" if e.number is not None else e.title or "", style="bold")]
     for label, value in (
         ("message", e.message),
         ("matched", e.matched_as),

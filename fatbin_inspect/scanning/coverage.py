@@ -12,11 +12,14 @@ entry of a 24,000-fatbin library.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from fatbin_inspect.compat import jit as jit_cost
+from fatbin_inspect.compat.jit import JitCost
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, FileError, FileReport
 
 SASS, PTX, NONE = "sass", "ptx", "none"
@@ -43,6 +46,7 @@ class Verdict:
     coverage: str | None = None  # full | partial | none (R-FILE for a file, R-UNIT for a row)
     set_aside: tuple[str, ...] = ()  # a row's files made for other GPUs (R-UNIT)
     variants: tuple[str, ...] = ()  # the alternative builds that decided (R-VARIANT)
+    jit: JitCost | None = None  # R-JIT-COST: a file's JIT, a row's summed over its files
 
 
 @dataclass(frozen=True)
@@ -188,6 +192,15 @@ def build(
             row_vs = tuple(
                 _worst([c.verdicts[i] for c in children if len(c.verdicts) > i]) for i in range(len(targets))
             )
+        row_vs = tuple(  # the JIT of a distribution: the sum over its files (one cache holds it all)
+            dataclasses.replace(
+                v,
+                jit=jit_cost.total(
+                    c.verdicts[i].jit for c in children if len(c.verdicts) > i and c.verdicts[i].jit
+                ),
+            )
+            for i, v in enumerate(row_vs)
+        )
         rows.append(
             Row(
                 name,
@@ -215,7 +228,11 @@ def describe(row: Row, sm: int) -> str:
 
 def verdict_of(file_verdict, path: str | None = None) -> Verdict:
     """A coverage ``Verdict`` from the engine's ``FileVerdict`` (its ``error`` is a record with
-    ``code`` and ``name``, a dict of them, or None)."""
+    ``code`` and ``name``, a dict of them, or None); with the file's JIT (R-JIT-COST) when it is
+    a ``FileVerdict``."""
+    from fatbin_inspect.compat.engine import FileVerdict
+    from fatbin_inspect.compat.jit import cost
+
     err = file_verdict.error
     if err is not None:
         code = getattr(err, "code", None) if not isinstance(err, dict) else err.get("code")
@@ -230,4 +247,5 @@ def verdict_of(file_verdict, path: str | None = None) -> Verdict:
         getattr(file_verdict, "coverage", None),
         tuple(getattr(file_verdict, "set_aside", ())),
         tuple(getattr(file_verdict, "variants", ())),
+        cost(file_verdict) if isinstance(file_verdict, FileVerdict) else None,
     )

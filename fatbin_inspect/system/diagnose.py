@@ -8,12 +8,21 @@ needs here, in plain words, and warnings for the classic mismatches (``doctor``)
 
 The CUDA version the driver implements is taken from ``cuDriverGetVersion`` of the libcuda in use
 (it includes a cuda-compat package), else from the kernel driver's branch in ``drivers.json``.
+
+The JIT cache (R-JIT-ENV, R-JIT-COST): whether ``CUDA_CACHE_DISABLE`` is set, the folder the
+driver writes (``CUDA_CACHE_PATH``, else ``~/.nv/ComputeCache``) and whether it can (the folder,
+or the nearest folder above it the driver would create it in, is writable; a tmpfs keeps it only
+until the machine or container restarts), and the size it may take (``CUDA_CACHE_MAXSIZE``, else
+the driver's default: 1 GiB, 256 MiB on embedded platforms). Without a usable cache every start
+compiles the PTX again (``check`` says how long that takes).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from fatbin_inspect.compat import data
@@ -39,6 +48,26 @@ class Advice:
 
 
 @dataclass(frozen=True)
+class JitCache:
+    """This machine's JIT cache as the driver would use it."""
+
+    disabled: bool  # CUDA_CACHE_DISABLE=1
+    path: str  # the folder
+    path_from: str  # "CUDA_CACHE_PATH" | "default"
+    writable: bool  # the driver can create or write it
+    why: str | None  # why not writable, or a caveat (tmpfs)
+    tmpfs: bool  # on a tmpfs: gone at the next restart of the machine or container
+    maxsize: int  # bytes
+    maxsize_from: (
+        str  # "CUDA_CACHE_MAXSIZE" | "driver default" | "CUDA_CACHE_MAXSIZE (not a number: default used)"
+    )
+
+    @property
+    def usable(self) -> bool:
+        return not self.disabled and self.writable
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     driver_cuda: str | None  # "13.0": CUDA version the driver in use implements
     driver_cuda_from: str | None  # "cuDriverGetVersion" | "driver branch R580"
@@ -46,6 +75,7 @@ class Diagnosis:
     runtime_in_use: Runtime | None
     conditions: tuple[Condition, ...]
     warnings: tuple[Advice, ...]
+    jit_cache: JitCache | None = None
 
     @property
     def failed(self) -> bool:
@@ -74,7 +104,9 @@ def runtime_in_use(stack: Stack) -> Runtime | None:
     return (loader or list(stack.runtimes) or [None])[0]
 
 
-def diagnose(stack: Stack) -> Diagnosis:
+def diagnose(stack: Stack, env: Mapping[str, str] | None = None, mounts: str = "/proc/mounts") -> Diagnosis:
+    """``env``: the variables the JIT cache reads (HOME, APPDATA, CUDA_CACHE_*); default: the
+    CUDA_CACHE_* switches the stack found and this process's HOME/APPDATA."""
     branch = _branch_driver(stack)
     api = stack.user_driver.api_version if stack.user_driver else None
     if api:
@@ -94,7 +126,93 @@ def diagnose(stack: Stack) -> Diagnosis:
     conds += (fwd,) if fwd else ()
     _mismatch_warnings(stack, rt, drv_cuda, warnings)
     _ptxas_warnings(stack, warnings)
-    return Diagnosis(drv_cuda, source, max_isa, rt, conds, tuple(warnings))
+    if env is None:
+        env = {k: v for k in ("HOME", "APPDATA") if (v := os.environ.get(k)) is not None}
+        env.update({sw.name: sw.value for sw in stack.env if sw.name.startswith("CUDA_CACHE_")})
+    cache = jit_cache(env, any(g.tegra for g in stack.gpus), mounts)
+    warnings += _cache_warnings(cache)
+    return Diagnosis(drv_cuda, source, max_isa, rt, conds, tuple(warnings), cache)
+
+
+def jit_cache(env: Mapping[str, str], embedded: bool = False, mounts: str = "/proc/mounts") -> JitCache:
+    """Probe the JIT cache folder the driver would use with ``env`` (nothing is written)."""
+    from fatbin_inspect.compat import jit
+
+    disabled = jit.cache_settings({"CUDA_CACHE_DISABLE": env.get("CUDA_CACHE_DISABLE", "")}).disabled
+    raw = env.get("CUDA_CACHE_PATH")
+    if raw:
+        path, path_from = raw, "CUDA_CACHE_PATH"
+    elif os.name == "nt":
+        path, path_from = os.path.join(env.get("APPDATA", "%APPDATA%"), "NVIDIA", "ComputeCache"), "default"
+    else:
+        path, path_from = os.path.join(env.get("HOME", "~"), ".nv", "ComputeCache"), "default"
+    writable, why = _writable(path)
+    fs = _fs_type(path, mounts)
+    tmpfs = fs == "tmpfs"
+    if tmpfs and writable:
+        why = "on a tmpfs: kept only until the machine or container restarts"
+    try:
+        size_env = jit.cache_settings({"CUDA_CACHE_MAXSIZE": env.get("CUDA_CACHE_MAXSIZE", "")}).maxsize
+        size_from = "CUDA_CACHE_MAXSIZE" if size_env is not None else "driver default"
+    except FatbinInspectError:
+        size_env, size_from = None, "CUDA_CACHE_MAXSIZE (not a number: default used)"
+    maxsize = jit.CacheSettings(maxsize=size_env).limit(embedded)
+    return JitCache(disabled, path, path_from, writable, why, tmpfs, maxsize, size_from)
+
+
+def _writable(path: str) -> tuple[bool, str | None]:
+    """The folder is writable, or the nearest existing folder above it is (the driver creates it)."""
+    p = os.path.abspath(path)
+    if os.path.exists(p):
+        if not os.path.isdir(p):
+            return False, "exists and is not a folder"
+        return (True, None) if os.access(p, os.W_OK | os.X_OK) else (False, "not writable")
+    parent = p
+    while not os.path.exists(parent):
+        up = os.path.dirname(parent)
+        if up == parent:
+            return False, "no folder above it exists"
+        parent = up
+    if os.path.isdir(parent) and os.access(parent, os.W_OK | os.X_OK):
+        return True, None
+    return False, f"does not exist, and {parent} is not writable"
+
+
+def _fs_type(path: str, mounts: str) -> str | None:
+    """The file-system type of the longest mount point holding ``path`` (/proc/mounts)."""
+    try:
+        with open(mounts, encoding="utf-8", errors="replace") as fh:
+            rows = [line.split() for line in fh]
+    except OSError:
+        return None
+    p = os.path.abspath(path)
+    best, fs = "", None
+    for row in rows:
+        if len(row) < 3:
+            continue
+        mnt = row[1].replace("\\040", " ")
+        if (p == mnt or p.startswith(mnt.rstrip("/") + "/")) and len(mnt) > len(best):
+            best, fs = mnt, row[2]
+    return fs
+
+
+def _cache_warnings(c: JitCache) -> list[Advice]:
+    if c.disabled:
+        return [
+            Advice(
+                "jit-cache",
+                "CUDA_CACHE_DISABLE=1: PTX is JIT-compiled again at every start of every program (check shows how long).",
+            )
+        ]
+    if not c.writable:
+        return [
+            Advice(
+                "jit-cache",
+                f"the JIT cache folder {c.path} ({c.path_from}) {c.why}: PTX is JIT-compiled again at every start; "
+                "set CUDA_CACHE_PATH to a writable, persistent folder.",
+            )
+        ]
+    return []
 
 
 def _max_ptx_isa(cuda: str | None) -> str | None:
