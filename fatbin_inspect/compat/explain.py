@@ -109,6 +109,10 @@ def explain(query: str) -> Explanation | None:
     for r in rules:
         checks += CHECKS.get(r, ())
         command = command or COMMANDS.get(r)
+    if "R-JIT-COST" in rules:
+        from fatbin_inspect.compat import jit
+
+        checks.append(f"How good the estimate is ({jit.measured()}): {jit.model()['note']}")
     return Explanation(
         row.get("number"),
         row.get("runtime_api_name"),

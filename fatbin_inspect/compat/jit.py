@@ -28,7 +28,6 @@ from fatbin_inspect.formats.model import KIND_PTX
 CACHE_DEFAULT = 1 << 30  # CUDA_CACHE_MAXSIZE default, desktop and server [S3 §5.2.2]
 CACHE_DEFAULT_EMBEDDED = 256 << 20  # embedded (Tegra) platforms
 CACHE_MAX = 4 << 30  # the largest CUDA_CACHE_MAXSIZE the driver honours
-CACHE_PATH_DEFAULT = {"linux": "~/.nv/ComputeCache", "windows": r"%APPDATA%\NVIDIA\ComputeCache"}
 _TRUE = ("1", "true", "yes", "on")
 _STACK_RULES = ("R-DRV", "R-GPU", "R-FWD")  # the file never gets as far as loading a module
 

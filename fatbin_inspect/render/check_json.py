@@ -18,7 +18,7 @@ from fatbin_inspect.compat.engine import (
     FileVerdict,
     coverage_line,
 )
-from fatbin_inspect.compat.jit import DEFAULT_CACHE, CacheSettings, JitCost, cost, phrase
+from fatbin_inspect.compat.jit import DEFAULT_CACHE, CacheSettings, JitCost, cost, measured, phrase
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, tool
 
@@ -121,6 +121,7 @@ def jit_dict(c: JitCost | None) -> dict[str, Any] | None:
         "cache_disabled": c.cache_disabled,
         "repeats": c.repeats,
         "summary": phrase(c),
+        "model": measured(),
     }
 
 
