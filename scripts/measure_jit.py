@@ -6,17 +6,18 @@ measured without a GPU: PTX is taken from the corpus wheels (``scripts/fetch_cor
 the fixtures with the project's own extractor (``fatbin-inspect extract --kind ptx``), compiled
 by the ptxas of the ``nvidia-cuda-nvcc`` wheels (13.x, and 12.x from ``nvidia-cuda-nvcc-cu12``)
 for one SASS arch per target family, and the user+sys seconds of each run and the bytes of the
-cubin it writes are recorded. Per family, ``seconds = a * ptx_bytes ** b`` and
-``cubin_bytes = a * ptx_bytes ** b`` are fitted (least squares in log space) on the PTX of
-some libraries and checked on the PTX of the others (held out): the note of the data gives the
-held-out error. Richer features (entries, instructions, registers, ``.maxntid``) are measured
-too and their fit reported, but ``check`` only reads the entry headers (uncompressed sizes), so
-the data keeps the bytes-only fit.
+cubin it writes are recorded. Per image, ``seconds = c + a_f * ptx_bytes`` and likewise the
+cubin bytes (``pooled``: ``c`` the floor of tiny images, ``a_f`` one rate times the family's
+ratio to sm_90 on the same PTX), fitted on the PTX of some libraries and checked on the PTX of
+the others (held out): the note of the data gives the held-out error. Richer features (entries,
+instructions, registers, ``.maxntid``) are measured too and their fit reported, but ``check``
+only reads the entry headers (uncompressed sizes), so the data keeps the bytes-only fit.
 
     pip install --target .cache/jit-tools/13 nvidia-cuda-nvcc
     pip install --target .cache/jit-tools/12 nvidia-cuda-nvcc-cu12
     python scripts/measure_jit.py                 # sample, fit, write data/jit_model.json
     python scripts/measure_jit.py --budget 60     # seconds of ptxas time per family
+    python scripts/measure_jit.py --refit         # fit the last run's compiles again
     python scripts/measure_jit.py --validate      # issue 27's check on a PTX-only corpus library
 
 ``--validate`` judges cupy-cuda11x's ``_generator_api`` (``--big``: and ``cub``; CUDA 11.8 builds:
