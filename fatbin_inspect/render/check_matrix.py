@@ -147,8 +147,8 @@ def _notes(
     for v in verdicts:
         cost = jit.cost(v, cache)
         if cost is not None:
-            line = f"jit on {target_name(v.target)}: {v.path[cut:]}: {jit.cost_text(cost)}"
-            out.append(hang("  ", line, "yellow"))
+            cost_line = f"jit on {target_name(v.target)}: {v.path[cut:]}: {jit.cost_text(cost)}"
+            out.append(hang("  ", cost_line, "yellow"))
     seen: set[str] = set()
     for t in targets:
         note = t.driver.note
