@@ -86,7 +86,9 @@ def test_dask_json_is_identical_and_the_cache_is_consulted_first(cluster, tmp_pa
 def _tasks_seen(cluster) -> int:
     """Tasks of the scan's work functions the scheduler has ever been given."""
     prefixes = cluster.scheduler.task_prefixes
-    return sum(sum(prefixes[p].state_counts.values()) for p in prefixes if p.startswith("inspect_"))
+    return sum(
+        sum(prefixes[p].state_counts.values()) for p in prefixes if p.startswith(("inspect_", "run_unit"))
+    )
 
 
 def test_dask_without_a_scheduler_is_a_usage_error(tmp_path):

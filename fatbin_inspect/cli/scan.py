@@ -118,7 +118,21 @@ def _html(paths, targets, reports, cov, engine_verdicts, images=()) -> str:
     "--scheduler",
     default=None,
     metavar="tcp://HOST:PORT",
-    help="Dask scheduler for --executor dask (its workers must see the same paths).",
+    help="Dask scheduler for --executor dask, tcp:// or tls:// (its workers must see the same paths).",
+)
+@click.option(
+    "--scheduler-file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Dask scheduler for --executor dask, from the file `dask scheduler --scheduler-file` wrote.",
+)
+@click.option(
+    "--connect-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long to try to reach the Dask scheduler.",
 )
 @click.option(
     "--platform",
@@ -158,6 +172,8 @@ def scan_cmd(
     no_cache,
     executor,
     scheduler,
+    scheduler_file,
+    connect_timeout,
     platform,
     show_layers,
     insecure,
@@ -185,8 +201,12 @@ def scan_cmd(
 
         os.environ[INSECURE_ENV] = ",".join(filter(None, [os.environ.get(INSECURE_ENV), *insecure]))
 
-    if executor == "dask" and not scheduler:
-        raise click.UsageError("--executor dask needs --scheduler tcp://HOST:PORT")
+    if executor == "dask" and not (scheduler or scheduler_file):
+        raise click.UsageError("--executor dask needs --scheduler tcp://HOST:PORT or --scheduler-file FILE")
+    if executor == "dask" and scheduler:
+        from fatbin_inspect.scanning.dask_executor import check_address
+
+        check_address(scheduler)  # a usage error before anything is read
     if verdicts_only and not (gpus or target_files):
         raise UsageError("scan --verdicts: give --gpu or --targets (the verdicts are per target)")
     targets: tuple = ()
@@ -220,6 +240,8 @@ def scan_cmd(
         encoder=encoder,
         executor=executor,
         scheduler=scheduler,
+        scheduler_file=scheduler_file,
+        connect_timeout=connect_timeout,
     )
     start = time.monotonic()
     progress = progress_for(fmt, "scanning")
@@ -228,6 +250,8 @@ def scan_cmd(
     finally:
         progress.close()
     seconds = time.monotonic() - start
+    for note in result.notes:
+        say(note)
     for r in result.reports:
         note_error(r)
     inputs = [*paths, *(r.path for r in result.reports)]  # the output may be none of them
@@ -297,7 +321,9 @@ def scan_cmd(
     if strict:
         for path, why in result.skipped:  # like ``list --strict``: a FIFO or a loop is unreadable
             say(f"{path}: {why}")
-    if strict and (result.skipped or any(r.error for r in result.reports)):
+    if result.unread:  # no Dask worker could read them: the answer is incomplete
+        say(f"{len(result.unread)} file{'s' * (len(result.unread) != 1)} not readable on any Dask worker")
+    if (strict and (result.skipped or any(r.error for r in result.reports))) or result.unread:
         raise SystemExit(EXIT_STRICT)
     from fatbin_inspect.judging import FAILING
 

@@ -80,6 +80,8 @@ class ScanOptions:
     # distributed cluster at ``scheduler`` (tcp://HOST:PORT), whose workers must see the paths
     executor: str = "local"
     scheduler: str | None = None
+    scheduler_file: str | None = None  # instead of ``scheduler``: the file ``dask scheduler`` wrote
+    connect_timeout: float = 30  # seconds to reach the scheduler
     # a module-level function: a record -> its bytes as the caller writes them (run in the workers,
     # kept in the cache under the function's name); given, the records are summaries and
     # ``ScanResult.texts`` yields the texts
@@ -110,6 +112,9 @@ class ScanResult:
     # (input, ``containers.oci.Image``) of every image named as an input: its reference, manifest
     # digest, tag, platform and layers, as its checked metadata says
     images: tuple[tuple[str, Any], ...] = ()
+    notes: tuple[str, ...] = ()  # one line each, for the user: Dask workers left out
+    # files no Dask worker could read (each also an error record, never cached): the exit is not 0
+    unread: tuple[str, ...] = ()
 
 
 def _jobs(n: int) -> int:
@@ -160,10 +165,17 @@ class _Scanner:
         self.done = 0
         self.bytes_done = 0
         self.client = None
+        self.notes: list[str] = []
+        self.unread: list[str] = []
         if opts.executor == "dask":
-            self.client = _dask_client(opts.scheduler)
-            # in flight and split as for a local pool of that many processes; never in-process
-            self.jobs = max(2, sum(self.client.nthreads().values()))
+            from fatbin_inspect.scanning import dask_executor
+
+            self.client = dask_executor.connect(opts.scheduler, opts.scheduler_file, opts.connect_timeout)
+            self.jobs = 2  # until the probe has found the workers that see the roots (``run``)
+            self.workers: dict[str, int] = {}
+            self.executors: dict[frozenset, Any] = {}  # workers left out -> an executor for the rest
+            self.units: dict[Any, tuple] = {}  # future -> (fn, args, span, workers tried)
+            self.shown: dict[str, str] = {}  # absolute path sent -> the path as the scan shows it
         else:
             self.jobs = _jobs(opts.jobs)
         o = opts.inventory
@@ -246,6 +258,11 @@ class _Scanner:
         """``[(path, key, worker.encoded records)]`` from a worker (or a split zip put together)."""
         for path, key, encs in results:
             apath = self.apaths.pop(path, None) or os.path.abspath(path)
+            if self.client is not None:  # sent as ``apath``: the records are shown on the path given
+                shown = self.shown.pop(path, path)
+                if shown != path:
+                    encs = [e if e[3] is None else (*e[:3], _rebase(e[3], path, shown)) for e in encs]
+                path = shown
             texts = [e[2] for e in encs] if self.encoder is not None else None
             if all(e[0] is not None for e in encs):
                 self.cache.put_encoded(apath, key, [e[:2] for e in encs], texts)
@@ -316,8 +333,11 @@ class _Scanner:
                 self._result(fut)
         if not self.queue or len(self.inflight) > self.jobs:
             return
-        if self.pool is None and self.client is not None:
-            self.pool = self.client.get_executor(pure=False)
+        if self.client is not None:
+            while self.queue and len(self.inflight) <= self.jobs:
+                fn, args, span = self.queue.popleft()
+                self._send(fn, args, span, frozenset())
+            return
         if self.pool is None:
             import multiprocessing
 
@@ -332,6 +352,62 @@ class _Scanner:
             if span is not None:
                 self.spans[fut] = span
 
+    def _send(self, fn, args: tuple, span, tried: frozenset) -> None:
+        """One unit to the Dask workers that see the roots, less those in ``tried``."""
+        from fatbin_inspect.scanning import dask_executor
+
+        ex = self.executors.get(tried)
+        if ex is None:
+            ex = self.executors[tried] = self.client.get_executor(
+                pure=False, workers=[w for w in self.workers if w not in tried], allow_other_workers=False
+            )
+        fut = ex.submit(dask_executor.run_unit, fn, args)
+        self.inflight.add(fut)
+        self.units[fut] = (fn, args, span, tried)
+
+    def _remote(self, fut):
+        """A Dask unit's result for ``_result``; units a worker could not see go to another worker,
+        or, when none is left, become error records (``None`` back: nothing more to take in)."""
+        from fatbin_inspect.scanning.dask_executor import ClusterLost
+
+        fn, args, span, tried = self.units.pop(fut)
+        try:
+            here, out, unseen = fut.result()
+        except (KeyboardInterrupt, ClusterLost):
+            raise
+        except Exception as exc:
+            if self.client.status != "running" or type(exc).__name__ in (
+                "CancelledError",
+                "CommClosedError",
+                "FutureCancelledError",
+            ):
+                where = self.opts.scheduler or self.opts.scheduler_file
+                raise ClusterLost(f"lost the Dask scheduler at {where}: {type(exc).__name__}") from None
+            raise
+        if unseen:
+            tried = tried | {here}
+            left = [w for w in self.workers if w not in tried]
+            if span is None:
+                if left:
+                    self._send(fn, (unseen, *args[1:]), None, tried)
+                else:
+                    for path, key in unseen:
+                        self._unread(path, key, len(tried))
+            elif left:
+                self._send(fn, args, span, tried)
+                return None
+            else:
+                return "unread", len(tried)
+        return out
+
+    def _unread(self, path: str, key: tuple, tried: int) -> None:
+        """A file no Dask worker could read: an error record (never cached) and a non-zero exit."""
+        self.apaths.pop(path, None)
+        shown = self.shown.pop(path, path)
+        self.unread.append(shown)
+        self._error(shown, key[2], f"not readable on any Dask worker ({tried} tried)")
+        self._tick(1, key[2])
+
     def _drain(self) -> None:
         """Wait for one unit in flight to end, take in its result, and hand out the next."""
         from concurrent.futures import FIRST_COMPLETED, wait
@@ -342,11 +418,18 @@ class _Scanner:
         self._pump()
 
     def _result(self, fut) -> None:
-        span = self.spans.pop(fut, None)
-        if span is None:
-            self._finish(fut.result())
+        if self.client is not None:
+            span = self.units[fut][2]
+            out = self._remote(fut)
+            if out is None:
+                return
         else:
-            self._span_done(*span, fut.result())
+            span = self.spans.pop(fut, None)
+            out = fut.result()
+        if span is None:
+            self._finish(out)
+        else:
+            self._span_done(*span, out)
 
     def _split_zip(self, path: str, key: tuple, spans) -> None:
         """Hand a large zip's spans to the pool, the largest first."""
@@ -366,6 +449,10 @@ class _Scanner:
         if state[3] == 0:
             del self.split[token]
             path = state[0]
+            lost = [p for p in state[2] if type(p) is tuple and p and p[0] == "unread"]
+            if lost:  # a span no Dask worker could read: the whole file is unread
+                self._unread(path, state[1], max(p[1] for p in lost))
+                return
             self._finish([(path, state[1], _join_spans(path, state[2]))])
 
     def _file(
@@ -420,6 +507,9 @@ class _Scanner:
             self._tick(1, size)
             return
         self.stats["inspected"] += 1
+        if self.client is not None:  # Dask workers get absolute paths (not their own cwd's)
+            self.shown[apath] = path
+            path = apath
         self.apaths[path] = apath
         if fmt == "zip" and self.jobs > 1 and size >= SPLIT_BYTES:
             spans = worker.zip_spans(path, self.all_members, self.jobs * 2, SPAN_BYTES)
@@ -540,6 +630,19 @@ class _Scanner:
 
     def run(self, roots: tuple[Root, ...]) -> ScanResult:
         self.attributor = Attributor(r.path for r in roots)  # metadata read up to each root's ceiling
+        if self.client is not None:
+            from fatbin_inspect.scanning import dask_executor
+
+            try:
+                self.workers, notes = dask_executor.usable_workers(
+                    self.client, [os.path.abspath(r.path) for r in roots]
+                )
+            except BaseException:
+                self.client.close()
+                raise
+            self.notes += notes
+            # in flight and split as for a local pool of that many processes; never in-process
+            self.jobs = max(2, sum(self.workers.values()))
         try:
             for root in _largest_files_first(roots):
                 self._root(root)
@@ -548,6 +651,12 @@ class _Scanner:
             while self.inflight:
                 self._drain()
         except BaseException:  # Ctrl-C, or an error: end the workers now, not after their batches
+            if self.client is not None:
+                import contextlib
+
+                with contextlib.suppress(Exception):
+                    self.client.cancel(list(self.inflight), force=True)
+                self.inflight = set()
             if self.pool is not None:
                 from fatbin_inspect.inventory import workers
 
@@ -560,7 +669,10 @@ class _Scanner:
                     fut.cancel()
                 self.pool.shutdown(wait=True)
             if self.client is not None:
-                self.client.close()
+                import contextlib
+
+                with contextlib.suppress(Exception):
+                    self.client.close(timeout=5)
             if self.encoder is None:
                 self.cache.close()
             else:  # the texts still in cache rows are read from it as they are written out
@@ -568,14 +680,16 @@ class _Scanner:
         order = sorted(range(len(self.reports)), key=lambda i: self.reports[i].path)
         stats = ScanStats(cache=self.cache.path, **self.stats)
         reports = tuple(self.reports[i] for i in order)
-        skipped = tuple(self.skipped)
-        images = tuple(self.images)
-        if self.encoder is None:
-            return ScanResult(roots, reports, stats, skipped=skipped, images=images)
-        locs = [self.locs[i] for i in order]
-        return ScanResult(
-            roots, reports, stats, texts=lambda: self._texts(locs), skipped=skipped, images=images
+        extra = dict(
+            skipped=tuple(self.skipped),
+            notes=tuple(self.notes),
+            unread=tuple(sorted(self.unread)),
+            images=tuple(self.images),
         )
+        if self.encoder is None:
+            return ScanResult(roots, reports, stats, **extra)
+        locs = [self.locs[i] for i in order]
+        return ScanResult(roots, reports, stats, texts=lambda: self._texts(locs), **extra)
 
     def _texts(self, locs: list[tuple]) -> Iterator[bytes]:
         """The texts at ``locs`` in that order, from the spill file or a cache row (checked as it
@@ -613,24 +727,11 @@ class _Scanner:
             self.cache.close()
 
 
-def _dask_client(scheduler: str | None):
-    """A ``distributed.Client`` of the cluster at ``scheduler``. Work units are the local pool's
-    (``worker.inspect_batch``/``inspect_span`` on paths): the workers must see the same files (a
-    shared file system) and have fatbin-inspect installed; the cache stays on this machine."""
-    from fatbin_inspect.errors import UsageError
-
-    if not scheduler:
-        raise UsageError("--executor dask needs --scheduler tcp://HOST:PORT")
-    try:
-        from distributed import Client
-    except ImportError:
-        raise UsageError(
-            "--executor dask needs dask.distributed: pip install 'fatbin-inspect[dask]'"
-        ) from None
-    try:
-        return Client(scheduler, timeout=30)
-    except (OSError, TimeoutError) as exc:
-        raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+def _rebase(rec, sent: str, shown: str):
+    """A record made on the absolute path ``sent``, on the path ``shown`` instead."""
+    if rec.path.startswith(sent):
+        return dataclasses.replace(rec, path=shown + rec.path[len(sent) :])
+    return rec
 
 
 def _join_spans(path: str, parts) -> list:

@@ -1,0 +1,125 @@
+"""The scan's work units on a Dask distributed cluster (``scan --executor dask``).
+
+The units are the local pool's (``worker.inspect_batch``/``inspect_span`` on absolute paths: a
+worker resolves a relative one against its own cwd). Before any unit is sent, a probe runs on every
+worker (``Client.run``) and checks that it sees every root; workers that do not are left out (a
+note says which). A worker may still miss a file (another mount, a permission): ``run_unit``
+checks each path's size and mtime against the client's stat before reading it and hands back the
+ones it could not see, which go to another worker; a file no worker could read becomes an error
+record the scan never caches. The cache stays on the client.
+
+Addresses: ``tcp://HOST:PORT``, ``tls://HOST:PORT`` (certificates from Dask's own configuration,
+``distributed.comm.tls.*`` or ``DASK_DISTRIBUTED__COMM__TLS__*``), ``HOST:PORT`` (tcp), or a
+scheduler file (``dask scheduler --scheduler-file``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from fatbin_inspect.errors import UsageError
+
+SCHEMES = ("tcp", "tls")
+_ADDRESS = re.compile(r"(?:([A-Za-z][A-Za-z0-9+.-]*)://)?(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):(\d{1,5})")
+
+
+class ClusterLost(UsageError):
+    """The Dask scheduler went away during a scan (exit 130, like an interrupt)."""
+
+    exit_code = 130
+
+
+def check_address(address: str) -> str:
+    """``address`` as Dask takes it, or a UsageError naming what is wrong with it."""
+    m = _ADDRESS.fullmatch(address.strip())
+    if m is None:
+        raise UsageError(
+            f"--scheduler {address!r}: not an address of the form tcp://HOST:PORT or tls://HOST:PORT"
+        )
+    scheme = (m.group(1) or "tcp").lower()
+    if scheme not in SCHEMES:
+        raise UsageError(f"--scheduler {address!r}: unknown scheme {scheme!r} (use tcp:// or tls://)")
+    if not 0 < int(m.group(3)) < 65536:
+        raise UsageError(f"--scheduler {address!r}: port {m.group(3)} is out of range")
+    return f"{scheme}://{m.group(2)}:{int(m.group(3))}"
+
+
+def connect(scheduler: str | None, scheduler_file: str | None = None, timeout: float = 30):
+    """A ``distributed.Client``; UsageError when there is no address, no dask, or no answer."""
+    if not scheduler and not scheduler_file:
+        raise UsageError("--executor dask needs --scheduler tcp://HOST:PORT or --scheduler-file FILE")
+    address = check_address(scheduler) if scheduler else None
+    try:
+        from distributed import Client
+    except ImportError:
+        raise UsageError(
+            "--executor dask needs dask.distributed: pip install 'fatbin-inspect[dask]'"
+        ) from None
+    where = address or scheduler_file
+    import logging
+
+    # the client's own log lines (reconnect attempts, tracebacks) would reach the user's stderr;
+    # what matters comes back as one error line (ClusterLost, UsageError)
+    for name in [n for n in logging.root.manager.loggerDict if n.split(".")[0] == "distributed"]:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    logging.getLogger("distributed").setLevel(logging.CRITICAL + 1)
+    try:
+        if address is not None:
+            return Client(address, timeout=timeout)
+        return Client(scheduler_file=scheduler_file, timeout=timeout)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise UsageError(f"cannot reach the Dask scheduler at {where}: {exc or type(exc).__name__}") from None
+
+
+def sees(paths: list[str]) -> bool:
+    """Run on each worker: every one of ``paths`` exists there."""
+    return all(os.path.exists(p) for p in paths)
+
+
+def usable_workers(client, roots: list[str]) -> tuple[dict[str, int], list[str]]:
+    """``({worker address: threads}, notes)``: the workers that see every root."""
+    threads = client.nthreads()
+    seen = client.run(sees, roots)
+    good = {w: n for w, n in threads.items() if seen.get(w)}
+    notes = [
+        f"Dask worker {w} does not see {roots[0] if len(roots) == 1 else 'the scanned paths'}: left out"
+        for w in sorted(threads)
+        if w not in good
+    ]
+    if not good:
+        raise UsageError(
+            f"no Dask worker sees {roots[0] if len(roots) == 1 else 'the scanned paths'}"
+            f" ({len(threads)} worker{'s' * (len(threads) != 1)} asked)"
+        )
+    return good, notes
+
+
+def _visible(path: str, key) -> bool:
+    """The file the client stat-ed (same size and mtime), readable here."""
+    if os.path.isdir(path):  # an OCI image layout: keyed by its index.json
+        path = os.path.join(path, "index.json")
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return (st.st_size, st.st_mtime_ns) == (key[2], key[3]) and os.access(path, os.R_OK)
+
+
+def run_unit(fn, args: tuple) -> tuple[str, object, list]:
+    """Run on a worker: ``(worker address, fn(*args) or None, [(path, key) not seen here])``.
+    ``fn`` is ``worker.inspect_batch`` (args[0] a batch) or ``worker.inspect_span`` (args[0:2]
+    path and key)."""
+    from distributed import get_worker
+
+    here = get_worker().address
+    if fn.__name__ == "inspect_span":
+        if not _visible(args[0], args[1]):
+            return here, None, [(args[0], args[1])]
+        return here, fn(*args), []
+    batch = args[0]
+    unseen = [(p, k) for p, k in batch if not _visible(p, k)]
+    if not unseen:
+        return here, fn(*args), []
+    rest = [u for u in batch if u not in unseen]
+    return here, fn(rest, *args[1:]) if rest else [], unseen
