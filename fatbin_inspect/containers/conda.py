@@ -3,7 +3,8 @@
 A ``.conda`` (format version 2) is a zip of stored members: ``metadata.json``
 (``{"conda_pkg_format_version": 2}``), ``info-<name>-<version>-<build>.tar.zst`` (the ``info/``
 folder) and ``pkg-<name>-<version>-<build>.tar.zst`` (everything else). A ``.tar.bz2`` is one
-bzip2 tar holding ``info/`` beside the files (conda-build writes ``info/`` first). Both streams
+bzip2 tar holding ``info/`` beside the files (conda-build writes ``info/`` first; where a file
+comes first, as GNU tar orders them, ``info/`` is read in a pass of its own before). Both streams
 are inflated once, front to back, into memory a member at a time: nothing touches the disk.
 
 ``info/index.json`` names the package (``name``, ``version``, ``build``, ``build_number``,
@@ -46,7 +47,8 @@ def declared_cuda(index: dict) -> tuple[str | None, str | None]:
     """(CUDA version, evidence) from an ``index.json``: depends first, then the build string."""
     depends = index.get("depends")
     deps = [d for d in depends if isinstance(d, str)] if isinstance(depends, list) else []
-    for wanted in ("cuda-version", "__cuda"):
+    # cudatoolkit: the runtime itself, as the older (defaults, conda-forge before 12) packages pin it
+    for wanted in ("cuda-version", "cudatoolkit", "__cuda"):
         for dep in deps:
             parts = dep.split(None, 1)
             if parts[0] == wanted and len(parts) > 1:
@@ -100,6 +102,10 @@ def package_of(index: dict) -> Package:
     )
 
 
+class _InfoLater(Exception):
+    """A ``.tar.bz2``'s ``info/`` comes after its files."""
+
+
 class CondaReader:
     """The members of one conda package; ``package`` and ``paths`` are known once ``info/`` was
     read (before any member for a ``.conda``; for a ``.tar.bz2``, where ``info/`` comes)."""
@@ -128,8 +134,14 @@ class CondaReader:
         if len(head) < 262 or head[257:262] != b"ustar":  # a compressed data file, not a package
             self.notes.append("bzip2 stream that holds no tar: not scanned")
             return
-        yield from self._tar(stream, meta_only=False)  # a plain .tar.bz2 when info/ is missing
-        self._settle()
+        try:
+            yield from self._tar(stream, meta_only=False, first=True)
+        except _InfoLater:  # GNU tar order: a file before info/; read info/ in a pass of its own
+            for _ in self._tar(archives.decompressed(self.blob, "bzip2 stream"), meta_only=True):
+                pass
+            self._settle()
+            yield from self._tar(archives.decompressed(self.blob, "bzip2 stream"), meta_only=False)
+        self._settle()  # a plain .tar.bz2 when info/ is missing
 
     def _conda(self) -> Iterator[Member]:
         infos = self.zf.infolist()
@@ -156,7 +168,9 @@ class CondaReader:
                 inner = archives._spill(fh, info.file_size, info.filename)
         return archives.decompressed(inner, info.filename)
 
-    def _tar(self, stream, meta_only: bool) -> Iterator[Member]:
+    def _tar(self, stream, meta_only: bool, first: bool = False) -> Iterator[Member]:
+        """``first``: raise ``_InfoLater`` at a package file that comes before ``info/index.json``
+        (nothing was yielded yet); the caller reads ``info/`` first in another pass."""
         for ti, tf in archives.tar_entries(stream):
             if not ti.isreg():
                 continue
@@ -164,6 +178,8 @@ class CondaReader:
             if name in _META:
                 self._read_meta(tf, ti, name)
             elif not meta_only and not name.startswith("info/"):
+                if first and self._index is None:
+                    raise _InfoLater
                 self._settle()  # info/ comes first: the package is known from its first file on
                 m = archives.tar_member(tf, ti, name=name)
                 if m is not None:

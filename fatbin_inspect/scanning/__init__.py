@@ -214,21 +214,27 @@ class _Scanner:
     ) -> None:
         """Keep the records of one file: full records, or their summaries (given, or made here),
         the texts (``cache.pack``ed, as workers hand them over) spilled with an encoder."""
-        owner = MISS  # the distribution of ``path`` itself, looked up once for all its members
+        owner: Any = MISS  # the owner of ``path`` itself, looked up once for all its members
         for i, rec in enumerate(records):
             dist = innermost_wheel(rec.path) if member_path.is_member(rec.path) else None
             if dist is None and rec.package is not None:  # a conda package names itself
                 dist = rec.package if isinstance(rec.package, str) else rec.package.label
+            package = None
             if dist is None and attribute:  # a member of an archive belongs to the owner of the archive
                 if owner is MISS:
                     owner = (
                         wheel_distribution(path)
                         if path.lower().endswith(".whl")
-                        else self.attributor.distribution(path)
+                        else self.attributor.owner(path)
                     )
-                dist = owner
+                dist = owner if owner is None or isinstance(owner, str) else owner.label
+                # an installed conda package (conda-meta) keeps the CUDA it declares, as its
+                # .conda did: the judging reads it from the record's package
+                package = None if owner is None or isinstance(owner, str) else owner
             if dist:
                 rec = dataclasses.replace(rec, distribution=dist)
+                if package is not None and self.full:
+                    rec = dataclasses.replace(rec, package=package)
             if self.full:
                 self.reports.append(rec)
                 continue

@@ -21,6 +21,7 @@ import re
 import stat
 
 from fatbin_inspect.containers.wheel import info_dir_name, metadata_headers, metadata_name, wheel_name
+from fatbin_inspect.formats.model import Package
 
 # RECORD lines naming Python sources never hold device code; skipping them keeps the index small
 _TEXT_SUFFIXES = (".py", ".pyc", ".pyi")
@@ -139,22 +140,26 @@ def _line_paths(line: str, base: str) -> list[str]:
     return [os.path.normpath(os.path.join(base, rel))]
 
 
-def _conda_paths(meta_file: str, prefix: str) -> tuple[str | None, list[str]]:
+def _conda_paths(meta_file: str, prefix: str) -> tuple[Package | None, list[str]]:
+    """The package a ``conda-meta/*.json`` describes (its ``depends`` and ``build`` give the CUDA
+    it declares, as the package's ``info/index.json`` did) and the files it installed."""
     import json
+
+    from fatbin_inspect.containers.conda import package_of
 
     data = read_regular(meta_file)
     try:
         meta = json.loads(data) if data is not None else None
     except ValueError:
         return None, []
-    if not isinstance(meta, dict) or "name" not in meta:
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
         return None, []
     files = [
         os.path.normpath(os.path.join(prefix, f))
         for f in meta.get("files", ())
         if isinstance(f, str) and not f.endswith(_TEXT_SUFFIXES)
     ]
-    return f"{meta['name']} {meta.get('version', '?')}", files
+    return package_of(meta), files
 
 
 def _site_dirs(prefix: str) -> list[str]:
@@ -178,7 +183,8 @@ class Attributor:
     the folder's ``lib/python*/site-packages`` when it is a prefix), whatever order files come in."""
 
     def __init__(self, roots=()) -> None:
-        self._dirs: dict[str, list] = {}  # folder -> [(label, _Record | set of paths), ...]
+        # folder -> [(label or conda Package, _Record | set of paths), ...]
+        self._dirs: dict[str, list] = {}
         # the folders above which no metadata is read: each root's ``ceiling``, real and as given
         self._ceilings = sorted(
             {c for r in roots for c in (ceiling(r), ceiling(os.path.realpath(r)))}, key=len, reverse=True
@@ -195,7 +201,7 @@ class Attributor:
         return found
 
     def _read_dir(self, d: str) -> list:
-        found: list[tuple[str, _Record | set[str]]] = []
+        found: list[tuple[str | Package, _Record | set[str]]] = []
         try:
             with os.scandir(d) as it:
                 names = sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
@@ -214,13 +220,19 @@ class Attributor:
                 except OSError:
                     continue
                 for f in metas:
-                    label, files = _conda_paths(os.path.join(meta_dir, f), d)
-                    if label:
-                        found.append((label, set(files)))
+                    package, files = _conda_paths(os.path.join(meta_dir, f), d)
+                    if package:
+                        found.append((package, set(files)))
         return found
 
     def distribution(self, path: str) -> str | None:
-        """The owner of ``path`` (a file on disk). Every ancestor folder is looked at, so a file is
+        """The ``name version`` of the owner of ``path`` (a file on disk)."""
+        owner = self.owner(path)
+        return owner.label if isinstance(owner, Package) else owner
+
+    def owner(self, path: str) -> str | Package | None:
+        """The owner of ``path``: a ``Package`` for a conda-meta claim (with its declared CUDA),
+        a ``name version`` label for a RECORD. Every ancestor folder is looked at, so a file is
         attributed even when the scan started below its site-packages."""
         real = os.path.realpath(path)
         alt = os.path.normpath(os.path.abspath(path))
