@@ -1,4 +1,5 @@
-"""Which distribution installed a file: ``*.dist-info/RECORD``, ``conda-meta/*.json``, wheel names.
+"""Which distribution installed a file: ``*.dist-info/RECORD``, ``conda-meta/*.json``, dpkg's
+database (``var/lib/dpkg/status`` + ``info/*.list`` of a system tree), wheel names.
 
 A RECORD lists paths relative to the directory that holds the ``.dist-info`` folder (paths
 starting ``../`` reach the prefix's ``bin/`` or ``lib/``). A conda prefix lists, in
@@ -162,6 +163,47 @@ def _conda_paths(meta_file: str, prefix: str) -> tuple[Package | None, list[str]
     return package_of(meta), files
 
 
+DPKG = os.path.join("var", "lib", "dpkg")
+
+
+def _dpkg_claims(root: str) -> list[tuple[str, set[str]]]:
+    """``[(name version, files)]`` of the packages dpkg installed in the system tree ``root``
+    (an image's root file system, a chroot): ``var/lib/dpkg/status`` (deb822 paragraphs: the
+    ``Package``, ``Version`` and ``Status`` fields; only "install ok installed" ones) and
+    ``var/lib/dpkg/info/PACKAGE[:ARCH].list`` (one absolute path a line, folders too)."""
+    data = read_regular(os.path.join(root, DPKG, "status"))
+    if data is None:
+        return []
+    versions: dict[str, str] = {}
+    for para in data.decode("utf-8", "replace").split("\n\n"):
+        fields = dict(
+            line.split(":", 1) for line in para.splitlines() if ":" in line and not line[:1].isspace()
+        )
+        name, version = fields.get("Package", "").strip(), fields.get("Version", "").strip()
+        if name and version and fields.get("Status", "").split()[-1:] == ["installed"]:
+            versions[name] = version
+    info = os.path.join(root, DPKG, "info")
+    try:
+        lists = sorted(f for f in os.listdir(info) if f.endswith(".list"))
+    except OSError:
+        return []
+    out = []
+    for f in lists:
+        name = f[: -len(".list")].split(":", 1)[0]
+        if name not in versions:
+            continue
+        text = read_regular(os.path.join(info, f))
+        if not text:
+            continue
+        files = {
+            os.path.normpath(os.path.join(root, line.lstrip("/")))
+            for line in text.decode("utf-8", "surrogateescape").splitlines()
+            if line.startswith("/") and not line.endswith(_TEXT_SUFFIXES)
+        }
+        out.append((f"{name} {versions[name]}", files))
+    return out
+
+
 def _site_dirs(prefix: str) -> list[str]:
     """``lib/pythonX.Y/site-packages`` (or ``dist-packages``) and ``Lib/site-packages`` of a prefix."""
     out = []
@@ -207,6 +249,8 @@ class Attributor:
                 names = sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
         except OSError:
             return found
+        if "var" in names and os.path.isdir(os.path.join(d, DPKG)):  # a system tree (dpkg)
+            found += _dpkg_claims(d)
         for name in names:
             if name.endswith((".dist-info", ".egg-info")):
                 info = os.path.join(d, name)
