@@ -13,7 +13,11 @@
     alternating, median of 5 (target: <= 1.5x); ``--oci-only`` runs just this row (no corpus needed);
 (f) ``--members-cost``: the torch wheel scanned with members judged by content vs by name only;
 (g) ``--dask``: the corpus wheels on a 2-worker Dask LocalCluster vs the local pool of 2 processes
-    (same records asserted).
+    (same records asserted);
+(h) ``--dask-cluster``: the extracted corpus tree (.cache/corpus/x) x1 and x3 (hard-linked copies)
+    scanned to JSON by the CLI on a real cluster (``dask scheduler`` + 2 ``dask worker`` processes
+    on 127.0.0.1) vs the local pool of 2 processes: seconds, and the client's peak RSS (the Dask
+    client has no child processes; the local figure includes its 2 workers).
 Every scan runs as the CLI in a subprocess (interpreter start-up included). The wheels are
 extracted into --work (gitignored), never into the repository.
 """
@@ -249,6 +253,68 @@ def dask_vs_pool(corpus: str, rounds: int = 3) -> None:
     )
 
 
+def dask_cluster(corpus: str, work: str) -> None:
+    """(h): see the module docstring (the tree: ``corpus``/x)."""
+    import socket
+
+    x = os.path.join(corpus, "x")
+    if not os.path.isdir(x) or shutil.which("dask") is None:
+        print("\n(h) no extracted corpus (--corpus/x) or no dask CLI: skipped")
+        return
+    trees = {"x1": [x]}
+    copies = []
+    for i in range(3):
+        c = os.path.join(work, f"x3-{i}")
+        if not os.path.isdir(c):
+            subprocess.run(["cp", "-al", x, c], check=True)
+        copies.append(c)
+    trees["x3"] = copies
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    address = f"tcp://127.0.0.1:{port}"
+    argv = [["dask", "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"]]
+    argv += [["dask", "worker", address, "--nthreads", "1", "--no-dashboard"]] * 2
+    procs = [
+        subprocess.Popen(
+            a, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+        for a in argv
+    ]
+    try:
+        from distributed import Client
+
+        with Client(address, timeout=60) as c:
+            c.wait_for_workers(2, timeout=120)
+        cli = [
+            sys.executable,
+            "-m",
+            "fatbin_inspect",
+            "scan",
+            "--no-cache",
+            "--format",
+            "json",
+            "-o",
+            os.devnull,
+        ]
+        for name, paths in trees.items():
+            size = sum(
+                os.path.getsize(os.path.join(d, f)) for p in paths for d, _, fs in os.walk(p) for f in fs
+            )
+            t_l, m_l, rc_l = run_measured(cli + ["-j", "2", *paths], env)
+            t_d, m_d, rc_d = run_measured(cli + ["--executor", "dask", "--scheduler", address, *paths], env)
+            print(
+                f"\n(h) corpus tree {name} ({size / 2**20:.0f} MiB): local pool of 2 {t_l:.2f} s "
+                f"(peak {m_l / 2**20:.0f} MB with workers, rc {rc_l}); Dask 2 workers {t_d:.2f} s "
+                f"(client peak {m_d / 2**20:.0f} MB, rc {rc_d}): {t_d / t_l:.2f}x"
+            )
+    finally:
+        for p in procs:
+            os.killpg(p.pid, 9)
+            p.wait()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default=os.path.join(ROOT, ".cache", "corpus"))
@@ -258,7 +324,12 @@ def main() -> int:
     ap.add_argument("--oci-only", action="store_true", help="Only (e): an OCI archive vs a folder.")
     ap.add_argument("--members-cost", action="store_true", help="Only (f): members by content, torch wheel.")
     ap.add_argument("--dask", action="store_true", help="Only (g): Dask LocalCluster vs the local pool.")
+    ap.add_argument("--dask-cluster", action="store_true", help="Only (h): a real cluster, corpus x1 and x3.")
     args = ap.parse_args()
+    if args.dask_cluster:
+        os.makedirs(args.work, exist_ok=True)
+        dask_cluster(args.corpus, args.work)
+        return 0
     if args.members_cost or args.dask:
         if args.members_cost:
             members_cost(args.corpus, args.jobs)
