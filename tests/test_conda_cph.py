@@ -85,3 +85,17 @@ def test_an_installed_package_keeps_its_declared_cuda(tmp_path):
         and verdict(prefix)[0].split(":")[1] == verdict(out / "k-1.0-cuda126_0.conda")[0].split(":")[1]
     )
     assert "fail (35" in verdict(prefix)[0]
+
+
+def test_an_installed_package_in_an_image_keeps_its_declared_cuda(tmp_path):
+    from builders import oci_layout, tar_archive
+
+    with open(fixture_path("bin", "t13_raw_sm75_c75_sm120.fatbin"), "rb") as fh:
+        lib = fh.read()
+    meta = dict(name="k", version="1.0", build="cuda126_0", depends=["cuda-version >=12.6,<13"], files=[LIB])
+    layer = tar_archive(
+        [("opt/conda/" + LIB, lib), ("opt/conda/conda-meta/k-1.0-cuda126_0.json", json.dumps(meta).encode())]
+    )
+    oci_layout(tmp_path / "img", [layer])
+    (rec,) = _records(tmp_path / "img")
+    assert rec.package is not None and rec.package.label == "k 1.0" and rec.package.cuda == "12.6"

@@ -710,7 +710,9 @@ class ImageReader:
                     self.notes.append(f"{path}: no package name: its files unattributed")
                     continue
                 prefix = posixpath.dirname(posixpath.dirname(path))
-                pkg = Package("conda", doc["name"], str(doc.get("version", "?")), str(doc.get("build", "")))
+                from fatbin_inspect.containers.conda import package_of
+
+                pkg = package_of(doc)  # with the CUDA it declares, as its .conda did
                 files = doc.get("files", ())
                 for f in files if isinstance(files, list) else ():
                     if isinstance(f, str):
