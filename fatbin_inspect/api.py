@@ -33,14 +33,19 @@ def _paths(paths: PathArg | Iterable[PathArg]) -> list[str]:
 
 
 def targets(
-    gpus: str | Sequence[str], driver: str | None = None, env: Mapping[str, str] | None = None
+    gpus: str | Sequence[str] = (),
+    driver: str | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    fleet: PathArg | Iterable[PathArg] = (),
 ) -> tuple[Target, ...]:
-    """``--gpu`` / ``--driver`` / ``--env`` as the engine's targets (``auto`` probes this machine)."""
-    from fatbin_inspect.compat.targets import resolve_targets
-    from fatbin_inspect.system.stack import local_devices
+    """``--gpu`` / ``--driver`` / ``--env`` / ``--targets`` as the engine's targets (``auto``
+    probes this machine; ``fleet``: doctor reports, fleet TOML, folders or patterns of them)."""
+    from fatbin_inspect.judging.fleet import resolve_all
 
     queries = [gpus] if isinstance(gpus, str) else list(gpus)
-    return resolve_targets(queries, driver, dict(env or {}), local_devices(queries, driver))
+    files = [] if not fleet else _paths(fleet)
+    return resolve_all(queries, driver, dict(env or {}), files)
 
 
 def inspect(
@@ -61,11 +66,12 @@ def inspect(
 
 def check(
     paths: PathArg | Iterable[PathArg],
-    gpus: str | Sequence[str],
+    gpus: str | Sequence[str] = (),
     driver: str | None = None,
     env: Mapping[str, str] | None = None,
     *,
     kernels: bool = False,
+    fleet: PathArg | Iterable[PathArg] = (),
 ) -> list[FileVerdict]:
     """The verdicts of ``fatbin-inspect check PATHS --gpu ... --driver ...``: one per file and
     target, ``.verdict`` being native, jit, fail, link-time or no-device-code. ``driver`` None is
@@ -74,7 +80,11 @@ def check(
     from fatbin_inspect.judging.verdicts import judge_paths
 
     unreadable: list[FileReport] = []
-    return list(judge_paths(_paths(paths), targets(gpus, driver, env), unreadable, verdict_options(kernels)))
+    return list(
+        judge_paths(
+            _paths(paths), targets(gpus, driver, env, fleet=fleet), unreadable, verdict_options(kernels)
+        )
+    )
 
 
 def scan(
@@ -84,6 +94,7 @@ def scan(
     *,
     jobs: int = 1,
     cache_dir: str | None = None,
+    fleet: PathArg | Iterable[PathArg] = (),
 ) -> tuple[ScanResult, Coverage]:
     """``fatbin-inspect scan PATHS [--gpu ...]``: the records of every file with device code (no
     paths: this interpreter's site-packages), and the coverage matrix by distribution, with a
@@ -93,7 +104,7 @@ def scan(
     from fatbin_inspect.scanning import ScanOptions, coverage
     from fatbin_inspect.scanning import scan as run_scan
 
-    ts = targets(gpus, driver) if gpus else ()
+    ts = targets(gpus, driver, fleet=fleet) if gpus or fleet else ()
     inv = {"kernels": False, "details": False, "jobs": 1, "probe_small": bool(ts)}
     result = run_scan(_paths(paths), ScanOptions(inventory=inv, jobs=jobs, cache_dir=cache_dir))
     verdicts, roll_up = None, None
@@ -112,11 +123,15 @@ def gate(
     """The findings of ``fatbin-inspect gate PATHS``. ``policy``: a ``Policy``, what
     ``release.policy.load()`` returns, a pyproject.toml/TOML path, or None for the nearest
     pyproject.toml; ``flags`` are the command line's (``require="sm_80,sm_90"``, ``gpus=...``,
+    ``driver=`` (or ``min_driver=``), ``fleet=`` target files,
     ``fail_on=...``) and win over the file, as there. ``.findings`` are the FBI rule hits;
     ``release.findings.fails(report.findings, level)`` is the gate's exit decision."""
     from fatbin_inspect.judging.gate_run import run_gate
     from fatbin_inspect.release import policy as policy_mod
 
+    if "driver" in flags:  # the name check() and scan() use: the gate's oldest driver
+        flags["min_driver"] = flags.pop("driver")
+    fleet = flags.pop("fleet", ())
     given: Mapping[str, Any]
     if isinstance(policy, Policy):
         given = policy_mod.normalize({k: v for k, v in flags.items() if v is not None}, "flags")
@@ -125,4 +140,4 @@ def gate(
         pol, given = policy
     else:
         pol, given = policy_mod.load(policy, flags)
-    return run_gate(_paths(paths), pol, given)[0]
+    return run_gate(_paths(paths), pol, given, _paths(fleet) if fleet else ())[0]

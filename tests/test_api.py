@@ -104,3 +104,23 @@ def test_readme_pytest_example_runs(tmp_path):
     )
     assert res.returncode == 0, res.stdout + res.stderr
     assert "2 passed" in res.stdout
+
+
+def test_api_takes_driver_and_fleet_files_like_the_command_line(tmp_path):
+    """Issue 25 item 8: gate(..., driver="580") is the gate's minimum driver, and check/scan/gate
+    take fleet target files (doctor reports, fleet TOML) as --targets does."""
+    import fatbin_inspect as fi
+
+    lib = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")  # links libcudart.so.13
+    old = fi.gate([lib], require="sm_80", driver="535")
+    assert "FBI004" in {f.rule_id for f in old.findings}  # CUDA 13 needs R580
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text(
+        'targets = [{name = "n1", gpu = "H100", driver = "580"}, {name = "n2", gpu = "A100", driver = "535"}]\n'
+    )
+    verdicts = {v.target.hosts[0]: v.verdict for v in fi.check([lib], fleet=fleet)}
+    assert verdicts == {"n1": "native", "n2": "fail"}
+    _result, cov = fi.scan([lib], fleet=[fleet])
+    assert [v.verdict for v in cov.rows[0].verdicts] == ["native", "fail"]
+    report = fi.gate([lib], fleet=fleet)
+    assert {c.target for c in report.checks if c.target} >= {t.label for t in fi.targets(fleet=fleet)}

@@ -307,3 +307,19 @@ def test_output_file_and_github_step_summary(two_libs, tmp_path, capsys, monkeyp
     assert code == 0 and out == ""
     assert out_file.read_text().startswith("::warning file=")
     assert "FBI005" in summary.read_text()
+
+
+def test_require_is_an_architecture_some_toolkit_or_gpu_has():
+    """Issue 25 item 5: ``--require sm_800`` is a usage error, not a bogus FBI002."""
+    from fatbin_inspect.errors import UsageError
+    from fatbin_inspect.release.policy import normalize_arch
+
+    for bad in ("sm_800", "sm_99", "1000"):
+        with pytest.raises(UsageError):
+            normalize_arch(bad, "require")
+    assert [normalize_arch(a) for a in ("sm_80", "90a", "12.1", "sm_20")] == [
+        "sm_80",
+        "sm_90a",
+        "sm_121",
+        "sm_20",
+    ]

@@ -136,7 +136,22 @@ def normalize_arch(text: str, where: str = "arch") -> str:
         raise UsageError(f"{where}: not an architecture: {text!r}")
     if variant and sm < 90:
         raise UsageError(f"{where}: {text!r}: 'a' targets start at sm_90, 'f' targets at sm_100")
-    return f"{prefix or 'sm'}_{sm}{variant}"
+    arch = f"{prefix or 'sm'}_{sm}{variant}"
+    if sm >= 30 and not _known_sm(sm, variant):
+        raise UsageError(
+            f"{where}: {text!r}: no CUDA toolkit or GPU in the data has {arch} (e.g. sm_80, sm_90a, sm_120)"
+        )
+    return arch
+
+
+def _known_sm(sm: int, variant: str) -> bool:
+    """An architecture some toolkit builds for or some GPU has (``sm_800`` is neither; Fermi's
+    sm_20/21, older than the data's toolkits, are not checked)."""
+    from fatbin_inspect.compat import data
+
+    if data.toolkits_targeting(f"sm_{sm}{variant}"):
+        return True
+    return any(data.parse_cc(g["compute_capability"]) == (sm // 10, sm % 10) for g in data.gpus())
 
 
 def split_arch(arch: str) -> tuple[str, int, str]:
