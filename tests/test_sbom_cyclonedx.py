@@ -329,7 +329,7 @@ def test_scan_of_a_conda_prefix_gives_conda_purls(tmp_path):
     (prefix / "lib").mkdir()
     shutil.copy(SM80, prefix / "lib" / "libcuthing.so")
     (prefix / "conda-meta" / "cuthing-12.1-h0_1.json").write_text(
-        json.dumps({"name": "cuthing", "version": "12.1", "files": ["lib/libcuthing.so"]})
+        json.dumps({"name": "cuthing", "version": "12.1", "build": "h0_1", "files": ["lib/libcuthing.so"]})
     )
     env = {"FATBIN_INSPECT_CACHE_DIR": str(tmp_path / "cache")}
     doc = validate(run(["scan", str(prefix), "-j", "1", "--format", "cyclonedx"], env=env))
