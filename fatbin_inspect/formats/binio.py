@@ -17,7 +17,8 @@ import struct
 from collections.abc import Iterator
 from functools import lru_cache
 
-from fatbin_inspect.errors import TruncatedError, UnreadableError
+from fatbin_inspect.errors import LimitExceeded, TruncatedError, UnreadableError
+from fatbin_inspect.formats import mapguard
 
 Buffer = bytes | bytearray | mmap.mmap
 
@@ -187,6 +188,30 @@ def open_blob(path: str) -> Blob:
             mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError) as exc:
             raise UnreadableError(f"cannot map: {exc}") from None
+        mapguard.watch(mm)  # a truncation while it is read costs the file, not the process
         return Blob(mm, 0, st.st_size, owner=mm)
+    finally:
+        os.close(fd)
+
+
+def read_regular(path: str, limit: int) -> bytes:
+    """The bytes of a small regular file (a configuration or target file), at most ``limit``:
+    opened without blocking (a FIFO with no writer), refused unless ``fstat`` says it is a
+    regular file (a FIFO, a device, ``/dev/zero``), and refused, unread, when larger than
+    ``limit``; the read stops at ``limit + 1`` bytes should it grow meanwhile."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise UnreadableError(f"cannot read: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnreadableError("not a regular file (a FIFO, device or socket): not read")
+        if st.st_size > limit:
+            raise LimitExceeded(f"{st.st_size:,} bytes: over the {limit:,}-byte limit for this file")
+        data = _read_exactly(fd, limit + 1)
+        if len(data) > limit:
+            raise LimitExceeded(f"grew over the {limit:,}-byte limit for this file while it was read")
+        return data
     finally:
         os.close(fd)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import dataclasses
 import mmap
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from fatbin_inspect.containers import Layout, archives, conda, detect, has_static_cudart, machine_of, oci
-from fatbin_inspect.errors import BudgetExceeded, InputError, LimitExceeded, UnreadableError
+from fatbin_inspect.errors import BudgetExceeded, InputError, LimitExceeded, TruncatedError, UnreadableError
 from fatbin_inspect.formats import cubin as cubin_mod
 from fatbin_inspect.formats import fatbin as fatbin_mod
+from fatbin_inspect.formats import mapguard
 from fatbin_inspect.formats import ptx as ptx_mod
 from fatbin_inspect.formats.binio import Blob, gaps, open_blob
 from fatbin_inspect.formats.decompress import Budget, decode
@@ -84,9 +85,33 @@ def inspect_path(path: str, opts: Options = Options()) -> Iterator[FileReport]:
     if jobs > 1 and blob.size >= SPLIT_BYTES and detect(blob.head(512)) == "zip":
         spans = zip_spans(path, opts.members == "all", jobs * 2, SPAN_BYTES)
         if spans:
-            yield from _inspect_zip_parallel(path, spans, opts, jobs)
+            yield from unchanged(path, blob.size, _inspect_zip_parallel(path, spans, opts, jobs))
             return
-    yield from inspect_blob(path, blob, opts, 0)
+    yield from unchanged(path, blob.size, inspect_blob(path, blob, opts, 0))
+
+
+def unchanged(path: str, size: int, records: Iterable[FileReport]) -> Iterator[FileReport]:
+    """``records`` of one mapped file as long as it did not shrink under them: once a read
+    past its new end was absorbed (``formats.mapguard``), the rest is one error record for the
+    file (what came before was read from the bytes as they were)."""
+    before = mapguard.faults()
+    for rec in records:
+        if mapguard.faults() != before:
+            yield changed_record(path, size)
+            return
+        yield rec
+    if mapguard.faults() != before:
+        yield changed_record(path, size)
+
+
+def changed_record(path: str, size: int) -> FileReport:
+    now = _size_or_zero(path)
+    return FileReport(
+        path=member_path.escape(path),
+        format="unknown",
+        size=now,
+        error=FileError(f"the file shrank while it was read ({size:,} -> {now:,} bytes): not inspected"),
+    )
 
 
 # a zip this large (a 500 MB wheel) is inspected by worker processes, each inflating about
@@ -163,7 +188,7 @@ def _span_records(path: str, span: tuple[int, int], opts: Options) -> list[FileR
         zf = archives.open_zip(blob.stream())
     except InputError:
         zf = None
-    return list(inspect_zip_span(path, blob, opts, span, zf))
+    return list(unchanged(path, blob.size, inspect_zip_span(path, blob, opts, span, zf)))
 
 
 def _size_or_zero(path: str) -> int:
@@ -859,7 +884,10 @@ def _decode_slice(path: str, fatbins, opts: Options, fn=_same):
     gc.set_threshold(100_000, 50, 100)  # many small acyclic records: see cli.main
     try:
         blob = open_blob(path)
+        before = mapguard.faults()
         out = fn(_decode_serial(blob, fatbins, opts))
+        if mapguard.faults() != before:  # decoded from zeros: the parent's record says so
+            raise TruncatedError(changed_record(path, blob.size).error.message)
         for fb in fatbins:  # the pages read stay cached, not resident in this worker
             blob.release(fb.offset, fb.offset + 16 + fb.size)
         return out

@@ -196,6 +196,11 @@ class _Scanner:
         self.batch_bytes = 0
         self.apaths = {}  # path in a batch -> its absolute path (the cache key)
         self.spans = {}  # future of one span of a split zip -> (path, index of the span)
+        self.units: dict = {}  # future -> its unit (function, arguments, span), to run it again
+        # units whose process died with others in flight (which one killed it is unknown): run
+        # again one at a time; a unit that fails alone costs its file an error record
+        self.suspects: collections.deque[tuple] = collections.deque()
+        self.alone = None  # the future of the suspect running alone
         self.split = {}  # token -> [path, key, records of each span (None until done), spans left]
         self.tokens = 0
 
@@ -337,6 +342,16 @@ class _Scanner:
             self.inflight.difference_update(done)
             for fut in done:
                 self._result(fut)
+        if self.suspects:  # one at a time, nothing beside it, until every suspect has run
+            if not self.inflight:
+                self._ensure_pool()
+                fn, args, span = unit = self.suspects.popleft()
+                self.alone = fut = self.pool.submit(fn, *args)
+                self.inflight.add(fut)
+                self.units[fut] = unit
+                if span is not None:
+                    self.spans[fut] = span
+            return
         if not self.queue or len(self.inflight) > self.jobs:
             return
         if self.client is not None:
@@ -344,6 +359,16 @@ class _Scanner:
                 fn, args, span = self.queue.popleft()
                 self._send(fn, args, span, frozenset())
             return
+        self._ensure_pool()
+        while self.queue and len(self.inflight) <= self.jobs:
+            fn, args, span = unit = self.queue.popleft()
+            fut = self.pool.submit(fn, *args)
+            self.inflight.add(fut)
+            self.units[fut] = unit
+            if span is not None:
+                self.spans[fut] = span
+
+    def _ensure_pool(self) -> None:
         if self.pool is None:
             import multiprocessing
 
@@ -351,12 +376,6 @@ class _Scanner:
 
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
             self.pool = workers.pool(self.jobs, multiprocessing.get_context(method))
-        while self.queue and len(self.inflight) <= self.jobs:
-            fn, args, span = self.queue.popleft()
-            fut = self.pool.submit(fn, *args)
-            self.inflight.add(fut)
-            if span is not None:
-                self.spans[fut] = span
 
     def _send(self, fn, args: tuple, span, tried: frozenset) -> None:
         """One unit to the Dask workers that see the roots, less those in ``tried``."""
@@ -431,11 +450,53 @@ class _Scanner:
                 return
         else:
             span = self.spans.pop(fut, None)
-            out = fut.result()
+            unit = self.units.pop(fut, None)
+            alone, self.alone = self.alone is fut, None if self.alone is fut else self.alone
+            try:
+                out = fut.result()
+            except Exception as exc:  # a process died (a signal, a native crash), or the unit raised
+                self._lost(unit, exc, alone)
+                return
         if span is None:
             self._finish(out)
         else:
             self._span_done(*span, out)
+
+    def _lost(self, unit: tuple | None, exc: Exception, alone: bool) -> None:
+        """A unit that gave no result. With others in flight when its process died, any of them
+        may be the cause: each is run again alone (a batch split into its files). Alone, it is
+        the cause: its files get an error record (not cached: the next scan tries again)."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        why = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, BrokenProcessPool) and self.pool is not None and self.client is None:
+            from fatbin_inspect.inventory import workers
+
+            codes = [p.exitcode for p in (getattr(self.pool, "_processes", None) or {}).values()]
+            killed = sorted({-c for c in codes if isinstance(c, int) and c < 0} - {15})  # not our SIGTERMs
+            why = "killed by " + ", ".join(_signal_name(k) for k in killed) if killed else "it exited"
+            workers.stop(self.pool)
+            self.pool = None
+        if unit is None:
+            raise exc
+        fn, args, span = unit
+        if not alone:
+            if span is None:  # a batch: each file alone
+                self.suspects.extend((fn, ((item,), *args[1:]), None) for item in args[0])
+            else:
+                self.suspects.append(unit)
+            return
+        message = f"the worker process inspecting this file died ({why}): not inspected"
+        if span is None:
+            for path, key in args[0]:
+                self.apaths.pop(path, None)
+                self._error(path, key[2], message)
+                self._tick(1, key[2])
+            return
+        token, i = span
+        state = self.split[token]
+        state[4] = message
+        self._span_done(token, i, [])
 
     def _split_zip(self, path: str, key: tuple, spans) -> None:
         """Hand a large zip's spans to the pool, the largest first."""
@@ -443,7 +504,7 @@ class _Scanner:
 
         self.tokens += 1  # a token, not the path: the same path may be in flight twice
         token = self.tokens
-        self.split[token] = [path, key, [None] * len(spans), len(spans)]
+        self.split[token] = [path, key, [None] * len(spans), len(spans), None]  # error if a span died
         for i in sorted(range(len(spans)), key=lambda i: -spans[i][2]):
             args = (path, key, spans[i][:2], self.opts.inventory, self.encoder, self.keep, self.cache.enabled)
             self._submit(worker.inspect_span, args, (token, i))
@@ -458,6 +519,10 @@ class _Scanner:
             lost = [p for p in state[2] if type(p) is tuple and p and p[0] == "unread"]
             if lost:  # a span no Dask worker could read: the whole file is unread
                 self._unread(path, state[1], max(p[1] for p in lost))
+            if state[4] is not None:  # a span's process died: the zip is one error record
+                self.apaths.pop(path, None)
+                self._error(path, state[1][2], state[4])
+                self._tick(1, state[1][2])
                 return
             self._finish([(path, state[1], _join_spans(path, state[2]))])
 
@@ -654,7 +719,7 @@ class _Scanner:
                 self._root(root)
             self._flush()
             self._pump()
-            while self.inflight:
+            while self.inflight or self.suspects:
                 self._drain()
         except BaseException:  # Ctrl-C, or an error: end the workers now, not after their batches
             if self.client is not None:
@@ -738,6 +803,15 @@ def _rebase(rec, sent: str, shown: str):
     if rec.path.startswith(sent):
         return dataclasses.replace(rec, path=shown + rec.path[len(sent) :])
     return rec
+
+
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _join_spans(path: str, parts) -> list:

@@ -16,13 +16,16 @@ from fatbin_inspect.containers import archives, detect
 from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.fatbin import MAGIC_BYTES
+from fatbin_inspect.formats.mapguard import faults
 from fatbin_inspect.formats.model import FileError, FileReport
 from fatbin_inspect.inventory.reader import (
     Options,
+    changed_record,
     inspect_blob,
     inspect_path,
     inspect_zip_span,
     magic_ranges,
+    unchanged,
 )
 from fatbin_inspect.inventory.reader import (
     zip_spans as zip_spans,  # re-exported: scan and its tests call worker.zip_spans
@@ -73,11 +76,12 @@ def inspect_file(path: str, opts: Options) -> tuple[FileReport, ...]:
         blob = open_blob(path)
     except InputError as exc:
         return (FileReport(path=path, format="unknown", size=0, error=FileError(exc.message, exc.offset)),)
+    before = faults()
     fmt = detect(blob.head(HEAD))
     if fmt == NOT_DEVICE or (fmt in HOST_BINARIES and not has_magic(blob, magic_ranges(fmt, blob))):
-        return ()
+        return () if faults() == before else (changed_record(path, blob.size),)
     out: list[FileReport] = []
-    for rec in inspect_blob(path, blob, opts, 0):
+    for rec in unchanged(path, blob.size, inspect_blob(path, blob, opts, 0)):
         if rec.fatbins or rec.error:
             out.append(rec)
     return tuple(out)
@@ -125,7 +129,11 @@ def inspect_span(
             zf = None  # inspect_zip_span reports it, as the whole file would
         _ZIP = ((path, key), blob, zf)
     _, blob, zf = _ZIP
-    records = [rec for rec in inspect_zip_span(path, blob, opts, span, zf) if rec.fatbins or rec.error]
+    records = [
+        rec
+        for rec in unchanged(path, blob.size, inspect_zip_span(path, blob, opts, span, zf))
+        if rec.fatbins or rec.error
+    ]
     return encoded(records, path, encoder, keep, data)
 
 
