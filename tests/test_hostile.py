@@ -376,12 +376,14 @@ def test_report_is_written_atomically_and_keeps_no_temporary(tmp_path):
     victim = tmp_path / "victim"
     victim.write_text("keep")
     os.symlink(victim, link)
-    for r in run_many(
+    plain, linked = run_many(
         tmp_path, [["list", str(src), "--format", "json", "-o", p] for p in (str(out), str(link))]
-    ):
-        assert r.code == 0, r
+    )
+    assert plain.code == 0, plain
     assert json.loads(out.read_text())["schema_version"] == 1
-    assert victim.read_text() == "keep" and not os.path.islink(link)  # the link is replaced, not followed
+    # a planted link is refused (issue 23): neither followed nor replaced
+    assert linked.code == 2 and "symbolic link" in linked.stderr, linked
+    assert victim.read_text() == "keep" and os.path.islink(link)
     assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
 
 

@@ -16,6 +16,7 @@ from fatbin_inspect.cli.options import settings
 from fatbin_inspect.formats.model import FileReport
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
+MAX_COLUMNS = 1000  # the widest report COLUMNS asks for
 EXIT_NO_DEVICE = 4  # doctor/verify: no NVIDIA driver, GPU or cuda-python where one is needed
 
 
@@ -68,8 +69,8 @@ def width_for(output: str | None) -> int | None:
     if output and output != "-":
         return None
     cols = os.environ.get("COLUMNS", "")
-    if cols.isdigit() and int(cols) > 0:
-        return int(cols)
+    if cols.isdigit() and 0 < len(cols) <= 6 and int(cols) > 0:  # a count from the environment:
+        return min(int(cols), MAX_COLUMNS)  # bounded (a 5,000-digit value is no integer for int())
     try:
         if sys.stdout.isatty():
             return os.get_terminal_size(sys.stdout.fileno()).columns or None

@@ -1,14 +1,16 @@
 """The one place that writes files: reports (``--output``), extracted images, the job summary.
 
 - A report is written to a temporary file beside the target and renamed over it, so a reader
-  never sees half a report and a failed run leaves the old one; the rename replaces a symlink
-  planted at the target, never the file it points to. A FIFO or device (``-o /dev/stdout``) is
-  written in place.
+  never sees half a report and a failed run leaves the old one. A target that is a symbolic
+  link, a FIFO, a device or a socket is refused (``refuse_special``): never written through,
+  never waited on (``-o -`` is standard output; ``os.devnull`` alone is let through).
 - No output may be one of the inputs (same device and inode): ``list x.so -o x.so`` is refused
   before anything is written.
-- An extracted image is created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` relative to the open
-  output folder: an existing file or a planted symlink is never written through; ``force``
-  replaces it by rename instead.
+- An extracted image is created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` relative to the output
+  folder, opened once with ``O_NOFOLLOW`` (a folder that is a symbolic link is refused): an
+  existing file or a planted symlink is never written through; ``force`` replaces it by rename.
+- The job summary (``$GITHUB_STEP_SUMMARY``) is appended only to a regular file, opened with
+  ``O_NOFOLLOW | O_NONBLOCK`` and checked with ``fstat`` before a byte is written.
 - Text is encoded as UTF-8; a character that cannot be (an undecodable file name byte that
   escaped ``render.escape``) becomes ``?`` instead of an encoding error and an empty file.
 - Failures are ``UsageError``s that say what is wrong ("cannot write report.json: Permission
@@ -22,6 +24,7 @@ import os
 import stat
 import sys
 import tempfile
+import weakref
 from collections.abc import Iterable, Iterator
 from typing import IO
 
@@ -53,6 +56,33 @@ def refuse_inputs(output: str, inputs: Iterable[str]) -> None:
             raise UsageError(f"refusing to write {shown(output)}: it is an input ({shown(p)})")
 
 
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is, in words (None for a regular file or a directory)."""
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else "not a regular file"
+
+
+def refuse_special(path: str, what: str = "write") -> os.stat_result | None:
+    """UsageError when ``path`` is a symbolic link, FIFO, device or socket (its ``lstat``, not
+    followed); its ``lstat`` otherwise, None when it does not exist. ``os.devnull`` passes."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    kind = _kind(st.st_mode)
+    if kind is not None and path != os.devnull:
+        hint = " (-o - writes to standard output)" if what == "write" else ""
+        raise UsageError(f"refusing to {what} {shown(path)}: it is {kind}{hint}")
+    return st
+
+
 def _encode(text: str) -> bytes:
     return text.encode("utf-8", "replace")
 
@@ -64,11 +94,13 @@ def _umask() -> int:
 
 
 @contextlib.contextmanager
-def open_report(output: str | None, inputs: Iterable[str] = ()) -> Iterator[IO[bytes]]:
+def open_report(output: str | None, inputs: Iterable[str] = (), replace: bool = False) -> Iterator[IO[bytes]]:
     """The report's destination as a binary stream: stdout (``output`` None or ``-``), or a
     temporary file beside ``output`` renamed over it when the body finishes (on an error it is
     removed and ``output`` keeps its old bytes). ``inputs`` is read before the stream opens and
-    again before the rename (a list the command fills as it reads is checked in full)."""
+    again before the rename (a list the command fills as it reads is checked in full).
+    ``output`` a symbolic link, FIFO, device or socket is refused (``refuse_special``), unless
+    ``replace`` (``extract --force``): then the rename replaces it, never following it."""
     if not output or output == "-":
         out = sys.stdout.buffer
         sys.stdout.flush()
@@ -79,20 +111,13 @@ def open_report(output: str | None, inputs: Iterable[str] = ()) -> Iterator[IO[b
         return
     inputs = inputs if isinstance(inputs, list) else list(inputs)
     refuse_inputs(output, inputs)
-    try:
-        st = os.stat(output)
-    except OSError:
-        st = None
-    if st is not None and stat.S_ISDIR(st.st_mode):
-        raise UsageError(f"cannot write {shown(output)}: it is a directory")
-    if st is not None and not stat.S_ISREG(st.st_mode):  # /dev/stdout, a FIFO: written in place
-        try:
-            fh = open(output, "wb")
-        except OSError as exc:
-            raise UsageError(f"cannot write {shown(output)}: {exc.strerror or exc}") from None
-        with fh:
+    if output == os.devnull:
+        with open(output, "wb") as fh:
             yield fh
         return
+    st = None if replace else refuse_special(output)
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"cannot write {shown(output)}: it is a directory")
     folder, name = os.path.dirname(output) or ".", os.path.basename(output)
     try:
         fd, made = tempfile.mkstemp(prefix=f".{name[:40]}.", suffix=".tmp", dir=folder)
@@ -122,7 +147,7 @@ def write_report(text: str, output: str | None, inputs: Iterable[str] = ()) -> N
 
 def _replace(folder: str, name: str, data: bytes, shown_as: str) -> None:
     """Write ``data`` to ``name`` in ``folder`` through a temporary file and a rename."""
-    with open_report(os.path.join(folder, name)) as out:
+    with open_report(os.path.join(folder, name), replace=True) as out:
         out.write(data)
 
 
@@ -133,12 +158,16 @@ class OutputFolder:
         self.path = path
         self.force = force
         self.inputs = tuple(inputs)
+        refuse_special(path.rstrip("/") or path, "write into")
         try:
             os.makedirs(path, exist_ok=True)
         except OSError as exc:
             raise UsageError(f"cannot create {shown(path)}: {exc.strerror or exc}") from None
-        if not os.path.isdir(path):
-            raise UsageError(f"cannot write into {shown(path)}: not a directory")
+        try:  # opened once, not followed: each file is created relative to this folder
+            self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC)
+        except OSError as exc:
+            raise UsageError(f"cannot write into {shown(path)}: {exc.strerror or exc}") from None
+        weakref.finalize(self, os.close, self.fd)
 
     def write(self, name: str, data: bytes) -> None:
         """Create ``name`` (a single path component) holding ``data``; OSError on failure."""
@@ -152,7 +181,9 @@ class OutputFolder:
             _replace(self.path, name, data, target)
             return
         try:
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666)
+            fd = os.open(
+                name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666, dir_fd=self.fd
+            )
         except FileExistsError:
             raise OSError("exists already (--force replaces it)") from None
         with os.fdopen(fd, "wb") as fh:
@@ -160,10 +191,16 @@ class OutputFolder:
 
 
 def append_summary(path: str, text: str) -> None:
-    """Append the Markdown job summary to ``$GITHUB_STEP_SUMMARY`` (a file the runner created)."""
+    """Append the Markdown job summary to ``$GITHUB_STEP_SUMMARY`` (a regular file the runner
+    created; a symbolic link, FIFO, device or socket there is refused, never written through)."""
+    refuse_special(path, "append the job summary to")
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o666)
+        fd = os.open(path, flags, 0o666)
     except OSError as exc:
         raise UsageError(f"cannot append the job summary to {shown(path)}: {exc.strerror or exc}") from None
     with os.fdopen(fd, "wb") as fh:
+        kind = _kind(os.fstat(fd).st_mode)  # swapped in since the lstat: still never written
+        if kind is not None and path != os.devnull:
+            raise UsageError(f"refusing to append the job summary to {shown(path)}: it is {kind}")
         fh.write(_encode(text))

@@ -192,7 +192,11 @@ def scan_cmd(
     save on standard input) (none: the running interpreter's site-packages). Cache: $FATBIN_INSPECT_CACHE_DIR or the user cache dir; delete it
     at will. Exit 1 when a --gpu target fails to run something (--fail-on warning: or needs JIT).
     """
+    from fatbin_inspect.inventory.workers import capped_note
     from fatbin_inspect.scanning import ScanOptions, coverage, scan
+
+    if capped_note(jobs):
+        say(capped_note(jobs))
 
     if insecure:  # read by containers.registry, in this process and the workers it forks
         import os

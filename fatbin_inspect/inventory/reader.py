@@ -34,7 +34,7 @@ from fatbin_inspect.formats.model import (
     Kernel,
     bare_entry,
 )
-from fatbin_inspect.inventory import member_path, walk
+from fatbin_inspect.inventory import member_path, walk, workers
 
 MAX_DEPTH = 4  # wheel inside a tar layer inside a tar is depth 2; deeper is not a real layout
 
@@ -81,7 +81,7 @@ def inspect_path(path: str, opts: Options = Options()) -> Iterator[FileReport]:
         size = _size_or_zero(path)
         yield FileReport(path=path, format="unknown", size=size, error=_err(exc))
         return
-    jobs = opts.jobs or os.cpu_count() or 1
+    jobs = workers.processes(opts.jobs)
     if jobs > 1 and blob.size >= SPLIT_BYTES and detect(blob.head(512)) == "zip":
         spans = zip_spans(path, opts.members == "all", jobs * 2, SPAN_BYTES)
         if spans:
@@ -776,7 +776,7 @@ def _same(fatbins):
 
 def parallel_worthwhile(blob: Blob, fatbins, opts: Options, path: str | None) -> bool:
     """Large enough (compressed payload) for worker processes to pay for their start."""
-    jobs = opts.jobs or os.cpu_count() or 1
+    jobs = workers.processes(opts.jobs)
     work = sum(e.stored_size for fb in fatbins for e in fb.entries if e.compression != "none")
     return jobs > 1 and bool(path) and work >= PARALLEL_MIN_BYTES and _is_whole_file(blob, path)
 
@@ -797,7 +797,7 @@ def iter_decoded(
     final form (JSON text) without shipping 150k kernel records back, and write each piece before
     the next arrives; ``fn`` must be a module-level function."""
     if parallel_worthwhile(blob, fatbins, opts, path):
-        yield from _iter_parallel(path, fatbins, opts, opts.jobs or os.cpu_count() or 1, fn)
+        yield from _iter_parallel(path, fatbins, opts, workers.processes(opts.jobs), fn)
         return
     yield fn(_decode_serial(blob, fatbins, opts, budget))
 
@@ -842,8 +842,6 @@ def _iter_parallel(path: str, fatbins, opts: Options, jobs: int, fn) -> Iterator
         done += sum(e.size for e in fb.entries)
     slices = [sl for sl in slices if sl]
     serial_opts = dataclasses.replace(opts, jobs=1)
-    from fatbin_inspect.inventory import workers
-
     try:
         pool = workers.pool(jobs)  # workers die with this process and leave Ctrl-C to it
     except OSError:  # no fork/spawn here: decode in-process

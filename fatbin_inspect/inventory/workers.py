@@ -18,6 +18,29 @@ import threading
 import time
 
 PR_SET_PDEATHSIG = 1
+PER_CPU = 4  # the most worker processes asked for (-j, FATBIN_INSPECT_JOBS, the API) per CPU
+
+
+def cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, else the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def processes(asked: int) -> int:
+    """Worker processes for ``asked`` (0 or less: one per CPU), capped at ``PER_CPU`` per CPU:
+    ``-j 100000`` must not fork a hundred thousand interpreters."""
+    n = cpus()
+    return n if asked <= 0 else min(asked, n * PER_CPU)
+
+
+def capped_note(asked: int) -> str | None:
+    """The note a command gives when ``processes`` caps ``asked``."""
+    if asked <= processes(asked):
+        return None
+    return f"--jobs {asked:,}: capped at {processes(asked)} worker processes ({cpus()} CPUs x {PER_CPU})"
 
 
 def init(parent: int) -> None:

@@ -118,12 +118,9 @@ class ScanResult:
 
 
 def _jobs(n: int) -> int:
-    if n > 0:
-        return n
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)
+    from fatbin_inspect.inventory.workers import processes
+
+    return processes(n)
 
 
 def _options_fingerprint(o: Options | Mapping[str, Any] | None) -> str:
