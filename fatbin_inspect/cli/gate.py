@@ -13,7 +13,14 @@ import click
 
 from fatbin_inspect.cli.common import format_option, output_option, progress_for, say
 from fatbin_inspect.cli.findings import emit_findings, fail_options, with_views
-from fatbin_inspect.cli.options import driver_option, examples, gpu_option, targets_option, ui_options
+from fatbin_inspect.cli.options import (
+    driver_option,
+    examples,
+    gpu_option,
+    settings,
+    targets_option,
+    ui_options,
+)
 from fatbin_inspect.cli.sbom import digests_for, gate_sbom
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.judging.gate_run import run_gate
@@ -161,7 +168,9 @@ def gate_cmd(
         "fail_on": fail_on,
     }
     check_roots(paths)
-    pol, given = policy_mod.load("" if isolated else config, flags)
+    pol, given = policy_mod.load("" if isolated else config, flags, warn=say)
+    if settings()["verbose"] and not settings()["quiet"]:
+        say(f"config: {pol.source or ('none (--isolated)' if isolated else 'none found')}")
     if not paths:
         lib = installed_torch_lib() if match == "torch" else None
         if lib is None:

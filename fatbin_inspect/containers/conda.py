@@ -21,14 +21,14 @@ conda-forge puts in build strings (``cuda126``, ``cuda120_py311h...``, pytorch's
 
 from __future__ import annotations
 
-import json
 import re
 import zipfile
 from collections.abc import Iterator
 
 from fatbin_inspect.containers import archives
 from fatbin_inspect.containers.archives import Member
-from fatbin_inspect.errors import CorruptError, LimitExceeded
+from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded
+from fatbin_inspect.formats import documents
 from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.formats.model import Package
 
@@ -116,6 +116,7 @@ class CondaReader:
         self.paths: set[str] | None = None  # files the package lists (paths.json / info/files)
         self.notes: list[str] = []
         self._index = self._paths = self._files = None
+        self.unread = False  # its metadata was there but could not be used (a note says why)
 
     def owner(self, name: str) -> Package | None:
         """The package, for a member it lists (every member when it lists none)."""
@@ -126,7 +127,7 @@ class CondaReader:
     def members(self) -> Iterator[Member]:
         if self.zf is not None:
             yield from self._conda()
-            if self.package is None:
+            if self.package is None and not self.unread:
                 raise CorruptError(".conda without info/index.json")
             return
         stream = archives.decompressed(self.blob, "bzip2 stream")
@@ -192,10 +193,12 @@ class CondaReader:
         if name == "info/files":
             self._files = data
             return
-        try:
-            doc = json.loads(data)
-        except ValueError as exc:
-            raise CorruptError(f"{name} is not JSON: {exc}") from None
+        try:  # bounded: 100,000 nested brackets are a note, not a RecursionError
+            doc = documents.loads_json(data)
+        except InputError as exc:
+            self.unread = True
+            self.notes.append(f"{name} not read ({exc}): the package's files are not attributed to it")
+            return
         if name == "info/index.json":
             self._index = doc
         else:
@@ -203,7 +206,12 @@ class CondaReader:
 
     def _settle(self) -> None:
         if self.package is None and self._index is not None:
-            self.package = package_of(self._index)
+            try:
+                self.package = package_of(self._index)
+            except CorruptError as exc:
+                self.notes.append(f"{exc}: the package's files are not attributed to it")
+                self._index, self.unread = None, True
+                return
             n = None
             if isinstance(self._paths, dict) and isinstance(self._paths.get("paths"), list):
                 self.paths = {

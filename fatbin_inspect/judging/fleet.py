@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import glob
-import json
 import os
 import re
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,11 +30,6 @@ from fatbin_inspect.errors import UsageError
 
 if TYPE_CHECKING:  # the engine's data is loaded when a target is resolved, not when a command is built
     from fatbin_inspect.compat.targets import Target
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 ENTRY_KEYS = {"name", "gpu", "driver", "host_arch"}
 HOST_ARCHS = ("x86_64", "aarch64", "ppc64le", "x86", "arm", "riscv64")  # as containers.machine_of names them
@@ -53,17 +46,33 @@ def _host_of(path: str) -> str:
     return base.removeprefix("doctor-").removeprefix("doctor_") or base
 
 
+def _field(doc: Any, key: str, kind: type | tuple[type, ...], path: str, where: str) -> Any:
+    """``doc[key]`` when ``doc`` is an object holding it (None when absent or null); a value of
+    another type is a UsageError naming the file and key."""
+    if not isinstance(doc, dict):
+        if doc not in (None, {}):
+            raise UsageError(f"{path}: {where}: expected an object")
+        return None
+    value = doc.get(key)
+    if value is not None and (not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool)):
+        raise UsageError(f"{path}: {where}.{key}: expected a {getattr(kind, '__name__', 'value')}")
+    return value
+
+
 def _doctor_targets(doc: dict, path: str, default_driver: str | None, warn) -> list[Target]:
     stack = doc.get("stack")
     if not isinstance(stack, dict) or not isinstance(stack.get("gpus", []), list):
         raise UsageError(
             f"{path}: a JSON object without a doctor 'stack': not a `doctor --format json` report"
         )
-    named = stack.get("host")
-    host: str = named if isinstance(named, str) and named else _host_of(path)
+    named = _field(stack, "host", str, path, "stack")
+    host: str = named or _host_of(path)
     kdrv, udrv = stack.get("kernel_driver") or {}, stack.get("user_driver") or {}
-    version = kdrv.get("version") if isinstance(kdrv, dict) else None
-    version = version or (udrv.get("build") if isinstance(udrv, dict) else None) or default_driver
+    version = _field(kdrv, "version", str, path, "stack.kernel_driver")
+    build = _field(udrv, "build", str, path, "stack.user_driver")
+    _field(udrv, "path", str, path, "stack.user_driver")
+    _field(udrv, "api_version", int, path, "stack.user_driver")
+    version = version or build or default_driver
     from fatbin_inspect.compat import data
     from fatbin_inspect.compat.targets import Target, gpu_for_cc
 
@@ -76,7 +85,7 @@ def _doctor_targets(doc: dict, path: str, default_driver: str | None, warn) -> l
         except (ValueError, TypeError):
             raise UsageError(f"{path}: stack.gpus[{i}]: compute capability {g['cc']!r} is not X.Y") from None
         gpu = gpu_for_cc(cc, name=g["name"])
-        if g.get("tegra") is True and not gpu.tegra:
+        if _field(g, "tegra", bool, path, f"stack.gpus[{i}]") and not gpu.tegra:
             gpu = dataclasses.replace(gpu, tegra=True)
         machine = stack.get("machine")
         t = Target(
@@ -163,36 +172,50 @@ def _entry_targets(entries: Any, where: str, default_driver: str | None) -> list
 def read_targets(
     path: str, default_driver: str | None = None, warn: Callable[[str], None] = _ignore
 ) -> list[Target]:
-    """The targets one ``--targets`` file describes (doctor JSON, a list of them, or fleet TOML)."""
+    """The targets one ``--targets`` file describes (doctor JSON, a list of them, or fleet TOML),
+    read under ``formats.documents``' bounds (a regular file of at most 32 MiB, nesting at most
+    64 deep, no NaN, no lone surrogate): every problem is a UsageError naming the file."""
+    from fatbin_inspect.errors import InputError
+    from fatbin_inspect.formats import documents
+
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(
-            f"{path} at offset {exc.start:#x}: not UTF-8 text: not a doctor report or fleet TOML"
-        ) from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        json_error = exc
-    else:
-        return _json_targets(doc, path, default_driver, warn)
-    try:
-        toml_doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        if text.lstrip()[:1] == "{":  # it meant to be JSON (a TOML file cannot start with "{")
+        text = documents.read_text(path, documents.TARGETS_BYTES)
+    except InputError as exc:
+        if exc.message == "not UTF-8 text":
             raise UsageError(
-                f"{path} at offset {json_error.pos:#x}: invalid JSON: {json_error.msg}"
+                f"{path} at offset {exc.offset or 0:#x}: not UTF-8 text: not a doctor report or fleet TOML"
             ) from None
+        raise UsageError(_at(path, exc)) from None
+    if text.lstrip()[:1] in ("{", "["):  # JSON (a TOML file starts with a key or a [table])
+        try:
+            doc = documents.loads_json(text)
+        except InputError as exc:
+            json_error = exc
+        else:
+            return _json_targets(doc, path, default_driver, warn)
+    else:
+        json_error = None
+    try:
+        toml_doc = documents.loads_toml(text)
+    except InputError as exc:
+        if json_error is not None and (
+            text.lstrip()[:1] == "{" or not json_error.message.startswith("invalid JSON")
+        ):
+            raise UsageError(_at(path, json_error)) from None
         raise UsageError(f"{path}: neither a doctor JSON report nor valid TOML: {exc}") from None
-    entries = toml_doc.get("targets", toml_doc.get("tool", {}).get("fatbin-inspect", {}).get("targets"))
+    tool = toml_doc.get("tool")
+    section = tool.get("fatbin-inspect") if isinstance(tool, dict) else None
+    entries = toml_doc.get("targets", section.get("targets") if isinstance(section, dict) else None)
     if entries is None:
         raise UsageError(f"{path}: no targets = [{{name, gpu, driver}}, ...] in this TOML file")
     return _entry_targets(entries, path, default_driver)
+
+
+def _at(path: str, exc) -> str:
+    """``PATH at offset 0x..: message`` of an ``InputError`` about a targets file."""
+    if exc.offset is None:
+        return f"{path}: {exc.message}"
+    return f"{path} at offset {exc.offset:#x}: {exc.message}"
 
 
 def _json_targets(doc: Any, path: str, default_driver: str | None, warn) -> list[Target]:
@@ -331,7 +354,7 @@ def nearest_policy_targets(
     def load() -> list[Target]:
         from fatbin_inspect.release import policy
 
-        path = policy.find_pyproject()
+        path = policy.find_pyproject(warn=warn)
         if path is None:
             return []
         items = policy.read_section(path).get("targets")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Callable
@@ -78,4 +79,4 @@ def run_gate(
     reference = torch_reference(match, reports) if match else None
     ctx = gate_context(paths, reports, reference)
     report = gate(reports, pol, given, reference, fleet, local_devices(pol.gpus, pol.min_driver), ctx)
-    return report, reports
+    return dataclasses.replace(report, config=pol.source), reports

@@ -282,6 +282,7 @@ class FindingsReport:
     # the engine's verdicts the gate drew its findings from, as (target label, FileVerdict): what
     # the HTML verdict heatmap shows for a gate (the verdict ``check`` gives on that target)
     judged: tuple[tuple[str, Any], ...] = ()
+    config: str | None = None  # gate: the policy file read (None: none; release.policy.load)
 
 
 def rank(severity: str) -> int:

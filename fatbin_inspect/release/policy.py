@@ -32,19 +32,15 @@ import dataclasses
 import fnmatch
 import os
 import re
-import sys
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from fatbin_inspect.containers.wheel import canonicalize_name, wheel_name
-from fatbin_inspect.errors import UsageError
+from fatbin_inspect.errors import InputError, UsageError
+from fatbin_inspect.formats import documents
 from fatbin_inspect.release.findings import FAIL_LEVELS, RULE_BY_ID, SEVERITIES
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.9/3.10 only
-    import tomli as tomllib
 
 SECTION = "fatbin-inspect"
 
@@ -127,9 +123,11 @@ _ARCH = re.compile(r"^(?:(sm|compute)_)?(\d+)(?:\.(\d+))?([af]?)$")
 
 def normalize_arch(text: str, where: str = "arch") -> str:
     """``sm_90a``, ``90a``, ``9.0a`` -> ``sm_90a``; ``compute_120f`` stays PTX. UsageError otherwise."""
-    m = _ARCH.match(text.strip().lower())
+    m = _ARCH.match(text.strip().lower()) if len(text) <= 40 else None
     if not m:
-        raise UsageError(f"{where}: not an architecture: {text!r} (expected e.g. sm_90, sm_100a, 8.6, 120f)")
+        raise UsageError(
+            f"{where}: not an architecture: {text[:40]!r} (expected e.g. sm_90, sm_100a, 8.6, 120f)"
+        )
     prefix, major, minor, variant = m.groups()
     sm = int(major) * 10 + int(minor) if minor is not None else int(major)
     if minor is not None and int(minor) > 9:
@@ -168,6 +166,8 @@ def arch_list(value: Any, where: str) -> tuple[str, ...]:
         raise UsageError(f"{where}: expected a list of architectures")
     out = []
     for it in items:
+        if isinstance(it, bool) or not isinstance(it, (str, int, float)):
+            raise UsageError(f"{where}: expected architecture names, not a {type(it).__name__}")
         a = normalize_arch(str(it), where)
         if a not in out:
             out.append(a)
@@ -182,13 +182,17 @@ def normalize(values: Mapping[str, Any], where: str) -> dict[str, Any]:
     """Validate raw TOML/flag values (kebab or snake case keys) into Policy field values."""
     out: dict[str, Any] = {}
     for raw_key, val in values.items():
-        key = raw_key.replace("-", "_")
+        key = raw_key.replace("-", "_") if isinstance(raw_key, str) else raw_key
         if key not in _KEYS:
             raise UsageError(
-                f"{where}: unknown key {raw_key!r} (known: "
+                f"{where}: unknown key {str(raw_key)[:60]!r} (known: "
                 f"{', '.join(sorted(k.replace('_', '-') for k in _KEYS | {'overrides'}))})"
             )
-        out[key] = VALIDATORS[key](val, f"{where}: {raw_key}")
+        here = f"{where}: {raw_key}"
+        try:
+            out[key] = VALIDATORS[key](val, here)
+        except (TypeError, ValueError, AttributeError):  # a value of a shape no validator expects
+            raise UsageError(f"{here}: unexpected {type(val).__name__} value") from None
     return out
 
 
@@ -207,6 +211,8 @@ def _strings(val: Any, here: str) -> tuple[str, ...]:
 
 
 def _driver_version(val: Any, here: str) -> str:
+    if isinstance(val, bool) or not isinstance(val, (str, int)):
+        raise UsageError(f"{here}: expected a driver version like 535 or 550.54.14")
     if not re.fullmatch(r"\d+(\.\d+)*", str(val).strip()):
         raise UsageError(f"{here}: expected a driver version like 535 or 550.54.14")
     return str(val).strip()
@@ -225,13 +231,15 @@ def _seconds(val: Any, here: str) -> float:
 
 
 def _fail_level(val: Any, here: str) -> str:
-    if val not in FAIL_LEVELS:
+    if not isinstance(val, str) or val not in FAIL_LEVELS:
         raise UsageError(f"{here}: expected one of {', '.join(FAIL_LEVELS)}")
     return val
 
 
 def _rule_ids(val: Any, here: str) -> tuple[str, ...]:
     items = val.replace(",", " ").split() if isinstance(val, str) else val
+    if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
+        raise UsageError(f"{here}: expected a list of rule ids (FBI001...)")
     return tuple(_rule_id(i, here) for i in items)
 
 
@@ -240,7 +248,7 @@ def _severities(val: Any, here: str) -> tuple[tuple[str, str], ...]:
         raise UsageError(f"{here}: expected a table of rule id = severity")
     grades = []
     for rid, sev in val.items():
-        if sev not in SEVERITIES:
+        if not isinstance(sev, str) or sev not in SEVERITIES:
             raise UsageError(f"{here}.{rid}: expected one of {', '.join(SEVERITIES)}")
         grades.append((_rule_id(rid, here), sev))
     return tuple(grades)
@@ -256,6 +264,8 @@ def _targets(val: Any, where: str) -> tuple[str | tuple[tuple[str, Any], ...], .
         if isinstance(it, str) and it.strip():
             out.append(it.strip())
         elif isinstance(it, Mapping):
+            if not all(isinstance(k, str) for k in it):
+                raise UsageError(f"{where}[{i}]: expected a {{name, gpu, driver}} table")
             out.append(tuple(sorted(it.items())))
         elif isinstance(it, tuple):
             out.append(it)
@@ -299,6 +309,8 @@ def from_mapping(section: Mapping[str, Any], source: str | None = None) -> Polic
         raise UsageError(f"{where}: overrides: expected [[tool.{SECTION}.overrides]] tables")
     overrides = []
     for i, ov in enumerate(raw_overrides):
+        if not isinstance(ov, Mapping):
+            raise UsageError(f"{where}: overrides[{i}]: expected a [[tool.{SECTION}.overrides]] table")
         ov = dict(ov)
         match = ov.pop("match", None)
         if isinstance(match, str):
@@ -310,13 +322,45 @@ def from_mapping(section: Mapping[str, Any], source: str | None = None) -> Polic
     return Policy(**normalize(values, where), overrides=tuple(overrides), source=source)
 
 
-def find_pyproject(start: str = ".") -> str | None:
-    """The nearest pyproject.toml at or above ``start`` (as ruff and pytest look for it)."""
+def _ignore(message: str) -> None:
+    """The default ``warn``: the library is silent; the command line passes its ``say``."""
+
+
+def untrusted(path: str, st: os.stat_result | None = None) -> str | None:
+    """Why a found ``pyproject.toml`` is not read, or None: it must belong to this user (or to
+    root) and be writable by no one else, as ssh asks of its configuration."""
+    try:
+        st = st or os.stat(path)
+    except OSError:
+        return None
+    uid = os.geteuid() if hasattr(os, "geteuid") else None
+    if uid is not None and st.st_uid not in (uid, 0):
+        return f"owned by another user (uid {st.st_uid})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return "writable by other users"
+    return None
+
+
+def find_pyproject(start: str = ".", warn: Callable[[str], None] = _ignore) -> str | None:
+    """The pyproject.toml whose ``[tool.fatbin-inspect]`` applies at ``start``: the nearest one
+    at or above it that has the table, looking no higher than the project root, the first folder
+    that holds a ``.git`` (a folder planted above the checkout cannot change a verdict). A file
+    owned by another user or writable by others is skipped with a ``warn`` note (docs/ci.md)."""
     d = os.path.abspath(start)
     while True:
         cand = os.path.join(d, "pyproject.toml")
-        if os.path.isfile(cand):
-            return cand
+        try:
+            st: os.stat_result | None = os.stat(cand)
+        except OSError:
+            st = None
+        if st is not None:
+            why = untrusted(cand, st) if stat.S_ISREG(st.st_mode) else "not a regular file"
+            if why is not None:
+                warn(f"{cand}: not read: {why}")
+            elif read_section(cand):
+                return cand
+        if os.path.exists(os.path.join(d, ".git")):
+            return None
         parent = os.path.dirname(d)
         if parent == d:
             return None
@@ -324,29 +368,35 @@ def find_pyproject(start: str = ".") -> str | None:
 
 
 def read_section(path: str) -> dict[str, Any]:
-    """``[tool.fatbin-inspect]`` of a TOML file ({} when absent); a syntax error is a UsageError."""
+    """``[tool.fatbin-inspect]`` of a TOML file ({} when absent), read under the bounds of
+    ``formats.documents`` (a FIFO or a device is refused unread, 4 MiB at most, no NaN, no
+    nesting past 64); every problem is a UsageError naming the file and key."""
     try:
-        with open(path, "rb") as fh:
-            doc = tomllib.load(fh)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path}: invalid TOML: {exc}") from None
-    section = doc.get("tool", {}).get(SECTION, {})
+        doc = documents.loads_toml(documents.read_text(path, documents.CONFIG_BYTES))
+    except InputError as exc:
+        raise UsageError(f"{path}: {exc}") from None
+    tool = doc.get("tool", {})
+    if not isinstance(tool, dict):
+        raise UsageError(f"{path}: tool: expected a table ([tool.{SECTION}])")
+    section = tool.get(SECTION, {})
     if not isinstance(section, dict):
         raise UsageError(f"{path}: [tool.{SECTION}] must be a table")
     return section
 
 
 def load(
-    config: str | None = None, flags: Mapping[str, Any] | None = None, search_from: str = "."
+    config: str | None = None,
+    flags: Mapping[str, Any] | None = None,
+    search_from: str = ".",
+    warn: Callable[[str], None] = _ignore,
 ) -> tuple[Policy, dict[str, Any]]:
     """(policy from the file with flags on top, normalized flags to reapply after overrides).
 
-    ``config``: an explicit TOML file; None looks for the nearest pyproject.toml; "" reads none.
-    ``flags``: values given on the command line (None values are "not given").
+    ``config``: an explicit TOML file; None looks for the project's pyproject.toml
+    (``find_pyproject``); "" reads none. ``flags``: values given on the command line (None values
+    are "not given"). ``Policy.source`` names the file read (None: none).
     """
-    path = find_pyproject(search_from) if config is None else (config or None)
+    path = find_pyproject(search_from, warn) if config is None else (config or None)
     base = from_mapping(read_section(path), path) if path else Policy()
     given = normalize({k: v for k, v in (flags or {}).items() if v is not None}, "command line")
     return dataclasses.replace(base, **given), given

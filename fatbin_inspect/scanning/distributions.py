@@ -144,14 +144,14 @@ def _line_paths(line: str, base: str) -> list[str]:
 def _conda_paths(meta_file: str, prefix: str) -> tuple[Package | None, list[str]]:
     """The package a ``conda-meta/*.json`` describes (its ``depends`` and ``build`` give the CUDA
     it declares, as the package's ``info/index.json`` did) and the files it installed."""
-    import json
-
     from fatbin_inspect.containers.conda import package_of
+    from fatbin_inspect.errors import InputError
+    from fatbin_inspect.formats.documents import loads_json
 
     data = read_regular(meta_file)
-    try:
-        meta = json.loads(data) if data is not None else None
-    except ValueError:
+    try:  # bounded (depth, NaN, lone surrogates): a bad record costs this package's attribution
+        meta = loads_json(data) if data is not None else None
+    except InputError:
         return None, []
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
         return None, []

@@ -81,6 +81,7 @@ def document(report: FindingsReport, fail_on: str, stream: bool = False) -> dict
         ],
         "findings": jsondump.Items(findings) if stream else list(findings),
         "checks": jsondump.Items(checks) if stream else list(checks),
+        **({"config": report.config} if report.command == "gate" else {}),  # the policy file read
     }
 
 

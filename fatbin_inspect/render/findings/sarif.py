@@ -10,6 +10,7 @@ message rewording.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote
@@ -23,12 +24,25 @@ INFO_URI = "https://github.com/fatbin-inspect/fatbin-inspect"
 FINGERPRINT_KEY = "fatbinInspect/v1"
 
 
+def _name_bytes(text: str) -> bytes:
+    """A file name's bytes: undecodable bytes (U+DC80..U+DCFF, ``surrogateescape``) as they were;
+    any other lone surrogate (a ``"\ud800"`` from a package's JSON metadata) is no byte of any
+    name and becomes U+FFFD rather than an encoding error that ends the report."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return _OTHER_SURROGATE.sub("\ufffd", text).encode("utf-8", "surrogateescape")
+
+
+_OTHER_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
+
+
 def artifact_uri(path: str) -> str:
     """A relative path stays relative (SARIF viewers resolve it against the checkout)."""
     p = path.replace(os.sep, "/")
     if os.path.isabs(path):
-        return "file://" + quote(p if p.startswith("/") else "/" + p, errors="surrogateescape")
-    return quote(str(PurePosixPath(p)), errors="surrogateescape")  # the exact bytes of the name
+        return "file://" + quote(_name_bytes(p if p.startswith("/") else "/" + p))
+    return quote(_name_bytes(str(PurePosixPath(p))))  # the exact bytes of the name
 
 
 def _rule(r) -> dict[str, Any]:
@@ -91,6 +105,7 @@ def document(report: FindingsReport) -> dict[str, Any]:
                     }
                 },
                 "automationDetails": {"id": f"fatbin-inspect/{report.command}/"},
+                **({"properties": {"config": report.config}} if report.command == "gate" else {}),
                 "results": [_result(f, index[f.rule_id]) for f in report.findings],
             }
         ],
