@@ -197,7 +197,9 @@ class CondaReader:
             doc = documents.loads_json(data)
         except InputError as exc:
             self.unread = True
-            self.notes.append(f"{name} not read ({exc}): the package's files are not attributed to it")
+            note = f"{name} not read ({exc}): the package's files are not attributed to it"
+            if note not in self.notes:  # info/ may be read twice (GNU tar order: a second pass)
+                self.notes.append(note)
             return
         if name == "info/index.json":
             self._index = doc
