@@ -510,18 +510,29 @@ def _wrong_host(report: FileReport, target: Target, counted, notes, base) -> Fil
         f"{report.machine} code cannot load on {target.gpu.name}'s {target.host_arch} host: pip does not "
         f"install a wheel built for {report.machine} there and the dynamic loader refuses the file (R-HOST)"
     )
+    advice = (f"install the {target.host_arch} build of this package on that host",)
+    return _nothing_loads(
+        "R-HOST", None, reason, "high" if target.host else "medium", counted, notes, advice, base
+    )
+
+
+def _nothing_loads(
+    rule: str, error, reason: str, confidence: str, counted, notes, advice, base
+) -> FileVerdict:
+    """The file fails before any of its images is chosen (R-HOST, R-FWD, R-DRV, R-GPU): every
+    counted fatbin fails with it, coverage none."""
     return FileVerdict(
         verdict="fail",
-        error=None,
+        error=error,
         chosen=None,
-        rule="R-HOST",
-        rules=("R-HOST",),
+        rule=rule,
+        rules=(rule,),
         reason=reason,
         counts={"native": 0, "jit": 0, "fail": len(counted)},
         missing_kernels=(),
         notes=notes,
-        advice=(f"install the {target.host_arch} build of this package on that host",),
-        confidence="high" if target.host else "medium",
+        advice=advice,
+        confidence=confidence,
         coverage="none",
         **base,
     )
@@ -544,20 +555,9 @@ def _stack_check(rt, target: Target, counted, notes, base) -> FileVerdict | None
             )
         if check.rule == "R-DRV" and not rules.gpu_supported(target).ok:
             notes += (f"{rules.gpu_supported(target).reason} (R-GPU)",)
-        return FileVerdict(
-            verdict="fail",
-            error=error_ref(check.error),
-            chosen=None,
-            rule=check.rule,
-            rules=(check.rule,),
-            reason=check.reason,
-            counts={"native": 0, "jit": 0, "fail": len(counted)},
-            missing_kernels=(),
-            notes=notes,
-            advice=_advice(check.rule, target, rt),
-            confidence=check.confidence,
-            coverage="none",
-            **base,
+        advice = _advice(check.rule, target, rt)
+        return _nothing_loads(
+            check.rule, error_ref(check.error), check.reason, check.confidence, counted, notes, advice, base
         )
     return None
 

@@ -169,16 +169,28 @@ def _read_exactly(fd: int, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def open_blob(path: str) -> Blob:
-    """Map a regular file read-only. Empty files become an empty bytes Blob (mmap refuses them)."""
+def _open_regular(path: str, flags: int, cannot: str, irregular: str) -> tuple[int, os.stat_result]:
+    """An open descriptor of a regular file and its ``fstat``: opened without blocking (a FIFO
+    with no writer never waits), closed again and refused unless it is a regular file."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # never blocks on a FIFO
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | flags)
     except OSError as exc:
-        raise UnreadableError(f"cannot open: {exc.strerror or exc}") from None
+        raise UnreadableError(f"{cannot}: {exc.strerror or exc}") from None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UnreadableError("not a regular file (FIFO, device or socket): skipped")
+    except OSError as exc:
+        os.close(fd)
+        raise UnreadableError(f"{cannot}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise UnreadableError(irregular)
+    return fd, st
+
+
+def open_blob(path: str) -> Blob:
+    """Map a regular file read-only. Empty files become an empty bytes Blob (mmap refuses them)."""
+    fd, st = _open_regular(path, 0, "cannot open", "not a regular file (FIFO, device or socket): skipped")
+    try:
         if st.st_size == 0:
             return Blob(b"")
         if st.st_size <= SMALL_FILE:  # a read is cheaper than a mapping's page fault
@@ -199,14 +211,13 @@ def read_regular(path: str, limit: int) -> bytes:
     opened without blocking (a FIFO with no writer), refused unless ``fstat`` says it is a
     regular file (a FIFO, a device, ``/dev/zero``), and refused, unread, when larger than
     ``limit``; the read stops at ``limit + 1`` bytes should it grow meanwhile."""
+    fd, st = _open_regular(
+        path,
+        getattr(os, "O_CLOEXEC", 0),
+        "cannot read",
+        "not a regular file (a FIFO, device or socket): not read",
+    )
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise UnreadableError(f"cannot read: {exc.strerror or exc}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UnreadableError("not a regular file (a FIFO, device or socket): not read")
         if st.st_size > limit:
             raise LimitExceeded(f"{st.st_size:,} bytes: over the {limit:,}-byte limit for this file")
         data = _read_exactly(fd, limit + 1)
