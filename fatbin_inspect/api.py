@@ -99,20 +99,13 @@ def scan(
     """``fatbin-inspect scan PATHS [--gpu ...]``: the records of every file with device code (no
     paths: this interpreter's site-packages), and the coverage matrix by distribution, with a
     verdict per target when ``gpus`` are given. No cache unless ``cache_dir`` is given."""
-    from fatbin_inspect.judging.torch import environment_runtime
-    from fatbin_inspect.judging.verdicts import distribution_verdicts
-    from fatbin_inspect.scanning import ScanOptions, coverage
-    from fatbin_inspect.scanning import scan as run_scan
+    from fatbin_inspect.judging.scan_run import inventory_fields, run_scan
+    from fatbin_inspect.scanning import ScanOptions
 
     ts = targets(gpus, driver, fleet=fleet) if gpus or fleet else ()
-    inv = {"kernels": False, "details": False, "jobs": 1, "probe_small": bool(ts)}
-    result = run_scan(_paths(paths), ScanOptions(inventory=inv, jobs=jobs, cache_dir=cache_dir))
-    verdicts, roll_up = None, None
-    if ts:
-        verdicts, roll_up, _engine = distribution_verdicts(
-            result.reports, ts, environment_runtime(None, result.reports)
-        )
-    return result, coverage.build(result.reports, verdicts, [t.label for t in ts], roll_up)
+    inv = inventory_fields(kernels=False, targets=bool(ts))
+    run = run_scan(_paths(paths), ScanOptions(inventory=inv, jobs=jobs, cache_dir=cache_dir), ts)
+    return run.result, run.coverage
 
 
 def gate(

@@ -40,7 +40,7 @@ from fatbin_inspect.judging.verdicts import judge_paths
 
 
 def _write_json(
-    judged, targets, per_fatbin: bool, unreadable: list, bad: set, output, seen=(), cache=None
+    judged, targets, per_fatbin: bool, unreadable: list, bad: frozenset[str], output, seen=(), cache=None
 ) -> list:
     """The check document, streamed: each result written as it is judged; returns the first
     verdict in ``bad`` (all the exit code needs), not the verdicts."""
@@ -155,26 +155,34 @@ def check_cmd(
             if fmt == "json"
             else list(judged)
         )
-    if fmt == "json":
-        pass  # written as judged
-    elif fmt == "table" and not long_view and (len(targets) > 1 or len({v.path for v in verdicts}) > 1):
-        from fatbin_inspect.render.check_matrix import render_matrix
-
-        write_output(render_matrix(targets, verdicts, cache=cache, **look(output)), output, seen)
-    elif fmt == "table":
-        from fatbin_inspect.render.check_table import render_check
-
-        write_output(
-            render_check(targets, verdicts, kernels=all_kernels, cache=cache, **look(output)), output, seen
-        )
-    else:
-        from fatbin_inspect.release.gate import check_findings
-
-        report = check_findings(paths, targets, verdicts, unreadable)
-        if fmt == "html":
-            report = with_views(report, kept, verdicts)
-        write_findings(report, fmt, fail_on, output, seen)
+    if fmt == "table":
+        text = _table(targets, verdicts, long_view, all_kernels, cache, output)
+        write_output(text, output, seen)
+    elif fmt != "json":  # (the JSON is written as judged)
+        _findings(paths, targets, verdicts, unreadable, kept, fmt, fail_on, output, seen)
     if unreadable:
         raise SystemExit(EXIT_USAGE)
     failed = any(v.verdict in bad for v in verdicts) and not exit_zero
     raise SystemExit(EXIT_FINDINGS if failed else EXIT_OK)
+
+
+def _table(targets, verdicts, long_view: bool, all_kernels: bool, cache, output) -> str:
+    """Several targets or files: the matrix, a verdict per file and target on one line each; one
+    file and target, or --long: every verdict with its reasons."""
+    if not long_view and (len(targets) > 1 or len({v.path for v in verdicts}) > 1):
+        from fatbin_inspect.render.check_matrix import render_matrix
+
+        return render_matrix(targets, verdicts, cache=cache, **look(output))
+    from fatbin_inspect.render.check_table import render_check
+
+    return render_check(targets, verdicts, kernels=all_kernels, cache=cache, **look(output))
+
+
+def _findings(paths, targets, verdicts, unreadable, kept, fmt, fail_on, output, seen) -> None:
+    """The findings formats (SARIF, JUnit, Markdown, HTML, ...): the verdicts as check findings."""
+    from fatbin_inspect.release.gate import check_findings
+
+    report = check_findings(paths, targets, verdicts, unreadable)
+    if fmt == "html":
+        report = with_views(report, kept, verdicts)
+    write_findings(report, fmt, fail_on, output, seen)

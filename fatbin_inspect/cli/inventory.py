@@ -17,9 +17,8 @@ from fatbin_inspect.cli.common import (
 )
 from fatbin_inspect.cli.options import driver_option, examples, gpu_option, ui_options
 from fatbin_inspect.cli.sbom import digests_for, list_sbom
-from fatbin_inspect.formats.model import FileError, FileReport
-from fatbin_inspect.inventory.reader import Options, inspect_path
-from fatbin_inspect.inventory.walk import iter_files
+from fatbin_inspect.formats.model import FileReport
+from fatbin_inspect.inventory.reader import Options
 from fatbin_inspect.judging.inputs import iter_reports
 from fatbin_inspect.judging.verdicts import WheelRuntimes, judge
 
@@ -65,19 +64,8 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
     With --gpu, add the verdict per file and target: native, jit or fail (CUDA error, rule).
     Images as skopeo names them too: DIR:TAG, oci-archive:FILE:TAG, docker-archive:FILE:NAME,
     docker://HOST/REPO:TAG, and - (a docker save on standard input)."""
-    from fatbin_inspect.judging.inputs import is_member_root
-    from fatbin_inspect.scanning.environment import resolve_roots
-
-    # each path exists, each image reference is well formed (else exit 2); WHEEL!MEMBER is read in place
-    on_disk = [p for p in paths if not is_member_root(p)]
-    if on_disk:
-        resolve_roots(on_disk)
-    targets = ()
-    if gpus:
-        from fatbin_inspect.compat.targets import resolve_targets
-        from fatbin_inspect.system.stack import local_devices
-
-        targets = resolve_targets(list(gpus), driver, local=local_devices(gpus, driver))
+    _check_paths(paths)
+    targets = _targets(gpus, driver)
     opts = Options(
         kernels=kernels,
         details=details or kernels,
@@ -88,35 +76,59 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
     )
     if fmt == "cyclonedx":
         raise SystemExit(list_sbom(paths, opts, targets, output, strict))
-    failed = False
     seen: list = list(paths)  # inputs and record paths: the output may be none of them
     if fmt in ("json", "jsonl"):
         with open_output(output, seen) as out:
-            if fmt == "jsonl":
-                failed = _write_jsonl(out, paths, opts, seen)
-            elif opts.kernels and not targets:  # the large case: encode where decoded
-                failed = _write_json_by_pieces(out, paths, opts, seen)
-            else:
-                failed = _write_json(out, paths, opts, targets, seen)
-        raise SystemExit(EXIT_STRICT if strict and failed else EXIT_OK)
+            failed = _JSON_VIEWS[fmt](out, paths, opts, targets, seen)
+    else:
+        failed = _table(paths, opts, targets, entries, output, seen)
+    raise SystemExit(EXIT_STRICT if strict and failed else EXIT_OK)
+
+
+def _check_paths(paths) -> None:
+    """Each path exists, each image reference is well formed (else exit 2); WHEEL!MEMBER is read
+    in place."""
+    from fatbin_inspect.judging.inputs import is_member_root
+    from fatbin_inspect.scanning.environment import resolve_roots
+
+    on_disk = [p for p in paths if not is_member_root(p)]
+    if on_disk:
+        resolve_roots(on_disk)
+
+
+def _targets(gpus, driver) -> tuple:
+    if not gpus:
+        return ()
+    from fatbin_inspect.compat.targets import resolve_targets
+    from fatbin_inspect.system.stack import local_devices
+
+    return tuple(resolve_targets(list(gpus), driver, local=local_devices(gpus, driver)))
+
+
+def _table(paths, opts: Options, targets, entries: str, output, seen: list) -> bool:
+    """The inventory table (and the check table with --gpu); True when a file was unreadable."""
     reports = []
-    with progress_for(fmt, "reading") as progress:
+    with progress_for("table", "reading") as progress:
         for r in iter_reports(paths, opts, progress):
             note_error(r)
             reports.append(r)
-    wheels = WheelRuntimes()
-    verdicts = [v for r in reports for v in judge(r, targets, wheels)] if targets else []
     from fatbin_inspect.render.inventory_table import render_inventory
 
-    text = render_inventory(reports, entries=entries, kernels=kernels, **look(output))
+    text = render_inventory(reports, entries=entries, kernels=opts.kernels, **look(output))
     if targets:
         from fatbin_inspect.render.check_table import render_check
 
+        wheels = WheelRuntimes()
+        verdicts = [v for r in reports for v in judge(r, targets, wheels)]
         text += render_check(targets, verdicts, **look(output))
     write_output(text, output, [*seen, *(r.path for r in reports)])
-    if strict and any(r.error for r in reports):
-        raise SystemExit(EXIT_STRICT)
-    raise SystemExit(EXIT_OK)
+    return any(r.error for r in reports)
+
+
+def _json(out, paths, opts: Options, targets, seen: list) -> bool:
+    if opts.kernels and not targets:  # the large case: encode where decoded
+        return _write_json_by_pieces(out, paths, opts, seen)
+    return _write_json(out, paths, opts, targets, seen)
 
 
 class _Errors:
@@ -134,7 +146,7 @@ class _Errors:
             yield r
 
 
-def _write_jsonl(out, paths, opts: Options, seen: list) -> bool:
+def _write_jsonl(out, paths, opts: Options, targets, seen: list) -> bool:
     from fatbin_inspect.render import inventory_json, jsondump
 
     recs = _Errors(iter_reports(paths, opts), seen)
@@ -162,7 +174,8 @@ def _write_json(out, paths, opts: Options, targets, seen: list) -> bool:
             yield r
 
     it = judged()
-    held, entries = deque(), 0
+    held: deque[FileReport] = deque()
+    entries = 0
     for r in it:
         held.append(r)
         entries += sum(len(fb.entries) for fb in r.fatbins)
@@ -191,72 +204,29 @@ def _write_json(out, paths, opts: Options, targets, seen: list) -> bool:
 
 
 def _write_json_by_pieces(out, paths, opts: Options, seen: list) -> bool:
-    """``--kernels --format json``: a large binary's fatbins are decoded *and encoded* by worker
-    processes (inventory.iter_decoded), so 150k kernel records never cross a process boundary,
-    the encoding runs in parallel too, and each piece is written as it arrives (memory does not
-    grow with the kernels). Same document as ``inventory_json.inventory_document``, compact."""
+    """``--kernels --format json``: each piece written as it arrives (``inputs.iter_pieces``:
+    memory does not grow with the kernels). Same document as
+    ``inventory_json.inventory_document``, compact."""
+    from fatbin_inspect.judging.inputs import iter_pieces
     from fatbin_inspect.render import inventory_json, jsondump
 
-    state = {"failed": False}
+    recs = _Errors((), seen)
 
-    def files():
-        for root in paths:
-            for path, skip in iter_files(root):
-                if skip:
-                    r = FileReport(path=path, format="unknown", size=0, error=FileError(skip))
-                    note_error(r)
-                    state["failed"] = True
-                    yield jsondump.file_pieces(r)
-                    continue
-                seen.append(path)
-                yield from _file_pieces(path, opts, state)
+    def on_record(r: FileReport) -> None:
+        seen.append(r.path)
+        if r.error is not None:
+            note_error(r)
+            recs.failed = True
 
+    pieces = iter_pieces(paths, opts, jsondump.file_pieces, jsondump.fatbins_fragment, on_record)
     doc = {
         "schema_version": inventory_json.SCHEMA_VERSION,
         "tool": inventory_json.tool(),
-        "files": jsondump.Items(files(), encoded=True),
+        "files": jsondump.Items(pieces, encoded=True),
     }
     jsondump.write(out, doc, pretty=False)
-    return state["failed"]
+    return recs.failed
 
 
-def _file_pieces(path: str, opts: Options, state: dict):
-    """The compact ``files[]`` elements of one file on disk (see ``_write_json_by_pieces``)."""
-    import dataclasses
-    import os
-
-    from fatbin_inspect.errors import InputError
-    from fatbin_inspect.formats.binio import open_blob
-    from fatbin_inspect.inventory import reader as inventory
-    from fatbin_inspect.render import jsondump
-
-    if os.path.getsize(path) >= inventory.PARALLEL_MIN_BYTES and _is_binary(path):
-        light = dataclasses.replace(opts, kernels=False, details=False)
-        reports = list(inspect_path(path, light))
-        r = reports[0]
-        if len(reports) == 1 and r.fatbins and r.format not in ("zip", "ar", "tar", "conda", "oci"):
-            try:
-                blob = open_blob(path)
-            except InputError:
-                blob = None
-            if blob is not None and inventory.parallel_worthwhile(blob, r.fatbins, opts, path):
-                note_error(r)
-                state["failed"] |= r.error is not None
-                frags = inventory.iter_decoded(blob, r.fatbins, opts, path, jsondump.fatbins_fragment)
-                yield jsondump.file_pieces(r, frags)
-                return
-    for r in inspect_path(path, opts):
-        note_error(r)
-        state["failed"] |= r.error is not None
-        yield jsondump.file_pieces(r)
-
-
-def _is_binary(path: str) -> bool:
-    """A host binary or raw fatbin (not an archive, whose members would be inflated twice)."""
-    from fatbin_inspect.containers import detect
-
-    try:
-        with open(path, "rb") as fh:
-            return detect(fh.read(512)) in ("elf", "pe", "coff", "fatbin")
-    except OSError:
-        return False
+# --format json / jsonl: (out, paths, options, targets, seen) -> a file was unreadable
+_JSON_VIEWS = {"json": _json, "jsonl": _write_jsonl}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import dataclasses
 
 import click
 
@@ -30,10 +30,10 @@ from fatbin_inspect.cli.options import (
 )
 from fatbin_inspect.cli.sbom import digests_for, sbom_text
 from fatbin_inspect.errors import UsageError
-from fatbin_inspect.judging.torch import environment_runtime, torch_mismatches
+from fatbin_inspect.judging.torch import torch_mismatches
 
 
-def _html(paths, targets, reports, cov, engine_verdicts, images=()) -> str:
+def _html(paths, run, images=()) -> str:
     """The HTML report: the table's matrix (rows rolled up the same way), files and fatbins, and
     the findings ``check`` would give for the files of the rows that fail or need JIT."""
     import dataclasses
@@ -41,23 +41,13 @@ def _html(paths, targets, reports, cov, engine_verdicts, images=()) -> str:
     from fatbin_inspect.release.gate import check_findings
     from fatbin_inspect.render import findings
 
-    # a file's failure is a finding only where its row fails too: R-UNIT sets aside the files made
-    # for other GPUs and R-VARIANT the builds for another runtime
-    index = {t: i for i, t in enumerate(targets)}
-    row_of = {c.name: row for row in cov.rows for c in row.children}
-    kept = [
-        v
-        for v in engine_verdicts
-        if v.path in row_of
-        and index[v.target] < len(row_of[v.path].verdicts)
-        and row_of[v.path].verdicts[index[v.target]].verdict in ("fail", "jit")
-    ]
-    report = check_findings(paths, targets, kept, [r for r in reports if r.error])
-    report = dataclasses.replace(report, command="scan", coverage=cov, files=tuple(reports))
+    reports = run.result.reports
+    report = check_findings(paths, run.targets, run.row_findings(), [r for r in reports if r.error])
+    report = dataclasses.replace(report, command="scan", coverage=run.coverage, files=tuple(reports))
     if images:  # an image input is named with its tag, manifest digest and platform
         from fatbin_inspect.render.scan_table import image_head
 
-        named = {im["input"]: [] for im in images}
+        named: dict[str, list[str]] = {im["input"]: [] for im in images}
         for im in images:
             named[im["input"]].append(image_head(im))
         shown = [f"{p} ({'; '.join(named[p])})" if p in named else p for p in report.inputs]
@@ -192,146 +182,173 @@ def scan_cmd(
     save on standard input) (none: the running interpreter's site-packages). Cache: $FATBIN_INSPECT_CACHE_DIR or the user cache dir; delete it
     at will. Exit 1 when a --gpu target fails to run something (--fail-on warning: or needs JIT).
     """
-    from fatbin_inspect.inventory.workers import capped_note
-    from fatbin_inspect.scanning import ScanOptions, coverage, scan
-
-    if capped_note(jobs):
-        say(capped_note(jobs))
-
-    if insecure:  # read by containers.registry, in this process and the workers it forks
-        import os
-
-        from fatbin_inspect.containers.registry import INSECURE_ENV
-
-        os.environ[INSECURE_ENV] = ",".join(filter(None, [os.environ.get(INSECURE_ENV), *insecure]))
-
-    if executor == "dask" and not (scheduler or scheduler_file):
-        raise click.UsageError("--executor dask needs --scheduler tcp://HOST:PORT or --scheduler-file FILE")
-    if executor == "dask" and scheduler:
-        from fatbin_inspect.scanning.dask_executor import check_address
-
-        check_address(scheduler)  # a usage error before anything is read
-    if verdicts_only and not (gpus or target_files):
-        raise UsageError("scan --verdicts: give --gpu or --targets (the verdicts are per target)")
+    _check_usage(jobs, insecure, executor, scheduler, scheduler_file, verdicts_only, gpus, target_files)
     targets: tuple = ()
     if gpus or target_files:
         from fatbin_inspect.judging.fleet import resolve_all
 
         targets = resolve_all(gpus, driver, None, target_files, compat=compat, warn=say)
-    # files are already spread over processes: no second level of processes inside one file;
-    # with targets, small cubins are decoded so device-link output is not judged as code
-    # (inventory.Options fields as a dict: the parsers are imported only if a file must be read)
-    inv = {
-        "kernels": kernels,
-        "details": kernels,
-        "jobs": 1,
-        "probe_small": bool(targets),
-        "platform": platform,
-        "digests": digests_for(fmt),
-    }
-    # the table needs per-file summaries only (a warm scan then loads no full record); the JSON
-    # of a scan without targets is encoded by the workers and streamed (a warm scan copies the
-    # cached bytes); the engine's verdicts and the HTML report need the full records
-    streamed = fmt == "json" and not targets
-    encoder = None
-    if streamed:
-        from fatbin_inspect.render.scan_json import file_rest as encoder
-    opts = ScanOptions(
-        inventory=inv,
-        jobs=jobs,
-        cache_dir=None if no_cache else "default",
-        summary=(fmt == "table" and not targets) or streamed,
-        encoder=encoder,
+    opts = _scan_options(fmt, targets, kernels, platform, jobs, no_cache)
+    opts = dataclasses.replace(
+        opts,
         executor=executor,
         scheduler=scheduler,
         scheduler_file=scheduler_file,
         connect_timeout=connect_timeout,
     )
-    start = time.monotonic()
+    from fatbin_inspect.judging.scan_run import run_scan
+
     progress = progress_for(fmt, "scanning")
     try:
-        result = scan(paths, opts, progress)
+        run = run_scan(paths, opts, targets, runtime_version, progress)
     finally:
         progress.close()
-    seconds = time.monotonic() - start
-    for note in result.notes:
+    for note in run.result.notes:
         say(note)
-    for r in result.reports:
+    for r in run.result.reports:
         note_error(r)
-    inputs = [*paths, *(r.path for r in result.reports)]  # the output may be none of them
-    verdicts, roll_up, engine_vs = None, None, {}
-    if targets:
-        env_rt = environment_runtime(runtime_version, result.reports)
-        from fatbin_inspect.judging.verdicts import distribution_verdicts
-
-        verdicts, roll_up, engine_vs = distribution_verdicts(result.reports, targets, env_rt)
-    labels = [t.label for t in targets]
-    cov = coverage.build(result.reports, verdicts, labels, roll_up)
-    if fmt == "json":
-        from fatbin_inspect.render import jsondump
-        from fatbin_inspect.render.scan_json import scan_document, scan_stream_document
-
-        if targets:  # (the engine's renderer is imported only when there are verdicts to show)
-            from fatbin_inspect.render.check_json import target_dict
-
-            shown_targets = [target_dict(t) for t in targets]
-        else:
-            shown_targets = []
-        document = scan_stream_document if streamed else scan_document
-        with open_output(output, inputs) as out:
-            jsondump.write(out, document(result, cov, seconds, shown_targets))
-        text = None
-    elif fmt == "cyclonedx":
-        text = sbom_text("scan", result.reports, targets, engine_vs, roll_up)
-    elif fmt == "html":
-        from fatbin_inspect.scanning.images import image_views
-
-        text = _html(
-            paths,
-            targets,
-            result.reports,
-            cov,
-            [v for vs in engine_vs.values() for v in vs],
-            image_views(result.images, result.reports),
-        )
-    else:
-        from fatbin_inspect.render.scan_table import render_coverage, summary_line
-        from fatbin_inspect.scanning.images import image_views
-
-        s = result.stats
-        summary = summary_line(
-            len(result.reports), len(cov.rows), s.files, s.bytes, seconds, s.cache_hits, s.inspected
-        )
-        text = render_coverage(
-            cov,
-            summary,
-            verdicts_only=verdicts_only,
-            **look(output),
-            files=show_files,
-            target_sms=[t.gpu.sm for t in targets],
-            headers=[
-                t.host_label or t.gpu.name.replace("NVIDIA ", "").replace("GeForce ", "") for t in targets
-            ],
-            images=image_views(result.images, result.reports),
-            layers=show_layers,
-        )
-    if text is not None and fmt == "table" and targets:
-        lines = torch_mismatches(result.reports, engine_vs)
-        if lines:
-            text += "\nCUDA runtime differs from torch's (FBI017 in gate --match torch):\n"
-            text += "".join(f"  {line}\n" for line in lines)
+    inputs = [*paths, *(r.path for r in run.result.reports)]  # the output may be none of them
+    view = _Table(output, show_files, verdicts_only, show_layers)
+    text = _VIEWS[fmt](run, paths, inputs, output, view)
     if text is not None:
         write_output(text, output, inputs)
+    raise SystemExit(_exit_code(run, strict, fail_on, exit_zero))
+
+
+def _check_usage(jobs, insecure, executor, scheduler, scheduler_file, verdicts_only, gpus, target_files):
+    """Usage errors before anything is read, the workers' cap note, and --insecure-registry
+    handed to ``containers.registry`` (in this process and the workers it forks)."""
+    from fatbin_inspect.inventory.workers import capped_note
+
+    note = capped_note(jobs)
+    if note:
+        say(note)
+    if insecure:
+        _insecure(insecure)
+    if executor == "dask":
+        _check_dask(scheduler, scheduler_file)
+    if verdicts_only and not (gpus or target_files):
+        raise UsageError("scan --verdicts: give --gpu or --targets (the verdicts are per target)")
+
+
+def _insecure(hosts) -> None:
+    import os
+
+    from fatbin_inspect.containers.registry import INSECURE_ENV
+
+    os.environ[INSECURE_ENV] = ",".join(filter(None, [os.environ.get(INSECURE_ENV), *hosts]))
+
+
+def _check_dask(scheduler, scheduler_file) -> None:
+    if not (scheduler or scheduler_file):
+        raise click.UsageError("--executor dask needs --scheduler tcp://HOST:PORT or --scheduler-file FILE")
+    if scheduler:
+        from fatbin_inspect.scanning.dask_executor import check_address
+
+        check_address(scheduler)
+
+
+def _scan_options(fmt, targets, kernels, platform, jobs, no_cache):
+    """The scan's options for this output: the table needs per-file summaries only (a warm scan
+    then loads no full record); the JSON of a scan without targets is encoded by the workers and
+    streamed (a warm scan copies the cached bytes); the engine's verdicts and the HTML report need
+    the full records."""
+    from fatbin_inspect.judging.scan_run import inventory_fields
+    from fatbin_inspect.scanning import ScanOptions
+
+    streamed = fmt == "json" and not targets
+    encoder = None
+    if streamed:
+        from fatbin_inspect.render.scan_json import file_rest
+
+        encoder = file_rest
+    inv = inventory_fields(
+        kernels=kernels, targets=bool(targets), platform=platform, digests=digests_for(fmt)
+    )
+    return ScanOptions(
+        inventory=inv,
+        jobs=jobs,
+        cache_dir=None if no_cache else "default",
+        summary=(fmt == "table" and not targets) or streamed,
+        encoder=encoder,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Table:
+    """What the table view is asked for besides the run."""
+
+    output: str | None
+    files: bool
+    verdicts_only: bool
+    layers: bool
+
+
+def _json_view(run, paths, inputs, output, view) -> None:
+    from fatbin_inspect.render import jsondump
+    from fatbin_inspect.render.scan_json import scan_document, scan_stream_document
+
+    shown_targets = []
+    if run.targets:  # (the engine's renderer is imported only when there are verdicts to show)
+        from fatbin_inspect.render.check_json import target_dict
+
+        shown_targets = [target_dict(t) for t in run.targets]
+    document = scan_document if run.targets else scan_stream_document
+    with open_output(output, inputs) as out:
+        jsondump.write(out, document(run.result, run.coverage, run.seconds, shown_targets))
+
+
+def _sbom_view(run, paths, inputs, output, view) -> str:
+    return sbom_text("scan", run.result.reports, run.targets, run.engine, run.roll_up)
+
+
+def _html_view(run, paths, inputs, output, view) -> str:
+    from fatbin_inspect.scanning.images import image_views
+
+    return _html(paths, run, image_views(run.result.images, run.result.reports))
+
+
+def _table_view(run, paths, inputs, output, view) -> str:
+    from fatbin_inspect.render.scan_table import render_coverage, summary_line
+    from fatbin_inspect.scanning.images import image_views
+
+    result, targets = run.result, run.targets
+    s = result.stats
+    summary = summary_line(
+        len(result.reports), len(run.coverage.rows), s.files, s.bytes, run.seconds, s.cache_hits, s.inspected
+    )
+    text = render_coverage(
+        run.coverage,
+        summary,
+        verdicts_only=view.verdicts_only,
+        **look(output),
+        files=view.files,
+        target_sms=[t.gpu.sm for t in targets],
+        headers=[t.host_label or t.gpu.name.replace("NVIDIA ", "").replace("GeForce ", "") for t in targets],
+        images=image_views(result.images, result.reports),
+        layers=view.layers,
+    )
+    lines = torch_mismatches(result.reports, run.engine) if targets else []
+    if lines:
+        text += "\nCUDA runtime differs from torch's (FBI017 in gate --match torch):\n"
+        text += "".join(f"  {line}\n" for line in lines)
+    return text
+
+
+# one view per --format: (run, paths, inputs, output, table options) -> text to write, or None
+# when the view wrote its output itself (the JSON is streamed)
+_VIEWS = {"json": _json_view, "cyclonedx": _sbom_view, "html": _html_view, "table": _table_view}
+
+
+def _exit_code(run, strict: bool, fail_on: str, exit_zero: bool) -> int:
+    """3 (--strict) when a file was unreadable or not a regular file, 3 when no Dask worker could
+    read a file, 1 when a row fails at the --fail-on level, else 0."""
+    result = run.result
     if strict:
         for path, why in result.skipped:  # like ``list --strict``: a FIFO or a loop is unreadable
             say(f"{path}: {why}")
     if result.unread:  # no Dask worker could read them: the answer is incomplete
         say(f"{len(result.unread)} file{'s' * (len(result.unread) != 1)} not readable on any Dask worker")
-    if (strict and (result.skipped or any(r.error for r in result.reports))) or result.unread:
-        raise SystemExit(EXIT_STRICT)
-    from fatbin_inspect.judging import FAILING
-
-    bad = FAILING[fail_on]
-    if any(v.verdict in bad for row in cov.rows for v in row.verdicts) and not exit_zero:
-        raise SystemExit(EXIT_FINDINGS)
-    raise SystemExit(EXIT_OK)
+    if run.incomplete(strict):
+        return EXIT_STRICT
+    return EXIT_FINDINGS if run.fails(fail_on) and not exit_zero else EXIT_OK

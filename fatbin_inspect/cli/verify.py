@@ -61,16 +61,13 @@ def verify_cmd(
     Exit codes: 0 every prediction confirmed, 1 a prediction contradicted or a load hung/crashed,
     2 usage error, 4 no GPU, driver or cuda-python (pip install 'fatbin-inspect[gpu]').
     """
-    from fatbin_inspect.inventory.walk import iter_files
     from fatbin_inspect.render import jsondump
     from fatbin_inspect.render.verify_json import verify_document
     from fatbin_inspect.verify import compare
     from fatbin_inspect.verify.runner import ChildSession, NoDevice, child_env
 
     env = child_env(os.environ, disable_jit=False)
-    target, why = _target(env)
-    predict = compare.engine_predictor(target) if target else None
-    label = target.label if target else f"no prediction ({why})"
+    target, predict, label = _prediction(env)
     checks: list = []
     reports: list = []
     try:
@@ -78,18 +75,7 @@ def verify_cmd(
             ChildSession(env, timeout, device) as normal,
             ChildSession(child_env(os.environ, disable_jit=True), timeout, device) as nojit,
         ):
-            for root in paths:
-                for path, skip in iter_files(root):
-                    if skip is None:
-                        checks += compare.check_file(
-                            path,
-                            normal.load,
-                            nojit.load,
-                            predict,
-                            entries=not no_entries,
-                            max_fatbins=max_fatbins,
-                            reports=reports,
-                        )
+            checks = _load_all(paths, normal.load, nojit.load, predict, not no_entries, max_fatbins, reports)
     except NoDevice as exc:
         click.echo(f"fatbin-inspect: verify needs a GPU: {exc}", err=True)
         raise SystemExit(EXIT_NO_DEVICE) from None
@@ -98,9 +84,38 @@ def verify_cmd(
     if fmt == "json":
         text = jsondump.dumps(verify_document(label, checks, found, files))
     else:
-        from fatbin_inspect.render.verify_table import render_verify
-
-        text = render_verify(label, checks, found, images=not findings_only, files=files, **look(output))
+        text = _table(label, checks, found, files, findings_only, output)
     write_output(text, output)
-    bad = found or any(c.actual == compare.ERROR for c in checks)
-    raise SystemExit(EXIT_FINDINGS if bad and fail_on != "never" and not exit_zero else EXIT_OK)
+    bad = bool(found) or any(c.actual == compare.ERROR for c in checks)
+    raise SystemExit(EXIT_FINDINGS if bad and not (fail_on == "never" or exit_zero) else EXIT_OK)
+
+
+def _load_all(paths, load, load_nojit, predict, entries: bool, max_fatbins, reports: list) -> list:
+    """Every fatbin of every regular file under ``paths`` loaded in the two child sessions."""
+    from fatbin_inspect.inventory.walk import iter_files
+    from fatbin_inspect.verify import compare
+
+    checks: list = []
+    for root in paths:
+        for path, skip in iter_files(root):
+            if skip is None:
+                checks += compare.check_file(
+                    path, load, load_nojit, predict, entries=entries, max_fatbins=max_fatbins, reports=reports
+                )
+    return checks
+
+
+def _table(label, checks, found, files, findings_only: bool, output) -> str:
+    from fatbin_inspect.render.verify_table import render_verify
+
+    return render_verify(label, checks, found, images=not findings_only, files=files, **look(output))
+
+
+def _prediction(env):
+    """(target, predictor, label) of this GPU and driver; no target: no prediction, and why."""
+    from fatbin_inspect.verify import compare
+
+    target, why = _target(env)
+    if target is None:
+        return None, None, f"no prediction ({why})"
+    return target, compare.engine_predictor(target), target.label

@@ -25,16 +25,24 @@ def iter_reports(
     paths = list(paths)
     if progress is None:
         for root in paths:
-            if is_member_root(root):
-                yield from member_reports(root, opts)
-                continue
-            for path, skip in iter_files(root):
-                yield from _reports(path, skip, opts)
+            yield from _root_reports(root, opts)
         return
-    for root in paths:
-        if is_member_root(root):
-            yield from member_reports(root, opts)
-    walked = [(path, skip) for root in paths if not is_member_root(root) for path, skip in iter_files(root)]
+    members = [p for p in paths if is_member_root(p)]  # (not walked: they come first)
+    for root in members:
+        yield from member_reports(root, opts)
+    walked = [(path, skip) for root in paths if root not in members for path, skip in iter_files(root)]
+    yield from _with_progress(walked, opts, progress)
+
+
+def _root_reports(root: str, opts: Options) -> Iterator[FileReport]:
+    if is_member_root(root):
+        yield from member_reports(root, opts)
+        return
+    for path, skip in iter_files(root):
+        yield from _reports(path, skip, opts)
+
+
+def _with_progress(walked, opts: Options, progress: Progress) -> Iterator[FileReport]:
     done = 0
     for i, (path, skip) in enumerate(walked):
         yield from _reports(path, skip, opts)
@@ -101,3 +109,61 @@ def check_roots(paths: Iterable[str]) -> None:
     for p in paths:
         if not os.path.lexists(p) and not is_member_root(p):
             raise UsageError(f"{p}: no such file or directory")
+
+
+def iter_pieces(
+    paths: Iterable[str],
+    opts: Options,
+    file_pieces: Callable[..., Iterator[bytes]],
+    fatbins_fragment: Callable[..., str],
+    on_record: Callable[[FileReport], None],
+) -> Iterator[Iterator[bytes]]:
+    """``--kernels`` of large inputs: the encoded ``files[]`` elements under ``paths``, one
+    iterator of pieces per file. A large host binary's fatbins are decoded *and encoded* by
+    worker processes (``inventory.reader.iter_decoded`` with ``fatbins_fragment``), so 150k
+    kernel records never cross a process boundary and each piece can be written as it arrives;
+    other files are encoded whole (``file_pieces(record)``). ``on_record`` sees every record
+    (or the header-only record of a file decoded in pieces) first."""
+    for root in paths:
+        for path, skip in iter_files(root):
+            if skip:
+                r = FileReport(path=path, format="unknown", size=0, error=FileError(skip))
+                on_record(r)
+                yield file_pieces(r)
+                continue
+            yield from _file_pieces(path, opts, file_pieces, fatbins_fragment, on_record)
+
+
+def _file_pieces(path, opts, file_pieces, fatbins_fragment, on_record) -> Iterator[Iterator[bytes]]:
+    import dataclasses
+
+    from fatbin_inspect.errors import InputError
+    from fatbin_inspect.formats.binio import open_blob
+    from fatbin_inspect.inventory import reader as inventory
+
+    if os.path.getsize(path) >= inventory.PARALLEL_MIN_BYTES and _is_binary(path):
+        reports = list(inspect_path(path, dataclasses.replace(opts, kernels=False, details=False)))
+        r = reports[0]
+        if len(reports) == 1 and r.fatbins and r.format not in ("zip", "ar", "tar", "conda", "oci"):
+            try:
+                blob = open_blob(path)
+            except InputError:
+                blob = None
+            if blob is not None and inventory.parallel_worthwhile(blob, r.fatbins, opts, path):
+                on_record(r)
+                yield file_pieces(r, inventory.iter_decoded(blob, r.fatbins, opts, path, fatbins_fragment))
+                return
+    for r in inspect_path(path, opts):
+        on_record(r)
+        yield file_pieces(r)
+
+
+def _is_binary(path: str) -> bool:
+    """A host binary or raw fatbin (not an archive, whose members would be inflated twice)."""
+    from fatbin_inspect.containers import detect
+
+    try:
+        with open(path, "rb") as fh:
+            return detect(fh.read(512)) in ("elf", "pe", "coff", "fatbin")
+    except OSError:
+        return False
