@@ -94,9 +94,7 @@ def _set_outputs(**values: str) -> None:
 
 def run(env: dict[str, str]) -> int:
     """The step; returns the gate's exit code (also written to ``exit-code``)."""
-    from fatbin_inspect.cli.outfile import append_summary, write_report
     from fatbin_inspect.render import findings
-    from fatbin_inspect.render.findings.json import report as read_report
 
     sarif = env.get("FBI_SARIF", "fatbin-inspect.sarif")
     cat = category(env.get("FBI_CATEGORY", ""), env.get("GITHUB_JOB", ""), env.get("FBI_MATRIX", ""))
@@ -104,36 +102,53 @@ def run(env: dict[str, str]) -> int:
         os.unlink(sarif)  # never upload the report of an earlier run
     fail_on = env.get("FBI_FAIL_ON", "error") or "error"
     try:
-        args = words(env.get("FBI_ARGS", ""), "args")
-        paths = expand(words(env.get("FBI_PATHS", ""), "paths"))
-        if not paths:
-            raise UsageError("paths: no input given")
-        with tempfile.TemporaryDirectory(prefix="fatbin-inspect-") as tmp:
-            doc_path = os.path.join(tmp, "gate.json")
-            argv = gate_argv(env.get("FBI_PYTHON") or sys.executable, args, fail_on, doc_path, paths)
-            code = subprocess.run(argv, check=False).returncode  # its errors reach the log as they are
-            if code not in (0, 1) or not os.path.isfile(doc_path):
-                _set_outputs(exit_code=str(code if code not in (0, 1) else 2), sarif_file="", category=cat)
-                return code if code not in (0, 1) else 2
-            with open(doc_path, encoding="utf-8") as fh:
-                rep = read_report(json.load(fh))
+        code, rep = _gate(env, fail_on)
     except UsageError as exc:
         print(f"::error title=fatbin-inspect::{findings.module('github').escape_data(str(exc))}", flush=True)
         _set_outputs(exit_code="2", sarif_file="", category=cat)
         return 2
+    if rep is None:  # the gate could not give a report: its exit code (2 for a 0/1 without one)
+        _set_outputs(exit_code=str(code), sarif_file="", category=cat)
+        return code
+    written = _publish(rep, env, sarif, fail_on)
+    _set_outputs(exit_code=str(code), sarif_file=written, category=cat)
+    return code
+
+
+def _publish(rep, env: dict[str, str], sarif: str, fail_on: str) -> str:
+    """Annotations on stdout, the job summary, the SARIF file; returns the SARIF path written."""
+    from fatbin_inspect.cli.outfile import append_summary, write_report
+    from fatbin_inspect.render import findings
+
     annotations, summary = findings.render(rep, "github", fail_on)
     sys.stdout.write(annotations)
     sys.stdout.flush()
     if summary is not None and env.get("GITHUB_STEP_SUMMARY"):
         append_summary(env["GITHUB_STEP_SUMMARY"], summary + "\n")
-    written = ""
-    if sarif:
-        write_report(
-            findings.render(rep, "sarif", fail_on)[0], sarif, [*rep.inputs, *(c.path for c in rep.checks)]
-        )
-        written = sarif
-    _set_outputs(exit_code=str(code), sarif_file=written, category=cat)
-    return code
+    if not sarif:
+        return ""
+    inputs = [*rep.inputs, *(c.path for c in rep.checks)]
+    write_report(findings.render(rep, "sarif", fail_on)[0], sarif, inputs)
+    return sarif
+
+
+def _gate(env: dict[str, str], fail_on: str):
+    """(exit code, report) of one gate run over the step's inputs; report None when the gate
+    ended without one (usage error, crash: code 2 unless it said otherwise)."""
+    from fatbin_inspect.render.findings.json import report as read_report
+
+    args = words(env.get("FBI_ARGS", ""), "args")
+    paths = expand(words(env.get("FBI_PATHS", ""), "paths"))
+    if not paths:
+        raise UsageError("paths: no input given")
+    with tempfile.TemporaryDirectory(prefix="fatbin-inspect-") as tmp:
+        doc_path = os.path.join(tmp, "gate.json")
+        argv = gate_argv(env.get("FBI_PYTHON") or sys.executable, args, fail_on, doc_path, paths)
+        code = subprocess.run(argv, check=False).returncode  # its errors reach the log as they are
+        if code not in (0, 1) or not os.path.isfile(doc_path):
+            return (code if code not in (0, 1) else 2), None
+        with open(doc_path, encoding="utf-8") as fh:
+            return code, read_report(json.load(fh))
 
 
 def main() -> None:

@@ -102,12 +102,8 @@ def open_report(output: str | None, inputs: Iterable[str] = (), replace: bool = 
     ``output`` a symbolic link, FIFO, device or socket is refused (``refuse_special``), unless
     ``replace`` (``extract --force``): then the rename replaces it, never following it."""
     if not output or output == "-":
-        out = sys.stdout.buffer
-        sys.stdout.flush()
-        try:
+        with _stdout() as out:
             yield out
-        finally:
-            out.flush()
         return
     inputs = inputs if isinstance(inputs, list) else list(inputs)
     refuse_inputs(output, inputs)
@@ -118,6 +114,24 @@ def open_report(output: str | None, inputs: Iterable[str] = (), replace: bool = 
     st = None if replace else refuse_special(output)
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise UsageError(f"cannot write {shown(output)}: it is a directory")
+    with _renamed_into_place(output, inputs) as fh:
+        yield fh
+
+
+@contextlib.contextmanager
+def _stdout() -> Iterator[IO[bytes]]:
+    out = sys.stdout.buffer
+    sys.stdout.flush()
+    try:
+        yield out
+    finally:
+        out.flush()
+
+
+@contextlib.contextmanager
+def _renamed_into_place(output: str, inputs: list) -> Iterator[IO[bytes]]:
+    """A temporary file beside ``output``, renamed over it when the body finishes (``inputs``
+    checked again first); removed on an error."""
     folder, name = os.path.dirname(output) or ".", os.path.basename(output)
     try:
         fd, made = tempfile.mkstemp(prefix=f".{name[:40]}.", suffix=".tmp", dir=folder)
