@@ -11,6 +11,7 @@ import gc
 import os
 import sys
 import traceback
+from typing import NoReturn
 
 import click
 
@@ -118,30 +119,31 @@ def main(argv=None) -> None:
         vars(exc)["message"] = shown(exc.message)
         exc.show()
         sys.exit(2)
-    except (UsageError, DeviceError) as exc:
+    except FatbinInspectError as exc:  # one line; a DeviceError carries its own exit code (4)
         say(str(exc))
-        sys.exit(getattr(exc, "exit_code", 2))
-    except FatbinInspectError as exc:
-        say(str(exc))
-        sys.exit(2)
+        sys.exit(getattr(exc, "exit_code", 2) if isinstance(exc, (UsageError, DeviceError)) else 2)
     except BrokenPipeError:
         sys.exit(0)
     except KeyboardInterrupt:
         say("interrupted")
         sys.exit(130)
     except Exception as exc:  # never a bare traceback for a user
-        say(f"internal error: {type(exc).__name__}: {exc}")
-        if os.environ.get("FATBIN_INSPECT_DEBUG"):
-            traceback.print_exc()
-            click.echo(
-                "Please report this with the command line and, if you can, the input file: "
-                "https://github.com/fatbin-inspect/fatbin-inspect/issues",
-                err=True,
-            )
-        else:
-            click.echo("fatbin-inspect: rerun with --debug for the full traceback", err=True)
-        sys.exit(2)
+        _internal_error(exc)
     sys.exit(0)
+
+
+def _internal_error(exc: Exception) -> NoReturn:
+    say(f"internal error: {type(exc).__name__}: {exc}")
+    if os.environ.get("FATBIN_INSPECT_DEBUG"):
+        traceback.print_exc()
+        click.echo(
+            "Please report this with the command line and, if you can, the input file: "
+            "https://github.com/fatbin-inspect/fatbin-inspect/issues",
+            err=True,
+        )
+    else:
+        click.echo("fatbin-inspect: rerun with --debug for the full traceback", err=True)
+    sys.exit(2)
 
 
 def console_main() -> None:
