@@ -143,6 +143,11 @@ def jetson_driver(version: str, jetson_gpu: bool = False) -> dict[str, Any] | No
     for row in table["driver_versions"]["rows"]:
         if version_tuple(row["driver"]) == want and (jetson_gpu or not row.get("jetson_gpu_only")):
             return row
+    return _by_line_rule(version, want, table)
+
+
+def _by_line_rule(version: str, want: tuple[int, ...], table: dict[str, Any]) -> dict[str, Any] | None:
+    """A number not listed, read by its JetPack line's numbering (``540.<L4T revision>.0``)."""
     line = next((r for r in table["driver_versions"]["lines"] if (int(r["branch"]),) == want[:1]), None)
     if line is None or len(want) < 2:
         return None

@@ -177,24 +177,38 @@ def ignored_reason(fb: Fatbin, linked_has_fatbin: bool) -> str | None:
     return None
 
 
+def _sass_alone(e: Entry, t: Target) -> tuple[str, rules.Outcome]:
+    o = rules.sass(e, t)
+    if o.ok and t.force_ptx_jit:
+        return "fail", rules.Outcome(
+            False, "R-JIT-ENV", "CUDA_FORCE_PTX_JIT=1 ignores cubins", rules.NO_IMAGE
+        )
+    return ("native" if o.ok else "fail"), o
+
+
+def _ptx_alone(e: Entry, t: Target) -> tuple[str, rules.Outcome]:
+    o = rules.ptx_target(e, t)
+    if o.ok:
+        o = rules.ptx_isa(e, t)
+    if o.ok and t.disable_ptx_jit:
+        o = rules.Outcome(False, "R-JIT-ENV", "CUDA_DISABLE_PTX_JIT=1 forbids JIT", rules.JIT_DISABLED)
+    return ("jit" if o.ok else "fail"), o
+
+
+def _tile_alone(e: Entry, t: Target) -> tuple[str, rules.Outcome]:
+    o = rules.tile_ir(e, t)
+    return ("jit" if o.ok else "fail"), o
+
+
+# what one image of each kind alone would give: (native | jit | fail, the deciding outcome)
+_ALONE = {KIND_SASS: _sass_alone, KIND_PTX: _ptx_alone, KIND_TILE: _tile_alone}
+
+
 def _entry_verdict(e: Entry, t: Target) -> EntryVerdict | None:
-    if e.kind == KIND_SASS:
-        o = rules.sass(e, t)
-        v = "native" if o.ok and not t.force_ptx_jit else "fail"
-        if o.ok and t.force_ptx_jit:
-            o = rules.Outcome(False, "R-JIT-ENV", "CUDA_FORCE_PTX_JIT=1 ignores cubins", rules.NO_IMAGE)
-    elif e.kind == KIND_PTX:
-        o = rules.ptx_target(e, t)
-        if o.ok:
-            o = rules.ptx_isa(e, t)
-        if o.ok and t.disable_ptx_jit:
-            o = rules.Outcome(False, "R-JIT-ENV", "CUDA_DISABLE_PTX_JIT=1 forbids JIT", rules.JIT_DISABLED)
-        v = "jit" if o.ok else "fail"
-    elif e.kind == KIND_TILE:
-        o = rules.tile_ir(e, t)
-        v = "jit" if o.ok else "fail"
-    else:
+    alone = _ALONE.get(e.kind)
+    if alone is None:
         return None
+    v, o = alone(e, t)
     return EntryVerdict(e.offset, e.arch, v, o.rule, o.reason, error_ref(o.error))
 
 
@@ -339,12 +353,7 @@ def _decide(signature: tuple, target: Target, entries: Sequence[Entry]) -> _Deci
         return hit
     sel = rules.select(entries, target)
     index = next((i for i, e in enumerate(entries) if e is sel.entry), None)
-    per_entry = []
     images = [e for e in entries if e.kind in (KIND_SASS, KIND_PTX)]
-    for i, e in enumerate(entries):
-        v = _entry_verdict(e, target)
-        if v is not None:
-            per_entry.append((i, v.arch, v.verdict, v.rule, v.reason, v.error))
     hit = _Decided(
         verdict=sel.verdict,
         index=index,
@@ -353,15 +362,31 @@ def _decide(signature: tuple, target: Target, entries: Sequence[Entry]) -> _Deci
         rules=sel.rules,
         reason=sel.outcome.reason,
         confidence=sel.outcome.confidence,
-        entries=tuple(per_entry),
+        entries=_per_entry(entries, target),
         elsewhere=_elsewhere(images, target) if sel.verdict == "fail" else (),
-        general_native=sel.verdict == "native" and not rules.arch_specific(sel.entry),
-        generation=any(rules.cc_of(e)[0] == target.cc[0] and rules.cc_of(e) <= target.cc for e in images),
+        general_native=_general_native(sel),
+        generation=_of_generation(images, target),
     )
     if len(_DECIDED) > 100_000:
         _DECIDED.clear()
     _DECIDED[key] = hit
     return hit
+
+
+def _per_entry(entries: Sequence[Entry], target: Target) -> tuple[tuple, ...]:
+    """(index, arch, verdict, rule, reason, error) of each image alone."""
+    verdicts = ((i, _entry_verdict(e, target)) for i, e in enumerate(entries))
+    return tuple((i, v.arch, v.verdict, v.rule, v.reason, v.error) for i, v in verdicts if v is not None)
+
+
+def _general_native(sel: rules.Selection) -> bool:
+    """R-SEL loads a cubin natively that is not architecture-specific."""
+    return sel.verdict == "native" and sel.entry is not None and not rules.arch_specific(sel.entry)
+
+
+def _of_generation(images: Sequence[Entry], target: Target) -> bool:
+    """Some image is for the target's major, minor at most the target's (guard of (i))."""
+    return any(rules.cc_of(e)[0] == target.cc[0] and rules.cc_of(e) <= target.cc for e in images)
 
 
 def specialised_in(v: FatbinVerdict, unit_general: bool, unit_generation: bool) -> bool:
@@ -393,7 +418,7 @@ def evaluate(
     ``runtime`` defaults to the one ``report.needs`` names (``runtime.for_file`` adds wheel and
     static-cudart evidence); ``stack=False`` judges the device code only (a gate checks the
     runtime against its minimum driver once per file)."""
-    rt = (runtime if runtime is not None else from_needs(report.needs)) if stack else None
+    rt = _runtime_of(report, runtime) if stack else None
     fbs = judge_fatbins(report, target)
     counted = [v for v in fbs if _counts_toward(v)]
     base = {
@@ -401,25 +426,42 @@ def evaluate(
         "target": target,
         "fatbins": fbs,
         "runtime": rt,
-        "kernels_analysed": bool(counted) and all(v.kernels is not None for v in counted),
+        "kernels_analysed": _kernels_analysed(counted),
     }
-    notes = tuple(n for n in (target.driver.note,) if n) + platform_notes(report, target)
+    notes = ((target.driver.note,) if target.driver.note else ()) + platform_notes(report, target)
+    verdict = _file_verdict(report, target, rt, counted, notes, base)
+    unknown = stack and rt is None and report.format in HOST_FORMATS
+    return _runtime_unknown(verdict) if unknown else verdict
+
+
+def _kernels_analysed(counted: Sequence[FatbinVerdict]) -> bool:
+    return bool(counted) and all(v.kernels is not None for v in counted)
+
+
+def _runtime_of(report: FileReport, runtime: RuntimeNeed | None) -> RuntimeNeed | None:
+    return runtime if runtime is not None else from_needs(report.needs)
+
+
+def _file_verdict(report: FileReport, target: Target, rt, counted, notes, base) -> FileVerdict:
+    """R-HOST, R-LINK, then the stack (R-FWD, R-DRV, R-GPU), then R-FILE over the images."""
     if counted and not host_fits(report, target):
         return _wrong_host(report, target, counted, notes, base)
     if is_link_time(report):
         return _link_time(counted, notes, base)
     if not counted and rt is None:
-        return _no_device_code(_no_code_reason(fbs), "R-SEL", notes, base)
+        return _no_device_code(_no_code_reason(base["fatbins"]), "R-SEL", notes, base)
     blocked = _stack_check(rt, target, counted, notes, base)
-    if blocked is not None:
-        return blocked
+    return blocked if blocked is not None else _loaded(rt, target, counted, notes, base)
+
+
+def _loaded(rt, target: Target, counted, notes, base) -> FileVerdict:
+    """Past the stack checks: R-MVC's note, then R-FILE (or no kernels to load)."""
     m = rules.mvc(rt, target)
     notes += (f"{m.reason} (R-MVC)",) if m else ()
     if not counted:
         reason = f"no kernels to load; {rules.driver_for_runtime(rt, target).reason}"
         return _no_device_code(reason, "R-DRV", notes, base)
-    verdict = _aggregate(counted, target, rt, m is not None, notes, base)
-    return _runtime_unknown(verdict) if stack and rt is None and report.format in HOST_FORMATS else verdict
+    return _aggregate(counted, target, rt, m is not None, notes, base)
 
 
 HOST_FORMATS = ("elf", "pe")  # programs and libraries, which link (or embed) a CUDA runtime
@@ -596,14 +638,19 @@ def group(vs: Sequence[FatbinVerdict], loading: Sequence[FatbinVerdict], kinds: 
     """Counts, archs and (when decoded) the kernels that exist only in ``vs``."""
     if not vs:
         return None
-    archs = Counter(a for v in vs for a in v.archs)
     return FatbinGroup(
         count=len(vs),
-        archs=tuple(sorted(archs.items(), key=lambda kv: (-kv[1], _arch_key(kv[0])))),
+        archs=_arch_counts(vs),
         kinds=_kinds(vs) if kinds else (),
         kernels=_only_kernels(vs, loading),
         error=worst_error(vs),
     )
+
+
+def _arch_counts(vs: Sequence[FatbinVerdict]) -> tuple[tuple[str, int], ...]:
+    """(arch, fatbins holding it), most frequent first."""
+    archs = Counter(a for v in vs for a in v.archs)
+    return tuple(sorted(archs.items(), key=lambda kv: (-kv[1], _arch_key(kv[0]))))
 
 
 def _kinds(vs: Sequence[FatbinVerdict]) -> tuple[tuple[str, int], ...]:
@@ -627,30 +674,43 @@ def worst_error(vs: Sequence[Decision]) -> ErrorRef | None:
 
 def _aggregate(counted, target: Target, rt, mvc: bool, notes, base) -> FileVerdict:
     """R-FILE: loading fatbins give the verdict unless a gap fails the file; coverage says how much loads."""
-    loading = [v for v in counted if v.verdict != "fail"]
-    spec = [v for v in counted if v.verdict == "fail" and v.specialised]
-    gaps = [v for v in counted if v.verdict == "fail" and not v.specialised]
+    loading, spec, gaps = _partition(counted)
     lead, bad = _lead(loading, spec, gaps)
     verdict, coverage = rollup([v.verdict for v in loading], len(spec), len(gaps))
     partial = coverage != "full"
     notes += _dropped_note(gaps, counted, target)
+    fails = verdict == "fail"
     return FileVerdict(
         verdict=verdict,
-        error=None if verdict != "fail" else worst_error(gaps if loading else spec + gaps),
-        chosen=_chosen(bad) if verdict != "fail" else None,
+        error=worst_error(gaps if loading else spec + gaps) if fails else None,
+        chosen=None if fails else _chosen(bad),
         rule=lead.rule,
         rules=_rules(bad, mvc, partial),
         reason=_reason(lead, bad, counted, loading, spec, gaps, target),
         counts=_counts(counted),
-        missing_kernels=tuple(sorted({k for v in loading for k in v.missing_kernels})),
+        missing_kernels=_missing_kernels(loading),
         notes=notes,
-        advice=_advice(lead.rule, target, rt) if verdict == "fail" else (),
+        advice=_advice(lead.rule, target, rt) if fails else (),
         confidence=_confidence(bad, partial),
         coverage=coverage,
         specialised=group(spec, loading, True),
         gaps=group(gaps, loading, False),
         **base,
     )
+
+
+def _partition(counted) -> tuple[list[FatbinVerdict], list[FatbinVerdict], list[FatbinVerdict]]:
+    """(loading, failing and specialised elsewhere, failing gaps)."""
+    loading: list[FatbinVerdict] = []
+    spec: list[FatbinVerdict] = []
+    gaps: list[FatbinVerdict] = []
+    for v in counted:
+        (loading if v.verdict != "fail" else spec if v.specialised else gaps).append(v)
+    return loading, spec, gaps
+
+
+def _missing_kernels(loading: Sequence[FatbinVerdict]) -> tuple[str, ...]:
+    return tuple(sorted({k for v in loading for k in v.missing_kernels}))
 
 
 def rollup(loading: Sequence[str], specialised: int, gaps: int) -> tuple[str, str]:
@@ -669,10 +729,14 @@ def _lead(loading, spec, gaps) -> tuple[FatbinVerdict, list[FatbinVerdict]]:
         return next((v for v in bad if v.error and v.error.code == rules.NO_IMAGE), bad[0]), bad
     if gaps:
         return gaps[0], gaps
+    bad = _worst(loading)
+    return _most_chosen(bad) or bad[0], bad
+
+
+def _worst(loading: Sequence[FatbinVerdict]) -> list[FatbinVerdict]:
+    """The loading fatbins of the worst verdict (jit over native)."""
     worst = max(SEVERITY[v.verdict] for v in loading)
-    bad = [v for v in loading if SEVERITY[v.verdict] == worst]
-    arch = _chosen(bad).arch
-    return next(v for v in bad if v.chosen is not None and v.chosen.arch == arch), bad
+    return [v for v in loading if SEVERITY[v.verdict] == worst]
 
 
 def _dropped_note(gaps, counted, t: Target) -> tuple[str, ...]:
@@ -704,13 +768,19 @@ def _confidence(bad, partial: bool) -> str:
     return min(conf, "medium", key=_CONFIDENCE.index) if partial else conf
 
 
-def _chosen(bad: Sequence[FatbinVerdict]) -> Chosen | None:
-    with_choice = [v for v in bad if v.chosen is not None]
+def _most_chosen(bad: Sequence[FatbinVerdict]) -> FatbinVerdict | None:
+    """The first of ``bad`` that loads the arch chosen most often among them (None: none loads)."""
+    with_choice = [(v, v.chosen) for v in bad if v.chosen is not None]
     if not with_choice:
         return None
-    arch = Counter(v.chosen.arch for v in with_choice).most_common(1)[0][0]
-    c = next(v.chosen for v in with_choice if v.chosen.arch == arch)
-    return Chosen(c.arch, c.kind, c.ptx_isa)
+    arch = Counter(c.arch for _, c in with_choice).most_common(1)[0][0]
+    return next(v for v, c in with_choice if c.arch == arch)
+
+
+def _chosen(bad: Sequence[FatbinVerdict]) -> Chosen | None:
+    v = _most_chosen(bad)
+    c = v.chosen if v is not None else None
+    return Chosen(c.arch, c.kind, c.ptx_isa) if c is not None else None
 
 
 def _reason(lead, bad, counted, loading, spec, gaps, t: Target) -> str:
@@ -719,7 +789,7 @@ def _reason(lead, bad, counted, loading, spec, gaps, t: Target) -> str:
     if len(counted) > 1:
         reason = f"{of_fatbins(len(bad), len(counted))}: {reason}"
     if not loading and spec and not gaps:
-        archs = ", ".join(a for a, _ in group(spec, (), False).archs[:4])
+        archs = ", ".join(a for a, _ in _arch_counts(spec)[:4])
         return f"{reason}; only code for {archs}: this file is for other GPUs than {dev}"
     if gaps and loading:
         return f"{of_fatbins(len(gaps), len(counted))} have no code for {dev} and fail at first use: {lead.reason}"
@@ -754,41 +824,59 @@ def coverage_line(v: FileVerdict, archs_shown: int = 3) -> str | None:
     """One sentence for a partial or failing file: what is set aside and what fails."""
     parts = []
     if v.specialised is not None:
-        s = v.specialised
-        archs = " ".join(f"{a} ×{n}" for a, n in s.archs[:archs_shown]) + (
-            " …" if len(s.archs) > archs_shown else ""
-        )
-        n = "1 fatbin is" if s.count == 1 else f"{s.count} fatbins are"
-        parts.append(
-            f"{n} specialised for other GPUs ({archs}) and {'is' if s.count == 1 else 'are'} not used here"
-        )
+        parts.append(_specialised_line(v.specialised, archs_shown))
     if v.gaps is not None:
-        g = v.gaps
-        ks = f" ({len(g.kernels)} kernels)" if g.kernels is not None else ""
-        err = f" with {g.error.code}" if g.error else ""
-        n, s = ("1 fatbin", "s") if g.count == 1 else (f"{g.count} fatbins", "")
-        dev = f"CC {v.target.cc[0]}.{v.target.cc[1]}"
-        parts.append(f"{n}{ks} ha{'s' if s else 've'} no code for {dev} and fail{s}{err} at first use")
+        parts.append(_gaps_line(v.gaps, v.target))
     return "; ".join(parts) or None
 
 
+def _specialised_line(s: FatbinGroup, archs_shown: int) -> str:
+    archs = " ".join(f"{a} ×{n}" for a, n in s.archs[:archs_shown]) + (
+        " …" if len(s.archs) > archs_shown else ""
+    )
+    n = "1 fatbin is" if s.count == 1 else f"{s.count} fatbins are"
+    return f"{n} specialised for other GPUs ({archs}) and {'is' if s.count == 1 else 'are'} not used here"
+
+
+def _gaps_line(g: FatbinGroup, t: Target) -> str:
+    ks = f" ({len(g.kernels)} kernels)" if g.kernels is not None else ""
+    err = f" with {g.error.code}" if g.error else ""
+    n, s = ("1 fatbin", "s") if g.count == 1 else (f"{g.count} fatbins", "")
+    dev = f"CC {t.cc[0]}.{t.cc[1]}"
+    return f"{n}{ks} ha{'s' if s else 've'} no code for {dev} and fail{s}{err} at first use"
+
+
 def _advice(rule: str, t: Target, rt: RuntimeNeed | None) -> tuple[str, ...]:
-    if rule == "R-DRV" and rt is not None:
-        floor = data.mvc_floor(rt.major)
-        want = f">= {'.'.join(map(str, floor))}" if floor else f"of CUDA {rt.version} or newer"
-        return (
-            f"install a driver {want}, or (datacenter/Jetson only) a cuda-compat-{rt.major}-x package (R-FWD)",
-        )
-    if rule == "R-GPU":
-        return ("install a driver branch that supports this GPU",)
-    if rule == "R-FWD":
-        row = data.error_by_number(rules.forward_compat(t).error or 0)
-        return (row["fix"],) if row and row.get("fix") else ()
-    if rule == "R-PTX-ISA":
-        return (
-            "upgrade the driver, or ship a cubin for this GPU so no JIT is needed (R-MVC caveat 2)",
-            rules.toolkit_targets(t),
-        )
-    if rule == "R-JIT-ENV":
-        return ("unset the CUDA_*_PTX_JIT variable, or ship both a cubin and PTX for this GPU",)
-    return (f"rebuild with code for this GPU: {rules.toolkit_targets(t)}",)
+    """What to do about a failure decided by ``rule`` (a rebuild, unless the rule says otherwise)."""
+    advise = _ADVICE.get(rule)
+    if advise is None or (rule == "R-DRV" and rt is None):
+        return (f"rebuild with code for this GPU: {rules.toolkit_targets(t)}",)
+    return advise(t, rt)
+
+
+def _driver_advice(t: Target, rt: RuntimeNeed | None) -> tuple[str, ...]:
+    assert rt is not None, "R-DRV advice needs the runtime"
+    floor = data.mvc_floor(rt.major)
+    want = f">= {'.'.join(map(str, floor))}" if floor else f"of CUDA {rt.version} or newer"
+    return (
+        f"install a driver {want}, or (datacenter/Jetson only) a cuda-compat-{rt.major}-x package (R-FWD)",
+    )
+
+
+def _fwd_advice(t: Target, rt: RuntimeNeed | None) -> tuple[str, ...]:
+    row = data.error_by_number(rules.forward_compat(t).error or 0)
+    return (row["fix"],) if row and row.get("fix") else ()
+
+
+_ADVICE = {
+    "R-DRV": _driver_advice,
+    "R-GPU": lambda t, rt: ("install a driver branch that supports this GPU",),
+    "R-FWD": _fwd_advice,
+    "R-PTX-ISA": lambda t, rt: (
+        "upgrade the driver, or ship a cubin for this GPU so no JIT is needed (R-MVC caveat 2)",
+        rules.toolkit_targets(t),
+    ),
+    "R-JIT-ENV": lambda t, rt: (
+        "unset the CUDA_*_PTX_JIT variable, or ship both a cubin and PTX for this GPU",
+    ),
+}

@@ -131,39 +131,64 @@ def explain(query: str) -> Explanation | None:
 
 
 def _find(q: str):
-    rows = data.errors()
+    """The error row a query names and how it was found: a number, then (in the text) an API
+    name, a runtime message, a topic's phrase, one of ``PHRASES``, an error number."""
     if re.fullmatch(r"-?\d+", q):
-        n = int(q)
-        hit = data.error_by_number(n)
-        if hit:
-            return hit, f"error number {n}"
-        legacy = next((r for r in rows if r.get("legacy_runtime_number") == n), None)
-        return (legacy, f"pre-CUDA-10.1 runtime number {n}") if legacy else (None, "")
+        return _by_number(int(q))
     low = q.lower()
-    for r in rows:
+    for find in (_by_api_name, _by_message, _by_topic, _by_phrase, _by_number_in_text):
+        hit, how = find(low)
+        if how:
+            return hit, how
+    return None, ""
+
+
+def _by_number(n: int):
+    hit = data.error_by_number(n)
+    if hit:
+        return hit, f"error number {n}"
+    legacy = next((r for r in data.errors() if r.get("legacy_runtime_number") == n), None)
+    return (legacy, f"pre-CUDA-10.1 runtime number {n}") if legacy else (None, "")
+
+
+def _by_api_name(low: str):
+    for r in data.errors():
         for key in ("runtime_api_name", "driver_api_name"):
             if r.get(key) and r[key].lower() in low:
                 return r, f"name {r[key]}"
+    return None, ""
+
+
+def _by_message(low: str):
+    """The longest runtime error string the text contains (error 0's excepted)."""
     best = max(
-        (
-            r
-            for r in rows
-            if r.get("runtime_error_string")
-            and r["number"] != 0
-            and r["runtime_error_string"].lower().rstrip(".") in low
-        ),
+        (r for r in data.errors() if r.get("runtime_error_string") and r["number"] != 0 and _says(r, low)),
         key=lambda r: len(r["runtime_error_string"]),
         default=None,
     )
-    if best:
-        return best, f"message '{best['runtime_error_string']}'"
+    return (best, f"message '{best['runtime_error_string']}'") if best else (None, "")
+
+
+def _says(row: dict, low: str) -> bool:
+    return row["runtime_error_string"].lower().rstrip(".") in low
+
+
+def _by_topic(low: str):
     for topic in data.load("errors").get("topics", ()):
         hit = next((p for p in topic["phrases"] if p in low), None)
         if hit:
             return {**topic, "runtime_error_string": topic["message"]}, f"phrase '{hit}'"
+    return None, ""
+
+
+def _by_phrase(low: str):
     for phrase, n in PHRASES:
         if phrase in low:
             return data.error_by_number(n), f"phrase '{phrase}'"
+    return None, ""
+
+
+def _by_number_in_text(low: str):
     m = re.search(r"\b(?:error|code|err)\D{0,3}(\d{1,3})\b", low)
     if m and data.error_by_number(int(m.group(1))):
         return data.error_by_number(int(m.group(1))), f"error number {m.group(1)} in the text"

@@ -85,12 +85,18 @@ def _split(word: str, known: dict) -> tuple[str, ...]:
         if end < len(word) and word[end - 1].isdigit() and word[end].isdigit():
             continue
         for start in range(end - 1):
-            head, piece = best[start], word[start:end]
-            if head is None or piece not in known or piece in _NOT_A_WORD:
-                continue
-            if (b := best[end]) is None or len(head) + 1 < len(b):
-                best[end] = (*head, piece)
+            _extend(best, start, end, word[start:end], known)
     return best[-1] or (word,)
+
+
+def _extend(best: list[tuple[str, ...] | None], start: int, end: int, piece: str, known: dict) -> None:
+    """``best[end]``: the spelling of the word's first ``end`` characters ending in ``piece``,
+    when that takes fewer known tokens than the one found so far."""
+    head = best[start]
+    if head is None or piece not in known or piece in _NOT_A_WORD:
+        return
+    if (b := best[end]) is None or len(head) + 1 < len(b):
+        best[end] = (*head, piece)
 
 
 @dataclass(frozen=True)
@@ -133,17 +139,23 @@ def match(query: str, rows: Iterable[dict] | None = None, listing: bool = False)
 def _match(qt: tuple[str, ...], rows: list[dict] | None, listing: bool) -> list[Match]:
     if not qt:
         return []
-    if rows is None:  # rows with none of the query's tokens match by no rule: not scored
-        every = data.gpus()
-        index = _token_index(every)
-        rows = [every[i] for i in sorted({i for t in qt for i in index.get(t, ())})]
-    scored = [_best(r, qt) for r in rows]
+    scored = [_best(r, qt) for r in (_candidates(qt) if rows is None else rows)]
     exact = [m for m in scored if m.exact]
     if exact and not listing:
         return exact
     full = [m for m in scored if m.hits == len(qt)]
-    if full:
-        return full
+    return full or _relaxed(scored, qt)
+
+
+def _candidates(qt: tuple[str, ...]) -> list[dict]:
+    """The rows sharing a token with the query (rows with none match by no rule: not scored)."""
+    every = data.gpus()
+    index = _token_index(every)
+    return [every[i] for i in sorted({i for t in qt for i in index.get(t, ())})]
+
+
+def _relaxed(scored: list[Match], qt: tuple[str, ...]) -> list[Match]:
+    """The relaxed rule: rows whose names have every model number of the query, most hits first."""
     models = set(model_tokens(qt))
     if not models:
         return []

@@ -62,32 +62,43 @@ def sass(entry: Entry, t: Target) -> Outcome:
     if entry.sm == 101 and g == (11, 0):
         return r_sass_thor(entry, t)
     if entry.variant == "f":
-        ok = _family_ok(entry, g)
-        baseline = e[0] == g[0] and e[1] <= g[1]  # an sm_XYf cubin is stored as a plain sm_XY one
-        return Outcome(
-            ok,
-            "R-SASS-F",
-            f"{arch} (family-specific) cubin {'runs' if ok else 'does not run'} on {dev}: "
-            f"it serves its family's GPUs of minor {e[1]} or higher",
-            None if ok else NO_IMAGE,
-            also=("R-SASS-1",) if baseline == ok else (),
-        )
+        return r_sass_f(entry, t)
     if e == g:
         return Outcome(True, "R-SASS-1", f"{arch} cubin was built for exactly {dev}")
     if e[0] != g[0] or e[1] > g[1]:
-        why = "another major" if e[0] != g[0] else f"a higher minor than {dev}"
-        tegra = t.gpu.tegra or e in data.tegra_ccs()
-        return Outcome(
-            False,
-            "R-SASS-1",
-            f"{arch} cubin cannot run on {dev}: cubins run only within one major, "
-            f"on the same or a higher minor, and {fmt_cc(e)} is {why}",
-            NO_IMAGE,
-            also=("R-SASS-TEGRA",) if tegra and e[0] == g[0] else (),
-        )
+        return _sass_out_of_reach(entry, t)
     if t.gpu.tegra or e in data.tegra_ccs():
         return r_sass_tegra(entry, t)
     return Outcome(True, "R-SASS-1", f"{arch} cubin runs on {dev}: same major, lower minor")
+
+
+def r_sass_f(entry: Entry, t: Target) -> Outcome:
+    e, g = cc_of(entry), t.cc
+    ok = _family_ok(entry, g)
+    baseline = e[0] == g[0] and e[1] <= g[1]  # an sm_XYf cubin is stored as a plain sm_XY one
+    return Outcome(
+        ok,
+        "R-SASS-F",
+        f"{entry.arch} (family-specific) cubin {'runs' if ok else 'does not run'} on CC {fmt_cc(g)}: "
+        f"it serves its family's GPUs of minor {e[1]} or higher",
+        None if ok else NO_IMAGE,
+        also=("R-SASS-1",) if baseline == ok else (),
+    )
+
+
+def _sass_out_of_reach(entry: Entry, t: Target) -> Outcome:
+    """R-SASS-1: a cubin of another major, or of a higher minor than the GPU's."""
+    e, g, dev = cc_of(entry), t.cc, f"CC {fmt_cc(t.cc)}"
+    why = "another major" if e[0] != g[0] else f"a higher minor than {dev}"
+    tegra = t.gpu.tegra or e in data.tegra_ccs()
+    return Outcome(
+        False,
+        "R-SASS-1",
+        f"{entry.arch} cubin cannot run on {dev}: cubins run only within one major, "
+        f"on the same or a higher minor, and {fmt_cc(e)} is {why}",
+        NO_IMAGE,
+        also=("R-SASS-TEGRA",) if tegra and e[0] == g[0] else (),
+    )
 
 
 def r_sass_a(entry: Entry, t: Target) -> Outcome:
@@ -490,10 +501,7 @@ class Selection:
 def select(entries: Sequence[Entry], t: Target) -> Selection:
     """R-SEL: a compatible cubin (exact CC first, else the closest lower minor) beats any PTX; else
     the usable PTX of the highest CC is JIT-compiled, and only that one is checked against R-PTX-ISA."""
-    kinds: dict[str, list[Entry]] = {KIND_SASS: [], KIND_PTX: [], KIND_TILE: []}
-    for e in entries:
-        kinds.get(e.kind, []).append(e)
-    cubins, ptxs, tiles = kinds[KIND_SASS], kinds[KIND_PTX], kinds[KIND_TILE]
+    cubins, ptxs, tiles = _by_kind(entries)
     if not (cubins or ptxs or tiles):
         return Selection(
             "no-device-code", None, Outcome(True, "R-SEL", "no cubin or PTX in this fatbin"), ("R-SEL",)
@@ -502,13 +510,26 @@ def select(entries: Sequence[Entry], t: Target) -> Selection:
     usable = [(e, o) for e, o in judged if o.ok]
     if usable and not t.force_ptx_jit:
         return _native(usable, bool(ptxs), t)
-    cubin_rules = tuple(dict.fromkeys(r for _, o in judged for r in (o.rule, *o.also)))
+    cubin_rules = _rules_of(judged)
     if tiles and not ptxs:  # nvcc -enable-tile's second fatbin: Tile IR beside or instead of tile cubins
         return _select_tile(tiles, cubin_rules, t)
     return _select_ptx(judged, bool(usable), ptxs, cubin_rules, t)
 
 
 Judged = list[tuple[Entry, Outcome]]
+
+
+def _by_kind(entries: Sequence[Entry]) -> tuple[list[Entry], list[Entry], list[Entry]]:
+    """(cubins, PTX, Tile IR) in the fatbin's order."""
+    kinds: dict[str, list[Entry]] = {KIND_SASS: [], KIND_PTX: [], KIND_TILE: []}
+    for e in entries:
+        kinds.get(e.kind, []).append(e)
+    return kinds[KIND_SASS], kinds[KIND_PTX], kinds[KIND_TILE]
+
+
+def _rules_of(judged: Judged) -> tuple[str, ...]:
+    """Every rule the cubins' outcomes name, once, in order."""
+    return tuple(dict.fromkeys(r for _, o in judged for r in (o.rule, *o.also)))
 
 
 def _native(usable: Judged, has_ptx: bool, t: Target) -> Selection:

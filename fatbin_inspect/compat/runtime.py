@@ -86,22 +86,29 @@ def from_requirements(requirements: Iterable[Requirement]) -> RuntimeNeed | None
     requirements first, else any ``nvidia-*-cuNN`` library."""
     family = None
     for req in requirements:
-        name, spec = req.name, req.specifier
-        pin = re.search(r"==\s*(\d+)\.(\d+)", spec) or re.search(r"(?:~=|>=)\s*(\d+)()", spec)
+        name = req.name
         if name.startswith("nvidia-cuda-runtime") or (name == "cuda-toolkit" and "cudart" in req.extras):
-            cu = re.search(r"-cu(\d+)$", name)
-            if pin:
-                major, minor = int(pin.group(1)), pin.group(2)
-                return RuntimeNeed(
-                    f"{major}.{minor}" if minor and major >= 11 else _family(major, minor or None),
-                    f"wheel requires {req.written}",
-                )
-            if cu:
-                return RuntimeNeed(cu.group(1), f"wheel requires {name}")
+            need = _cudart_requirement(req)
+            if need is not None:
+                return need
         cu = re.fullmatch(r"nvidia-[a-z0-9\-]+-cu(\d+)", name)
         if cu and family is None:
             family = RuntimeNeed(cu.group(1), f"wheel requires {name}", confidence="medium")
     return family
+
+
+def _cudart_requirement(req: Requirement) -> RuntimeNeed | None:
+    """A cudart requirement: its pinned version (``==12.4.*``, ``>=12``), else its ``-cuNN``."""
+    name, spec = req.name, req.specifier
+    pin = re.search(r"==\s*(\d+)\.(\d+)", spec) or re.search(r"(?:~=|>=)\s*(\d+)()", spec)
+    if pin:
+        major, minor = int(pin.group(1)), pin.group(2)
+        return RuntimeNeed(
+            f"{major}.{minor}" if minor and major >= 11 else _family(major, minor or None),
+            f"wheel requires {req.written}",
+        )
+    cu = re.search(r"-cu(\d+)$", name)
+    return RuntimeNeed(cu.group(1), f"wheel requires {name}") if cu else None
 
 
 def from_context(
@@ -112,19 +119,30 @@ def from_context(
     names of the files there)."""
     folders = re.split(r"[/\\!]", path)[:-1]
     for folder in reversed(folders):
-        m = re.fullmatch(r"cu(\d{2,3})", folder.lower())
-        if m and int(m.group(1)[:2]) >= 11:
-            major = m.group(1)[:2]
-            return RuntimeNeed(
-                major, f"installed under {folder}/ (NVIDIA's CUDA {major} wheel layout)", "medium"
-            )
-        m = re.fullmatch(r"cuda-(\d+)\.(\d+)", folder.lower())
-        if m:
-            return RuntimeNeed(
-                _family(int(m.group(1)), m.group(2)),
-                f"installed under {folder}/ (a CUDA toolkit folder)",
-                "medium",
-            )
+        need = _install_folder(folder)
+        if need is not None:
+            return need
+    return _declared_around(distribution, beside)
+
+
+def _install_folder(folder: str) -> RuntimeNeed | None:
+    """``cu12/`` (NVIDIA's wheel layout) or ``cuda-12.4/`` (a toolkit folder)."""
+    m = re.fullmatch(r"cu(\d{2,3})", folder.lower())
+    if m and int(m.group(1)[:2]) >= 11:
+        major = m.group(1)[:2]
+        return RuntimeNeed(major, f"installed under {folder}/ (NVIDIA's CUDA {major} wheel layout)", "medium")
+    m = re.fullmatch(r"cuda-(\d+)\.(\d+)", folder.lower())
+    if m:
+        return RuntimeNeed(
+            _family(int(m.group(1)), m.group(2)),
+            f"installed under {folder}/ (a CUDA toolkit folder)",
+            "medium",
+        )
+    return None
+
+
+def _declared_around(distribution: str | None, beside: Iterable[str]) -> RuntimeNeed | None:
+    """The distribution's name, then a cudart in the same folder."""
     if distribution:
         m = re.search(r"[-_]cu(?:da)?(\d{2})(?:x|\d)?(?:$|[-_ ])", distribution.lower())
         if m and int(m.group(1)) >= 11:

@@ -183,16 +183,27 @@ def resolve_targets(
         )
     force, disable = jit_switches(env or {})
     drv = resolve_driver(driver, local.driver)
-    pkg = resolve_compat(compat) if compat else None
-    if pkg is None and local.compat and wants_local((), driver)[1]:
-        pkg = resolve_compat(local.compat[0], source=f"libcuda from {local.compat[1]}")
+    pkg = _compat_package(compat, driver, local)
     out: list[Target] = []
     for q in gpus:
-        for g in local_gpus(local) if q.strip().lower() == "auto" else (resolve_gpu(q),):
+        for g in _gpus_of(q, local):
             t = Target(g, drv, force, disable, compat=pkg)
             if t not in out:
                 out.append(t)
     return tuple(out)
+
+
+def _compat_package(compat: str | None, driver: str | None, local: LocalDevices) -> Compat | None:
+    """``--compat``, else (``--driver auto``) the cuda-compat libcuda the caller found."""
+    if compat:
+        return resolve_compat(compat)
+    if local.compat and wants_local((), driver)[1]:
+        return resolve_compat(local.compat[0], source=f"libcuda from {local.compat[1]}")
+    return None
+
+
+def _gpus_of(query: str, local: LocalDevices) -> tuple[Gpu, ...]:
+    return local_gpus(local) if query.strip().lower() == "auto" else (resolve_gpu(query),)
 
 
 def jit_switches(env: dict[str, str]) -> tuple[bool, bool]:
@@ -223,19 +234,31 @@ def resolve_gpu(query: str) -> Gpu:
 
 
 def gpu_for_cc(cc: CC, name: str | None = None) -> Gpu:
-    known = [g for g in data.gpus() if data.parse_cc(g["compute_capability"]) == cc]
+    known = _rows_of_cc(data.gpus(), cc)
     tegra = cc in data.tegra_ccs() if not known else any(g["tegra_igpu"] for g in known)
-    archs = {g["architecture"] for g in known}
-    named = [g for g in known if name and name in (g["name"], *g.get("nvidia_smi_names", ()))]
-    segments = {g["segment"] for g in named or known}
+    named = _named(known, name) if name else []
     return Gpu(
         name=name or f"CC {cc[0]}.{cc[1]}",
         cc=cc,
         tegra=tegra,
-        architecture=archs.pop() if len(archs) == 1 else None,
+        architecture=_only({g["architecture"] for g in known}),
         confidence="high" if known else "low",
-        segment=segments.pop() if len(segments) == 1 else None,
+        segment=_only({g["segment"] for g in named or known}),
     )
+
+
+def _named(rows: list[dict], name: str) -> list[dict]:
+    """The rows of products called ``name`` (as sold, or as nvidia-smi prints it)."""
+    return [g for g in rows if name in (g["name"], *g.get("nvidia_smi_names", ()))]
+
+
+def _rows_of_cc(rows: list[dict], cc: CC) -> list[dict]:
+    return [g for g in rows if data.parse_cc(g["compute_capability"]) == cc]
+
+
+def _only(values: set[str | None]) -> str | None:
+    """The one value all rows share, else None."""
+    return next(iter(values)) if len(values) == 1 else None
 
 
 def _by_name(query: str) -> Gpu:
@@ -277,24 +300,28 @@ def _closest(query: str, n: int = 5) -> list[str]:
     the RTX names, not T500), a model number of the query's length one edit away (5090 and 5000,
     not 500), then the best run of as many words as the query by ``difflib`` (at least 0.5)."""
     qt = gpu_names.loose_tokens(query)
-    q, qmodels = " ".join(qt), gpu_names.model_tokens(qt)
     scores: dict[str, tuple] = {}
     for g in data.gpus():
         for nm in gpu_names.names_of(g):
-            toks = gpu_names.tokens(nm)
-            k = min(len(qt), len(toks))
-            windows = [" ".join(toks[i : i + k]) for i in range(len(toks) - k + 1)] or [""]
-            ratio = max(difflib.SequenceMatcher(None, q, w).ratio() for w in windows)
-            near = min(
-                (_edits(a, b) for a in qmodels for b in gpu_names.model_tokens(toks) if len(a) == len(b)),
-                default=99,
-            )
-            score = (len(set(qt) & set(toks)), near <= 1, ratio)
+            score = _likeness(qt, gpu_names.tokens(nm))
             scores[nm] = max(score, scores.get(nm, score))
     best = sorted(
         (nm for nm, s in scores.items() if s[2] >= 0.5), key=lambda nm: (*(-x for x in scores[nm]), len(nm))
     )
     return best[:n]
+
+
+def _likeness(qt: Sequence[str], toks: Sequence[str]) -> tuple[int, bool, float]:
+    """(words shared, a model number one edit away, best ``difflib`` ratio of a run of words)."""
+    q, qmodels = " ".join(qt), gpu_names.model_tokens(qt)
+    k = min(len(qt), len(toks))
+    windows = [" ".join(toks[i : i + k]) for i in range(len(toks) - k + 1)] or [""]
+    ratio = max(difflib.SequenceMatcher(None, q, w).ratio() for w in windows)
+    near = min(
+        (_edits(a, b) for a in qmodels for b in gpu_names.model_tokens(toks) if len(a) == len(b)),
+        default=99,
+    )
+    return (len(set(qt) & set(toks)), near <= 1, ratio)
 
 
 def _edits(a: str, b: str) -> int:
@@ -314,16 +341,18 @@ def search_gpus(query: str | None = None, cc: str | None = None) -> list[dict]:
     (words as for ``--gpu``, or a compute capability / SM), those of compute capability ``cc``."""
     rows = data.gpus()
     if cc is not None:
-        want = resolve_gpu(cc).cc if _CC_RE.fullmatch(cc.strip().lower()) else None
-        if want is None:
+        if not _is_cc(cc):
             raise UsageError(f"--cc {cc!r}: expected a compute capability such as 9.0 or sm_90")
-        rows = [g for g in rows if data.parse_cc(g["compute_capability"]) == want]
-    if query and _CC_RE.fullmatch(query.strip().lower()):
-        want = resolve_gpu(query).cc
-        rows = [g for g in rows if data.parse_cc(g["compute_capability"]) == want]
+        rows = _rows_of_cc(rows, resolve_gpu(cc).cc)
+    if query and _is_cc(query):
+        rows = _rows_of_cc(rows, resolve_gpu(query).cc)
     elif query:
         rows = [m.row for m in gpu_names.match(query, rows, listing=True)]
     return sorted(rows, key=gpu_names.sort_key)
+
+
+def _is_cc(text: str) -> bool:
+    return _CC_RE.fullmatch(text.strip().lower()) is not None
 
 
 def local_gpus(local: LocalDevices) -> tuple[Gpu, ...]:
@@ -347,25 +376,39 @@ _DEVICE_MANAGER_RE = re.compile(r"(\d{2})\.(\d+)\.(\d{1,2})\.(\d{4})")
 
 
 def resolve_driver(text: str | None, local_driver: str | None = None) -> Driver:
-    """``local_driver``: the version the caller probed, used for ``auto``."""
-    rows = data.branches()
+    """``local_driver``: the version the caller probed, used for ``auto``. Tried in this order: a
+    Jetson release or number, Device Manager's form, a Linux or Windows number or branch."""
     if text is None or not text.strip():
-        newest = [b for b in rows if b.get("confidence") != "low"][-1]
-        return _driver(
-            newest["branch"],
-            newest,
-            assumed=True,
-            note=f"no --driver given: assuming R{newest['branch']} (CUDA {newest['max_cuda_version']}), "
-            "the newest driver branch the data confirms",
-        )
+        return _assumed_driver()
     text = text.strip()
     if text.lower() == "auto":
-        if not local_driver:
-            raise DeviceError(
-                "--driver auto: cannot read the driver version (no NVIDIA driver, or "
-                "nvidia-ml-py is not installed); give it as --driver 550.54.14"
-            )
-        text = local_driver
+        text = _local_driver(local_driver)
+    return _jetson_form(text) or _device_manager_form(text) or _numbered_form(text)
+
+
+def _assumed_driver() -> Driver:
+    """No ``--driver``: the newest branch the data confirms."""
+    newest = [b for b in data.branches() if b.get("confidence") != "low"][-1]
+    return _driver(
+        newest["branch"],
+        newest,
+        assumed=True,
+        note=f"no --driver given: assuming R{newest['branch']} (CUDA {newest['max_cuda_version']}), "
+        "the newest driver branch the data confirms",
+    )
+
+
+def _local_driver(local_driver: str | None) -> str:
+    if not local_driver:
+        raise DeviceError(
+            "--driver auto: cannot read the driver version (no NVIDIA driver, or "
+            "nvidia-ml-py is not installed); give it as --driver 550.54.14"
+        )
+    return local_driver
+
+
+def _jetson_form(text: str) -> Driver | None:
+    """A JetPack / L4T release or a number a Jetson prints; None for any other form."""
     jetson = data.jetson_release(text) or data.jetson_driver(text)
     if jetson is not None:
         return _jetson_driver(text, jetson)
@@ -373,14 +416,24 @@ def resolve_driver(text: str | None, local_driver: str | None = None) -> Driver:
         raise UsageError(
             f"--driver {text!r}: not a JetPack / L4T release in the data (e.g. jetpack-6.2, l4t-36.4)"
         )
+    return None
+
+
+def _device_manager_form(text: str) -> Driver | None:
+    """Device Manager's ``32.0.15.8129`` (= 581.29: the last five digits); None for another form."""
     dm = _DEVICE_MANAGER_RE.fullmatch(text)
-    if dm:
-        digits = f"{int(dm.group(3)) * 10000 + int(dm.group(4)):05d}"[-5:]
-        win = f"{int(digits[:3])}.{digits[3:]}"
-        drv = _windows_driver(win, text)
-        if drv is None:
-            raise UsageError(f"--driver {text!r}: {win} is not a known Windows driver number")
-        return drv
+    if not dm:
+        return None
+    digits = f"{int(dm.group(3)) * 10000 + int(dm.group(4)):05d}"[-5:]
+    win = f"{int(digits[:3])}.{digits[3:]}"
+    drv = _windows_driver(win, text)
+    if drv is None:
+        raise UsageError(f"--driver {text!r}: {win} is not a known Windows driver number")
+    return drv
+
+
+def _numbered_form(text: str) -> Driver:
+    """A Linux version (``550.54.14``), a branch (``550``, ``R550``) or a Windows number (``581.29``)."""
     m = _DRIVER_RE.fullmatch(text)
     if not m:
         raise UsageError(
@@ -394,6 +447,12 @@ def resolve_driver(text: str | None, local_driver: str | None = None) -> Driver:
         win = _windows_driver(text.lstrip("rR"), None)
         if win is not None:
             return win
+    return _branch_driver(text, branch, linux_form)
+
+
+def _branch_driver(text: str, branch: int, linux_form: bool) -> Driver:
+    """The limits of ``branch``, or of the newest known branch below it (with a note)."""
+    rows = data.branches()
     known = [b for b in rows if int(b["branch"]) <= branch]
     if not known:
         raise UsageError(f"--driver {text!r}: older than every known branch (oldest R{rows[0]['branch']})")
@@ -452,21 +511,30 @@ def driver_on(gpu: Gpu, drv: Driver) -> Driver:
     if drv.assumed:
         return drv
     if gpu.tegra and drv.platform != "jetson":
-        row = data.jetson_driver(drv.version, jetson_gpu=True)
-        if row is not None:
-            return driver_on(gpu, _jetson_driver(drv.version, row))
-        return _noted(
-            drv,
-            f"{gpu.name} is a Jetson: its driver comes with JetPack/L4T (--driver jetpack-6.2), "
-            f"but {drv.version} is a desktop driver number; judged as CUDA {drv.cuda}",
-        )
+        return _desktop_number_on_jetson(gpu, drv)
     if drv.platform != "jetson" or not drv.jetpack:
         return drv
+    return _jetson_driver_on(gpu, drv, drv.jetpack)
+
+
+def _desktop_number_on_jetson(gpu: Gpu, drv: Driver) -> Driver:
+    row = data.jetson_driver(drv.version, jetson_gpu=True)
+    if row is not None:
+        return driver_on(gpu, _jetson_driver(drv.version, row))
+    return _noted(
+        drv,
+        f"{gpu.name} is a Jetson: its driver comes with JetPack/L4T (--driver jetpack-6.2), "
+        f"but {drv.version} is a desktop driver number; judged as CUDA {drv.cuda}",
+    )
+
+
+def _jetson_driver_on(gpu: Gpu, drv: Driver, jetpack: str) -> Driver:
+    """A JetPack driver on a GPU that is no Jetson, or on a module its line does not support."""
     if not gpu.tegra and gpu.segment is not None:
         return _noted(
             drv, f"{drv.version} is a Jetson (JetPack {drv.jetpack}) driver, but {gpu.name} is no Jetson"
         )
-    line = data.jetson_line(drv.jetpack, "platforms")
+    line = data.jetson_line(jetpack, "platforms")
     cc = f"{gpu.cc[0]}.{gpu.cc[1]}"
     if gpu.tegra and line is not None and cc not in line["ccs"]:
         who = gpu.name if gpu.name == f"CC {cc}" else f"{gpu.name} (CC {cc})"

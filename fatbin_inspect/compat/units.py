@@ -147,23 +147,45 @@ def set_aside(chosen: Sequence[tuple[str, FileVerdict]]) -> set[str]:
 
 def _roll_up(chosen: Sequence[tuple[str, FileVerdict]], decided: dict[str, tuple[str, ...]]) -> UnitVerdict:
     aside = set_aside(chosen)
-    judged = [(p, v) for p, v in chosen if v.verdict not in ("no-device-code", "link-time")]
+    judged = _judged(chosen)
     kept = [(p, v) for p, v in judged if p not in aside]
-    extra = (tuple(sorted(aside)), tuple(decided), tuple(q for qs in decided.values() for q in qs))
+    extra = (tuple(sorted(aside)), tuple(decided), _flat(decided))
     if not judged:
         return _without_runtime_verdicts(chosen)
     if not kept or not any(_loads(v) for _, v in judged):
-        fails = [v for _, v in judged if v.verdict == "fail"]
-        p, v = next(((q, w) for q, w in judged if w.verdict == "fail"), judged[0])
-        reason = f"no file of the unit loads anything on this GPU: {v.reason}"
-        return UnitVerdict("fail", "none", worst_error(fails), v.rule, reason, p, *extra)
+        return _nothing_loads(judged, extra)
     p, v = max(kept, key=lambda pv: SEVERITY[pv[1].verdict])
-    partial = bool(aside) or any(w.coverage != "full" for _, w in kept)
-    reason = v.reason
-    if aside:
-        names = ", ".join(os.path.basename(q.rsplit("!", 1)[-1]) for q in sorted(aside)[:3])
-        reason += f"; {len(aside)} file(s) made for other GPUs set aside ({names})"
+    partial = bool(aside) or _any_partial(kept)
+    reason = v.reason + _aside_note(aside)
     return UnitVerdict(v.verdict, "partial" if partial else "full", v.error, v.rule, reason, p, *extra)
+
+
+def _judged(chosen: Sequence[tuple[str, FileVerdict]]) -> list[tuple[str, FileVerdict]]:
+    """The files with a run-time verdict (not without device code, not link-time inputs)."""
+    return [(p, v) for p, v in chosen if v.verdict not in ("no-device-code", "link-time")]
+
+
+def _flat(decided: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    return tuple(q for qs in decided.values() for q in qs)
+
+
+def _any_partial(kept: Sequence[tuple[str, FileVerdict]]) -> bool:
+    return any(w.coverage != "full" for _, w in kept)
+
+
+def _nothing_loads(judged: Sequence[tuple[str, FileVerdict]], extra: tuple) -> UnitVerdict:
+    """No file of the unit loads: the first failing file's rule and reason, the worst error."""
+    fails = [v for _, v in judged if v.verdict == "fail"]
+    p, v = next(((q, w) for q, w in judged if w.verdict == "fail"), judged[0])
+    reason = f"no file of the unit loads anything on this GPU: {v.reason}"
+    return UnitVerdict("fail", "none", worst_error(fails), v.rule, reason, p, *extra)
+
+
+def _aside_note(aside: set[str]) -> str:
+    if not aside:
+        return ""
+    names = ", ".join(os.path.basename(q.rsplit("!", 1)[-1]) for q in sorted(aside)[:3])
+    return f"; {len(aside)} file(s) made for other GPUs set aside ({names})"
 
 
 def _without_runtime_verdicts(chosen: Sequence[tuple[str, FileVerdict]]) -> UnitVerdict:

@@ -12,19 +12,19 @@ before it touches the driver, so a hang never blocks the parent's write.
 from __future__ import annotations
 
 import json
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 PROTOCOL = 1
 
 
-def write_request(out: BinaryIO, image: bytes, device: int = 0) -> None:
+def write_request(out: IO[bytes], image: bytes, device: int = 0) -> None:
     head = {"op": "load", "protocol": PROTOCOL, "size": len(image), "device": device}
     out.write(json.dumps(head).encode() + b"\n")
     out.write(image)
     out.flush()
 
 
-def read_request(inp: BinaryIO) -> tuple[dict[str, Any], bytes] | None:
+def read_request(inp: IO[bytes]) -> tuple[dict[str, Any], bytes] | None:
     """The next request, or None at end of input."""
     line = inp.readline()
     if not line:
@@ -41,7 +41,7 @@ def read_request(inp: BinaryIO) -> tuple[dict[str, Any], bytes] | None:
     return head, b"".join(chunks)
 
 
-def write_reply(out: BinaryIO, reply: dict[str, Any]) -> None:
+def write_reply(out: IO[bytes], reply: dict[str, Any]) -> None:
     out.write(json.dumps(reply).encode() + b"\n")
     out.flush()
 

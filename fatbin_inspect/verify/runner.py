@@ -16,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import IO
 
 from fatbin_inspect.errors import DeviceError
 from fatbin_inspect.verify.protocol import write_request
@@ -46,8 +47,8 @@ class ChildSession:
         child_cmd: Sequence[str] = CHILD_CMD,
     ):
         self.env, self.timeout, self.device, self.cmd = dict(env), timeout, device, list(child_cmd)
-        self.proc: subprocess.Popen | None = None
-        self.errfile = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.errfile: IO[bytes] | None = None
         self.started = 0  # children started, for the report
 
     def __enter__(self) -> ChildSession:
@@ -56,39 +57,42 @@ class ChildSession:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _start(self) -> None:
+    def _start(self) -> subprocess.Popen[bytes]:
         self.errfile = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
             self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errfile, env=self.env
         )
         self.started += 1
+        return self.proc
 
     def close(self) -> None:
-        if self.proc is not None:
+        proc = self.proc
+        if proc is not None:
             try:
-                self.proc.stdin.close()
+                _pipe(proc.stdin).close()
             except OSError:
                 pass
             try:
-                self.proc.wait(timeout=5)
+                proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc.stdout.close()
+                proc.kill()
+                proc.wait()
+            _pipe(proc.stdout).close()
         if self.errfile is not None:
             self.errfile.close()
         self.proc = self.errfile = None
 
     def load(self, image: bytes) -> LoadResult:
-        if self.proc is None:
-            self._start()
+        proc = self.proc if self.proc is not None else self._start()
         try:
-            write_request(self.proc.stdin, image, self.device)
+            write_request(_pipe(proc.stdin), image, self.device)
         except (BrokenPipeError, OSError):
             return self._ended(CRASH, "child closed its input before the request was sent")
-        line, why = self._read_line(time.monotonic() + self.timeout)
+        line, why = self._read_line(proc, time.monotonic() + self.timeout)
         if line is None:
-            return self._ended(why, f"no reply within {self.timeout:g} s" if why == TIMEOUT else None)
+            return self._ended(
+                why or CRASH, f"no reply within {self.timeout:g} s" if why == TIMEOUT else None
+            )
         reply = json.loads(line)
         if "fatal" in reply:
             self.close()
@@ -98,8 +102,9 @@ class ChildSession:
             self.close()
         return LoadResult(LOADED if code == 0 else FAILED, code, reply.get("ms"), reply.get("jit"))
 
-    def _read_line(self, deadline: float):
-        fd = self.proc.stdout.fileno()
+    @staticmethod
+    def _read_line(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes | None, str | None]:
+        fd = _pipe(proc.stdout).fileno()
         buf = b""
         with selectors.DefaultSelector() as sel:
             sel.register(fd, selectors.EVENT_READ)
@@ -115,18 +120,25 @@ class ChildSession:
 
     def _ended(self, status: str, detail: str | None) -> LoadResult:
         """Kill what is left of the child; a crash reports its exit status and last stderr line."""
-        proc = self.proc
+        proc, errfile = self.proc, self.errfile
+        assert proc is not None and errfile is not None, "a load's child was started"
         if proc.poll() is None:
             proc.kill()
         rc = proc.wait()
         if detail is None:
             detail = f"child died by signal {-rc}" if rc < 0 else f"child exited with status {rc}"
-        self.errfile.seek(0)
-        tail = [ln for ln in self.errfile.read().decode(errors="replace").splitlines() if ln.strip()]
+        errfile.seek(0)
+        tail = [ln for ln in errfile.read().decode(errors="replace").splitlines() if ln.strip()]
         if tail and status == CRASH:
             detail += f": {tail[-1][:200]}"
         self.close()
         return LoadResult(status, detail=detail)
+
+
+def _pipe(f: IO[bytes] | None) -> IO[bytes]:
+    """A pipe ``_start`` asked for (``Popen`` types them optional)."""
+    assert f is not None, "the child's pipes are opened by _start"
+    return f
 
 
 def child_env(base: Mapping[str, str], disable_jit: bool) -> dict[str, str]:
