@@ -152,11 +152,15 @@ def _by_line_rule(version: str, want: tuple[int, ...], table: dict[str, Any]) ->
     if line is None or len(want) < 2:
         return None
     l4t = f"{line['l4t_major']}.{want[1]}"  # the rule of the line: 540.<revision>.0 is L4T 36.<revision>
-    same = [r for r in table["releases"] if version_tuple(r["l4t"])[:2] == version_tuple(l4t)]
-    major = [r for r in table["releases"] if version_tuple(r["l4t"])[0] == int(line["l4t_major"])]
-    rel = max(same or major, key=lambda r: version_tuple(r["l4t"]))
+    same = _l4t_releases(table, version_tuple(l4t))
+    rel = max(same or _l4t_releases(table, (int(line["l4t_major"]),)), key=lambda r: version_tuple(r["l4t"]))
     jetpack = rel["jetpack"] if same else f"{line['jetpack']}.x"
     return {"driver": version, "l4t": l4t, "jetpack": jetpack, "cuda": rel["cuda"], "by_rule": True}
+
+
+def _l4t_releases(table: dict[str, Any], l4t: tuple[int, ...]) -> list[dict[str, Any]]:
+    """The JetPack releases whose L4T version starts with ``l4t``."""
+    return [r for r in table["releases"] if version_tuple(r["l4t"])[: len(l4t)] == l4t]
 
 
 def jetson_line(jetpack: str, table: str = "upgrades") -> dict[str, Any] | None:

@@ -140,11 +140,12 @@ def _match(qt: tuple[str, ...], rows: list[dict] | None, listing: bool) -> list[
     if not qt:
         return []
     scored = [_best(r, qt) for r in (_candidates(qt) if rows is None else rows)]
-    exact = [m for m in scored if m.exact]
-    if exact and not listing:
-        return exact
-    full = [m for m in scored if m.hits == len(qt)]
-    return full or _relaxed(scored, qt)
+    exact = [] if listing else [m for m in scored if m.exact]
+    return exact or _with_every_token(scored, qt) or _relaxed(scored, qt)
+
+
+def _with_every_token(scored: list[Match], qt: tuple[str, ...]) -> list[Match]:
+    return [m for m in scored if m.hits == len(qt)]
 
 
 def _candidates(qt: tuple[str, ...]) -> list[dict]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fatbin_inspect.compat import data
 from fatbin_inspect.compat.data import CC
 from fatbin_inspect.compat.runtime import RuntimeNeed
-from fatbin_inspect.compat.targets import Driver, Target, fwd_warning
+from fatbin_inspect.compat.targets import Compat, Driver, Target, fwd_warning
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, KIND_TILE, Entry
 
 NO_IMAGE, UNSUPPORTED_PTX, JIT_DISABLED, INSUFFICIENT_DRIVER, NO_DEVICE = 209, 222, 223, 35, 100
@@ -247,10 +247,8 @@ def driver_for_runtime(rt: RuntimeNeed | None, t: Target) -> Outcome:
     if rt is None:
         return Outcome(True, "R-DRV", "no CUDA runtime is linked; only the driver API is used")
     d = t.umd
-    drv_cuda = tuple(int(x) for x in d.cuda.split("."))
     platform, have, need, floor = _driver_floor(rt, d)
-    ok = (rt.major, rt.minor or 0) <= drv_cuda if rt.major < 11 else rt.major <= drv_cuda[0]
-    ok = ok and (need is None or _at_least(have, need, d.branch))
+    ok = _family_fits(rt, d) and (need is None or _at_least(have, need, d.branch))
     where = " (Windows numbering)" if platform == "windows" else ""
     via = f" through {t.compat.package}" if t.compat else ""
     return Outcome(
@@ -263,23 +261,39 @@ def driver_for_runtime(rt: RuntimeNeed | None, t: Target) -> Outcome:
     )
 
 
+def _family_fits(rt: RuntimeNeed, d: Driver) -> bool:
+    """The driver's CUDA covers the runtime: its version before CUDA 11, its major after (MVC)."""
+    drv_cuda = tuple(int(x) for x in d.cuda.split("."))
+    return (rt.major, rt.minor or 0) <= drv_cuda if rt.major < 11 else rt.major <= drv_cuda[0]
+
+
 def _driver_floor(rt: RuntimeNeed, d: Driver) -> tuple[str, tuple[int, ...], tuple[int, ...] | None, str]:
     """(platform, the driver's number, the runtime's floor in that numbering, the floor as written).
 
     Windows drivers have their own numbers and floors; a Windows binary given only a branch is
     judged against the Windows floors too (the branch is all that is compared then)."""
     platform = d.platform or ("windows" if rt.windows else "linux")
-    have = d.version_tuple if d.platform in ("linux", "windows", None) else (d.branch,)
-    if platform == "windows" and len(have) == 1:
-        have = (d.branch,)  # a bare branch against Windows floors: compare branches (527.41 is R525)
-    if rt.major < 11:
-        need = data.toolkit_min_driver((rt.major, rt.minor or 0), platform)
-    else:
-        need = data.mvc_floor(rt.major, platform)
+    have = _driver_number(d, platform)
+    need = _runtime_floor(rt, platform)
     floor = ".".join(map(str, need)) if need else "?"
     if need and platform == "windows" and len(have) == 1:
         need = (data.windows_branch(need[0]) or need[0],)
     return platform, have, need, floor
+
+
+def _driver_number(d: Driver, platform: str) -> tuple[int, ...]:
+    """The driver's number as compared with floors: a Jetson's and a bare Windows branch's is the branch."""
+    have = d.version_tuple if d.platform in ("linux", "windows", None) else (d.branch,)
+    if platform == "windows" and len(have) == 1:
+        have = (d.branch,)  # a bare branch against Windows floors: compare branches (527.41 is R525)
+    return have
+
+
+def _runtime_floor(rt: RuntimeNeed, platform: str) -> tuple[int, ...] | None:
+    """The oldest driver a runtime runs on: its toolkit's before CUDA 11, its family's MVC floor after."""
+    if rt.major < 11:
+        return data.toolkit_min_driver((rt.major, rt.minor or 0), platform)
+    return data.mvc_floor(rt.major, platform)
 
 
 def _at_least(have: tuple[int, ...], need: tuple[int, ...], branch: int | None = None) -> bool:
@@ -333,7 +347,12 @@ def forward_compat(t: Target) -> Outcome:
             COMPAT_NOT_ON_DEVICE,
             confidence="medium",
         )
-    base, umd = t.driver, c.driver
+    return _fwd_by_table(t, c, fc)
+
+
+def _fwd_by_table(t: Target, c: Compat, fc: dict) -> Outcome:
+    """A GPU that accepts the package: NVIDIA's table cell for the package and the kernel driver."""
+    base, umd, pkg = t.driver, c.driver, c.package
     if umd.branch == base.branch:
         return Outcome(True, "R-FWD", f"{pkg} matches the installed branch R{base.branch}: nothing changes")
     cell = data.fwd_cell(c.cuda, base.branch)
@@ -342,18 +361,21 @@ def forward_compat(t: Target) -> Outcome:
     if cell == "N/A":
         return Outcome(True, "R-FWD", f"{pkg} is R{base.branch}'s own CUDA: nothing changes")
     if cell != "C":
-        if umd.branch < base.branch:
-            why = f"{pkg} (R{umd.branch}) is older than the installed driver R{base.branch}: compat packages are not supported on newer drivers"
-        elif cell == "unlisted":
-            why = (
-                f"NVIDIA's forward-compatibility table has no column for R{base.branch} (branches it does not "
-                f"list are end of life and not supported targets), so {pkg} is not supported on it"
-            )
-        else:
-            why = f"NVIDIA's forward-compatibility table marks {pkg} not compatible (X) with kernel driver R{base.branch}"
-        return Outcome(False, "R-FWD", why, DRIVER_MISMATCH)
+        return Outcome(False, "R-FWD", _fwd_refusal(cell, pkg, umd.branch, base.branch), DRIVER_MISMATCH)
     warning = fwd_warning(c, base)
     return _fwd_ok(t, f"on kernel driver R{base.branch} (C in NVIDIA's table)", warning)
+
+
+def _fwd_refusal(cell: str, pkg: str, umd: int, base: int) -> str:
+    """Why a package the table does not mark C with the kernel driver is refused (803)."""
+    if umd < base:
+        return f"{pkg} (R{umd}) is older than the installed driver R{base}: compat packages are not supported on newer drivers"
+    if cell == "unlisted":
+        return (
+            f"NVIDIA's forward-compatibility table has no column for R{base} (branches it does not "
+            f"list are end of life and not supported targets), so {pkg} is not supported on it"
+        )
+    return f"NVIDIA's forward-compatibility table marks {pkg} not compatible (X) with kernel driver R{base}"
 
 
 def _fwd_by_prose(t: Target, fc: dict) -> Outcome:
@@ -507,7 +529,7 @@ def select(entries: Sequence[Entry], t: Target) -> Selection:
             "no-device-code", None, Outcome(True, "R-SEL", "no cubin or PTX in this fatbin"), ("R-SEL",)
         )
     judged = [(e, sass(e, t)) for e in cubins]
-    usable = [(e, o) for e, o in judged if o.ok]
+    usable = _fitting(judged)
     if usable and not t.force_ptx_jit:
         return _native(usable, bool(ptxs), t)
     cubin_rules = _rules_of(judged)
@@ -525,6 +547,10 @@ def _by_kind(entries: Sequence[Entry]) -> tuple[list[Entry], list[Entry], list[E
     for e in entries:
         kinds.get(e.kind, []).append(e)
     return kinds[KIND_SASS], kinds[KIND_PTX], kinds[KIND_TILE]
+
+
+def _fitting(judged: Judged) -> Judged:
+    return [(e, o) for e, o in judged if o.ok]
 
 
 def _rules_of(judged: Judged) -> tuple[str, ...]:
@@ -570,9 +596,7 @@ def _no_loadable_image(
         return Selection("fail", None, _env_switch(t), ("R-JIT-ENV", *ptx_rules))
     first_ptx = tjudged[0][1] if tjudged else None
     why = _closest_failure(judged, t) or first_ptx
-    parts = [o.reason for o in (why, first_ptx if why is not first_ptx else None) if o]
-    if not tjudged:
-        parts.append("and there is no PTX to JIT-compile")
+    parts = _failure_parts(why, first_ptx)
     rule = why.rule if why else "R-SEL"
     return Selection(
         "fail",
@@ -580,6 +604,14 @@ def _no_loadable_image(
         Outcome(False, rule, "; ".join(parts), NO_IMAGE, why.confidence if why else "high"),
         tuple(dict.fromkeys((rule, *cubin_rules, *ptx_rules))),
     )
+
+
+def _failure_parts(why: Outcome | None, first_ptx: Outcome | None) -> list[str]:
+    """The reasons a fatbin without a loadable image gives: the most telling one, the first PTX's."""
+    parts = [o.reason for o in (why, first_ptx if why is not first_ptx else None) if o]
+    if first_ptx is None:
+        parts.append("and there is no PTX to JIT-compile")
+    return parts
 
 
 def _jit(tusable: Judged, has_cubins: bool, cubin_rules: tuple[str, ...], t: Target) -> Selection:

@@ -47,17 +47,22 @@ def target_name(t: Target) -> str:
 def cell(v: FileVerdict | None) -> Text:
     if v is None or v.verdict == "no-device-code":
         return Text("-", style="dim")
-    if v.verdict == "fail":
-        word = f"fail {v.error.code}" if v.error else "fail"
-    elif v.verdict == "link-time":  # R-LINK: judged where it is linked; coverage: code for this GPU
-        word = "link" if v.coverage != "none" else "link, no code"
-    elif v.verdict == "jit":
-        word = f"jit {v.chosen.arch}" if v.chosen else "jit"
-    else:
-        word = f"native {v.chosen.arch}" if v.chosen else "native"
+    word = _CELL_WORD.get(v.verdict, _loaded_word)(v)
     if v.coverage == "partial":
         word += PARTIAL
     return Text(word, style=STYLE[v.verdict])
+
+
+def _loaded_word(v: FileVerdict) -> str:
+    """``native sm_90``, ``jit compute_90``: the verdict and the image chosen."""
+    return f"{v.verdict} {v.chosen.arch}" if v.chosen else v.verdict
+
+
+_CELL_WORD = {
+    "fail": lambda v: f"fail {v.error.code}" if v.error else "fail",
+    # R-LINK: judged where it is linked; coverage: code for this GPU
+    "link-time": lambda v: "link" if v.coverage != "none" else "link, no code",
+}
 
 
 LEGEND = (
@@ -79,25 +84,35 @@ def jit_mix(v: FileVerdict) -> str | None:
     if v.verdict != "jit":
         return None
     counted = [f for f in v.fatbins if f.ignored is None]
-    jit: dict[str, int] = {}
-    for f in counted:
-        if f.verdict == "jit" and f.chosen is not None:
-            jit[f.chosen.arch] = jit.get(f.chosen.arch, 0) + 1
+    jit = _chosen_archs(counted, "jit")
     native = sum(1 for f in counted if f.verdict == "native")
     n_jit = sum(jit.values())
     if not n_jit or (native == 0 and len(jit) == 1):
         return None
-    ptx = ", ".join(f"{a} ×{n}" for a, n in sorted(jit.items(), key=lambda x: -x[1]))
-    total = len([f for f in counted if f.verdict in ("native", "jit", "fail")])
-    head = f"all {total} fatbins" if n_jit == total else f"{n_jit} of {total} fatbins"
-    text = f"{head} JIT-compile PTX at the first launch ({ptx})"
+    text = f"{_jit_head(counted, n_jit)} JIT-compile PTX at the first launch ({_by_count(jit)})"
     if native:
-        natives: dict[str, int] = {}
-        for f in counted:
-            if f.verdict == "native" and f.chosen is not None:
-                natives[f.chosen.arch] = natives.get(f.chosen.arch, 0) + 1
-        text += f"; {native} load a cubin ({', '.join(sorted(natives))})"
+        text += f"; {native} load a cubin ({', '.join(sorted(_chosen_archs(counted, 'native')))})"
     return text
+
+
+def _jit_head(counted: Sequence, n_jit: int) -> str:
+    """``all 606 fatbins``, ``195 of 606 fatbins`` (of those with a verdict)."""
+    total = len([f for f in counted if f.verdict in ("native", "jit", "fail")])
+    return f"all {total} fatbins" if n_jit == total else f"{n_jit} of {total} fatbins"
+
+
+def _by_count(archs: dict[str, int]) -> str:
+    """``compute_90 ×411, compute_52 ×195``: most fatbins first."""
+    return ", ".join(f"{a} ×{n}" for a, n in sorted(archs.items(), key=lambda x: -x[1]))
+
+
+def _chosen_archs(fatbins: Sequence, verdict: str) -> dict[str, int]:
+    """The images chosen by the fatbins of ``verdict``: arch -> fatbins, in the order first met."""
+    out: dict[str, int] = {}
+    for f in fatbins:
+        if f.verdict == verdict and f.chosen is not None:
+            out[f.chosen.arch] = out.get(f.chosen.arch, 0) + 1
+    return out
 
 
 def _jit_mix(verdicts: Sequence[FileVerdict], cut: int) -> list[RenderableType]:
@@ -116,46 +131,72 @@ def _notes(
     """Failures grouped by cause (error, rule, reason): one line names its targets and files; each
     fix once; partial coverage per cell; every driver note (the assumed driver) once. Wrapped
     lines continue under the first word after the indent (``hang``)."""
-    out: list[RenderableType] = []
+    return [
+        *_failures(verdicts, cut),
+        *_jit_mix(verdicts, cut),
+        *_partial(verdicts, cut),
+        *_jit_costs(verdicts, cut, cache),
+        *_driver_notes(targets),
+    ]
+
+
+def _failures(verdicts: Sequence[FileVerdict], cut: int) -> list[RenderableType]:
+    """One line per cause and set of files, naming its targets; each fix once."""
     causes: dict[tuple, dict[Target, list[str]]] = {}
     for v in verdicts:
         if v.verdict == "fail":
             key = (v.error, v.rule, v.reason, v.advice)
             causes.setdefault(key, {}).setdefault(v.target, []).append(v.path)
-    fixes_shown: set[str] = set()
     merged: dict[tuple, list[Target]] = {}  # the same files failing the same way on several targets
     for key, per_target in causes.items():
         for t, paths in per_target.items():
             merged.setdefault((key, tuple(paths)), []).append(t)
+    out: list[RenderableType] = []
+    fixes_shown: set[str] = set()
     for ((error, rule, reason, advice), paths), ts in merged.items():
         err = f"{error.code} {error.name}" if error else "fail"
         line = Text(f"{err} ({rule})", style="red")
         line.append(f" on {'; '.join(map(target_name, ts))}", style="bold")
         line.append(f": {_files(paths, cut)}: {reason}")
         out.append(hang("  ", line))
-        for a in advice:
-            if a not in fixes_shown:
-                fixes_shown.add(a)
-                out.append(hang("    fix: ", a, style="cyan"))
-    out += _jit_mix(verdicts, cut)
-    for v in verdicts:
-        if v.verdict != "fail" and v.coverage == "partial":
-            why = coverage_line(v) or v.reason
-            out.append(
-                hang("  ", f"partial coverage of {v.path[cut:]} on {target_name(v.target)}: {why}", "yellow")
-            )
+        out += [hang("    fix: ", a, style="cyan") for a in _new(advice, fixes_shown)]
+    return out
+
+
+def _new(items: Sequence[str], seen: set[str]) -> list[str]:
+    """The items not in ``seen`` (once each), added to it."""
+    out = [a for a in dict.fromkeys(items) if a not in seen]
+    seen.update(out)
+    return out
+
+
+def _partial(verdicts: Sequence[FileVerdict], cut: int) -> list[RenderableType]:
+    return [
+        hang(
+            "  ",
+            f"partial coverage of {v.path[cut:]} on {target_name(v.target)}: {coverage_line(v) or v.reason}",
+            "yellow",
+        )
+        for v in verdicts
+        if v.verdict != "fail" and v.coverage == "partial"
+    ]
+
+
+def _jit_costs(verdicts: Sequence[FileVerdict], cut: int, cache: jit.CacheSettings) -> list[RenderableType]:
+    """What each JIT costs (R-JIT-COST)."""
+    out: list[RenderableType] = []
     for v in verdicts:
         cost = jit.cost(v, cache)
         if cost is not None:
             cost_line = f"jit on {target_name(v.target)}: {v.path[cut:]}: {jit.cost_text(cost)}"
             out.append(hang("  ", cost_line, "yellow"))
-    seen: set[str] = set()
-    for t in targets:
-        note = t.driver.note
-        if note and note not in seen:
-            seen.add(note)
-            out.append(hang("  note: ", note, style="yellow"))
     return out
+
+
+def _driver_notes(targets: Sequence[Target]) -> list[RenderableType]:
+    """Every driver note (the assumed driver) once."""
+    notes = [t.driver.note for t in targets if t.driver.note]
+    return [hang("  note: ", note, style="yellow") for note in _new(notes, set())]
 
 
 def _table(
@@ -174,15 +215,30 @@ def _table(
         max([len(x) for x in title.split("\n")] + [c[i].cell_len for c in cells.values()])
         for i, title in enumerate(titles)
     ]
-    longest = max(len(piece) for p in rows for piece in _PATH_PIECES.findall(p[cut:]) or [""])
-    if width is None or width - sum(widths) - 2 * len(widths) >= longest:
-        tab = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
-        tab.add_column(head)
-        for title in titles:
-            tab.add_column(title, no_wrap=True)
-        for path, row_cells in cells.items():
-            tab.add_row(PathCell(Text(path[cut:], style="bold")), *row_cells)
-        return [tab]
+    if width is None or width - sum(widths) - 2 * len(widths) >= _longest_piece(rows, cut):
+        return [_one_table(head, titles, cells, cut)]
+    return _banded(head, titles, widths, cells, cut)
+
+
+def _longest_piece(paths, cut: int) -> int:
+    """The widest piece a path wraps into (a component and its ``/`` or ``!``)."""
+    return max(len(piece) for p in paths for piece in _PATH_PIECES.findall(p[cut:]) or [""])
+
+
+def _one_table(head: str, titles: Sequence[str], cells: dict[str, list[Text]], cut: int) -> Table:
+    tab = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
+    tab.add_column(head)
+    for title in titles:
+        tab.add_column(title, no_wrap=True)
+    for path, row_cells in cells.items():
+        tab.add_row(PathCell(Text(path[cut:], style="bold")), *row_cells)
+    return tab
+
+
+def _banded(
+    head: str, titles: Sequence[str], widths: Sequence[int], cells: dict[str, list[Text]], cut: int
+) -> list[RenderableType]:
+    """Each path on a line of its own above its cells, the target titles once."""
 
     def band(show_header: bool) -> Table:
         tab = Table(box=None, pad_edge=False, header_style="bold", show_edge=False, show_header=show_header)

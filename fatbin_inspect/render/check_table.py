@@ -44,6 +44,21 @@ def target_lines(targets: Sequence[Target]) -> list:
 def verdict_block(
     v: FileVerdict, index: int, kernels: bool, cache: jit.CacheSettings = jit.DEFAULT_CACHE
 ) -> list:
+    out: list = [Hanging(_verdict_head(v, index), 4), hang("    ", v.reason)]
+    out += coverage_lines(v)
+    cost = jit.cost(v, cache)
+    if cost is not None:
+        out.append(hang("    ", jit.phrase(cost), style="yellow"))
+    if v.runtime:
+        out.append(hang("    runtime: ", f"CUDA {v.runtime.version} ({v.runtime.source})", style="dim"))
+    out += _missing_kernels(v.missing_kernels, kernels)
+    out += [hang("    note: ", n, style="yellow") for n in v.notes if n != v.target.driver.note]
+    out += [hang("    fix: ", a, style="cyan") for a in v.advice]
+    return out
+
+
+def _verdict_head(v: FileVerdict, index: int) -> Text:
+    """``PATH  on [I]  VERDICT  ERROR  ARCH (PTX ISA)  RULE  fatbins: ...``."""
     head = Text()
     head.append(v.path, style="bold")
     head.append(f"  on [{index}]  ")
@@ -56,27 +71,23 @@ def verdict_block(
     c = v.counts
     if sum(c.values()):
         head.append(f"  fatbins: {c['native']} native, {c['jit']} jit, {c['fail']} fail", style="dim")
-    out: list = [Hanging(head, 4), hang("    ", v.reason)]
-    out += coverage_lines(v)
-    cost = jit.cost(v, cache)
-    if cost is not None:
-        out.append(hang("    ", jit.phrase(cost), style="yellow"))
-    if v.runtime:
-        out.append(hang("    runtime: ", f"CUDA {v.runtime.version} ({v.runtime.source})", style="dim"))
-    if v.missing_kernels:
-        out.append(
-            Text(
-                f"    {plural(len(v.missing_kernels), 'kernel')} without an image for this GPU "
-                f"(present for other architectures):",
-                style="yellow",
-            )
+    return head
+
+
+def _missing_kernels(missing: Sequence[str], kernels: bool) -> list:
+    """The kernels other images have and the loaded one lacks (all of them with ``--kernels``)."""
+    if not missing:
+        return []
+    out: list = [
+        Text(
+            f"    {plural(len(missing), 'kernel')} without an image for this GPU (present for other architectures):",
+            style="yellow",
         )
-        shown, more = bounded(v.missing_kernels, None if kernels else KERNELS_SHOWN)
-        out += [hang("      ", demangle(k) or k, style="dim") for k in shown]
-        if more:
-            out.append(Text(f"      {more}", style="dim"))
-    out += [hang("    note: ", n, style="yellow") for n in v.notes if n != v.target.driver.note]
-    out += [hang("    fix: ", a, style="cyan") for a in v.advice]
+    ]
+    shown, more = bounded(missing, None if kernels else KERNELS_SHOWN)
+    out += [hang("      ", demangle(k) or k, style="dim") for k in shown]
+    if more:
+        out.append(Text(f"      {more}", style="dim"))
     return out
 
 
@@ -106,17 +117,15 @@ def coverage_lines(v: FileVerdict) -> list:
             )
         )
         return out
-    for g, what in groups:
-        if g.kernels:
-            names = ", ".join(demangle(k) or k for k in g.kernels[:3])
-            more = f" … {len(g.kernels) - 3} more" if len(g.kernels) > 3 else ""
-            n = len(g.kernels)
-            out.append(
-                hang(
-                    "    ", f"{plural(n, 'kernel')} exist{'s' * (n == 1)} {what}: {names}{more}", style="dim"
-                )
-            )
+    out += [_kernels_only_line(g.kernels, what) for g, what in groups if g.kernels]
     return out
+
+
+def _kernels_only_line(ks: Sequence[str], what: str):
+    names = ", ".join(demangle(k) or k for k in ks[:3])
+    more = f" … {len(ks) - 3} more" if len(ks) > 3 else ""
+    n = len(ks)
+    return hang("    ", f"{plural(n, 'kernel')} exist{'s' * (n == 1)} {what}: {names}{more}", style="dim")
 
 
 def render_check(

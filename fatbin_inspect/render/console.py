@@ -13,6 +13,7 @@ import io
 import os
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
@@ -207,47 +208,82 @@ def grid(
     than ``MIN_LAST`` columns are left for it, goes on its own line(s) under the row. Unbounded
     (``width=None``): one row a line. A row is a sequence of cells (str or Text); a row that is a
     single Text is printed as it is (a note or a group title), wrapped 2 columns in."""
-    cols = len(headers) if headers else max((len(r) for r in rows if not isinstance(r, Text)), default=0)
-    table_rows = [r for r in rows if not isinstance(r, Text)]
-    widths = [0] * cols
-    for r in ([list(headers)] if headers else []) + [list(r) for r in table_rows]:
-        for i, c in enumerate(r[:cols]):
-            widths[i] = max(widths[i], _text(c).cell_len)
-    lead = indent + sum(widths[:-1]) + gap * (cols - 1) if cols else indent
-    below = width is not None and cols > 1 and width - lead < min(MIN_LAST, widths[-1])
-    names = [headers[i] if i < len(headers) else "" for i in range(cols)] if headers else []
-
-    def cell(c: object, i: int, style: str) -> Text:
-        t = _text(c).copy()
-        if style:
-            t.stylize(style)
-        if i == cols - 1 and below:
-            return t
-        pad = Text(" " * (widths[i] - t.cell_len))
-        return pad + t if names and names[i] in right else t + pad
-
-    def line(cells: Sequence[object], style: str = "") -> list[RenderableType]:
-        parts = [cell(c, i, style) for i, c in enumerate(cells[:cols])]
-        if below:
-            head = Text(" " * indent) + Text(" " * gap).join(parts[:-1])
-            head.rstrip()
-            tail = parts[-1]
-            below_row: list[RenderableType] = [head]
-            if tail.plain:
-                below_row.append(Hanging(Text(" " * (indent + 4)) + tail, indent + 4))
-            return below_row
-        head = Text(" " * indent) + Text(" " * gap).join([*parts[:-1], Text("")])
-        return [Hanging(head + parts[-1], head.cell_len, cap=False)]
-
+    lay = _layout(headers, [r for r in rows if not isinstance(r, Text)], width, right, indent, gap)
+    cols = lay.cols
     out: list[RenderableType] = []
     if headers:
-        out += line(list(headers), style="bold")
+        out += lay.line(list(headers), style="bold")
     for row in rows:
         if isinstance(row, Text):
             out.append(Hanging(row, len(row.plain) - len(row.plain.lstrip(" ")) + 2))
         else:
-            out += line([*row, *[""] * (cols - len(row))])
+            out += lay.line([*row, *[""] * (cols - len(row))])
     return out
+
+
+def _layout(
+    headers: Sequence[str] | None,
+    table_rows: Sequence[Sequence[object]],
+    width: int | None,
+    right: Sequence[str],
+    indent: int,
+    gap: int,
+) -> _Layout:
+    cols = len(headers) if headers else max((len(r) for r in table_rows), default=0)
+    widths = _widths(cols, ([list(headers)] if headers else []) + [list(r) for r in table_rows])
+    aligned = {i for i, n in enumerate(headers[:cols]) if n in right} if headers else set()
+    return _Layout(cols, widths, aligned, _last_below(widths, width, indent, gap), indent, gap)
+
+
+def _last_below(widths: list[int], width: int | None, indent: int, gap: int) -> bool:
+    """Fewer than ``MIN_LAST`` columns (or the last one's width) are left for the last column."""
+    cols = len(widths)
+    lead = indent + sum(widths[:-1]) + gap * (cols - 1) if cols else indent
+    return width is not None and cols > 1 and width - lead < min(MIN_LAST, widths[-1])
+
+
+def _widths(cols: int, rows: list[list]) -> list[int]:
+    """The widest cell of each of the first ``cols`` columns."""
+    widths = [0] * cols
+    for r in rows:
+        for i, c in enumerate(r[:cols]):
+            widths[i] = max(widths[i], _text(c).cell_len)
+    return widths
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """How ``grid`` lays out a row: column widths, right-aligned columns, the last one below."""
+
+    cols: int
+    widths: list[int]
+    right: set[int]  # columns aligned right
+    below: bool  # the last column goes on its own line(s) under the row
+    indent: int
+    gap: int
+
+    def cell(self, c: object, i: int, style: str) -> Text:
+        t = _text(c).copy()
+        if style:
+            t.stylize(style)
+        if i == self.cols - 1 and self.below:
+            return t
+        pad = Text(" " * (self.widths[i] - t.cell_len))
+        return pad + t if i in self.right else t + pad
+
+    def line(self, cells: Sequence[object], style: str = "") -> list[RenderableType]:
+        parts = [self.cell(c, i, style) for i, c in enumerate(cells[: self.cols])]
+        gap = Text(" " * self.gap)
+        if self.below:
+            head = Text(" " * self.indent) + gap.join(parts[:-1])
+            head.rstrip()
+            tail = parts[-1]
+            below_row: list[RenderableType] = [head]
+            if tail.plain:
+                below_row.append(Hanging(Text(" " * (self.indent + 4)) + tail, self.indent + 4))
+            return below_row
+        head = Text(" " * self.indent) + gap.join([*parts[:-1], Text("")])
+        return [Hanging(head + parts[-1], head.cell_len, cap=False)]
 
 
 def human(n: float) -> str:

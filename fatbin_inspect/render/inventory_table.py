@@ -57,46 +57,54 @@ def _table(headers: tuple[str, ...], rows: list, keep: tuple[str, ...], width: i
     """The columns that hold something (``keep``: always shown); Text rows are notes (kernels).
     When the rows do not fit ``width`` and the first column is ``fatbin``, each fatbin becomes a
     line of its own above its entries instead of a column."""
-    cells = [r for r in rows if not isinstance(r, Text)]
-    cols, _ = drop_empty_columns(headers, cells, keep)
-    idx = [headers.index(c) for c in cols]
-    shown = [r if isinstance(r, Text) else [r[i] for i in idx] for r in rows]
+    cols, _ = drop_empty_columns(headers, [r for r in rows if not isinstance(r, Text)], keep)
+    shown = _only_columns(rows, [headers.index(c) for c in cols])
     titles = [HEADERS.get(c, c) for c in cols]
     right = [HEADERS.get(c, c) for c in _RIGHT]
     if cols[0] == "fatbin" and width is not None and natural_width(titles, shown) > width:
-        grouped: list = []
-        for r in shown:
-            if not isinstance(r, Text) and r[0]:
-                grouped.append(Text(r[0], style="bold"))
-            grouped.append(r if isinstance(r, Text) else r[1:])
-        return grid(titles[1:], grouped, width, right=right, indent=2)
+        return grid(titles[1:], _fatbin_lines(shown), width, right=right, indent=2)
     return grid(titles, shown, width, right=right)
 
 
+def _only_columns(rows: list, idx: list[int]) -> list:
+    return [r if isinstance(r, Text) else [r[i] for i in idx] for r in rows]
+
+
+def _fatbin_lines(shown: list) -> list:
+    """Rows without the fatbin column: each fatbin a bold line above its entries."""
+    grouped: list = []
+    for r in shown:
+        if not isinstance(r, Text) and r[0]:
+            grouped.append(Text(r[0], style="bold"))
+        grouped.append(r if isinstance(r, Text) else r[1:])
+    return grouped
+
+
+# the details column: (shown when, the words) per fact of an entry, in this order
+_DETAILS = (
+    (lambda e: e.relocatable_ptx, lambda e: "relocatable"),
+    (lambda e: e.tile_ir_version, lambda e: f"Tile IR {e.tile_ir_version}"),
+    (lambda e: e.debug, lambda e: "debug"),
+    (lambda e: e.host and e.host != "linux", lambda e: f"host={e.host}"),
+    (lambda e: e.identifier, lambda e: f"id={e.identifier}"),
+    (lambda e: e.cubin, lambda e: _cubin_details(e.cubin)),
+    (lambda e: e.kernels is not None, lambda e: plural(len(e.kernels), "kernel")),
+    (lambda e: e.decode_error, lambda e: f"undecodable: {e.decode_error}"),
+)
+
+
 def _details(e: Entry) -> str:
-    details: list[str] = []
-    if e.relocatable_ptx:
-        details.append("relocatable")
-    if e.tile_ir_version:
-        details.append(f"Tile IR {e.tile_ir_version}")
-    if e.debug:
-        details.append("debug")
-    if e.host and e.host != "linux":
-        details.append(f"host={e.host}")
-    if e.identifier:
-        details.append(f"id={e.identifier}")
-    if e.cubin:
-        c = e.cubin
-        details.append(f"abi{c.elf_abi} {c.elf_type}")
-        if c.device_link:
-            details.append("device-link")
-        if c.toolkit:
-            details.append(c.toolkit)
-    if e.kernels is not None:
-        details.append(plural(len(e.kernels), "kernel"))
-    if e.decode_error:
-        details.append(f"undecodable: {e.decode_error}")
-    return " ".join(details)
+    return " ".join(words(e) for shown, words in _DETAILS if shown(e))
+
+
+def _cubin_details(c) -> str:
+    return " ".join(
+        [
+            f"abi{c.elf_abi} {c.elf_type}",
+            *(["device-link"] if c.device_link else []),
+            *([c.toolkit] if c.toolkit else []),
+        ]
+    )
 
 
 def _kernel_line(k) -> Text:
@@ -142,23 +150,32 @@ def _summary_table(r: FileReport, width: int | None) -> list:
     for e in r.entries:
         groups[(e.kind, e.arch)].append(e)
     rows = []
-    for (kind, arch), es in sorted(groups.items(), key=lambda kv: _arch_key(kv[1][0])):
-        comp = ",".join(sorted({e.compression for e in es}))
-        isas = ",".join(sorted({e.ptx_isa for e in es if e.ptx_isa}))
-        ks = [k.name for e in es if e.kernels for k in e.kernels]
-        rows.append(
-            [
-                kind,
-                arch,
-                str(len(es)),
-                comp,
-                human(sum(e.stored_size for e in es)),
-                human(sum(e.size for e in es)),
-                isas,
-                str(len(set(ks))) if any(e.kernels is not None for e in es) else "",
-            ]
-        )
+    rows = [
+        _summary_row(kind, arch, es)
+        for (kind, arch), es in sorted(groups.items(), key=lambda kv: _arch_key(kv[1][0]))
+    ]
     return _table(SUMMARY_COLUMNS, rows, SUMMARY_COLUMNS[:6], width)
+
+
+def _summary_row(kind: str, arch: str, es: list[Entry]) -> list[str]:
+    """One row of ``SUMMARY_COLUMNS`` for the entries of one kind and arch."""
+    return [
+        kind,
+        arch,
+        str(len(es)),
+        ",".join(sorted({e.compression for e in es})),
+        human(sum(e.stored_size for e in es)),
+        human(sum(e.size for e in es)),
+        ",".join(sorted({e.ptx_isa for e in es if e.ptx_isa})),
+        _kernel_count(es),
+    ]
+
+
+def _kernel_count(es: list[Entry]) -> str:
+    """Distinct kernels of the entries, "" when none was decoded."""
+    if not any(e.kernels is not None for e in es):
+        return ""
+    return str(len({k.name for e in es if e.kernels for k in e.kernels}))
 
 
 def render_inventory(

@@ -27,13 +27,17 @@ def _cell_text(cell: Cell | None) -> Text:
         return Text("-", style=_CELL_STYLE[NONE])
     if cell.state == PTX:
         return Text("PTX", style=_CELL_STYLE[PTX])
-    sass = [a for a in cell.arches if a.startswith("sm_")]
-    suffixes = {a[-1] for a in sass if not a[-1].isdigit()}
-    plain = any(a[-1].isdigit() for a in sass)
-    label = "SASS" if plain or not suffixes else "SASS " + "".join(sorted(suffixes))
+    label = _sass_label([a for a in cell.arches if a.startswith("sm_")])
     if any(a.startswith("compute_") for a in cell.arches):
         label += "+PTX"
     return Text(label, style=_CELL_STYLE[SASS])
+
+
+def _sass_label(sass: Sequence[str]) -> str:
+    """``SASS``, or ``SASS a`` / ``SASS f`` when every cubin is arch- or family-specific."""
+    suffixes = {a[-1] for a in sass if not a[-1].isdigit()}
+    plain = any(a[-1].isdigit() for a in sass)
+    return "SASS" if plain or not suffixes else "SASS " + "".join(sorted(suffixes))
 
 
 def _verdict_text(v) -> Text:
@@ -95,27 +99,11 @@ def _matrix(titles: list[str], rows: list, width: int | None) -> list:
     namew = names if width is None else min(names, NAME_MAX, max(12, width // 4))
     filew = max([len("files")] + [len(r[1]) for r in rows])
     colw = [max([len(t)] + [r[2][i].cell_len for r in rows]) for i, t in enumerate(titles)]
-    bands: list[list[int]] = [[]]
-    used = namew + 2 + filew
-    for i, w in enumerate(colw):
-        if width is not None and bands[-1] and used + 2 + w > width:
-            bands.append([])
-            used = namew + 2 + filew
-        bands[-1].append(i)
-        used += 2 + w
     out: list = []
-    for n, band in enumerate(bands):
+    for n, band in enumerate(_bands(colw, namew + 2 + filew, width)):
         if n:
             out.append(Text(""))
-        head = Text(f"{TITLE:<{namew}}  {'files':>{filew}}", style="bold")
-        for i in band:
-            head += Text(
-                "  " + titles[i].center(colw[i]).rstrip()
-                if i == band[-1]
-                else "  " + titles[i].center(colw[i]),
-                style="bold",
-            )
-        out.append(head)
+        out.append(_band_head(titles, colw, band, namew, filew))
         for name, nfiles, cells in rows:
             line = Text("")
             if name.cell_len > namew:
@@ -123,13 +111,41 @@ def _matrix(titles: list[str], rows: list, width: int | None) -> list:
                 line += Text(" " * namew)
             else:
                 line += name + Text(" " * (namew - name.cell_len))
-            line += Text(f"  {nfiles:>{filew}}")
-            for i in band:
-                c = cells[i]
-                pad = colw[i] - c.cell_len
-                line += Text("  " + " " * (pad // 2)) + c + Text(" " * (pad - pad // 2))
-            out.append(line)
+            out.append(line + Text(f"  {nfiles:>{filew}}") + _band_cells(cells, colw, band))
     return out
+
+
+def _bands(colw: Sequence[int], lead: int, width: int | None) -> list[list[int]]:
+    """The columns of each band: as many as fit ``width`` after the name and files (``lead``)."""
+    bands: list[list[int]] = [[]]
+    used = lead
+    for i, w in enumerate(colw):
+        if width is not None and bands[-1] and used + 2 + w > width:
+            bands.append([])
+            used = lead
+        bands[-1].append(i)
+        used += 2 + w
+    return bands
+
+
+def _band_head(
+    titles: Sequence[str], colw: Sequence[int], band: Sequence[int], namew: int, filew: int
+) -> Text:
+    head = Text(f"{TITLE:<{namew}}  {'files':>{filew}}", style="bold")
+    for i in band:
+        title = titles[i].center(colw[i])
+        head += Text("  " + (title.rstrip() if i == band[-1] else title), style="bold")
+    return head
+
+
+def _band_cells(cells: Sequence[Text], colw: Sequence[int], band: Sequence[int]) -> Text:
+    """A row's cells of one band, each centred in its column."""
+    line = Text("")
+    for i in band:
+        c = cells[i]
+        pad = colw[i] - c.cell_len
+        line += Text("  " + " " * (pad // 2)) + c + Text(" " * (pad - pad // 2))
+    return line
 
 
 LEGEND = (
@@ -165,20 +181,31 @@ def render_coverage(
     if not cov.rows:
         out.append(Text("no device code found", style="dim"))
     else:
-        titles = [headers[i] if i < len(headers) else label for i, label in enumerate(cov.targets)]
-        if not verdicts_only:
-            titles = [f"sm_{sm}" for sm in cov.columns] + titles
-        out += _matrix(titles, _matrix_rows(cov, files, verdicts_only), width)
-        shares = any(c.of for r in cov.rows for c in r.cells.values())
-        legend = [] if verdicts_only else [LEGEND + (SHARE_LEGEND if shares else "")]
-        legend += [VERDICT_LEGEND] if cov.targets else []
-        if legend:
-            out.append(hang("legend: ", "; ".join(legend) + ".", style="dim"))
+        out += _table(cov, files, headers, width, verdicts_only)
     for i, label in enumerate(cov.targets):
         lines = _attention(cov, i, target_sms[i] if i < len(target_sms) else None)
         verdict = _target_verdict(cov, i, len(lines))
         out += [Text(""), Hanging(Text(f"{label}: {verdict}", style="bold"), 2), *lines]
     return render(out, color, width)
+
+
+def _table(
+    cov: Coverage, files: bool, headers: Sequence[str], width: int | None, verdicts_only: bool
+) -> list:
+    """The matrix and its legend."""
+    out = _matrix(_titles(cov, headers, verdicts_only), _matrix_rows(cov, files, verdicts_only), width)
+    shares = any(c.of for r in cov.rows for c in r.cells.values())
+    legend = [] if verdicts_only else [LEGEND + (SHARE_LEGEND if shares else "")]
+    legend += [VERDICT_LEGEND] if cov.targets else []
+    if legend:
+        out.append(hang("legend: ", "; ".join(legend) + ".", style="dim"))
+    return out
+
+
+def _titles(cov: Coverage, headers: Sequence[str], verdicts_only: bool) -> list[str]:
+    """``sm_XY`` per architecture column (unless ``verdicts_only``), then a title per target."""
+    titles = [headers[i] if i < len(headers) else label for i, label in enumerate(cov.targets)]
+    return titles if verdicts_only else [f"sm_{sm}" for sm in cov.columns] + titles
 
 
 def _target_verdict(cov: Coverage, i: int, attention: int) -> str:
@@ -216,16 +243,22 @@ def image_lines(images: Sequence[dict], layers: bool = False) -> list:
             continue
         n = len(im["layers"])
         out.append(Text(f"{image_head(im)}  {n} layer{'s' * (n != 1)}  {human(im['size'])}", style="bold"))
-        if not layers:
-            continue
-        for i, lay in enumerate(im["layers"], 1):
-            ident = (lay["digest"] or lay["diff_id"] or "?")[:19]
-            size = human(lay["size"]) if lay["size"] is not None else "?"
-            files = lay["files"]
-            what = f"{len(files)} CUDA file{'s' * (len(files) != 1)}" if files else "no CUDA files"
-            out.append(Text(f"  layer {i}/{n}  {ident}  {size}  {what}", style="" if files else "dim"))
-            out += [Text(f"    {f}", style="dim") for f in files]
+        if layers:
+            for i, lay in enumerate(im["layers"], 1):
+                out += _layer_lines(lay, i, n)
     return out
+
+
+def _layer_lines(lay: dict, i: int, n: int) -> list:
+    """``layer I/N  DIGEST  SIZE  K CUDA files``, then the files."""
+    ident = (lay["digest"] or lay["diff_id"] or "?")[:19]
+    size = human(lay["size"]) if lay["size"] is not None else "?"
+    files = lay["files"]
+    what = f"{len(files)} CUDA file{'s' * (len(files) != 1)}" if files else "no CUDA files"
+    return [
+        Text(f"  layer {i}/{n}  {ident}  {size}  {what}", style="" if files else "dim"),
+        *(Text(f"    {f}", style="dim") for f in files),
+    ]
 
 
 def attention(row: Row, v, sm: int | None) -> str:

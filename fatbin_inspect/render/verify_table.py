@@ -51,6 +51,21 @@ def _files_table(files: list[FileCheck]) -> Table:
     return tab
 
 
+def _finding_line(f: Disagreement) -> Text:
+    where = "file" if f.fatbin_offset is None else f"fatbin {f.fatbin_offset:#x} {f.what}"
+    return Text(
+        f"finding: {f.path} {where}: predicted {f.predicted}, "
+        f"driver says {f.actual}. Prediction's reason: {f.reason}",
+        style="red",
+    )
+
+
+def _files_summary(files: list[FileCheck]) -> Text:
+    agree = sum(1 for f in files if f.agree)
+    against = sum(1 for f in files if f.agree is False)
+    return Text(f"file verdicts (R-FILE) confirmed {agree}, contradicted {against}", style="bold")
+
+
 def render_verify(
     target: str,
     checks: list[ImageCheck],
@@ -65,18 +80,8 @@ def render_verify(
         out.append(_table(checks))
     if files:
         out.append(_files_table(files))
-    for f in findings:
-        where = "file" if f.fatbin_offset is None else f"fatbin {f.fatbin_offset:#x} {f.what}"
-        out.append(
-            Text(
-                f"finding: {f.path} {where}: predicted {f.predicted}, "
-                f"driver says {f.actual}. Prediction's reason: {f.reason}",
-                style="red",
-            )
-        )
+    out += [_finding_line(f) for f in findings]
     if files:
-        agree = sum(1 for f in files if f.agree)
-        against = sum(1 for f in files if f.agree is False)
-        out.append(Text(f"file verdicts (R-FILE) confirmed {agree}, contradicted {against}", style="bold"))
+        out.append(_files_summary(files))
     out.append(Text(", ".join(f"{label} {n}" for label, n in summary(checks)), style="bold"))
     return render(out, color, width)

@@ -19,7 +19,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from fatbin_inspect.compat import data
-from fatbin_inspect.compat.engine import FatbinVerdict, evaluate, rollup, specialised_in, targets_generation
+from fatbin_inspect.compat.engine import (
+    FatbinVerdict,
+    FileVerdict,
+    evaluate,
+    rollup,
+    specialised_in,
+    targets_generation,
+)
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.binio import Blob, open_blob
@@ -297,23 +304,24 @@ def file_checks(reports: list[FileReport], checks: list[ImageCheck], target: Tar
     for rec in reports:
         fv = evaluate(rec, target, stack=False)
         counted = [v for v in fv.fatbins if v.ignored is None and v.verdict != "no-device-code"]
-        if fv.verdict == "link-time" or not counted:
-            continue
-        seen = [whole.get((rec.path, v.offset)) for v in counted]
-        actual = observed_verdict(counted, seen)
-        predicted = f"{fv.verdict}/{fv.coverage}"
-        out.append(
-            FileCheck(
-                rec.path,
-                predicted,
-                actual,
-                sum(1 for s in seen if s in (NATIVE, JIT)),
-                sum(1 for s in seen if s == FAIL),
-                fv.reason,
-                None if actual is None else actual == predicted,
-            )
-        )
+        if fv.verdict != "link-time" and counted:
+            out.append(_file_check(fv, counted, [whole.get((rec.path, v.offset)) for v in counted]))
     return out
+
+
+def _file_check(fv: FileVerdict, counted: list[FatbinVerdict], seen: list[str | None]) -> FileCheck:
+    """The engine's R-FILE verdict of one file against the rule applied to its loads (``seen``)."""
+    actual = observed_verdict(counted, seen)
+    predicted = f"{fv.verdict}/{fv.coverage}"
+    return FileCheck(
+        fv.path,
+        predicted,
+        actual,
+        sum(1 for s in seen if s in (NATIVE, JIT)),
+        sum(1 for s in seen if s == FAIL),
+        fv.reason,
+        None if actual is None else actual == predicted,
+    )
 
 
 def observed_verdict(counted: list[FatbinVerdict], seen: list[str | None]) -> str | None:
@@ -323,11 +331,16 @@ def observed_verdict(counted: list[FatbinVerdict], seen: list[str | None]) -> st
         return None  # not loaded, timed out or crashed: the file cannot be judged
     loading = [s for s in seen if s is not None and s != FAIL]
     failing = [v for v, s in zip(counted, seen, strict=True) if s == FAIL]
-    general = any(s == NATIVE and v.general_native for v, s in zip(counted, seen, strict=True))
+    general = _loads_general(counted, seen)
     generation = targets_generation(counted)  # the code held, not the loads: the guard of (i)
     gaps = sum(1 for v in failing if not specialised_in(v, general, generation))
     verdict, coverage = rollup(loading, len(failing) - gaps, gaps)
     return f"{verdict}/{coverage}"
+
+
+def _loads_general(counted: list[FatbinVerdict], seen: list[str | None]) -> bool:
+    """Some fatbin loaded natively the general (not arch-specific) cubin the engine picks."""
+    return any(s == NATIVE and v.general_native for v, s in zip(counted, seen, strict=True))
 
 
 def file_findings(files: list[FileCheck]) -> list[Disagreement]:

@@ -314,11 +314,7 @@ def render(report: FindingsReport, fail_on: str = "error", color: bool = False) 
     pills = "".join(
         f'<span class="pill {sev}">{plural(c[sev], sev)}</span>' for sev in ("error", "warning", "note")
     )
-    inputs = ", ".join(  # "PATH (image facts)": the path shortened, the facts kept
-        f'<code title="{escape(p)}">{escape(_short_input(p))}</code>' for p in report.inputs[:20]
-    )
-    if len(report.inputs) > 20:
-        inputs += f" and {len(report.inputs) - 20} more"
+    inputs = _inputs(report.inputs)
     cov = report.coverage
     body = [
         f"<h1>fatbin-inspect {escape(report.command)}: "
@@ -341,6 +337,12 @@ def render(report: FindingsReport, fail_on: str = "error", color: bool = False) 
         f"<title>fatbin-inspect {escape(report.command)} report</title><style>{CSS}</style></head>"
         f"<body>{''.join(body)}</body></html>\n"
     )
+
+
+def _inputs(paths: Sequence[str], shown: int = 20) -> str:
+    """ "PATH (image facts)": the path shortened, the facts kept; the first ``shown`` of them."""
+    out = ", ".join(f'<code title="{escape(p)}">{escape(_short_input(p))}</code>' for p in paths[:shown])
+    return out + (f" and {len(paths) - shown} more" if len(paths) > shown else "")
 
 
 def _short_input(p: str) -> str:

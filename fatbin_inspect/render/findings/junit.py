@@ -20,6 +20,24 @@ def _x(s: str) -> str:
     return utf8(shown(s))
 
 
+def _lines(fs) -> str:
+    return "\n".join(f"{f.severity} {f.rule_id} {f.rule.name}: {_x(f.message)}" for f in fs)
+
+
+def _case(suite: ET.Element, c: Check, report: FindingsReport, fail_on: str) -> bool:
+    """One test case: failed (True) by its findings at or above ``fail_on``, the rest as output."""
+    case = ET.SubElement(suite, "testcase", classname=_x(c.path), name=_x(c.target or FILE_WIDE_NAME))
+    fs = findings_for(c, report.findings)
+    bad = [f for f in fs if fails([f], fail_on)]
+    rest = [f for f in fs if f not in bad]
+    if bad:
+        fail = ET.SubElement(case, "failure", message=_x(bad[0].message), type=bad[0].rule_id)
+        fail.text = _lines(bad)
+    if rest:
+        ET.SubElement(case, "system-out").text = _lines(rest)
+    return bool(bad)
+
+
 def render(report: FindingsReport, fail_on: str = "error", color: bool = False) -> str:
     suites: dict[str, list[Check]] = {}
     for c in report.checks:
@@ -28,20 +46,7 @@ def render(report: FindingsReport, fail_on: str = "error", color: bool = False) 
     total = failed = 0
     for container, checks in suites.items():
         suite = ET.SubElement(root, "testsuite", name=_x(container))
-        n_fail = 0
-        for c in checks:
-            case = ET.SubElement(suite, "testcase", classname=_x(c.path), name=_x(c.target or FILE_WIDE_NAME))
-            fs = findings_for(c, report.findings)
-            bad = [f for f in fs if fails([f], fail_on)]
-            rest = [f for f in fs if f not in bad]
-            if bad:
-                n_fail += 1
-                fail = ET.SubElement(case, "failure", message=_x(bad[0].message), type=bad[0].rule_id)
-                fail.text = "\n".join(f"{f.severity} {f.rule_id} {f.rule.name}: {_x(f.message)}" for f in bad)
-            if rest:
-                ET.SubElement(case, "system-out").text = "\n".join(
-                    f"{f.severity} {f.rule_id} {f.rule.name}: {_x(f.message)}" for f in rest
-                )
+        n_fail = sum(_case(suite, c, report, fail_on) for c in checks)
         suite.set("tests", str(len(checks)))
         suite.set("failures", str(n_fail))
         suite.set("errors", "0")

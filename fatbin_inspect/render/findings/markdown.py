@@ -46,32 +46,48 @@ def render(report: FindingsReport, fail_on: str = "error", color: bool = False) 
     if report.targets:
         out.append(f"Targets: {', '.join(code(t) for t in report.targets)}.")
     out.append("")
-    if report.findings:
-        out += ["| | rule | artifact | target | finding |", "|---|---|---|---|---|"]
-        for f in report.findings:
-            out.append(
-                f"| {ICON[f.severity]} {f.severity} | `{f.rule_id}` {f.rule.name} | {code(f.path)} | "
-                f"{cell(f.target or '')} | {cell(f.message)} |"
-            )
-        out.append("")
-    failing = [c for c in report.checks if fails(findings_for(c, report.findings), fail_on)]
+    out += _findings_table(report)
     if artifacts:
-        out += [
-            "<details><summary>Checks per artifact</summary>",
-            "",
-            "| artifact | target | result |",
-            "|---|---|---|",
-        ]
-        for c in report.checks:
-            out.append(
-                f"| {code(c.path)} | {cell(c.target or 'policy')} | {'fail' if c in failing else 'pass'} |"
-            )
-        out += ["", "</details>", ""]
-    used = sorted({f.rule_id for f in report.findings})
-    if used:
-        out += ["<details><summary>Rules</summary>", ""]
-        for rid in used:
-            r = RULE_BY_ID[rid]
-            out.append(f"- **{r.id} {r.name}** ({r.severity}): {r.summary}. {r.help}")
-        out += ["", "</details>", ""]
+        out += _checks_table(report, fail_on)
+    out += _rules_used(report)
     return "\n".join(out)
+
+
+def _findings_table(report: FindingsReport) -> list[str]:
+    if not report.findings:
+        return []
+    out = ["| | rule | artifact | target | finding |", "|---|---|---|---|---|"]
+    for f in report.findings:
+        out.append(
+            f"| {ICON[f.severity]} {f.severity} | `{f.rule_id}` {f.rule.name} | {code(f.path)} | "
+            f"{cell(f.target or '')} | {cell(f.message)} |"
+        )
+    return [*out, ""]
+
+
+def _checks_table(report: FindingsReport, fail_on: str) -> list[str]:
+    """Each check's result, folded."""
+    failing = [c for c in report.checks if fails(findings_for(c, report.findings), fail_on)]
+    out = [
+        "<details><summary>Checks per artifact</summary>",
+        "",
+        "| artifact | target | result |",
+        "|---|---|---|",
+    ]
+    for c in report.checks:
+        out.append(
+            f"| {code(c.path)} | {cell(c.target or 'policy')} | {'fail' if c in failing else 'pass'} |"
+        )
+    return [*out, "", "</details>", ""]
+
+
+def _rules_used(report: FindingsReport) -> list[str]:
+    """The rules the findings name, folded."""
+    used = sorted({f.rule_id for f in report.findings})
+    if not used:
+        return []
+    out = ["<details><summary>Rules</summary>", ""]
+    for rid in used:
+        r = RULE_BY_ID[rid]
+        out.append(f"- **{r.id} {r.name}** ({r.severity}): {r.summary}. {r.help}")
+    return [*out, "", "</details>", ""]

@@ -21,21 +21,31 @@ def render(
         by_path.setdefault(f.path, []).append(f)
     out: list = []
     for path, fs in by_path.items():
-        head = Text(path, style="bold")
-        if fs[0].distribution:
-            head.append(f"  [{fs[0].distribution}]", style="cyan")
-        out.append(console.Hanging(head, 4))
-        rows = [
-            [
-                Text(f.severity, style=STYLE[f.severity]),
-                f"{f.rule_id} {f.rule.name}" if width is None or width >= WIDE else f.rule_id,
-                f.target or "",
-                f.message,
-            ]
-            for f in fs
+        out += _block(path, fs, width)
+    out.append(_verdict_line(report, fail_on))
+    return console.render(out, color, width)
+
+
+def _block(path: str, fs: list[Finding], width: int | None) -> list:
+    """An artifact's findings: its path (and distribution), then one row per finding."""
+    head = Text(path, style="bold")
+    if fs[0].distribution:
+        head.append(f"  [{fs[0].distribution}]", style="cyan")
+    wide = width is None or width >= WIDE
+    rows = [
+        [
+            Text(f.severity, style=STYLE[f.severity]),
+            f"{f.rule_id} {f.rule.name}" if wide else f.rule_id,
+            f.target or "",
+            f.message,
         ]
-        _, rows = console.drop_empty_columns(["severity", "rule", "target", "message"], rows)
-        out += [*console.grid(None, rows, width, indent=2), Text("")]
+        for f in fs
+    ]
+    _, rows = console.drop_empty_columns(["severity", "rule", "target", "message"], rows)
+    return [console.Hanging(head, 4), *console.grid(None, rows, width, indent=2), Text("")]
+
+
+def _verdict_line(report: FindingsReport, fail_on: str) -> Text:
     n = counts(report.findings)
     artifacts = len({c.path for c in report.checks})
     failed = fails(report.findings, fail_on)
@@ -47,5 +57,4 @@ def render(
     )
     if report.targets:
         line.append(f"; targets {', '.join(report.targets)}", style="dim")
-    out.append(line)
-    return console.render(out, color, width)
+    return line
