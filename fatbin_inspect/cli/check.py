@@ -156,8 +156,7 @@ def check_cmd(
             else list(judged)
         )
     if fmt == "table":
-        text = _table(targets, verdicts, long_view, all_kernels, cache, output)
-        write_output(text, output, seen)
+        write_output(_table(targets, verdicts, long_view, all_kernels, cache, output), output, seen)
     elif fmt != "json":  # (the JSON is written as judged)
         _findings(paths, targets, verdicts, unreadable, kept, fmt, fail_on, output, seen)
     if unreadable:
@@ -169,13 +168,11 @@ def check_cmd(
 def _table(targets, verdicts, long_view: bool, all_kernels: bool, cache, output) -> str:
     """Several targets or files: the matrix, a verdict per file and target on one line each; one
     file and target, or --long: every verdict with its reasons."""
-    if not long_view and (len(targets) > 1 or len({v.path for v in verdicts}) > 1):
-        from fatbin_inspect.render.check_matrix import render_matrix
+    from fatbin_inspect.render import view
 
-        return render_matrix(targets, verdicts, cache=cache, **look(output))
-    from fatbin_inspect.render.check_table import render_check
-
-    return render_check(targets, verdicts, kernels=all_kernels, cache=cache, **look(output))
+    matrix = not long_view and (len(targets) > 1 or len({v.path for v in verdicts}) > 1)
+    draw = view("check", "table" if matrix else "long")
+    return draw(targets, verdicts, kernels=all_kernels, cache=cache, **look(output))
 
 
 def _findings(paths, targets, verdicts, unreadable, kept, fmt, fail_on, output, seen) -> None:

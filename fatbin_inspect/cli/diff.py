@@ -87,20 +87,9 @@ def diff_cmd(old, new, fail_on_dropped, kernels, fail_on, exit_zero, strict, fmt
 
 
 def _write(d, report, fmt: str, level: str, output, inputs) -> None:
-    if fmt in ("table", "markdown", "json"):
-        if fmt == "table":
-            from fatbin_inspect.render import diff_table
+    from fatbin_inspect.render import has_view, view
 
-            text = diff_table.render_diff_table(d, **look(output))
-        elif fmt == "markdown":
-            from fatbin_inspect.render import diff_markdown
-
-            text = diff_markdown.render_diff_markdown(d)
-        else:
-            from fatbin_inspect.render import diff_json, jsondump
-            from fatbin_inspect.render.findings import json as findings_json
-
-            text = jsondump.dumps({**findings_json.document(report, level), "diff": diff_json.diff_dict(d)})
-        write_output(text, output, inputs)
+    if has_view("diff", fmt):  # else a findings format
+        write_output(view("diff", fmt)(d, report, level, **look(output)), output, inputs)
         return
     write_findings(report, fmt, level, output, inputs)

@@ -40,8 +40,7 @@ def doctor_cmd(no_torch_archs, fail_on, exit_zero, fmt, output):
     (the report is printed all the same).
     """
     from fatbin_inspect.compat import data
-    from fatbin_inspect.render import jsondump
-    from fatbin_inspect.render.doctor_json import doctor_document
+    from fatbin_inspect.render import view
     from fatbin_inspect.system import stack as stack_mod
     from fatbin_inspect.system.diagnose import diagnose
 
@@ -49,12 +48,7 @@ def doctor_cmd(no_torch_archs, fail_on, exit_zero, fmt, output):
         torch_archs=not no_torch_archs, tegra_ccs=[f"{a}.{b}" for a, b in data.tegra_ccs()]
     )
     diag = diagnose(st)
-    if fmt == "json":
-        text = jsondump.dumps(doctor_document(st, diag))
-    else:
-        from fatbin_inspect.render.doctor_table import render_doctor
-
-        text = render_doctor(st, diag, **look(output))
+    text = view("doctor", fmt)(st, diag, **look(output))
     write_output(text, output)
     failing = diag.failed or (fail_on == "warning" and bool(diag.warnings))
     if failing and fail_on != "never" and not exit_zero:

@@ -23,16 +23,12 @@ from fatbin_inspect.errors import UsageError
 def explain_cmd(error, fmt, output):
     """Explain ERROR: a number (209), a name (cudaErrorNoKernelImageForDevice, CUDA_ERROR_NO_BINARY_FOR_GPU)
     or the text a program printed ("no kernel image is available for execution on the device")."""
-    from fatbin_inspect.render import explain_json, explain_text, jsondump
+    from fatbin_inspect.render import view
 
     query = " ".join(error)
     e = explain(query)
     if e is None:
         raise UsageError(f"explain: {query!r} matches no known CUDA error number, name or message")
-    text = (
-        jsondump.dumps(explain_json.explanation_dict(e))
-        if fmt == "json"
-        else explain_text.explanation_text(e, **look(output))
-    )
+    text = view("explain", fmt)(e, **look(output))
     write_output(text, output)
     raise SystemExit(EXIT_OK)

@@ -6,7 +6,6 @@ import click
 
 from fatbin_inspect.cli.common import EXIT_OK, format_option, look, output_option, write_output
 from fatbin_inspect.cli.options import complete_gpu, examples, ui_options
-from fatbin_inspect.compat import data
 from fatbin_inspect.compat.targets import search_gpus
 from fatbin_inspect.errors import UsageError
 
@@ -27,16 +26,12 @@ def gpus_cmd(query, cc, fmt, output):
     """List known GPUs, sorted by compute capability then name. QUERY filters by name words
     ('4090', 'jetson orin', 'H100-SXM5-80GB', as --gpu matches them) or compute capability
     (8.9, sm_89)."""
-    from fatbin_inspect.render import gpus_json, gpus_table, jsondump
+    from fatbin_inspect.render import view
 
     rows = search_gpus(query, cc)
     if not rows:
         what = " and ".join(x for x in (query and repr(query), cc and f"--cc {cc}") if x)
         raise UsageError(f"gpus: nothing matches {what}")
-    if fmt == "json":
-        doc = {"schema_version": 1, "as_of": data.load("gpus")["as_of"], "gpus": gpus_json.gpu_dicts(rows)}
-        text = jsondump.dumps(doc)
-    else:
-        text = gpus_table.render_gpus(rows, **look(output))
+    text = view("gpus", fmt)(rows, **look(output))
     write_output(text, output)
     raise SystemExit(EXIT_OK)

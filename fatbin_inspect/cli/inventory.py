@@ -112,15 +112,13 @@ def _table(paths, opts: Options, targets, entries: str, output, seen: list) -> b
         for r in iter_reports(paths, opts, progress):
             note_error(r)
             reports.append(r)
-    from fatbin_inspect.render.inventory_table import render_inventory
+    from fatbin_inspect.render import view
 
-    text = render_inventory(reports, entries=entries, kernels=opts.kernels, **look(output))
+    text = view("list", "table")(reports, entries=entries, kernels=opts.kernels, **look(output))
     if targets:
-        from fatbin_inspect.render.check_table import render_check
-
         wheels = WheelRuntimes()
         verdicts = [v for r in reports for v in judge(r, targets, wheels)]
-        text += render_check(targets, verdicts, **look(output))
+        text += view("check", "long")(targets, verdicts, **look(output))
     write_output(text, output, [*seen, *(r.path for r in reports)])
     return any(r.error for r in reports)
 

@@ -208,8 +208,8 @@ def scan_cmd(
     for r in run.result.reports:
         note_error(r)
     inputs = [*paths, *(r.path for r in run.result.reports)]  # the output may be none of them
-    view = _Table(output, show_files, verdicts_only, show_layers)
-    text = _VIEWS[fmt](run, paths, inputs, output, view)
+    shown = _Table(output, show_files, verdicts_only, show_layers)
+    text = _VIEWS[fmt](run, paths, inputs, output, shown)
     if text is not None:
         write_output(text, output, inputs)
     raise SystemExit(_exit_code(run, strict, fail_on, exit_zero))
@@ -309,7 +309,8 @@ def _html_view(run, paths, inputs, output, view) -> str:
 
 
 def _table_view(run, paths, inputs, output, view) -> str:
-    from fatbin_inspect.render.scan_table import render_coverage, summary_line
+    from fatbin_inspect.render import view as render_view
+    from fatbin_inspect.render.scan_table import summary_line
     from fatbin_inspect.scanning.images import image_views
 
     result, targets = run.result, run.targets
@@ -317,7 +318,7 @@ def _table_view(run, paths, inputs, output, view) -> str:
     summary = summary_line(
         len(result.reports), len(run.coverage.rows), s.files, s.bytes, run.seconds, s.cache_hits, s.inspected
     )
-    text = render_coverage(
+    text = render_view("scan", "table")(
         run.coverage,
         summary,
         verdicts_only=view.verdicts_only,

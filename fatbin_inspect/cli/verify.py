@@ -61,8 +61,7 @@ def verify_cmd(
     Exit codes: 0 every prediction confirmed, 1 a prediction contradicted or a load hung/crashed,
     2 usage error, 4 no GPU, driver or cuda-python (pip install 'fatbin-inspect[gpu]').
     """
-    from fatbin_inspect.render import jsondump
-    from fatbin_inspect.render.verify_json import verify_document
+    from fatbin_inspect.render import view
     from fatbin_inspect.verify import compare
     from fatbin_inspect.verify.runner import ChildSession, NoDevice, child_env
 
@@ -81,10 +80,7 @@ def verify_cmd(
         raise SystemExit(EXIT_NO_DEVICE) from None
     files = compare.file_checks(reports, checks, target) if target else []
     found = compare.findings(checks) + compare.file_findings(files)
-    if fmt == "json":
-        text = jsondump.dumps(verify_document(label, checks, found, files))
-    else:
-        text = _table(label, checks, found, files, findings_only, output)
+    text = view("verify", fmt)(label, checks, found, images=not findings_only, files=files, **look(output))
     write_output(text, output)
     bad = bool(found) or any(c.actual == compare.ERROR for c in checks)
     raise SystemExit(EXIT_FINDINGS if bad and not (fail_on == "never" or exit_zero) else EXIT_OK)
@@ -103,12 +99,6 @@ def _load_all(paths, load, load_nojit, predict, entries: bool, max_fatbins, repo
                     path, load, load_nojit, predict, entries=entries, max_fatbins=max_fatbins, reports=reports
                 )
     return checks
-
-
-def _table(label, checks, found, files, findings_only: bool, output) -> str:
-    from fatbin_inspect.render.verify_table import render_verify
-
-    return render_verify(label, checks, found, images=not findings_only, files=files, **look(output))
 
 
 def _prediction(env):

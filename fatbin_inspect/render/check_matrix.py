@@ -263,9 +263,11 @@ def render_matrix(
     color: bool = False,
     width: int | None = None,
     cache: jit.CacheSettings = jit.DEFAULT_CACHE,
+    kernels: bool = False,
 ) -> str:
     """The matrix of ``check`` (``verdicts`` in file order, one per target each); ``cache``: the
-    deployment's JIT cache (``--env CUDA_CACHE_*``), for the JIT notes."""
+    deployment's JIT cache (``--env CUDA_CACHE_*``), for the JIT notes; ``kernels`` (``--kernels``:
+    every missing kernel) is for the long view, the matrix names none."""
     by_file: dict[str, dict[Target, FileVerdict]] = {}
     for v in verdicts:
         by_file.setdefault(v.path, {})[v.target] = v

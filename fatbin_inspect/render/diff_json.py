@@ -6,6 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from fatbin_inspect.release.diff import DiffReport
+from fatbin_inspect.release.findings import FindingsReport
+from fatbin_inspect.render import jsondump
+
+
+def render_diff_json(
+    d: DiffReport, report: FindingsReport, fail_on: str, color: bool = False, width: int | None = None
+) -> str:
+    """The findings JSON of the drops, with every change under ``diff``."""
+    from fatbin_inspect.render.findings import json as findings_json
+
+    return jsondump.dumps({**findings_json.document(report, fail_on), "diff": diff_dict(d)})
 
 
 def diff_dict(d: DiffReport) -> dict[str, Any]:

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from fatbin_inspect.release.diff import DiffReport
+from fatbin_inspect.release.findings import FindingsReport
 from fatbin_inspect.render.diff_table import kernels_cell
 from fatbin_inspect.render.findings.markdown import cell, code
 
 
-def render_diff_markdown(d: DiffReport) -> str:
+def render_diff_markdown(
+    d: DiffReport,
+    report: FindingsReport | None = None,
+    fail_on: str = "error",
+    color: bool = False,
+    width: int | None = None,
+) -> str:
+    """A document: ``color`` and ``width`` are ignored, and so are the findings (``report``)."""
     out: list[str] = [f"## fatbin-inspect diff: {code(d.old)} → {code(d.new)}", ""]
     if d.distributions:
         out += ["| distribution | old | new | archs added | archs dropped |", "|---|---|---|---|---|"]

@@ -6,6 +6,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fatbin_inspect.release.diff import DiffReport, FileDiff
+from fatbin_inspect.release.findings import FindingsReport
 from fatbin_inspect.render.console import render
 
 
@@ -18,7 +19,14 @@ def kernels_cell(f: FileDiff) -> str:
     return " ".join(parts)
 
 
-def render_diff_table(d: DiffReport, color: bool = False, width: int | None = None) -> str:
+def render_diff_table(
+    d: DiffReport,
+    report: FindingsReport | None = None,
+    fail_on: str = "error",
+    color: bool = False,
+    width: int | None = None,
+) -> str:
+    """``report``, ``fail_on``: the drops as findings, which only the JSON view writes."""
     out: list = [Text(f"{d.old} -> {d.new}", style="bold")]
     if d.distributions:
         tab = Table(box=None, pad_edge=False, header_style="bold")

@@ -8,9 +8,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from fatbin_inspect.render import jsondump
 from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, tool
 from fatbin_inspect.system.diagnose import Diagnosis
 from fatbin_inspect.system.stack import Stack
+
+
+def render_doctor_json(stack: Stack, diag: Diagnosis, color: bool = False, width: int | None = None) -> str:
+    return jsondump.dumps(doctor_document(stack, diag))
 
 
 def doctor_document(stack: Stack, diag: Diagnosis) -> dict[str, Any]:

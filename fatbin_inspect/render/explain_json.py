@@ -5,6 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from fatbin_inspect.compat.explain import Explanation
+from fatbin_inspect.render import jsondump
+
+
+def render_explanation_json(e: Explanation, color: bool = False, width: int | None = None) -> str:
+    return jsondump.dumps(explanation_dict(e))
 
 
 def explanation_dict(e: Explanation) -> dict[str, Any]:

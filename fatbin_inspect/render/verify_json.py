@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from fatbin_inspect.render import jsondump
 from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, tool
 from fatbin_inspect.verify.compare import (
     Disagreement,
@@ -44,6 +45,19 @@ def check_dict(c: ImageCheck) -> dict[str, Any]:
         "predicted_text": describe_prediction(c.predicted),
         "agree": c.agree,
     }
+
+
+def render_verify_json(
+    target: str | None,
+    checks: list[ImageCheck],
+    findings: list[Disagreement],
+    color: bool = False,
+    images: bool = True,
+    width: int | None = None,
+    files: list[FileCheck] | None = None,
+) -> str:
+    """The document (every image, whatever ``images`` says: it is for the table)."""
+    return jsondump.dumps(verify_document(target, checks, findings, files))
 
 
 def verify_document(
