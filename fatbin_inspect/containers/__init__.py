@@ -2,16 +2,19 @@
 
 Each host-binary container (ELF, PE/COFF) returns a ``Layout``: its sections as file-offset
 ``Region``s, which of them are fatbin sections, and the CUDA libraries it links. Archive
-containers (ar, zip, tar) yield members instead. ``detect`` decides by content, never by name.
+containers (ar, zip, tar, gzip, conda) yield members instead. ``detect`` decides by content, never by
+name; ``LAYOUTS`` and ``ARCHIVES`` say which reader opens each kind it names.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats import cubin, ptx
-from fatbin_inspect.formats.binio import gaps
+from fatbin_inspect.formats.binio import Blob, gaps
+from fatbin_inspect.formats.decompress import Budget
 from fatbin_inspect.formats.fatbin import MAGIC_BYTES
 
 
@@ -81,6 +84,87 @@ def detect(head: bytes) -> str:
     if ptx.looks_like_ptx(head):
         return "ptx"
     return "unknown"
+
+
+# ------------------------------------------------------------------------- readers by kind
+# Each kind ``detect`` names that a reader opens: host binaries to their ``Layout``, archives
+# to a member reader (``archives.MemberReader`` or ``conda.CondaReader``). Imported when used:
+# the modules import this one.
+def _elf_layout(blob: Blob) -> Layout:
+    from fatbin_inspect.containers import elf
+
+    return elf.layout(blob)
+
+
+def _pe_layout(blob: Blob) -> Layout:
+    from fatbin_inspect.containers import pe
+
+    return pe.layout(blob)
+
+
+def _coff_layout(blob: Blob) -> Layout:
+    from fatbin_inspect.containers import pe
+
+    return pe.coff_layout(blob)
+
+
+LAYOUTS: dict[str, Callable[[Blob], Layout]] = {"elf": _elf_layout, "pe": _pe_layout, "coff": _coff_layout}
+
+
+def layout(kind: str, blob: Blob) -> Layout:
+    """The sections of a host binary of ``kind``; no sections for any other kind."""
+    read = LAYOUTS.get(kind)
+    return read(blob) if read is not None else Layout(kind, ())
+
+
+def _ar(blob: Blob, all_members: bool, budget: Budget):
+    from fatbin_inspect.containers import archives
+
+    return archives.MemberReader(archives.ar_members(blob), "ar")
+
+
+def _zip(blob: Blob, all_members: bool, budget: Budget):
+    from fatbin_inspect.containers import archives, conda
+
+    zf = archives.open_zip(blob.stream())
+    if conda.is_conda_zip(zf.namelist()):
+        return conda.CondaReader(blob, zf)
+    members = archives.zip_members(blob, all_members=all_members, zf=zf, budget=budget)
+    return archives.MemberReader(members, "zip")
+
+
+def _tar(blob: Blob, all_members: bool, budget: Budget):
+    from fatbin_inspect.containers import archives
+
+    return archives.MemberReader(archives.tar_members(blob, compressed=False, budget=budget), "tar")
+
+
+def _gzip(blob: Blob, all_members: bool, budget: Budget):
+    from fatbin_inspect.containers import archives
+
+    return archives.MemberReader(archives.gzip_members(blob, budget), "tar")
+
+
+def _bzip2(blob: Blob, all_members: bool, budget: Budget):  # a conda package with info/index.json
+    from fatbin_inspect.containers import conda
+
+    return conda.CondaReader(blob)
+
+
+# the archive kinds, and how each is opened: (blob, every member wanted, budget) -> a reader
+ARCHIVES = {"ar": _ar, "zip": _zip, "tar": _tar, "gzip": _gzip, "bzip2": _bzip2}
+
+
+def open_archive(kind: str, blob: Blob, all_members: bool, budget: Budget):
+    """The member reader of an archive of ``kind`` (a key of ``ARCHIVES``); ``InputError`` when
+    its directory does not read."""
+    return ARCHIVES[kind](blob, all_members, budget)
+
+
+def archive_format(kind: str) -> str:
+    """The format an archive's record shows when its reader could not be opened: a compressed
+    stream is a tar."""
+    return "tar" if kind in ("gzip", "bzip2") else kind
 
 
 CUDA_LIB_PREFIXES = ("libcudart", "cudart", "libcuda.", "nvcuda", "libnvrtc", "nvrtc", "libcublas", "cublas")

@@ -367,6 +367,8 @@ def tar_member(tf: tarfile.TarFile, ti: tarfile.TarInfo, blob: Blob | None = Non
         return None
     try:
         fh = tf.extractfile(ti)
+        if fh is None:  # not a regular member (tar_entries hands on regular ones only)
+            raise CorruptError(f"tar member {name} holds no data")
         head = b"" if named else fh.read(HEAD_BYTES)
         if named or by_content(head):
             return Member(name, _spill(fh, ti.size, "tar member", head=head))
@@ -427,6 +429,7 @@ def decompressed(blob: Blob, what: str, budget: Budget | None = None, fileobj=No
     head = blob.head(6)
     fileobj = blob.stream() if fileobj is None else fileobj
     limit = min(MAX_MEMBER_BYTES * 8, max(SPILL_BYTES, MAX_RATIO * blob.size))
+    raw: object  # a decompressing reader: zstandard's, GzipFile, BZ2File or LZMAFile
     try:
         if head[:4] == b"\x28\xb5\x2f\xfd":
             import zstandard
@@ -453,6 +456,36 @@ def decompressed(blob: Blob, what: str, budget: Budget | None = None, fileobj=No
 
 def _why(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}" if not isinstance(exc, (OSError, zipfile.BadZipFile)) else str(exc)
+
+
+def gzip_members(blob: Blob, budget: Budget) -> Iterator[Member]:
+    """A ``.tar.gz`` streams as a tar; a lone ``.gz`` is one member, ``<gunzip>`` (a bomb is not
+    inflated a second time)."""
+    try:
+        yield from tar_members(blob, compressed=True, budget=budget)
+    except LimitExceeded:
+        raise
+    except InputError:
+        yield Member("<gunzip>", gzip_payload(blob, budget))
+
+
+class MemberReader:
+    """The members of an archive that carries no package metadata (ar, zip, tar, gzip), behind
+    the interface ``conda.CondaReader`` has too: ``members()``, ``owner(name)`` (None here),
+    ``notes``, ``package`` and the ``format`` its record shows."""
+
+    package = None
+
+    def __init__(self, members: Iterator[Member], fmt: str):
+        self._members = members
+        self.format = fmt
+        self.notes: list[str] = []
+
+    def members(self) -> Iterator[Member]:
+        return self._members
+
+    def owner(self, name: str) -> None:
+        return None
 
 
 def gzip_payload(blob: Blob, budget: Budget | None = None) -> Blob:

@@ -118,6 +118,12 @@ class CondaReader:
         self._index = self._paths = self._files = None
         self.unread = False  # its metadata was there but could not be used (a note says why)
 
+    @property
+    def format(self) -> str:
+        """What its record says: ``conda`` for a package (a ``.conda`` zip always), ``tar`` for a
+        ``.tar.bz2`` without ``info/index.json``."""
+        return "conda" if self.package is not None or self.zf is not None else "tar"
+
     def owner(self, name: str) -> Package | None:
         """The package, for a member it lists (every member when it lists none)."""
         if self.package is None or (self.paths is not None and name not in self.paths):
@@ -145,6 +151,7 @@ class CondaReader:
         self._settle()  # a plain .tar.bz2 when info/ is missing
 
     def _conda(self) -> Iterator[Member]:
+        assert self.zf is not None  # members() reads a .conda zip only
         infos = self.zf.infolist()
         info_tar = [i for i in infos if i.filename.startswith("info-") and i.filename.endswith(".tar.zst")]
         pkg_tar = [i for i in infos if i.filename.startswith("pkg-") and i.filename.endswith(".tar.zst")]
@@ -165,6 +172,7 @@ class CondaReader:
             data = info.header_offset + 30 + hdr[9] + hdr[10]
             inner = self.blob.view(data, info.compress_size, info.filename)
         else:
+            assert self.zf is not None  # an inner tar is a member of the .conda zip
             with self.zf.open(info) as fh:
                 inner = archives._spill(fh, info.file_size, info.filename)
         return archives.decompressed(inner, info.filename)

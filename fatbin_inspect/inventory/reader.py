@@ -14,7 +14,18 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from fatbin_inspect.containers import Layout, archives, conda, detect, has_static_cudart, machine_of, oci
+from fatbin_inspect.containers import (
+    ARCHIVES,
+    Layout,
+    archive_format,
+    archives,
+    detect,
+    has_static_cudart,
+    machine_of,
+    oci,
+    open_archive,
+)
+from fatbin_inspect.containers import layout as layout_of
 from fatbin_inspect.errors import BudgetExceeded, InputError, LimitExceeded, TruncatedError, UnreadableError
 from fatbin_inspect.formats import cubin as cubin_mod
 from fatbin_inspect.formats import fatbin as fatbin_mod
@@ -161,7 +172,7 @@ def _inspect_zip_parallel(path: str, spans, opts: Options, jobs: int) -> Iterato
         futures = [pool.submit(_span_records, path, span[:2], serial) for span in spans]
         notes: list[str] = []
         members: list[FileReport] = []
-        own = None
+        own: FileReport | None = None
         try:
             for fut in futures:
                 records = fut.result()
@@ -176,6 +187,8 @@ def _inspect_zip_parallel(path: str, spans, opts: Options, jobs: int) -> Iterato
         finally:
             for fut in futures:
                 fut.cancel()
+    if own is None:  # no span at all (zip_spans gives at least two)
+        return
     sha256 = sha256_of(open_blob(path)) if opts.digests else None
     yield dataclasses.replace(own, notes=tuple(notes), sha256=sha256)
     yield from members
@@ -221,7 +234,8 @@ def inspect_zip_span(
     budget = Budget(blob.size)
     members = archives.zip_members(blob, all_members=opts.members == "all", span=span, zf=zf, budget=budget)
     path = member_path.escape(path)
-    yield from _container_first(path, _inspect_archive(path, "zip", blob, opts, 0, members, budget))
+    reader = archives.MemberReader(members, "zip")
+    yield from _container_first(path, _inspect_archive(path, "zip", blob, opts, 0, reader, budget, span=True))
 
 
 def _container_first(path: str, pairs) -> Iterator[FileReport]:
@@ -256,7 +270,7 @@ def inspect_pairs(
         if store is not None and oci.is_image_names(store.entries):
             yield from _inspect_image(path, store, opts, depth, blob.size, budget)
             return
-    if fmt in ("ar", "zip", "tar", "gzip", "bzip2"):
+    if fmt in ARCHIVES:
         yield from _inspect_archive(path, fmt, blob, opts, depth, budget=budget)
         return
     try:
@@ -274,89 +288,60 @@ def _inspect_archive(
     blob: Blob,
     opts: Options,
     depth: int,
-    members: Iterator[archives.Member] | None = None,
+    reader=None,
     budget: Budget | None = None,
+    span: bool = False,
 ):
+    """(record, blob) pairs of an archive's members with device code (every candidate with
+    ``members="all"``), then the archive's own record. ``reader``: one already open (a zip span's),
+    else ``containers.open_archive`` opens it by ``fmt``; ``span``: a span of a zip, hashed
+    whole by its caller."""
     budget = budget if budget is not None else Budget(blob.size)
+    if depth >= MAX_DEPTH:
+        deep = _err(LimitExceeded(f"archive nested deeper than {MAX_DEPTH} levels"))
+        yield FileReport(path=path, format=fmt, size=blob.size, error=deep), blob
+        return
     notes: list[str] = []
     error: FileError | None = None
-    reader = None  # a conda package's reader: its metadata, known once info/ was read
-    if depth >= MAX_DEPTH:
-        yield (
-            FileReport(
-                path=path,
-                format=fmt,
-                size=blob.size,
-                error=_err(LimitExceeded(f"archive nested deeper than {MAX_DEPTH} levels")),
-            ),
-            blob,
-        )
-        return
     try:
-        if members is not None:
-            it = members
-        elif fmt == "ar":
-            it = archives.ar_members(blob)
-        elif fmt == "zip":
-            zf = archives.open_zip(blob.stream())
-            if conda.is_conda_zip(zf.namelist()):
-                reader = conda.CondaReader(blob, zf)
-                it = reader.members()
-            else:
-                it = archives.zip_members(blob, all_members=opts.members == "all", zf=zf, budget=budget)
-        elif fmt == "tar":
-            it = archives.tar_members(blob, compressed=False, budget=budget)
-        elif fmt == "bzip2":  # a .tar.bz2: a conda package when it holds info/index.json
-            reader = conda.CondaReader(blob)
-            it = reader.members()
-        else:
-            it = _gzip_members(blob, budget)
-        for m in it:
-            child = member_path.join(path, m.name)
+        reader = reader if reader is not None else open_archive(fmt, blob, opts.members == "all", budget)
+        for m in reader.members():
             if m.note:
                 notes.append(m.note)
-            owner = reader.owner(m.name) if reader is not None else None
-            if m.error is not None:
-                yield (
-                    FileReport(path=child, format="unknown", size=0, error=_err(m.error), package=owner),
-                    None,
-                )
-                continue
-            if m.blob is None:
-                continue
-            for rec, b in inspect_pairs(child, m.blob, opts, depth + 1, budget):
-                if rec.fatbins or rec.error or (opts.members == "all" and rec.format != "unknown"):
-                    yield (
-                        (rec if owner is None or rec.package else dataclasses.replace(rec, package=owner)),
-                        b,
-                    )
+            yield from _member_pairs(
+                member_path.join(path, m.name), m, reader.owner(m.name), opts, depth, budget
+            )
     except BudgetExceeded as exc:
         if depth > 0:
             raise  # reported once, by the top-level input whose budget it was
         error = _err(exc)
-    except InputError as exc:
+    except Exception as exc:  # InputError, or a reader's bug: this archive's error
         error = _err(exc)
-    except Exception as exc:
-        error = _err(exc)
-    package = None
     if reader is not None:
         notes = reader.notes + notes
-        package = reader.package
-        if package is not None or fmt == "zip":
-            fmt = "conda"
-    whole = opts.digests and members is None  # a span of a zip: the whole zip is hashed once, by its caller
-    yield (
-        FileReport(
-            path=path,
-            format="tar" if fmt in ("gzip", "bzip2") else fmt,
-            size=blob.size,
-            error=error,
-            notes=tuple(notes),
-            package=package,
-            sha256=sha256_of(blob) if whole else None,
-        ),
-        blob,
+    rec = FileReport(
+        path=path,
+        format=reader.format if reader is not None else archive_format(fmt),
+        size=blob.size,
+        error=error,
+        notes=tuple(notes),
+        package=reader.package if reader is not None else None,
+        sha256=sha256_of(blob) if opts.digests and not span else None,
     )
+    yield rec, blob
+
+
+def _member_pairs(child: str, m: archives.Member, owner, opts: Options, depth: int, budget: Budget):
+    """The (record, blob) pairs worth reporting of one archive member, attributed to ``owner``
+    (its package) unless a deeper level named one."""
+    if m.error is not None:
+        yield FileReport(path=child, format="unknown", size=0, error=_err(m.error), package=owner), None
+        return
+    if m.blob is None:
+        return
+    for rec, b in inspect_pairs(child, m.blob, opts, depth + 1, budget):
+        if rec.fatbins or rec.error or (opts.members == "all" and rec.format != "unknown"):
+            yield (rec if owner is None or rec.package else dataclasses.replace(rec, package=owner)), b
 
 
 def open_image(path: str, ref: walk.ImageRef | None = None):
@@ -476,6 +461,8 @@ def _image_records(path: str, store, image: oci.Image, prefix: str, opts: Option
                     if r.path == target or r.path.startswith(target + "!")
                 ]
                 continue
+            if m.blob is None:
+                continue
             for rec, _b in inspect_pairs(child, m.blob, opts, depth + 1, budget):
                 if rec.fatbins or rec.error or (opts.members == "all" and rec.format != "unknown"):
                     pairs.append((inside, rec))
@@ -509,58 +496,24 @@ def sha256_of(blob: Blob) -> str:
     return h.hexdigest()
 
 
-def _gzip_members(blob: Blob, budget: Budget) -> Iterator[archives.Member]:
-    # a .tar.gz streams as a tar; a lone .gz is one member (a bomb is not inflated a second time)
-    try:
-        yield from archives.tar_members(blob, compressed=True, budget=budget)
-    except LimitExceeded:
-        raise
-    except InputError:
-        yield archives.Member("<gunzip>", archives.gzip_payload(blob, budget))
-
-
 def _inspect_binary(
     path: str, fmt: str, blob: Blob, opts: Options, budget: Budget | None = None
 ) -> FileReport:
+    """The record of a host binary, raw fatbin, cubin or PTX file: fatbins walked in their
+    sections, then found by magic outside them (``opts.scan_hidden``, or when no section was
+    walked), then decoded as ``opts`` asks."""
     if fmt in ("cubin", "ptx"):
-        fatbins = (_standalone_cubin(blob) if fmt == "cubin" else _standalone_ptx(blob),)
-        decoded = _decode_fatbins(blob, fatbins, opts, budget=budget)
+        standalone = (_standalone_cubin(blob) if fmt == "cubin" else _standalone_ptx(blob),)
+        decoded = _decode_fatbins(blob, standalone, opts, budget=budget)
         return FileReport(path=path, format=fmt, size=blob.size, fatbins=tuple(decoded))
-    fatbins: list[Fatbin] = []
     errors: list[InputError] = []
     try:
-        layout = _layout(fmt, blob)
+        layout = layout_of(fmt, blob)
     except InputError as exc:  # a cut download or broken section table: the bytes that exist
         errors.append(exc)  # are still magic-scanned, and the record keeps the error
         layout = Layout(fmt, (), notes=("section table unusable: fatbins found by magic scan only",))
-    sections_walked = False
-    fatbin_ranges = _union([(r.start, r.end, r.name) for r in layout.regions if r.fatbin_section])
-    for start, end, name in fatbin_ranges:  # overlapping section headers: each byte walked once
-        found, errs = fatbin_mod.walk(blob, start, end, name, strict=True)
-        blob.release(start, end)
-        fatbins += found
-        errors += errs
-        sections_walked = True
-    if fmt == "fatbin":
-        found, errs = fatbin_mod.walk(blob, 0, blob.size, None, strict=True)
-        fatbins += found
-        errors += errs
-    elif opts.scan_hidden or not sections_walked:
-        scannable = [(r.start, r.end, r.name) for r in layout.regions if r.scan and not r.fatbin_section]
-        outside = [(a, b, None) for a, b in gaps([(r.start, r.end) for r in layout.regions], blob.size)]
-        walked = [(a, b) for a, b, _ in fatbin_ranges]
-        for start, end, name in _union(scannable + outside):
-            for a, b in gaps(walked, end, start):
-                for found in _scan_chunks(blob, a, b, name, errors):
-                    fatbins += found
-    fatbins = list({fb.offset: fb for fb in fatbins}.values())  # headers pointing at one fatbin
-    fatbins.sort(key=lambda fb: fb.offset)
+    fatbins = _found_fatbins(fmt, blob, layout, opts, errors)
     errors += layout.errors
-    error = _err(errors[0]) if errors else None
-    notes = list(layout.notes)
-    if len(errors) > 1:
-        notes.append(f"{len(errors) - 1} more fatbin errors after the first")
-        notes += [e.message for e in errors[1:] if e.message.endswith("not kept")]  # fatbin.MAX_ERRORS
     static = bool(fatbins) and has_static_cudart(
         blob, layout.needs, [(fb.offset, fb.offset + 16 + fb.size) for fb in fatbins] + _code(layout)
     )
@@ -569,13 +522,64 @@ def _inspect_binary(
         format=layout.format,
         size=blob.size,
         fatbins=tuple(_decode_fatbins(blob, fatbins, opts, path, toolkit_probe=static, budget=budget)),
-        error=error,
+        error=_err(errors[0]) if errors else None,
         needs=layout.needs,
-        notes=tuple(notes),
+        notes=tuple(layout.notes) + _more_errors(errors),
         static_cudart=static,
         relocatable=fmt == "coff" or (fmt == "elf" and blob.head(18)[16:18] == b"\x01\x00"),
         machine=_machine(blob, fmt),
     )
+
+
+def _more_errors(errors: list[InputError]) -> tuple[str, ...]:
+    """The notes a record's first error leaves for the rest: their count, and the limits reached."""
+    if len(errors) <= 1:
+        return ()
+    kept = [e.message for e in errors[1:] if e.message.endswith("not kept")]  # fatbin.MAX_ERRORS
+    return (f"{len(errors) - 1} more fatbin errors after the first", *kept)
+
+
+def _found_fatbins(
+    fmt: str, blob: Blob, layout: Layout, opts: Options, errors: list[InputError]
+) -> list[Fatbin]:
+    """The fatbins of a binary in file order, each once (several headers may point at one):
+    walked strictly in the fatbin sections (a raw fatbin file: all of it), then magic-scanned in
+    the other data sections and the bytes no section covers. Errors are appended to ``errors``."""
+    fatbin_ranges = _union([(r.start, r.end, r.name) for r in layout.regions if r.fatbin_section])
+    fatbins: list[Fatbin] = []
+    for start, end, name in fatbin_ranges:  # overlapping section headers: each byte walked once
+        found, errs = fatbin_mod.walk(blob, start, end, name, strict=True)
+        blob.release(start, end)
+        fatbins += found
+        errors += errs
+    if fmt == "fatbin":
+        found, errs = fatbin_mod.walk(blob, 0, blob.size, None, strict=True)
+        fatbins += found
+        errors += errs
+    elif opts.scan_hidden or not fatbin_ranges:
+        fatbins += _hidden_fatbins(blob, layout, [(a, b) for a, b, _ in fatbin_ranges], errors)
+    fatbins = list({fb.offset: fb for fb in fatbins}.values())  # headers pointing at one fatbin
+    fatbins.sort(key=lambda fb: fb.offset)
+    return fatbins
+
+
+def _hidden_fatbins(
+    blob: Blob, layout: Layout, walked: list[tuple[int, int]], errors: list[InputError]
+) -> list[Fatbin]:
+    """Fatbins the magic scan finds in data sections and between sections (docs/format.md
+    §1.4), outside the ``walked`` fatbin sections."""
+    scannable: list[tuple[int, int, str | None]] = [
+        (r.start, r.end, r.name) for r in layout.regions if r.scan and not r.fatbin_section
+    ]
+    outside: list[tuple[int, int, str | None]] = [
+        (a, b, None) for a, b in gaps([(r.start, r.end) for r in layout.regions], blob.size)
+    ]
+    out: list[Fatbin] = []
+    for start, end, name in _union(scannable + outside):
+        for a, b in gaps(walked, end, start):
+            for found in _scan_chunks(blob, a, b, name, errors):
+                out += found
+    return out
 
 
 def _machine(blob: Blob, fmt: str) -> str | None:
@@ -607,28 +611,12 @@ def _scan_chunks(blob: Blob, start: int, end: int, section: str | None, errors: 
         pos = nxt
 
 
-def _layout(fmt: str, blob: Blob) -> Layout:
-    if fmt == "elf":
-        from fatbin_inspect.containers import elf
-
-        return elf.layout(blob)
-    if fmt == "pe":
-        from fatbin_inspect.containers import pe
-
-        return pe.layout(blob)
-    if fmt == "coff":
-        from fatbin_inspect.containers import pe
-
-        return pe.coff_layout(blob)
-    return Layout(fmt, ())
-
-
 def magic_ranges(fmt: str, blob: Blob) -> list[tuple[int, int]]:
     """The byte ranges where ``_inspect_binary`` may find a fatbin: all but the code and linker
     tables of an ELF or PE/COFF file whose section table reads (the whole blob when it does not,
     or for other formats)."""
     try:
-        layout = _layout(fmt, blob)
+        layout = layout_of(fmt, blob)
     except InputError:
         return [(0, blob.size)]
     return list(gaps(_code(layout), blob.size))
@@ -778,7 +766,7 @@ def parallel_worthwhile(blob: Blob, fatbins, opts: Options, path: str | None) ->
     """Large enough (compressed payload) for worker processes to pay for their start."""
     jobs = workers.processes(opts.jobs)
     work = sum(e.stored_size for fb in fatbins for e in fb.entries if e.compression != "none")
-    return jobs > 1 and bool(path) and work >= PARALLEL_MIN_BYTES and _is_whole_file(blob, path)
+    return jobs > 1 and path is not None and work >= PARALLEL_MIN_BYTES and _is_whole_file(blob, path)
 
 
 def map_decoded(
@@ -796,7 +784,7 @@ def iter_decoded(
     each applying ``fn`` to its slice where it decoded it, so a caller can turn records into their
     final form (JSON text) without shipping 150k kernel records back, and write each piece before
     the next arrives; ``fn`` must be a module-level function."""
-    if parallel_worthwhile(blob, fatbins, opts, path):
+    if path is not None and parallel_worthwhile(blob, fatbins, opts, path):
         yield from _iter_parallel(path, fatbins, opts, workers.processes(opts.jobs), fn)
         return
     yield fn(_decode_serial(blob, fatbins, opts, budget))
@@ -848,7 +836,8 @@ def _iter_parallel(path: str, fatbins, opts: Options, jobs: int, fn) -> Iterator
         yield fn(_decode_serial(open_blob(path), fatbins, serial_opts))
         return
     with pool:
-        todo, inflight, first = iter(slices), deque(), True
+        inflight: deque[cf.Future] = deque()
+        todo, first = iter(slices), True
         try:
             for sl in todo:
                 inflight.append(pool.submit(_decode_slice, path, sl, serial_opts, fn))
@@ -885,7 +874,8 @@ def _decode_slice(path: str, fatbins, opts: Options, fn=_same):
         before = mapguard.faults()
         out = fn(_decode_serial(blob, fatbins, opts))
         if mapguard.faults() != before:  # decoded from zeros: the parent's record says so
-            raise TruncatedError(changed_record(path, blob.size).error.message)
+            shrank = changed_record(path, blob.size).error
+            raise TruncatedError(shrank.message if shrank is not None else "the file shrank")
         for fb in fatbins:  # the pages read stay cached, not resident in this worker
             blob.release(fb.offset, fb.offset + 16 + fb.size)
         return out
