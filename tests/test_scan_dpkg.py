@@ -9,6 +9,7 @@ import pytest
 from conftest import fixture_path
 
 from fatbin_inspect.scanning import ScanOptions, scan
+from tests.test_system_packages import dpkg_install
 
 pytestmark = pytest.mark.skipif(
     shutil.which("dpkg") is None or shutil.which("dpkg-deb") is None, reason="needs dpkg and dpkg-deb"
@@ -32,22 +33,7 @@ def _root(tmp_path):
     if got.returncode == 0:  # a real package too, when apt reaches a mirror
         debs += [str(p) for p in tmp_path.glob("libzstd1_*.deb")]
     root = tmp_path / "rootfs"
-    (root / "var/lib/dpkg/info").mkdir(parents=True)
-    (root / "var/lib/dpkg/updates").mkdir()
-    (root / "var/lib/dpkg/status").touch()
-    subprocess.run(
-        [
-            "dpkg",
-            f"--root={root}",
-            "--force-script-chrootless",
-            "--force-depends",
-            "--log=/dev/null",
-            "-i",
-            *debs,
-        ],
-        check=True,
-        capture_output=True,
-    )
+    dpkg_install(root, debs)
     return root
 
 

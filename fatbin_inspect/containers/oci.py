@@ -34,7 +34,9 @@ from. Symlinks are never followed (a link out of the image reads nothing); a har
 file it names within its layer (tar writes the target first): when an upper layer deleted or
 replaced the target's path, the link still shows the target's bytes, as the final filesystem
 does. Paths with ``..`` are skipped. Python (``*.dist-info/RECORD``) and conda
-(``conda-meta/*.json``) metadata of the final filesystem attribute the files to distributions.
+(``conda-meta/*.json``) metadata of the final filesystem attribute the files to distributions,
+then its dpkg and rpm databases (``containers.packagedb``; an ``rpmdb.sqlite`` is spooled to a
+private temporary file, at most ``packagedb.RPMDB_MAX`` bytes, to be opened).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from fatbin_inspect.containers import archives
+from fatbin_inspect.containers import archives, packagedb
 from fatbin_inspect.containers.archives import Member
 from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded, UnreadableError
 from fatbin_inspect.formats.binio import Blob, open_blob
@@ -70,7 +72,11 @@ _INDEX_TYPES = (
     "application/vnd.oci.image.index.v1+json",
     "application/vnd.docker.distribution.manifest.list.v2+json",
 )
-_META = re.compile(r"(?:^|/)(?:[^/]+\.dist-info/(?:RECORD|METADATA)|conda-meta/[^/]+\.json)$")
+_META = re.compile(
+    r"(?:^|/)(?:[^/]+\.dist-info/(?:RECORD|METADATA)|conda-meta/[^/]+\.json)$"
+    r"|^var/lib/dpkg/(?:status|info/[^/]+\.list)$"
+)
+_RPMDB = re.compile(r"^(?:var/lib/rpm|usr/lib/sysimage/rpm)/(?:rpmdb\.sqlite|Packages|Packages\.db)$")
 
 
 def is_layout_dir(path: str) -> bool:
@@ -538,7 +544,8 @@ class Hashing(io.RawIOBase):
 
 class ImageReader:
     """The visible regular files of an image's layers, top layer first, each layer read once;
-    ``meta`` collects the Python and conda metadata files of the final filesystem; ``files``,
+    ``meta`` collects the Python, conda and dpkg metadata files of the final filesystem, ``rpm``
+    the packages of its rpm database; ``files``,
     ``bytes``: the regular files of all the layers and their uncompressed bytes."""
 
     def __init__(self, store, image: Image, prefix: str = ""):
@@ -546,6 +553,7 @@ class ImageReader:
         self.meta: dict[str, bytes] = {}
         self.meta_left = MAX_META_BYTES // 2  # (the other half: manifests, indexes, configs)
         self.meta_skipped = 0
+        self.rpm: list[tuple[Package, list[str]]] = []  # the packages of its rpm database
         self.notes: list[str] = []
         self.files = self.bytes = 0
         self._paths: set[str] = set()  # every path an upper layer has (files, folders, links)
@@ -656,6 +664,9 @@ class ImageReader:
             if _META.search(path):
                 self._keep_meta(tf, ti, path)
                 continue
+            if _RPMDB.match(path):
+                self._keep_rpmdb(tf, ti, path)
+                continue
             m = archives.tar_member(tf, ti, window, name=f"{self.prefix}{name}!{path}")
             if m is not None:
                 shown[path] = m.name
@@ -682,42 +693,72 @@ class ImageReader:
         self.meta_left -= ti.size
         self.meta[path] = tf.extractfile(ti).read(ti.size)
 
+    def _keep_rpmdb(self, tf, ti, path: str) -> None:
+        """An rpm database of the final filesystem: an sqlite one read now (spooled to a private
+        temporary file, see ``packagedb.rpm_spooled``), another format a note."""
+        what = f"{self.image.label}: {path}"
+        note = packagedb.rpm_not_read(posixpath.basename(path), what)
+        if note is not None:
+            self.notes.append(note)
+            return
+        packages, notes = packagedb.rpm_spooled(tf.extractfile(ti), ti.size, what)
+        self.rpm += packages
+        self.notes += notes
+
     def owners(self) -> dict[str, Package]:
-        """Image path -> the distribution or conda package that lists it (final filesystem). A
-        metadata file that does not parse costs its own package's attribution, with a note."""
+        """Image path -> the distribution or package that lists it (final filesystem): Python
+        RECORDs and conda-meta first, then dpkg's and rpm's databases. A metadata file that does
+        not parse costs its own package's attribution, with a note."""
         out: _Owners = _Owners(self.notes)
         for path, data in sorted(self.meta.items()):
-            text = data.decode("utf-8", "replace")
             if path.endswith("/RECORD"):
-                info = posixpath.dirname(path)
-                label = _metadata(self.meta.get(info + "/METADATA"), info)
-                if label is None:
-                    continue
-                base = posixpath.dirname(info)
-                for line in text.splitlines():
-                    rel = line.rsplit(",", 2)[0].strip('"')
-                    if rel:
-                        out.setdefault(
-                            posixpath.normpath(posixpath.join(base, rel)), Package("python", *label)
-                        )
+                self._record_owners(out, path, data)
             elif "/conda-meta/" in "/" + path and path.endswith(".json"):
-                try:
-                    doc = loads(data, path)
-                except CorruptError as exc:
-                    self.notes.append(f"{exc.message}: its package's files unattributed")
-                    continue
-                if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):
-                    self.notes.append(f"{path}: no package name: its files unattributed")
-                    continue
-                prefix = posixpath.dirname(posixpath.dirname(path))
-                from fatbin_inspect.containers.conda import package_of
-
-                pkg = package_of(doc)  # with the CUDA it declares, as its .conda did
-                files = doc.get("files", ())
-                for f in files if isinstance(files, list) else ():
-                    if isinstance(f, str):
-                        out.setdefault(posixpath.normpath(posixpath.join(prefix, f)), pkg)
+                self._conda_owners(out, path, data)
+        status = self.meta.get(packagedb.DPKG_STATUS)
+        versions = packagedb.dpkg_versions(status) if status is not None else {}
+        for path, data in sorted(self.meta.items()):
+            name = packagedb.dpkg_list_package(posixpath.basename(path))
+            if path.startswith(packagedb.DPKG + "/info/") and name in versions:
+                _claim(out, packagedb.dpkg_list_paths(data), packagedb.dpkg_package(name, versions[name]))
+        for package, files in self.rpm:
+            _claim(out, files, package)
         return out
+
+    def _record_owners(self, out: _Owners, path: str, data: bytes) -> None:
+        info = posixpath.dirname(path)
+        label = _metadata(self.meta.get(info + "/METADATA"), info)
+        if label is None:
+            return
+        base = posixpath.dirname(info)
+        for line in data.decode("utf-8", "replace").splitlines():
+            rel = line.rsplit(",", 2)[0].strip('"')
+            if rel:
+                out.setdefault(posixpath.normpath(posixpath.join(base, rel)), Package("python", *label))
+
+    def _conda_owners(self, out: _Owners, path: str, data: bytes) -> None:
+        from fatbin_inspect.containers.conda import package_of
+
+        try:
+            doc = loads(data, path)
+        except CorruptError as exc:
+            self.notes.append(f"{exc.message}: its package's files unattributed")
+            return
+        if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):
+            self.notes.append(f"{path}: no package name: its files unattributed")
+            return
+        prefix = posixpath.dirname(posixpath.dirname(path))
+        pkg = package_of(doc)  # with the CUDA it declares, as its .conda did
+        files = doc.get("files", ())
+        for f in files if isinstance(files, list) else ():
+            if isinstance(f, str):
+                out.setdefault(posixpath.normpath(posixpath.join(prefix, f)), pkg)
+
+
+def _claim(out: _Owners, paths, package: Package) -> None:
+    """The absolute paths a system package lists (``/usr/lib/x``), as image paths."""
+    for p in paths:
+        out.setdefault(posixpath.normpath(p.lstrip("/")), package)
 
 
 class _Owners(dict):

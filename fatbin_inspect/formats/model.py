@@ -147,12 +147,13 @@ class Requirement:
 class Package:
     """The package that holds a file, from its own metadata: a conda package's ``info/index.json``
     (kind "conda"), or, inside an image, a ``*.dist-info`` RECORD (kind "python") or a prefix's
-    ``conda-meta/*.json`` (kind "conda") that lists the file.
+    ``conda-meta/*.json`` (kind "conda") that lists the file, or a system tree's or image's dpkg
+    or rpm database (kinds "deb", "rpm"; ``containers.packagedb``).
 
     ``cuda`` is the CUDA the package declares (``cuda-version >=12.4`` or ``__cuda >=12.0`` in
     ``depends``, ``cuda126`` in the build string): "12.4" (a lower bound) or "12" (a family)."""
 
-    kind: str  # "conda" | "python"
+    kind: str  # "conda" | "python" | "deb" | "rpm"
     name: str
     version: str
     build: str = ""

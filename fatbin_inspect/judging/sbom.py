@@ -43,7 +43,7 @@ class SbomFile:
 class SbomPackage:
     """A distribution or package: a PyPI (``pypi``) or conda (``conda``) package URL's parts."""
 
-    purl_type: str  # pypi | conda
+    purl_type: str  # pypi | conda | deb | rpm
     name: str  # PEP 503 name for PyPI, the conda name as written
     version: str
     qualifiers: tuple[tuple[str, str], ...] = ()  # conda: build, subdir
@@ -99,6 +99,9 @@ def package_key(report: FileReport, seen: dict[str, list[str]] | None = None) ->
         if p.kind == "conda":
             quals = tuple((k, v) for k, v in (("build", p.build), ("subdir", p.subdir)) if v)
             return "conda", p.name, p.version, quals
+        if p.kind in ("deb", "rpm"):  # system packages (containers.packagedb); purl: epoch apart
+            epoch, _, version = p.version.rpartition(":") if p.kind == "rpm" else ("", "", p.version)
+            return p.kind, p.name, version, (("epoch", epoch),) if epoch else ()
         return "pypi", canonicalize_name(p.name), p.version, ()
     if report.distribution:
         name, _, version = report.distribution.partition(" ")

@@ -750,7 +750,7 @@ class _Scanner:
         reports = tuple(self.reports[i] for i in order)
         extra = dict(
             skipped=tuple(self.skipped),
-            notes=tuple(self.notes),
+            notes=tuple(self.notes + self.attributor.notes),  # + system package databases not read
             unread=tuple(sorted(self.unread)),
             images=tuple(self.images),
         )

@@ -1,5 +1,6 @@
-"""Which distribution installed a file: ``*.dist-info/RECORD``, ``conda-meta/*.json``, dpkg's
-database (``var/lib/dpkg/status`` + ``info/*.list`` of a system tree), wheel names.
+"""Which distribution installed a file: ``*.dist-info/RECORD``, ``conda-meta/*.json``, the
+dpkg and rpm databases of a system tree (``var/lib/dpkg``, ``rpmdb.sqlite``: see
+``containers.packagedb``), wheel names.
 
 A RECORD lists paths relative to the directory that holds the ``.dist-info`` folder (paths
 starting ``../`` reach the prefix's ``bin/`` or ``lib/``). A conda prefix lists, in
@@ -21,6 +22,7 @@ import os
 import re
 import stat
 
+from fatbin_inspect.containers import packagedb
 from fatbin_inspect.containers.wheel import info_dir_name, metadata_headers, metadata_name, wheel_name
 from fatbin_inspect.formats.model import Package
 
@@ -163,44 +165,56 @@ def _conda_paths(meta_file: str, prefix: str) -> tuple[Package | None, list[str]
     return package_of(meta), files
 
 
-DPKG = os.path.join("var", "lib", "dpkg")
+DPKG = os.path.join(*packagedb.DPKG.split("/"))
 
 
-def _dpkg_claims(root: str) -> list[tuple[str, set[str]]]:
-    """``[(name version, files)]`` of the packages dpkg installed in the system tree ``root``
-    (an image's root file system, a chroot): ``var/lib/dpkg/status`` (deb822 paragraphs: the
-    ``Package``, ``Version`` and ``Status`` fields; only "install ok installed" ones) and
-    ``var/lib/dpkg/info/PACKAGE[:ARCH].list`` (one absolute path a line, folders too)."""
+def _dpkg_claims(root: str) -> list[tuple[Package, set[str]]]:
+    """``[(package, files)]`` of the packages dpkg installed in the system tree ``root`` (an
+    image's root file system, a chroot), read as ``containers.packagedb`` describes."""
     data = read_regular(os.path.join(root, DPKG, "status"))
     if data is None:
         return []
-    versions: dict[str, str] = {}
-    for para in data.decode("utf-8", "replace").split("\n\n"):
-        fields = dict(
-            line.split(":", 1) for line in para.splitlines() if ":" in line and not line[:1].isspace()
-        )
-        name, version = fields.get("Package", "").strip(), fields.get("Version", "").strip()
-        if name and version and fields.get("Status", "").split()[-1:] == ["installed"]:
-            versions[name] = version
+    versions = packagedb.dpkg_versions(data)
     info = os.path.join(root, DPKG, "info")
     try:
-        lists = sorted(f for f in os.listdir(info) if f.endswith(".list"))
+        lists = sorted(os.listdir(info))
     except OSError:
         return []
     out = []
     for f in lists:
-        name = f[: -len(".list")].split(":", 1)[0]
+        name = packagedb.dpkg_list_package(f)
         if name not in versions:
             continue
         text = read_regular(os.path.join(info, f))
-        if not text:
+        if text:
+            out.append(
+                (
+                    packagedb.dpkg_package(name, versions[name]),
+                    _claimed(root, packagedb.dpkg_list_paths(text)),
+                )
+            )
+    return out
+
+
+def _claimed(root: str, paths) -> set[str]:
+    """The absolute paths a system package lists, as paths under ``root``."""
+    return {
+        os.path.normpath(os.path.join(root, p.lstrip("/"))) for p in paths if not p.endswith(_TEXT_SUFFIXES)
+    }
+
+
+def _rpm_claims(root: str, notes: list[str]) -> list[tuple[Package, set[str]]]:
+    """``[(package, files)]`` of the rpm database of the system tree ``root`` (see
+    ``containers.packagedb``: the sqlite one is read, other formats get a note)."""
+    out = []
+    for path, name in packagedb.rpm_databases(root):
+        note = packagedb.rpm_not_read(name, path)
+        if note is not None:
+            notes.append(note)
             continue
-        files = {
-            os.path.normpath(os.path.join(root, line.lstrip("/")))
-            for line in text.decode("utf-8", "surrogateescape").splitlines()
-            if line.startswith("/") and not line.endswith(_TEXT_SUFFIXES)
-        }
-        out.append((f"{name} {versions[name]}", files))
+        packages, more = packagedb.rpm_sqlite(path, path)
+        notes += more
+        out += [(package, _claimed(root, files)) for package, files in packages]
     return out
 
 
@@ -225,8 +239,9 @@ class Attributor:
     the folder's ``lib/python*/site-packages`` when it is a prefix), whatever order files come in."""
 
     def __init__(self, roots=()) -> None:
-        # folder -> [(label or conda Package, _Record | set of paths), ...]
+        # folder -> [(label or Package, _Record | set of paths), ...]
         self._dirs: dict[str, list] = {}
+        self.notes: list[str] = []  # one line each: system package databases not read
         # the folders above which no metadata is read: each root's ``ceiling``, real and as given
         self._ceilings = sorted(
             {c for r in roots for c in (ceiling(r), ceiling(os.path.realpath(r)))}, key=len, reverse=True
@@ -251,6 +266,8 @@ class Attributor:
             return found
         if "var" in names and os.path.isdir(os.path.join(d, DPKG)):  # a system tree (dpkg)
             found += _dpkg_claims(d)
+        if "var" in names or "usr" in names:  # a system tree (rpm)
+            found += _rpm_claims(d, self.notes)
         for name in names:
             if name.endswith((".dist-info", ".egg-info")):
                 info = os.path.join(d, name)

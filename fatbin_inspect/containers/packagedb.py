@@ -1,0 +1,247 @@
+"""System package databases: which dpkg or rpm package installed a file of a root file system.
+
+* dpkg (Debian, Ubuntu; ``nvidia/cuda`` images): ``var/lib/dpkg/status`` holds deb822 paragraphs
+  (``Package``, ``Version``, ``Status``; only "install ok installed" packages count) and
+  ``var/lib/dpkg/info/PACKAGE[:ARCH].list`` one absolute path a line (folders too).
+* rpm (Fedora, RHEL 9, UBI 9, openSUSE; rpm >= 4.16): ``rpmdb.sqlite`` in ``var/lib/rpm`` or
+  ``usr/lib/sysimage/rpm``, its ``Packages`` table ``(hnum, blob)`` one header blob a package. A
+  blob is a header as rpm's ``headerExport`` writes it (the format manual, "Header"), without
+  the 8-byte preamble a package file has (``8e ad e8 01`` and four reserved bytes; accepted when
+  present): big-endian ``il`` (index entries) and ``dl`` (data bytes), ``il`` entries of
+  ``tag, type, offset, count``, then the data. Read here: NAME 1000, VERSION 1001, RELEASE 1002,
+  EPOCH 1003 (strings, type 6; EPOCH int32, type 4), and the files as BASENAMES 1117 (string
+  array, type 8), DIRNAMES 1118 and DIRINDEXES 1116 (int32 array: each basename's dirname), or
+  OLDFILENAMES 1027 in headers older than rpm 4.1. Every offset and count is checked against
+  the data before a byte is read; a bad header costs its package, with a note.
+* Not read: rpm's Berkeley DB ``Packages`` (CentOS 7/8, RHEL 7/8, Amazon Linux 2) and its ndb
+  ``Packages.db`` (openSUSE before 2021): a note says so, their files stay unattributed.
+
+The sqlite file is opened read-only and immutable (``file:PATH?mode=ro&immutable=1``: no lock, no
+journal, nothing written beside it); a write-ahead log beside it (packages installed since its
+last checkpoint) is not read, with a note.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+
+from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded
+from fatbin_inspect.formats.model import Package
+
+DPKG = "var/lib/dpkg"
+DPKG_STATUS = f"{DPKG}/status"
+RPM_DIRS = ("var/lib/rpm", "usr/lib/sysimage/rpm")  # Fedora links the first to the second
+RPM_SQLITE = "rpmdb.sqlite"
+RPM_NOT_READ = {"Packages": "Berkeley DB", "Packages.db": "ndb"}
+RPMDB_MAX = 1 << 30  # a Fedora workstation's rpmdb.sqlite is ~150 MB; an image's 5-30 MB
+HEADER_MAX = 32 << 20  # rpm itself refuses a header's data over 256 MB; real ones are < 1 MB
+PACKAGES_MAX = 200_000  # packages one database may hold (a full distribution: ~70,000)
+FILES_MAX = 4_000_000  # file paths all the packages of one database may list together
+
+_MAGIC = b"\x8e\xad\xe8\x01"
+NAME, VERSION, RELEASE, EPOCH = 1000, 1001, 1002, 1003
+OLDFILENAMES, DIRINDEXES, BASENAMES, DIRNAMES = 1027, 1116, 1117, 1118
+_STRING, _INT32, _STRING_ARRAY, _I18NSTRING = 6, 4, 8, 9
+
+
+# ------------------------------------------------------------------------------------- dpkg
+def dpkg_versions(status: bytes) -> dict[str, str]:
+    """Package name -> version of the installed packages of a dpkg ``status`` file."""
+    versions: dict[str, str] = {}
+    for para in status.decode("utf-8", "replace").split("\n\n"):
+        fields = dict(
+            line.split(":", 1) for line in para.splitlines() if ":" in line and not line[:1].isspace()
+        )
+        name, version = fields.get("Package", "").strip(), fields.get("Version", "").strip()
+        if name and version and fields.get("Status", "").split()[-1:] == ["installed"]:
+            versions[name] = version
+    return versions
+
+
+def dpkg_list_package(filename: str) -> str | None:
+    """``libcudart12:amd64.list`` -> ``libcudart12``; None for other files of ``info/``."""
+    if not filename.endswith(".list"):
+        return None
+    return filename[: -len(".list")].split(":", 1)[0] or None
+
+
+def dpkg_list_paths(data: bytes) -> list[str]:
+    """The absolute paths (``/usr/lib/...``) a ``.list`` file names, as bytes decode (undecodable
+    bytes kept as surrogates, as ``os`` names them)."""
+    return [line for line in data.decode("utf-8", "surrogateescape").splitlines() if line.startswith("/")]
+
+
+def dpkg_package(name: str, version: str) -> Package:
+    return Package("deb", name, version)
+
+
+# -------------------------------------------------------------------------------------- rpm
+def rpm_header(blob: bytes, what: str = "rpm header") -> tuple[Package, list[str]]:
+    """The package a header blob describes and its files (absolute paths); ``CorruptError``
+    naming ``what`` and the offset when an entry points outside the blob."""
+    if len(blob) > HEADER_MAX + 8:
+        raise LimitExceeded(f"{what}: {len(blob)} bytes, over the {HEADER_MAX}-byte limit")
+    start = 8 if blob[:4] == _MAGIC else 0
+    if len(blob) < start + 8:
+        raise CorruptError(f"{what}: {len(blob)} bytes, shorter than a header's counts", start)
+    il, dl = struct.unpack_from(">II", blob, start)
+    index = start + 8
+    data = index + 16 * il
+    if il == 0 or data + dl > len(blob):
+        raise CorruptError(
+            f"{what}: {il} entries and {dl} data bytes do not fit its {len(blob)} bytes", start
+        )
+    entries = {}
+    for i in range(il):
+        tag, kind, offset, count = struct.unpack_from(">IIII", blob, index + 16 * i)
+        if offset > dl or count > dl:
+            raise CorruptError(f"{what}: entry {i} (tag {tag}) points outside the data", index + 16 * i)
+        entries[tag] = (kind, data + offset, count)
+    area = blob[: data + dl]
+
+    def strings(tag: int) -> list[str]:
+        hit = entries.get(tag)
+        if hit is None:
+            return []
+        kind, pos, count = hit
+        if kind not in (_STRING, _STRING_ARRAY, _I18NSTRING):
+            raise CorruptError(f"{what}: tag {tag} is of type {kind}, not a string", pos)
+        out = []
+        for _ in range(1 if kind == _STRING else count):
+            end = area.find(b"\0", pos)
+            if end < 0:
+                raise CorruptError(f"{what}: tag {tag}: a string runs past the data", pos)
+            out.append(area[pos:end].decode("utf-8", "surrogateescape"))
+            pos = end + 1
+        return out
+
+    def ints(tag: int) -> list[int]:
+        hit = entries.get(tag)
+        if hit is None:
+            return []
+        kind, pos, count = hit
+        if kind != _INT32 or pos + 4 * count > len(area):
+            raise CorruptError(f"{what}: tag {tag} is no int32 array inside the data", pos)
+        return list(struct.unpack_from(f">{count}I", area, pos))
+
+    name, version, release = (next(iter(strings(t)), "") for t in (NAME, VERSION, RELEASE))
+    if not name or not version:
+        raise CorruptError(f"{what}: no NAME or VERSION")
+    epoch = ints(EPOCH)
+    evr = f"{epoch[0]}:" if epoch and epoch[0] else ""
+    evr += f"{version}-{release}" if release else version
+    return Package("rpm", name, evr), _rpm_files(strings, ints, what)
+
+
+def _rpm_files(strings, ints, what: str) -> list[str]:
+    basenames = strings(BASENAMES)
+    if not basenames:
+        return strings(OLDFILENAMES)
+    dirnames, dirindexes = strings(DIRNAMES), ints(DIRINDEXES)
+    if len(dirindexes) != len(basenames) or any(i >= len(dirnames) for i in dirindexes):
+        raise CorruptError(f"{what}: {len(basenames)} basenames, {len(dirindexes)} dirindexes")
+    return [dirnames[i] + b for i, b in zip(dirindexes, basenames, strict=True)]
+
+
+def rpm_sqlite(path: str, what: str) -> tuple[list[tuple[Package, list[str]]], list[str]]:
+    """The packages of an ``rpmdb.sqlite`` (a regular file the caller has checked) and notes:
+    a header that does not parse costs its package; a database that does not open costs all.
+    Opened read-only and immutable: nothing is written to it or beside it."""
+    import sqlite3
+    from urllib.parse import quote
+
+    out: list[tuple[Package, list[str]]] = []
+    notes: list[str] = []
+    bad, files = 0, 0
+    try:
+        con = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro&immutable=1", uri=True)
+    except sqlite3.Error as exc:
+        return [], [f"{what}: not an rpm sqlite database ({exc}): its files unattributed"]
+    try:
+        for n, (hnum, blob) in enumerate(con.execute("SELECT hnum, blob FROM Packages ORDER BY hnum")):
+            if n >= PACKAGES_MAX:
+                notes.append(f"{what}: over {PACKAGES_MAX} packages: the rest unattributed")
+                break
+            try:
+                package, paths = rpm_header(bytes(blob) if blob is not None else b"", f"{what} header {hnum}")
+            except (InputError, TypeError) as exc:
+                bad += 1
+                if bad == 1:
+                    notes.append(f"{exc}: that package's files unattributed")
+                continue
+            files += len(paths)
+            if files > FILES_MAX:
+                notes.append(f"{what}: its packages list over {FILES_MAX} files: the rest unattributed")
+                break
+            out.append((package, paths))
+    except sqlite3.Error as exc:
+        notes.append(f"{what}: not an rpm sqlite database ({exc}): its files unattributed")
+        return [], notes
+    finally:
+        con.close()
+    if bad > 1:
+        notes.append(f"{what}: {bad} headers that do not parse, their packages unattributed")
+    return out, notes
+
+
+def rpm_not_read(name: str, what: str) -> str | None:
+    """The note for an rpm database of a format not read (``Packages``: Berkeley DB)."""
+    kind = RPM_NOT_READ.get(name)
+    return None if kind is None else f"{what}: rpm database format {kind} not read: its files unattributed"
+
+
+def rpm_spooled(stream, size: int, what: str) -> tuple[list[tuple[Package, list[str]]], list[str]]:
+    """``rpm_sqlite`` of a database read from ``stream`` (an image layer's member of ``size``
+    bytes): copied to a private temporary file (mode 0600, removed after), at most
+    ``RPMDB_MAX`` bytes."""
+    import shutil
+    import tempfile
+
+    if size > RPMDB_MAX:
+        return [], [
+            f"{what}: {size} bytes, over the {RPMDB_MAX}-byte limit: not read, its files unattributed"
+        ]
+    with tempfile.NamedTemporaryFile(prefix="fatbin-inspect-rpmdb-", suffix=".sqlite") as tmp:
+        shutil.copyfileobj(_bounded(stream, size), tmp)
+        tmp.flush()
+        return rpm_sqlite(tmp.name, what)
+
+
+def _bounded(stream, size: int):
+    class _Reader:
+        left = size
+
+        def read(self, n: int = -1) -> bytes:
+            n = self.left if n < 0 else min(n, self.left)
+            data = stream.read(n) if n else b""
+            self.left -= len(data)
+            return data
+
+    return _Reader()
+
+
+def rpm_databases(root: str) -> Iterator[tuple[str, str]]:
+    """``(path, name)`` of the rpm database files of the system tree ``root``: the first of
+    ``RPM_DIRS`` holding one (``var/lib/rpm`` is often a link to the other), each a regular file
+    whose real path stays inside ``root``."""
+    real_root = os.path.realpath(root)
+    seen: set[str] = set()
+    for d in RPM_DIRS:
+        for name in (RPM_SQLITE, *RPM_NOT_READ):
+            path = os.path.join(root, d, name)
+            real = os.path.realpath(path)
+            if real in seen or not real.startswith(real_root + os.sep) or not _regular(real):
+                continue
+            seen.add(real)
+            yield real, name
+
+
+def _regular(path: str) -> bool:
+    import stat
+
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False

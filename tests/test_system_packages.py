@@ -1,0 +1,305 @@
+"""Files attributed to system packages (issue 24 item 6): a real rpm (built by ``rpmbuild``,
+installed by ``rpm --root``: the sqlite ``rpmdb.sqlite`` rpm 4.16+ writes) and a real .deb
+(``dpkg-deb --build``, ``dpkg --root``), in a system tree and inside OCI images built by umoci
+(the database read from the image's final filesystem, across layers)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+
+import pytest
+from conftest import fixture_path
+
+from fatbin_inspect.containers import packagedb
+from fatbin_inspect.errors import CorruptError
+from fatbin_inspect.scanning import ScanOptions, scan
+from tests.test_oci_images import inside, need, run, scan_json
+
+LIB_SRC = fixture_path("bin", "t12_lib_sm86_c89.so")
+RPM_LIB = "usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127"
+DEB_LIB = "usr/lib/x86_64-linux-gnu/libcublas.so.12"
+SPEC = """Name: cuda-cudart-12-4
+Version: 12.4.127
+Release: 1
+Epoch: 2
+Summary: CUDA runtime (a fixture)
+License: MIT
+BuildArch: x86_64
+%description
+A fixture.
+%install
+mkdir -p %{buildroot}/DIR
+cp %{_sourcedir}/LIB %{buildroot}/DIR/
+%files
+/DIR/LIB
+"""
+
+
+@pytest.fixture(scope="module")
+def rpm_file(tmp_path_factory):
+    need("rpm", "rpmbuild")
+    top = tmp_path_factory.mktemp("rpmbuild")
+    (top / "SOURCES").mkdir()
+    shutil.copy(LIB_SRC, top / "SOURCES" / os.path.basename(RPM_LIB))
+    spec = top / "t.spec"
+    d, lib = os.path.split(RPM_LIB)
+    spec.write_text(SPEC.replace("DIR", d).replace("LIB", lib))
+    run(
+        "rpmbuild",
+        "--define",
+        f"_topdir {top}",
+        "--define",
+        "debug_package %{nil}",
+        "--define",
+        "__strip /bin/true",
+        "--define",
+        "_build_id_links none",
+        "-bb",
+        str(spec),
+    )
+    (rpm,) = (top / "RPMS" / "x86_64").glob("*.rpm")
+    return rpm
+
+
+def rpm_install(root, rpm, dbpath="/var/lib/rpm"):
+    """``rpm --root ROOT -i`` of ``rpm`` (files and database), as dnf does it in an image."""
+    run("rpm", "--root", str(root), "--dbpath", dbpath, "--initdb")
+    run("rpm", "--root", str(root), "--dbpath", dbpath, "-i", "--nodeps", "--noscripts", str(rpm))
+
+
+def deb_install(tmp_path, root):
+    """``dpkg --root ROOT -i`` of a .deb built by ``dpkg-deb --build`` holding a CUDA library."""
+    need("dpkg", "dpkg-deb")
+    build = tmp_path / "debbuild"
+    (build / "DEBIAN").mkdir(parents=True)
+    (build / DEB_LIB).parent.mkdir(parents=True)
+    shutil.copy(LIB_SRC, build / DEB_LIB)
+    (build / "DEBIAN" / "control").write_text(
+        "Package: libcublas-12-4\nVersion: 12.4.5.8-1\nArchitecture: amd64\n"
+        "Maintainer: test <t@example.org>\nDescription: cuBLAS (a fixture)\n"
+    )
+    deb = tmp_path / "cublas.deb"
+    run("dpkg-deb", "--build", str(build), str(deb))
+    dpkg_install(root, [str(deb)])
+
+
+def dpkg_install(root, debs):
+    """``dpkg --root ROOT -i DEB...`` into a fresh (or existing) database under ``root``."""
+    (root / "var/lib/dpkg/info").mkdir(parents=True, exist_ok=True)
+    (root / "var/lib/dpkg/updates").mkdir(exist_ok=True)
+    (root / "var/lib/dpkg/status").touch()
+    run(
+        "dpkg",
+        f"--root={root}",
+        "--force-script-chrootless",
+        "--force-depends",
+        "--log=/dev/null",
+        "-i",
+        *debs,
+    )
+
+
+def _cuda_records(root):
+    result = scan([str(root)], ScanOptions(jobs=1, cache_dir=None))
+    return {os.path.relpath(r.path, root): r for r in result.reports if r.fatbins}, result
+
+
+# ------------------------------------------------------------------------------ system trees
+@pytest.mark.slow
+@pytest.mark.parametrize("dbpath", ["/var/lib/rpm", "/usr/lib/sysimage/rpm"])
+def test_an_rpm_installed_cuda_library_is_named_with_its_version(tmp_path, rpm_file, dbpath):
+    root = tmp_path / "root"
+    root.mkdir()
+    rpm_install(root, rpm_file, dbpath)
+    if dbpath.startswith("/usr"):  # Fedora: var/lib/rpm is a link to the sysimage folder
+        (root / "var/lib").mkdir(parents=True)
+        os.symlink("../../usr/lib/sysimage/rpm", root / "var/lib/rpm")
+    db = root / dbpath.lstrip("/") / "rpmdb.sqlite"
+    before = sorted(os.listdir(db.parent)), db.read_bytes(), db.stat().st_mtime_ns
+    recs, _ = _cuda_records(root)
+    assert set(recs) == {RPM_LIB}
+    rec = recs[RPM_LIB]
+    assert rec.distribution == "cuda-cudart-12-4 2:12.4.127-1"  # rpm's EVR, as rpm -q shows it
+    assert (rec.package.kind, rec.package.name) == ("rpm", "cuda-cudart-12-4")
+    # read-only and immutable: nothing written to the database or beside it (no -shm, no -journal)
+    assert (sorted(os.listdir(db.parent)), db.read_bytes(), db.stat().st_mtime_ns) == before
+    # rpm's own answer agrees
+    q = run(
+        "rpm",
+        "--root",
+        str(root),
+        "--dbpath",
+        dbpath,
+        "-qf",
+        "--qf",
+        "%{NAME} %{EPOCH}:%{VERSION}-%{RELEASE}",
+        "/" + RPM_LIB,
+    )
+    assert q.stdout.strip() == rec.distribution
+
+
+@pytest.mark.slow
+def test_a_bad_rpm_header_costs_its_package_with_a_note(tmp_path, rpm_file):
+    root = tmp_path / "root"
+    root.mkdir()
+    rpm_install(root, rpm_file)
+    db = root / "var/lib/rpm/rpmdb.sqlite"
+    con = sqlite3.connect(db)  # the test's own copy of a real database, made hostile
+    (blob,) = con.execute("SELECT blob FROM Packages").fetchone()
+    bad = bytearray(blob)
+    bad[8 + 16 * 3 + 8 : 8 + 16 * 3 + 12] = (0x7FFFFFFF).to_bytes(4, "big")  # an entry's offset
+    con.execute("INSERT INTO Packages (blob) VALUES (?)", (bytes(bad),))
+    con.execute("INSERT INTO Packages (blob) VALUES (?)", (b"\x00\x00",))
+    con.commit()
+    con.close()
+    recs, result = _cuda_records(root)
+    assert recs[RPM_LIB].distribution == "cuda-cudart-12-4 2:12.4.127-1"
+    notes = [n for n in result.notes if "rpmdb.sqlite header" in n]
+    assert notes and "points outside the data" in notes[0], result.notes
+    assert any("2 headers that do not parse" in n for n in result.notes), result.notes
+
+
+def _tree_with_lib(tmp_path):
+    """A root with an empty ``var/lib/rpm`` and ``usr/lib64/libx.so`` (a CUDA library)."""
+    root = tmp_path / "root"
+    (root / "var/lib/rpm").mkdir(parents=True)
+    (root / "usr/lib64").mkdir(parents=True)
+    shutil.copy(LIB_SRC, root / "usr/lib64/libx.so")
+    return root
+
+
+def test_rpm_databases_of_other_formats_are_named_not_read(tmp_path):
+    root = _tree_with_lib(tmp_path)
+    (root / "var/lib/rpm/Packages").write_bytes(b"\x00\x06\x15\x61" + bytes(4092))  # Berkeley DB hash magic
+    recs, result = _cuda_records(root)
+    assert recs["usr/lib64/libx.so"].distribution is None
+    assert any("rpm database format Berkeley DB not read" in n for n in result.notes), result.notes
+
+
+def test_an_rpm_database_that_is_no_sqlite_file_is_a_note(tmp_path):
+    root = _tree_with_lib(tmp_path)
+    (root / "var/lib/rpm/rpmdb.sqlite").write_bytes(b"not a database" * 100)
+    os.symlink("/etc/passwd", root / "var/lib/rpm/Packages")  # a link is never read
+    recs, result = _cuda_records(root)
+    assert recs["usr/lib64/libx.so"].distribution is None
+    assert any("not an rpm sqlite database" in n for n in result.notes), result.notes
+    assert not any("Berkeley" in n for n in result.notes)
+
+
+def test_rpm_header_bounds():
+    with pytest.raises(CorruptError, match="shorter"):
+        packagedb.rpm_header(b"\x00\x00\x00")
+    with pytest.raises(CorruptError, match="do not fit"):
+        packagedb.rpm_header((1).to_bytes(4, "big") + (100).to_bytes(4, "big") + bytes(16))
+    # a string that runs past the data
+    entry = (1000).to_bytes(4, "big") + (6).to_bytes(4, "big") + bytes(4) + (1).to_bytes(4, "big")
+    with pytest.raises(CorruptError, match="runs past"):
+        packagedb.rpm_header((1).to_bytes(4, "big") + (3).to_bytes(4, "big") + entry + b"abc")
+
+
+# ------------------------------------------------------------------------------ images
+def _bundle(tmp_path, name="L"):
+    need("umoci")
+    lay, bundle = str(tmp_path / name), tmp_path / f"{name}-bundle"
+    run("umoci", "init", "--layout", lay)
+    run("umoci", "new", "--image", f"{lay}:base")
+    run("umoci", "unpack", "--rootless", "--image", f"{lay}:base", str(bundle))
+    return lay, bundle
+
+
+def _repack(lay, bundle, tag):
+    run("umoci", "repack", "--image", f"{lay}:{tag}", str(bundle))
+    shutil.rmtree(bundle)
+    run("umoci", "unpack", "--rootless", "--image", f"{lay}:{tag}", str(bundle))
+
+
+@pytest.mark.slow
+def test_rpm_and_dpkg_packages_inside_an_image_are_named(tmp_path, rpm_file):
+    """Layer 1: an rpm-installed library; layer 2: a dpkg-installed one and a library no package
+    lists; layer 3: the rpm removed again by ``rpm -e`` (files and database), which the final
+    filesystem of tag t3 shows."""
+    lay, bundle = _bundle(tmp_path)
+    rootfs = bundle / "rootfs"
+    rpm_install(rootfs, rpm_file)
+    _repack(lay, bundle, "t1")
+    deb_install(tmp_path, rootfs)
+    (rootfs / "opt").mkdir()
+    shutil.copy(LIB_SRC, rootfs / "opt" / "libstray.so")
+    _repack(lay, bundle, "t2")
+    run(
+        "rpm",
+        "--root",
+        str(rootfs),
+        "--dbpath",
+        "/var/lib/rpm",
+        "-e",
+        "--nodeps",
+        "--noscripts",
+        "cuda-cudart-12-4",
+    )
+    _repack(lay, bundle, "t3")
+
+    rc, doc, err = scan_json(f"{lay}:t2")
+    assert rc == 0, err
+    got = {inside(f["path"]): f["distribution"] for f in doc["files"]}
+    assert got == {
+        RPM_LIB: "cuda-cudart-12-4 2:12.4.127-1",
+        DEB_LIB: "libcublas-12-4 12.4.5.8-1",
+        "opt/libstray.so": None,
+    }
+    rc, doc, err = scan_json(f"{lay}:t3")
+    assert {inside(f["path"]): f["distribution"] for f in doc["files"]} == {
+        DEB_LIB: "libcublas-12-4 12.4.5.8-1",
+        "opt/libstray.so": None,
+    }
+    # the same answers as the unpacked filesystem gives
+    recs, _ = _cuda_records(rootfs)
+    assert {p: r.distribution for p, r in recs.items()} == {
+        DEB_LIB: "libcublas-12-4 12.4.5.8-1",
+        "opt/libstray.so": None,
+    }
+
+
+@pytest.mark.slow
+def test_a_dpkg_package_an_upper_layer_removes_is_no_owner(tmp_path):
+    """dpkg --purge in an upper layer deletes the .list (a whiteout) and rewrites status: the
+    library copied back by hand in that layer is nobody's."""
+    lay, bundle = _bundle(tmp_path)
+    rootfs = bundle / "rootfs"
+    deb_install(tmp_path, rootfs)
+    _repack(lay, bundle, "t1")
+    run(
+        "dpkg",
+        f"--root={rootfs}",
+        "--force-script-chrootless",
+        "--log=/dev/null",
+        "--purge",
+        "libcublas-12-4",
+    )
+    (rootfs / DEB_LIB).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(LIB_SRC, rootfs / DEB_LIB)
+    _repack(lay, bundle, "t2")
+    _, doc, _ = scan_json(f"{lay}:t1")
+    assert {inside(f["path"]): f["distribution"] for f in doc["files"]} == {
+        DEB_LIB: "libcublas-12-4 12.4.5.8-1"
+    }
+    _, doc, _ = scan_json(f"{lay}:t2")
+    assert {inside(f["path"]): f["distribution"] for f in doc["files"]} == {DEB_LIB: None}
+
+
+@pytest.mark.slow
+def test_the_sbom_names_system_packages_by_their_purl_type(tmp_path, rpm_file):
+    import json
+
+    from tests.test_oci_images import cli
+
+    root = tmp_path / "root"
+    root.mkdir()
+    rpm_install(root, rpm_file)
+    deb_install(tmp_path, root)
+    rc, out, err = cli("scan", "--no-cache", "--format", "cyclonedx", str(root))
+    assert rc == 0, err
+    purls = {c.get("purl") for c in json.loads(out)["components"]}
+    assert {"pkg:rpm/cuda-cudart-12-4@12.4.127-1?epoch=2", "pkg:deb/libcublas-12-4@12.4.5.8-1"} <= purls
