@@ -125,6 +125,15 @@ def _html(paths, run, images=()) -> str:
     help="How long to try to reach the Dask scheduler.",
 )
 @click.option(
+    "--tls-ca-file", default=None, metavar="FILE", help="tls:// scheduler: the CA certificate (PEM)."
+)
+@click.option(
+    "--tls-cert", default=None, metavar="FILE", help="tls:// scheduler: this client's certificate (PEM)."
+)
+@click.option(
+    "--tls-key", default=None, metavar="FILE", help="tls:// scheduler: its key, unless --tls-cert holds it."
+)
+@click.option(
     "--platform",
     default="",
     metavar="OS/ARCH[/VARIANT]",
@@ -164,6 +173,9 @@ def scan_cmd(
     scheduler,
     scheduler_file,
     connect_timeout,
+    tls_ca_file,
+    tls_cert,
+    tls_key,
     platform,
     show_layers,
     insecure,
@@ -183,6 +195,7 @@ def scan_cmd(
     at will. Exit 1 when a --gpu target fails to run something (--fail-on warning: or needs JIT).
     """
     _check_usage(jobs, insecure, executor, scheduler, scheduler_file, verdicts_only, gpus, target_files)
+    _check_tls(tls_ca_file, tls_cert, tls_key)
     targets: tuple = ()
     if gpus or target_files:
         from fatbin_inspect.judging.fleet import resolve_all
@@ -195,6 +208,7 @@ def scan_cmd(
         scheduler=scheduler,
         scheduler_file=scheduler_file,
         connect_timeout=connect_timeout,
+        tls=(tls_ca_file, tls_cert, tls_key) if tls_cert else None,
     )
     from fatbin_inspect.judging.scan_run import run_scan
 
@@ -229,6 +243,11 @@ def _check_usage(jobs, insecure, executor, scheduler, scheduler_file, verdicts_o
         _check_dask(scheduler, scheduler_file)
     if verdicts_only and not (gpus or target_files):
         raise UsageError("scan --verdicts: give --gpu or --targets (the verdicts are per target)")
+
+
+def _check_tls(tls_ca_file, tls_cert, tls_key) -> None:
+    if bool(tls_ca_file) != bool(tls_cert) or (tls_key and not tls_cert):
+        raise click.UsageError("--tls-ca-file and --tls-cert go together (--tls-key with them)")
 
 
 def _insecure(hosts) -> None:

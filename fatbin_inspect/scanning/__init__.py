@@ -82,6 +82,7 @@ class ScanOptions:
     scheduler: str | None = None
     scheduler_file: str | None = None  # instead of ``scheduler``: the file ``dask scheduler`` wrote
     connect_timeout: float = 30  # seconds to reach the scheduler
+    tls: tuple[str, str, str | None] | None = None  # (CA file, certificate, key) for a tls:// scheduler
     # a module-level function: a record -> its bytes as the caller writes them (run in the workers,
     # kept in the cache under the function's name); given, the records are summaries and
     # ``ScanResult.texts`` yields the texts
@@ -167,7 +168,9 @@ class _Scanner:
         if opts.executor == "dask":
             from fatbin_inspect.scanning import dask_executor
 
-            self.client = dask_executor.connect(opts.scheduler, opts.scheduler_file, opts.connect_timeout)
+            self.client = dask_executor.connect(
+                opts.scheduler, opts.scheduler_file, opts.connect_timeout, opts.tls
+            )
             self.jobs = 2  # until the probe has found the workers that see the roots (``run``)
             self.workers: dict[str, int] = {}
             self.executors: dict[frozenset, Any] = {}  # workers left out -> an executor for the rest

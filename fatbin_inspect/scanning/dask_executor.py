@@ -8,9 +8,10 @@ checks each path's size and mtime against the client's stat before reading it an
 ones it could not see, which go to another worker; a file no worker could read becomes an error
 record the scan never caches. The cache stays on the client.
 
-Addresses: ``tcp://HOST:PORT``, ``tls://HOST:PORT`` (certificates from Dask's own configuration,
-``distributed.comm.tls.*`` or ``DASK_DISTRIBUTED__COMM__TLS__*``), ``HOST:PORT`` (tcp), or a
-scheduler file (``dask scheduler --scheduler-file``).
+Addresses: ``tcp://HOST:PORT``, ``tls://HOST:PORT`` (certificates from ``scan --tls-ca-file
+--tls-cert [--tls-key]``, else from Dask's own configuration, ``distributed.comm.tls.*`` or
+``DASK_DISTRIBUTED__COMM__TLS__*``), ``HOST:PORT`` (tcp), or a scheduler file (``dask scheduler
+--scheduler-file``).
 """
 
 from __future__ import annotations
@@ -45,8 +46,32 @@ def check_address(address: str) -> str:
     return f"{scheme}://{m.group(2)}:{int(m.group(3))}"
 
 
-def connect(scheduler: str | None, scheduler_file: str | None = None, timeout: float = 30):
-    """A ``distributed.Client``; UsageError when there is no address, no dask, or no answer."""
+def security(tls: tuple[str, str, str | None] | None, address: str | None):
+    """A ``distributed.Security`` from ``(CA file, certificate, key or None)`` (the certificate
+    file may hold the key), encryption required; None without ``tls`` (Dask's configuration
+    then gives a ``tls://`` address its certificates). UsageError naming the option for a file
+    that is not readable, or for certificates given with a ``tcp://`` address."""
+    if tls is None:
+        return None
+    if address is not None and not address.startswith("tls://"):
+        raise UsageError(f"--tls-ca-file/--tls-cert: the scheduler {address} is not a tls:// address")
+    for option, path in zip(("--tls-ca-file", "--tls-cert", "--tls-key"), tls, strict=True):
+        if path is not None and not (os.path.isfile(path) and os.access(path, os.R_OK)):
+            raise UsageError(f"{option} {path}: not a readable file")
+    from distributed.security import Security
+
+    ca, cert, key = tls
+    return Security(tls_ca_file=ca, tls_client_cert=cert, tls_client_key=key, require_encryption=True)
+
+
+def connect(
+    scheduler: str | None,
+    scheduler_file: str | None = None,
+    timeout: float = 30,
+    tls: tuple[str, str, str | None] | None = None,
+):
+    """A ``distributed.Client``; UsageError when there is no address, no dask, or no answer.
+    ``tls``: the client's ``(CA file, certificate, key or None)`` for a ``tls://`` scheduler."""
     if not scheduler and not scheduler_file:
         raise UsageError("--executor dask needs --scheduler tcp://HOST:PORT or --scheduler-file FILE")
     address = check_address(scheduler) if scheduler else None
@@ -56,6 +81,7 @@ def connect(scheduler: str | None, scheduler_file: str | None = None, timeout: f
         raise UsageError(
             "--executor dask needs dask.distributed: pip install 'fatbin-inspect[dask]'"
         ) from None
+    sec = security(tls, address)
     where = address or scheduler_file
     import logging
 
@@ -66,8 +92,8 @@ def connect(scheduler: str | None, scheduler_file: str | None = None, timeout: f
     logging.getLogger("distributed").setLevel(logging.CRITICAL + 1)
     try:
         if address is not None:
-            return Client(address, timeout=timeout)
-        return Client(scheduler_file=scheduler_file, timeout=timeout)
+            return Client(address, timeout=timeout, security=sec)
+        return Client(scheduler_file=scheduler_file, timeout=timeout, security=sec)
     except (OSError, TimeoutError, ValueError) as exc:
         raise UsageError(f"cannot reach the Dask scheduler at {where}: {exc or type(exc).__name__}") from None
 
