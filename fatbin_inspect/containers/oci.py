@@ -119,18 +119,14 @@ class TarStore:
         ``docker-archive`` links ``<id>/layer.tar`` to ``<hex>.tar``) names its target's bytes."""
         import tarfile
 
-        entries, links = {}, {}
+        entries: dict[str, tuple[int, int]] = {}
+        links: dict[str, str] = {}
         try:
             with tarfile.open(fileobj=blob.stream(), mode="r:") as tf:
                 for count, ti in enumerate(tf, 1):
                     if count > archives.MAX_MEMBERS:
                         raise LimitExceeded(f"more than {archives.MAX_MEMBERS} members")
-                    name = posixpath.normpath(ti.name.lstrip("/"))
-                    if ti.isreg():
-                        entries[name] = (ti.offset_data, ti.size)
-                    elif ti.issym() or ti.islnk():
-                        base = posixpath.dirname(name) if ti.issym() else ""
-                        links[name] = posixpath.normpath(posixpath.join(base, ti.linkname))
+                    _index_member(ti, entries, links)
         except (LimitExceeded, CorruptError):
             raise
         except Exception as exc:  # tarfile.ReadError and friends on hostile bytes
@@ -143,6 +139,17 @@ class TarStore:
     def get(self, name: str, kind: str = "layer") -> Blob | None:
         hit = self.entries.get(posixpath.normpath(name))
         return None if hit is None else self.blob.view(hit[0], hit[1], name)
+
+
+def _index_member(ti, entries: dict[str, tuple[int, int]], links: dict[str, str]) -> None:
+    """A tar member into ``entries`` (a regular file: its data's offset and size) or ``links``
+    (a symbolic or hard link: the member it names)."""
+    name = posixpath.normpath(ti.name.lstrip("/"))
+    if ti.isreg():
+        entries[name] = (ti.offset_data, ti.size)
+    elif ti.issym() or ti.islnk():
+        base = posixpath.dirname(name) if ti.issym() else ""
+        links[name] = posixpath.normpath(posixpath.join(base, ti.linkname))
 
 
 # ----------------------------------------------------------------------------------- records
@@ -276,21 +283,23 @@ def images(store, platform: str = "", select: str | None = None) -> tuple[list[I
     notes: list[str] = []
     index = _json(store, "index.json") if store.get("oci-layout") is not None else None
     if index is not None:
-        entries = _index_entries(index, "index.json")
-        chosen = _select(entries, select, _oci_names)
-        groups: dict = {}  # entries of one name (or none) are the platforms of one image
-        for m in chosen:
-            groups.setdefault(((_oci_names(m) or [None])[0]), []).append(m)
-        out = [_oci_image(store, ms, platform, notes) for ms in groups.values()]
+        out = _oci_images(store, index, platform, select, notes)
     else:
         docker = _json(store, "manifest.json")
         if not isinstance(docker, list):
             raise CorruptError("manifest.json is not a list of images")
-        chosen = _select(docker, select, _docker_names)
-        out = [_docker_image(store, img, platform) for img in chosen]
+        out = [_docker_image(store, img, platform) for img in _select(docker, select, _docker_names)]
     if len(out) > 1:
         notes.append(f"{len(out)} images: " + ", ".join(i.name or "(untagged)" for i in out))
     return out, notes
+
+
+def _oci_images(store, index, platform: str, select: str | None, notes: list[str]) -> list[Image]:
+    """The images of an OCI index: entries of one name (or none) are the platforms of one image."""
+    groups: dict = {}
+    for m in _select(_index_entries(index, "index.json"), select, _oci_names):
+        groups.setdefault(_oci_name(m), []).append(m)
+    return [_oci_image(store, ms, platform, notes) for ms in groups.values()]
 
 
 def _index_entries(index, what: str) -> list:
@@ -309,28 +318,42 @@ def _oci_names(m) -> list[str]:
     return names + [short_name(n) for n in names if short_name(n) != n]
 
 
+def _oci_name(m) -> str | None:
+    """An index entry's first name (its tag), None for an untagged one."""
+    names = _oci_names(m)
+    return names[0] if names else None
+
+
 def _docker_names(img) -> list[str]:
     tags = img.get("RepoTags") if isinstance(img, dict) else None
     tags = [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
     return tags + [short_name(t) for t in tags if short_name(t) != t]
 
 
+def _named(entry, select: str, names) -> bool:
+    """``entry`` is named ``select``: one of its names, or ``@`` and a prefix of its digest."""
+    if select in names(entry):
+        return True
+    return (
+        isinstance(entry, dict)
+        and select.startswith("@")
+        and str(entry.get("digest", "")).startswith(select[1:])
+    )
+
+
+def _nth(entries: list, select: str):
+    i = int(select[1:])
+    if i >= len(entries):
+        raise CorruptError(f"no image {select}: it holds {len(entries)}")
+    return entries[i]
+
+
 def _select(entries: list, select: str | None, names) -> list:
     if select is None:
         return entries
     if select.startswith("@") and select[1:].isdigit():
-        i = int(select[1:])
-        if i >= len(entries):
-            raise CorruptError(f"no image {select}: it holds {len(entries)}")
-        return [entries[i]]
-    hits = [
-        e
-        for e in entries
-        if select in names(e)
-        or (
-            isinstance(e, dict) and select.startswith("@") and str(e.get("digest", "")).startswith(select[1:])
-        )
-    ]
+        return [_nth(entries, select)]
+    hits = [e for e in entries if _named(e, select, names)]
     if not hits:
         have = ", ".join(n for e in entries for n in names(e)[:1]) or "none"
         raise CorruptError(f"no image named {select!r} (it holds: {have})")
@@ -339,24 +362,12 @@ def _select(entries: list, select: str | None, names) -> list:
 
 def _oci_image(store, entries: list, platform: str, notes: list[str]) -> Image:
     entry = entries[0]
-    name = (_oci_names(entry) or [None])[0]
+    name = _oci_name(entry)
     meta = _MetaBudget()
     try:
         if not all(isinstance(e, dict) for e in entries):
             raise CorruptError("index.json: an entry is not an object")
-        if len(entries) > 1:
-            desc, listed = _among(store, entries, platform or DEFAULT_PLATFORM, meta, 0)
-        else:
-            desc, listed = _pick(store, entry, platform or DEFAULT_PLATFORM, meta, 0)
-        if desc is None:
-            raise CorruptError(
-                f"no {platform or DEFAULT_PLATFORM} image in the index (it has {', '.join(listed) or 'none'})"
-            )
-        if len(listed) > 1:
-            notes.append(
-                f"{name or 'image'}: index of {len(listed)} platforms ({', '.join(listed)}): "
-                f"{_platform_of(desc.get('platform')) or platform or DEFAULT_PLATFORM} scanned"
-            )
+        desc = _platform_entry(store, entries, name, platform or DEFAULT_PLATFORM, meta, notes)
         digest = desc.get("digest")
         manifest = _json(store, _blob_name(digest), digest, meta, "image manifest", "manifest")
         if manifest is None:
@@ -366,6 +377,23 @@ def _oci_image(store, entries: list, platform: str, notes: list[str]) -> Image:
         )
     except InputError as exc:
         return Image(name, entry.get("digest") if isinstance(entry, dict) else None, "?", error=str(exc))
+
+
+def _platform_entry(store, entries: list, name, want: str, meta: _MetaBudget, notes: list[str]) -> dict:
+    """The manifest descriptor for platform ``want`` among the entries of one image (a note
+    names the platforms when there are several); CorruptError naming them when none is ``want``."""
+    if len(entries) > 1:
+        desc, listed = _among(store, entries, want, meta, 0)
+    else:
+        desc, listed = _pick(store, entries[0], want, meta, 0)
+    if desc is None:
+        raise CorruptError(f"no {want} image in the index (it has {', '.join(listed) or 'none'})")
+    if len(listed) > 1:
+        notes.append(
+            f"{name or 'image'}: index of {len(listed)} platforms ({', '.join(listed)}): "
+            f"{_platform_of(desc.get('platform')) or want} scanned"
+        )
+    return desc
 
 
 def _pick(store, desc: dict, platform: str, meta: _MetaBudget, depth: int) -> tuple[dict | None, list[str]]:
@@ -412,32 +440,29 @@ def _from_manifest(
     what = f"image manifest {digest}"
     if not isinstance(manifest, dict) or not isinstance(manifest.get("layers"), list):
         raise CorruptError(f"{what} lists no layers")
-    cfg_desc = manifest.get("config") if isinstance(manifest.get("config"), dict) else {}
+    cfg_desc: dict = manifest["config"] if isinstance(manifest.get("config"), dict) else {}
     cfg_digest = cfg_desc.get("digest")
     config = None
     if cfg_digest is not None:
         config = _json(store, _blob_name(cfg_digest), cfg_digest, meta, "image config")
-    diff_ids = _diff_ids(config)
-    layers = []
-    size = _size(cfg_desc) + len(json.dumps(manifest))
-    for i, lay in enumerate(manifest["layers"]):
-        if not isinstance(lay, dict):
-            raise CorruptError(f"{what}: layer {i} is not an object")
-        d = lay.get("digest")
-        layers.append(
-            Layer(
-                _blob_name(d),
-                d,
-                _size(lay),
-                diff_ids[i] if diff_ids and i < len(diff_ids) else None,
-                str(lay.get("mediaType", "")),
-            )
-        )
-        size += _size(lay)
+    layers = _manifest_layers(manifest["layers"], _diff_ids(config), what)
+    size = _size(cfg_desc) + len(json.dumps(manifest)) + sum(lay.size or 0 for lay in layers)
     _check_count(layers)
     actual = _platform_of(config) or declared or "?"
     image = Image(name, digest, actual, tuple(layers), cfg_digest, None, size)
     return _check_platform(image, platform, declared)
+
+
+def _manifest_layers(descs: list, diff_ids: list | None, what: str) -> list[Layer]:
+    """The layers a manifest lists, bottom first, each with its ``diff_id`` when the config has it."""
+    layers = []
+    for i, lay in enumerate(descs):
+        if not isinstance(lay, dict):
+            raise CorruptError(f"{what}: layer {i} is not an object")
+        d = lay.get("digest")
+        diff_id = diff_ids[i] if diff_ids and i < len(diff_ids) else None
+        layers.append(Layer(_blob_name(d), d, _size(lay), diff_id, str(lay.get("mediaType", ""))))
+    return layers
 
 
 def _size(desc) -> int:
@@ -470,37 +495,49 @@ def _check_platform(image: Image, platform: str, declared: str = "") -> Image:
 def _docker_image(store, img, platform: str) -> Image:
     tags = _docker_names(img)
     name = ", ".join(dict.fromkeys(short_name(t) for t in tags)) or None
-    meta = _MetaBudget()
     try:
         if not isinstance(img, dict) or not isinstance(img.get("Layers"), list):
             raise CorruptError("manifest.json: an image lists no Layers")
         cfg_name = img.get("Config")
-        config, cfg_digest = None, None
-        if isinstance(cfg_name, str) and ".." not in cfg_name.split("/") and not cfg_name.startswith("/"):
-            m = _HEX_JSON.match(cfg_name)
-            cfg_digest = f"sha256:{m.group(1)}" if m else None  # the image ID is the config's sha256
-            config = _json(store, posixpath.normpath(cfg_name), cfg_digest, meta, f"image config {cfg_name}")
-        diff_ids = _diff_ids(config)
-        names = []
-        for lay in img["Layers"]:
-            if not isinstance(lay, str) or lay.startswith("/") or ".." in lay.split("/"):
-                raise CorruptError(f"manifest.json layer {str(lay)[:80]!r} is no path inside the archive")
-            names.append(posixpath.normpath(lay))
-        _check_count(names)
-        if diff_ids is not None and len(diff_ids) != len(names):
-            raise CorruptError(f"image config {cfg_name}: {len(diff_ids)} diff_ids for {len(names)} layers")
-        layers = []
-        size = 0
-        for i, n in enumerate(names):
-            blob = store.get(n)
-            layers.append(
-                Layer(n, None, None if blob is None else blob.size, diff_ids[i] if diff_ids else None)
-            )
-            size += 0 if blob is None else blob.size
+        config, cfg_digest = _docker_config(store, cfg_name, _MetaBudget())
+        layers = _docker_layers(store, _docker_layer_names(img["Layers"]), _diff_ids(config), cfg_name)
+        size = sum(lay.size or 0 for lay in layers)
         image = Image(name, None, _platform_of(config) or "?", tuple(layers), cfg_digest, None, size)
         return _check_platform(image, platform)
     except InputError as exc:
         return Image(name, None, "?", error=str(exc))
+
+
+def _docker_config(store, cfg_name, meta: _MetaBudget) -> tuple[dict | None, str | None]:
+    """A ``docker save`` image's config and its digest (the image ID, from its name
+    ``<hex>.json``); ``(None, None)`` for a name that is no path inside the archive."""
+    if not isinstance(cfg_name, str) or ".." in cfg_name.split("/") or cfg_name.startswith("/"):
+        return None, None
+    m = _HEX_JSON.match(cfg_name)
+    cfg_digest = f"sha256:{m.group(1)}" if m else None  # the image ID is the config's sha256
+    return _json(
+        store, posixpath.normpath(cfg_name), cfg_digest, meta, f"image config {cfg_name}"
+    ), cfg_digest
+
+
+def _docker_layers(store, names, diff_ids: list | None, cfg_name) -> list[Layer]:
+    """The layers of a ``docker save`` image: named by their paths, sized by their members."""
+    if diff_ids is not None and len(diff_ids) != len(names):
+        raise CorruptError(f"image config {cfg_name}: {len(diff_ids)} diff_ids for {len(names)} layers")
+    layers = []
+    for i, n in enumerate(names):
+        blob = store.get(n)
+        layers.append(Layer(n, None, None if blob is None else blob.size, diff_ids[i] if diff_ids else None))
+    return layers
+
+
+def _docker_layer_names(layers: list) -> tuple:
+    names = []
+    for lay in layers:
+        if not isinstance(lay, str) or lay.startswith("/") or ".." in lay.split("/"):
+            raise CorruptError(f"manifest.json layer {str(lay)[:80]!r} is no path inside the archive")
+        names.append(posixpath.normpath(lay))
+    return _check_count(names)
 
 
 def _check_count(names) -> tuple:
@@ -592,92 +629,36 @@ class ImageReader:
             + (f", {self.meta_skipped} metadata files over the bound not read" if self.meta_skipped else "")
         )
 
-    def _layer(self, layer: Layer, counts: dict) -> Iterator[Member]:
-        name = layer.name
-        blob = self.store.get(name)
+    def _open_layer(self, layer: Layer, what: str, counts: dict):
+        """``(blob, raw, stream, unpacked)`` of a layer: ``raw`` hashes its stored bytes,
+        ``stream`` gives its tar (``raw`` itself for a plain tar), ``unpacked`` (a compressed
+        docker save layer) hashes that tar."""
+        blob = self.store.get(layer.name)
         if blob is None:
-            raise CorruptError(f"layer {layer.digest or name} is missing from the image")
-        what = f"layer {layer.digest or name}"
+            raise CorruptError(f"layer {layer.digest or layer.name} is missing from the image")
         raw = Hashing(blob.stream())
         stream = archives.decompressed(blob, what, fileobj=raw)
-        plain = stream is raw  # a plain tar: members are windows into the blob (no copy)
         unpacked = None  # docker save: the uncompressed tar's digest is the one to check
-        if layer.digest is None and layer.diff_id is not None and not plain:
+        if layer.digest is None and layer.diff_id is not None and stream is not raw:
             stream = unpacked = Hashing(stream)
         elif layer.digest is None and layer.diff_id is None:
             counts["unverified"] += 1
-        window = blob if plain and isinstance(blob, Blob) else None
-        paths, nondirs, gone, opaque = set(), set(), set(), set()
-        held: dict[str, Member] = {}  # hidden files a later hard link may name
-        held_bytes = 0
-        shown: dict[str, str] = {}  # visible path -> its member's name (hard links to it)
+        return blob, raw, stream, unpacked
+
+    def _layer(self, layer: Layer, counts: dict) -> Iterator[Member]:
+        what = f"layer {layer.digest or layer.name}"
+        blob, raw, stream, unpacked = self._open_layer(layer, what, counts)
+        plain = stream is raw  # a plain tar: members are windows into the blob (no copy)
+        walk = _LayerWalk(self, layer.name, blob if plain and isinstance(blob, Blob) else None, counts)
         for ti, tf in archives.tar_entries(stream):
-            path = posixpath.normpath("/" + ti.name).lstrip("/")
-            if ".." in ti.name.split("/"):
-                counts["outside"] += 1
-                continue
-            if not path:  # the root folder itself ("./")
-                continue
-            base = posixpath.basename(path)
-            parent = posixpath.dirname(path)
-            if base.startswith(".wh."):
-                counts["whiteouts"] += 1
-                if base == ".wh..wh..opq":
-                    opaque.add(parent)
-                else:
-                    gone.add(posixpath.join(parent, base[4:]))
-                continue
-            if ti.isreg():
-                self.files += 1
-                self.bytes += ti.size
-            if self._hidden(path):
-                if ti.isreg():
-                    counts["hidden"] += 1
-                    if held_bytes + ti.size <= MAX_HELD_BYTES and not _META.search(path):
-                        m = archives.tar_member(tf, ti, window, name=f"{self.prefix}{name}!{path}")
-                        if m is not None and m.blob is not None:
-                            held[path] = m
-                            held_bytes += ti.size if window is None else 0
-                continue
-            paths.add(path)
-            if not ti.isdir():
-                nondirs.add(path)
-            if ti.islnk():
-                target = posixpath.normpath("/" + ti.linkname).lstrip("/")
-                m = held.get(target)
-                if m is not None:  # the target's own path is gone from the final filesystem
-                    counts["hardlinks"] += 1
-                    yield Member(f"{self.prefix}{name}!{path}", m.blob)
-                elif target in shown:  # the target is visible: the link has its records
-                    counts["hardlinks"] += 1
-                    yield Member(f"{self.prefix}{name}!{path}", alias=shown[target])
-                elif target in paths:  # a visible file with nothing to report
-                    counts["hardlinks"] += 1
-                else:  # no earlier file of this layer: nothing to follow (never out of the image)
-                    counts["links"] += 1
-                continue
-            if ti.issym():
-                counts["links"] += 1  # never followed: the target is reported where it lives
-                continue
-            if not ti.isreg():
-                continue
-            if _META.search(path):
-                self._keep_meta(tf, ti, path)
-                continue
-            if _RPMDB.match(path):
-                self._keep_rpmdb(tf, ti, path)
-                continue
-            m = archives.tar_member(tf, ti, window, name=f"{self.prefix}{name}!{path}")
-            if m is not None:
-                shown[path] = m.name
-                yield m
+            yield from walk.entry(ti, tf)
         if unpacked is not None:
             unpacked.finish(layer.diff_id, None, f"{what} (uncompressed)")
         raw.finish(layer.digest or (layer.diff_id if plain else None), layer.size, what)
-        self._paths |= paths
-        self._nondirs |= nondirs
-        self._gone |= gone
-        self._opaque |= opaque
+        self._paths |= walk.paths
+        self._nondirs |= walk.nondirs
+        self._gone |= walk.gone
+        self._opaque |= walk.opaque
         if len(self._paths) > MAX_PATHS:
             raise LimitExceeded(f"more than {MAX_PATHS} paths in the image's layers")
 
@@ -759,6 +740,95 @@ def _claim(out: _Owners, paths, package: Package) -> None:
     """The absolute paths a system package lists (``/usr/lib/x``), as image paths."""
     for p in paths:
         out.setdefault(posixpath.normpath(p.lstrip("/")), package)
+
+
+class _LayerWalk:
+    """One layer's entries as ``ImageReader`` reads them (top layer first): what this layer adds
+    to the paths upper layers hide is merged into the reader only at the layer's end."""
+
+    def __init__(self, reader: ImageReader, name: str, window: Blob | None, counts: dict):
+        self.reader, self.name, self.window, self.counts = reader, name, window, counts
+        self.paths: set[str] = set()
+        self.nondirs: set[str] = set()
+        self.gone: set[str] = set()
+        self.opaque: set[str] = set()
+        self.held: dict[str, Member] = {}  # hidden files a later hard link may name
+        self.held_bytes = 0
+        self.shown: dict[str, str] = {}  # visible path -> its member's name (hard links to it)
+
+    def _member(self, tf, ti, path: str) -> Member | None:
+        return archives.tar_member(tf, ti, self.window, name=f"{self.reader.prefix}{self.name}!{path}")
+
+    def entry(self, ti, tf) -> Iterator[Member]:
+        path = posixpath.normpath("/" + ti.name).lstrip("/")
+        if ".." in ti.name.split("/"):
+            self.counts["outside"] += 1
+            return
+        if not path:  # the root folder itself ("./")
+            return
+        if posixpath.basename(path).startswith(".wh."):
+            self._whiteout(path)
+            return
+        if ti.isreg():
+            self.reader.files += 1
+            self.reader.bytes += ti.size
+        if self.reader._hidden(path):
+            self._hold(tf, ti, path)
+            return
+        self.paths.add(path)
+        if not ti.isdir():
+            self.nondirs.add(path)
+        if ti.islnk():
+            yield from self._hardlink(ti, path)
+        elif ti.issym():
+            self.counts["links"] += 1  # never followed: the target is reported where it lives
+        elif ti.isreg():
+            yield from self._regular(tf, ti, path)
+
+    def _whiteout(self, path: str) -> None:
+        self.counts["whiteouts"] += 1
+        parent, base = posixpath.split(path)
+        if base == ".wh..wh..opq":
+            self.opaque.add(parent)
+        else:
+            self.gone.add(posixpath.join(parent, base[4:]))
+
+    def _hold(self, tf, ti, path: str) -> None:
+        """A file an upper layer replaced or deleted: kept (bounded) for a hard link naming it."""
+        if not ti.isreg():
+            return
+        self.counts["hidden"] += 1
+        if self.held_bytes + ti.size <= MAX_HELD_BYTES and not _META.search(path):
+            m = self._member(tf, ti, path)
+            if m is not None and m.blob is not None:
+                self.held[path] = m
+                self.held_bytes += ti.size if self.window is None else 0
+
+    def _hardlink(self, ti, path: str) -> Iterator[Member]:
+        target = posixpath.normpath("/" + ti.linkname).lstrip("/")
+        m = self.held.get(target)
+        name = f"{self.reader.prefix}{self.name}!{path}"
+        if m is not None:  # the target's own path is gone from the final filesystem
+            self.counts["hardlinks"] += 1
+            yield Member(name, m.blob)
+        elif target in self.shown:  # the target is visible: the link has its records
+            self.counts["hardlinks"] += 1
+            yield Member(name, alias=self.shown[target])
+        elif target in self.paths:  # a visible file with nothing to report
+            self.counts["hardlinks"] += 1
+        else:  # no earlier file of this layer: nothing to follow (never out of the image)
+            self.counts["links"] += 1
+
+    def _regular(self, tf, ti, path: str) -> Iterator[Member]:
+        if _META.search(path):
+            self.reader._keep_meta(tf, ti, path)
+        elif _RPMDB.match(path):
+            self.reader._keep_rpmdb(tf, ti, path)
+        else:
+            m = self._member(tf, ti, path)
+            if m is not None:
+                self.shown[path] = m.name
+                yield m
 
 
 class _Owners(dict):

@@ -24,12 +24,16 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fatbin_inspect.compat import data
 from fatbin_inspect.compat.targets import Driver, resolve_driver
 from fatbin_inspect.errors import FatbinInspectError
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Entry, bare_entry
-from fatbin_inspect.system.stack import Runtime, Stack, Torch
+from fatbin_inspect.system.stack import LocalGpu, Runtime, Stack, Torch
+
+if TYPE_CHECKING:
+    from fatbin_inspect.compat.rules import Outcome
 
 OK, FAIL, UNKNOWN = "ok", "fail", "unknown"
 
@@ -100,25 +104,19 @@ def _branch_driver(stack: Stack) -> Driver | None:
 
 def runtime_in_use(stack: Stack) -> Runtime | None:
     """The libcudart a program without an RPATH gets (loader order), else the first in a wheel."""
-    loader = [r for r in stack.runtimes if r.found_via != "site-packages"]
-    return (loader or list(stack.runtimes) or [None])[0]
+    found = [r for r in stack.runtimes if r.found_via != "site-packages"] or list(stack.runtimes)
+    return found[0] if found else None
 
 
 def diagnose(stack: Stack, env: Mapping[str, str] | None = None, mounts: str = "/proc/mounts") -> Diagnosis:
     """``env``: the variables the JIT cache reads (HOME, APPDATA, CUDA_CACHE_*); default: the
     CUDA_CACHE_* switches the stack found and this process's HOME/APPDATA."""
     branch = _branch_driver(stack)
-    api = stack.user_driver.api_version if stack.user_driver else None
-    if api:
-        drv_cuda, source = f"{api // 1000}.{api % 1000 // 10}", "cuDriverGetVersion"
-    elif branch:
-        drv_cuda, source = branch.cuda, f"driver branch R{branch.branch}"
-    else:
-        drv_cuda, source = None, None
+    drv_cuda, source = _driver_cuda(stack, branch)
     max_isa = _max_ptx_isa(drv_cuda) or (branch.max_ptx_isa if branch else None)
     rt = runtime_in_use(stack)
     warnings: list[Advice] = []
-    conds = (
+    conds: tuple[Condition, ...] = (
         _driver_condition(stack, rt, drv_cuda, source, branch, warnings),
         _gpu_condition(stack, branch, max_isa),
     )
@@ -126,12 +124,27 @@ def diagnose(stack: Stack, env: Mapping[str, str] | None = None, mounts: str = "
     conds += (fwd,) if fwd else ()
     _mismatch_warnings(stack, rt, drv_cuda, warnings)
     _ptxas_warnings(stack, warnings)
-    if env is None:
-        env = {k: v for k in ("HOME", "APPDATA") if (v := os.environ.get(k)) is not None}
-        env.update({sw.name: sw.value for sw in stack.env if sw.name.startswith("CUDA_CACHE_")})
-    cache = jit_cache(env, any(g.tegra for g in stack.gpus), mounts)
+    cache = jit_cache(_cache_env(stack) if env is None else env, any(g.tegra for g in stack.gpus), mounts)
     warnings += _cache_warnings(cache)
     return Diagnosis(drv_cuda, source, max_isa, rt, conds, tuple(warnings), cache)
+
+
+def _driver_cuda(stack: Stack, branch: Driver | None) -> tuple[str | None, str | None]:
+    """The CUDA the driver implements and where that is from: libcuda's cuDriverGetVersion,
+    else the kernel driver's branch."""
+    api = stack.user_driver.api_version if stack.user_driver else None
+    if api:
+        return f"{api // 1000}.{api % 1000 // 10}", "cuDriverGetVersion"
+    if branch:
+        return branch.cuda, f"driver branch R{branch.branch}"
+    return None, None
+
+
+def _cache_env(stack: Stack) -> dict[str, str]:
+    """The CUDA_CACHE_* switches the stack found and this process's HOME/APPDATA."""
+    env = {k: v for k in ("HOME", "APPDATA") if (v := os.environ.get(k)) is not None}
+    env.update({sw.name: sw.value for sw in stack.env if sw.name.startswith("CUDA_CACHE_")})
+    return env
 
 
 def jit_cache(env: Mapping[str, str], embedded: bool = False, mounts: str = "/proc/mounts") -> JitCache:
@@ -238,34 +251,19 @@ def _driver_condition(
             "No NVIDIA driver found, so no CUDA program can start here "
             "(cudaErrorInsufficientDriver 35 or cudaErrorNoDevice 100).",
         )
-    if rt is None or _mm(rt.version) is None:
+    rmm, dmm = _mm(rt.version) if rt is not None else None, _mm(drv_cuda)
+    if rt is None or rmm is None or dmm is None:
         return Condition(
             "R-DRV",
             UNKNOWN,
             f"The driver implements CUDA {drv_cuda} ({source}); no CUDA runtime "
             "with a known version was found to compare it with.",
         )
-    rmaj, rmin = _mm(rt.version)
-    dmaj, dmin = _mm(drv_cuda)
     label = f"CUDA runtime {rt.version} ({rt.path})"
-    if rmaj > dmaj:
-        return Condition(
-            "R-DRV",
-            FAIL,
-            f"{label} needs a CUDA {rmaj}.x driver; the driver implements CUDA "
-            f"{drv_cuda}: programs fail at start with cudaErrorInsufficientDriver (35).",
-        )
-    floor = data.mvc_floor(rmaj) if rmaj == dmaj and rmaj >= 11 else None
-    kver = stack.kernel_driver.version if stack.kernel_driver else None
-    compat = _compat_build(stack)
-    if floor and kver and not compat and data.version_tuple(kver) < floor:
-        return Condition(
-            "R-MVC",
-            FAIL,
-            f"{label}: driver {kver} is below the CUDA {rmaj}.x floor "
-            f"{'.'.join(map(str, floor))}: cudaErrorInsufficientDriver (35).",
-        )
-    if (rmaj, rmin) > (dmaj, dmin):
+    too_old = _driver_too_old(stack, label, rmm, dmm, drv_cuda)
+    if too_old is not None:
+        return too_old
+    if rmm > dmm:
         return Condition(
             "R-MVC",
             OK,
@@ -274,6 +272,29 @@ def _driver_condition(
             "APIs return cudaErrorCallRequiresNewerDriver (36).",
         )
     return Condition("R-DRV", OK, f"{label} is not newer than the driver (CUDA {drv_cuda}, {source}).")
+
+
+def _driver_too_old(
+    stack: Stack, label: str, rmm: tuple[int, int], dmm: tuple[int, int], drv_cuda: str
+) -> Condition | None:
+    """R-DRV's fail (a newer major runtime) or R-MVC's (a driver below the major's floor)."""
+    if rmm[0] > dmm[0]:
+        return Condition(
+            "R-DRV",
+            FAIL,
+            f"{label} needs a CUDA {rmm[0]}.x driver; the driver implements CUDA "
+            f"{drv_cuda}: programs fail at start with cudaErrorInsufficientDriver (35).",
+        )
+    floor = data.mvc_floor(rmm[0]) if rmm[0] == dmm[0] and rmm[0] >= 11 else None
+    kver = stack.kernel_driver.version if stack.kernel_driver else None
+    if floor and kver and not _compat_build(stack) and data.version_tuple(kver) < floor:
+        return Condition(
+            "R-MVC",
+            FAIL,
+            f"{label}: driver {kver} is below the CUDA {rmm[0]}.x floor "
+            f"{'.'.join(map(str, floor))}: cudaErrorInsufficientDriver (35).",
+        )
+    return None
 
 
 def _gpu_condition(stack: Stack, branch: Driver | None, max_isa: str | None) -> Condition:
@@ -318,8 +339,10 @@ def _torch_coverage(stack: Stack, torch: Torch, branch: Driver) -> tuple[str, st
 
 def _arch_entry(arch: str, isa: str | None) -> Entry:
     m = re.fullmatch(r"(sm|compute)_(\d+)([af]?)", arch)
+    if m is None:
+        raise ValueError(f"{arch!r} is not an architecture name")
     kind = KIND_SASS if m.group(1) == "sm" else KIND_PTX
-    version = tuple(data.version_tuple(isa or "0.0")[:2]) if kind == KIND_PTX else (1, 8)
+    version = _mm(isa or "0.0") or (0, 0) if kind == KIND_PTX else (1, 8)
     return bare_entry(kind, int(m.group(2)), m.group(3), 0, version)
 
 
@@ -329,16 +352,22 @@ def _compat_condition(stack: Stack, branch: Driver | None, drv_cuda: str | None)
     from fatbin_inspect.compat.rules import forward_compat
     from fatbin_inspect.compat.targets import Target, gpu_for_cc, resolve_compat
 
-    if not _compat_build(stack) or branch is None or drv_cuda is None:
+    u = stack.user_driver
+    if u is None or not _compat_build(stack) or branch is None or drv_cuda is None:
         return None
     try:
-        pkg = resolve_compat(drv_cuda, source=f"libcuda from {stack.user_driver.path}")
+        pkg = resolve_compat(drv_cuda, source=f"libcuda from {u.path}")
     except FatbinInspectError:
         return None
-    checks = [
+    checks: list[tuple[LocalGpu | None, Outcome]] = [
         (g, forward_compat(Target(gpu_for_cc(data.parse_cc(g.cc), name=g.name), branch, compat=pkg)))
         for g in stack.gpus
     ] or [(None, forward_compat(Target(gpu_for_cc((0, 0)), branch, compat=pkg)))]
+    return _fwd_condition(checks)
+
+
+def _fwd_condition(checks: list[tuple[LocalGpu | None, Outcome]]) -> Condition:
+    """R-FWD from each GPU's outcome: the first that fails, else the first."""
     bad = [(g, o) for g, o in checks if not o.ok]
     g, o = (bad or checks)[0]
     who = f"GPU {g.index} {g.name}: " if g is not None and len(checks) > 1 else ""
@@ -356,21 +385,26 @@ def _ptxas_warnings(stack: Stack, out: list[Advice]) -> None:
         if mm is None or mm not in known:
             continue  # a ptxas the data does not describe (unreleased or newer): nothing to say
         for g in stack.gpus:
-            sm = f"sm_{g.cc.replace('.', '')}"
-            able = [data.version_tuple(v)[:2] for v in data.toolkits_targeting(sm)]
-            if mm in able:
-                continue
-            since = f"; {sm} needs ptxas from CUDA {'.'.join(map(str, min(able)))}" if able else ""
-            if able and mm > max(able):
-                since = f"; CUDA {'.'.join(map(str, max(able)))} was the last to target {sm}"
-            out.append(
-                Advice(
-                    "ptxas-too-old",
-                    f"{p.framework}'s ptxas {p.version} ({p.path}, {p.via}) cannot target {sm} "
-                    f"(GPU {g.index} {g.name}, CC {g.cc}): its kernels fail to compile here{since}; "
-                    "upgrade the framework or point TRITON_PTXAS_PATH at a ptxas that knows this GPU.",
-                )
-            )
+            advice = _ptxas_for(p, mm, g)
+            if advice is not None:
+                out.append(advice)
+
+
+def _ptxas_for(p, mm: tuple[int, int], g: LocalGpu) -> Advice | None:
+    """ptxas-too-old when ptxas ``p`` (CUDA ``mm``) cannot target GPU ``g``'s SM."""
+    sm = f"sm_{g.cc.replace('.', '')}"
+    able = [data.version_tuple(v)[:2] for v in data.toolkits_targeting(sm)]
+    if mm in able:
+        return None
+    since = f"; {sm} needs ptxas from CUDA {'.'.join(map(str, min(able)))}" if able else ""
+    if able and mm > max(able):
+        since = f"; CUDA {'.'.join(map(str, max(able)))} was the last to target {sm}"
+    return Advice(
+        "ptxas-too-old",
+        f"{p.framework}'s ptxas {p.version} ({p.path}, {p.via}) cannot target {sm} "
+        f"(GPU {g.index} {g.name}, CC {g.cc}): its kernels fail to compile here{since}; "
+        "upgrade the framework or point TRITON_PTXAS_PATH at a ptxas that knows this GPU.",
+    )
 
 
 def _compat_build(stack: Stack) -> str | None:
@@ -391,19 +425,11 @@ def _runtimes_newer_than_driver(stack: Stack, rt: Runtime | None, drv_cuda: str 
     dmm = _mm(drv_cuda)
     if not dmm:
         return []
-    out = []
-    for r in stack.runtimes:
-        rmm = _mm(r.version)
-        if rmm and rmm > dmm and r is not rt:
-            effect = (
-                ": it cannot start (35)."
-                if rmm[0] > dmm[0]
-                else ": it runs by minor-version compatibility only (no JIT of its PTX)."
-            )
-            message = (
-                f"CUDA runtime {r.version} at {r.path} is newer than the driver (CUDA {drv_cuda}){effect}"
-            )
-            out.append(Advice("runtime-newer-than-driver", message))
+    out = [
+        _newer_runtime(r, dmm, drv_cuda)
+        for r in stack.runtimes
+        if r is not rt and (_mm(r.version) or dmm) > dmm
+    ]
     in_use = _mm(rt.version) if rt else None
     if rt and in_use and in_use > dmm:
         message = f"the runtime in use ({rt.version}) is newer than the driver (CUDA {drv_cuda})."
@@ -411,30 +437,48 @@ def _runtimes_newer_than_driver(stack: Stack, rt: Runtime | None, drv_cuda: str 
     return out
 
 
+def _newer_runtime(r: Runtime, dmm: tuple[int, int], drv_cuda: str | None) -> Advice:
+    rmm = _mm(r.version) or dmm
+    effect = (
+        ": it cannot start (35)."
+        if rmm[0] > dmm[0]
+        else ": it runs by minor-version compatibility only (no JIT of its PTX)."
+    )
+    message = f"CUDA runtime {r.version} at {r.path} is newer than the driver (CUDA {drv_cuda}){effect}"
+    return Advice("runtime-newer-than-driver", message)
+
+
 def _nvcc_mismatches(stack: Stack, rt: Runtime | None, drv_cuda: str | None) -> list[Advice]:
-    if not (stack.nvcc and stack.nvcc.version):
+    nvcc = stack.nvcc.version if stack.nvcc else None
+    if not nvcc:
         return []
-    nvcc = _mm(stack.nvcc.version)
-    out = []
+    return _nvcc_vs_runtime(nvcc, rt) + _nvcc_vs_driver(nvcc, drv_cuda)
+
+
+def _nvcc_vs_runtime(nvcc: str, rt: Runtime | None) -> list[Advice]:
     in_use = _mm(rt.version) if rt else None
-    if rt and in_use and nvcc != in_use and len(data.version_tuple(rt.version)) > 1:
-        out.append(
-            Advice(
-                "nvcc-differs-from-runtime",
-                f"nvcc on PATH is {stack.nvcc.version} but the runtime in use is {rt.version}: "
-                "code built here targets another CUDA version than programs load.",
-            )
+    if not (rt and rt.version and in_use) or _mm(nvcc) == in_use or len(data.version_tuple(rt.version)) <= 1:
+        return []
+    return [
+        Advice(
+            "nvcc-differs-from-runtime",
+            f"nvcc on PATH is {nvcc} but the runtime in use is {rt.version}: "
+            "code built here targets another CUDA version than programs load.",
         )
-    dmm = _mm(drv_cuda)
-    if dmm and nvcc and nvcc > dmm:
-        out.append(
-            Advice(
-                "nvcc-newer-than-driver",
-                f"nvcc {stack.nvcc.version} is newer than the driver (CUDA {drv_cuda}): PTX it "
-                "emits will not JIT here (222); build cubins for this GPU (-arch=sm_XY).",
-            )
+    ]
+
+
+def _nvcc_vs_driver(nvcc: str, drv_cuda: str | None) -> list[Advice]:
+    dmm, mm = _mm(drv_cuda), _mm(nvcc)
+    if not (dmm and mm and mm > dmm):
+        return []
+    return [
+        Advice(
+            "nvcc-newer-than-driver",
+            f"nvcc {nvcc} is newer than the driver (CUDA {drv_cuda}): PTX it "
+            "emits will not JIT here (222); build cubins for this GPU (-arch=sm_XY).",
         )
-    return out
+    ]
 
 
 _JIT_SWITCHES = ("CUDA_FORCE_PTX_JIT", "CUDA_FORCE_JIT", "CUDA_DISABLE_PTX_JIT", "CUDA_DISABLE_JIT")
