@@ -1,35 +1,42 @@
 #!/usr/bin/env python3
-"""Every row of issue 15's table, each a ratio measured in one run (pairs alternated, median of
-``--pairs`` pairs, default 3), with the peer's figure beside it; optionally a third contender
-(``--base DIR``: a checkout of an older fatbin-inspect, run the same way) for "today" figures.
+"""Every row of issue 26's table, each a ratio measured in one run (the two sides of a pair run
+back to back, alternating; median of ``--pairs`` pairs, default 3, with the spread of the pairs'
+ratios), with the peer's or floor's figure beside it; optionally a third contender (``--base DIR``:
+a checkout of an older fatbin-inspect, run the same way) for "before" figures.
 
-    python scripts/bench_table.py [--pairs 3] [--base /tmp/old-checkout] [--rows 1,2,3] [--jobs N]
+    python scripts/bench_table.py [--pairs 3] [--base /tmp/old-checkout] [--rows 1,2,...] [--jobs N]
 
 Rows (goal in brackets):
-  1 scan --format json of the six extracted wheels, cold, vs cuobjdump -lelf -lptx per ELF file [<= 0.10]
-  2 the same scan warm vs cold                                                     [<= 0.05]
-  3 --kernels --format json on libtorch_cuda.so: peak RSS vs cubloaty               [<= 0.5]
-  4 listing libcublasLt.so.13 vs cuobjdump -lelf -lptx                              [<= 0.20]
-  5 check libtorch_cuda.so against 5 GPUs vs 1 GPU                                  [<= 1.2]
-  6 check libtorch_cuda.so (1 GPU, JSON) vs its JSON listing                         [<= 2]
-  7 list / check of the 536 MB torch wheel vs inflating its candidate members once  [<= 1.2]
-  8 peak RSS of the scan (workers included) over the tree and over the tree twice (a copy beside it)
-Every command is a child process (interpreter start included) writing to /dev/null (or a file
-whose bytes are then checked); peak RSS is the whole process tree's, sampled every 20 ms; the
-page cache is warmed before each command. The wheels are extracted into --work, never into the
-repository. The machine's load hits both sides of a pair alike; say how loaded it was.
+  1 warm scan --format json -o FILE of the six extracted wheels (cache filled, nothing changed)
+    vs the FLOOR: a fresh Python process that starts, lstats every file of the tree and writes the
+    cold scan's JSON to a file                                                     [<= 1.5]
+  2 the cold scan (no cache yet) vs cuobjdump -lelf -lptx on every ELF file of the tree,
+    on the same number of workers                                                   [<= 0.08]
+  3 scan --format json of the six .whl files (no cache) vs inflating their candidate members
+    once (one process)                                                              [<= 0.8]
+  4 listing libcublasLt.so.13 (--format json) vs cuobjdump -lelf -lptx              [<= 0.12]
+  5 --kernels --format json on libtorch_cuda.so vs cubloaty 0.2.0b1: wall [<= 0.15], peak RSS [<= 0.2]
+  6 listing libtorch_cuda.so (--format json) vs cuobjdump -lelf -lptx               [<= 0.025]
+  7 peak RSS of the largest process of scan --format json over the tree [< 300 MB], and over
+    the tree plus a copy of it (flat: ratio 1.0)
+Every command is a child process (interpreter start included) writing to a file or /dev/null;
+peak RSS is sampled every 20 ms over the process tree; the page cache is warmed before each
+command. Row 1 also checks that the warm document equals the cold one (``seconds`` and
+``cache_hits`` aside). The wheels are extracted into --work, never into the repository.
 """
 
 from __future__ import annotations
 
 import argparse
 import glob
+import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
@@ -39,15 +46,11 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 import bench_scan  # noqa: E402  (extract, run_measured, inflate_candidates, elf_files)
 
 X = os.path.join(ROOT, ".cache", "corpus", "x")
-TORCH_LIB = os.path.join(X, "torch", "lib", "libtorch_cuda.so")
-CUBLASLT = os.path.join(X, "nvidia", "cu13", "lib", "libcublasLt.so.13")
 SIX = bench_scan.WHEELS
-GPUS5 = ["H100", "RTX 5090", "A100", "RTX 4090", "B200"]
-
 
 # the least a warm rescan can cost: start the interpreter, lstat every file (os.scandir, as the
-# scan walks), nothing else: no cache to read, no document to write
-STAT_FLOOR = [
+# scan walks) and write the cold scan's document to a file (argv: tree, that document, output)
+FLOOR = [
     sys.executable,
     "-c",
     "import os, sys\n"
@@ -60,8 +63,14 @@ STAT_FLOOR = [
     "            else:\n"
     "                n += e.stat(follow_symlinks=False).st_size > 0\n"
     "    return n\n"
-    "walk(sys.argv[1])\n",
+    "walk(sys.argv[1])\n"
+    "with open(sys.argv[2], 'rb') as src, open(sys.argv[3], 'wb') as dst:\n"
+    "    dst.write(src.read())\n",
 ]
+
+
+def cuobjdump_args(exe):  # what the peer runs on each file
+    return [exe, "-lelf", "-lptx"]
 
 
 def warm(*paths):
@@ -76,13 +85,11 @@ def warm(*paths):
                     pass
 
 
-def timed(cmd, env=None, warm_paths=(), before=None):
-    """(seconds, peak tree RSS in MB) of one child process."""
+def timed(cmd, env=None, warm_paths=()):
+    """(seconds, peak tree RSS in MB, peak RSS of its largest process in MB) of one child."""
     warm(*warm_paths)
-    if before:
-        before()
-    secs, peak, _rc = bench_scan.run_measured(cmd, env)
-    return secs, peak / 2**20
+    secs, peak, largest, _rc = bench_scan.run_measured_each(cmd, env)
+    return secs, peak / 2**20, largest / 2**20
 
 
 def fi(src: str):
@@ -101,7 +108,9 @@ def fi(src: str):
 
 
 class Row:
-    def __init__(self, n, title, goal, unit="time"):
+    """Samples of one row: ``add(side, value)`` per run; ratios are taken pair by pair."""
+
+    def __init__(self, n, title, goal, unit="s"):
         self.n, self.title, self.goal, self.unit = n, title, goal, unit
         self.samples: dict[str, list] = {}
 
@@ -110,32 +119,48 @@ class Row:
 
     def med(self, who):
         v = self.samples.get(who)
-        return statistics.median(v) if v else None
+        return statistics.median(v) if v else float("nan")
 
-    def ratio(self, a, b):
-        """Median of the per-pair ratios a/b."""
-        va, vb = self.samples.get(a), self.samples.get(b)
-        if not va or not vb:
-            return None
-        return statistics.median(x / y for x, y in zip(va, vb, strict=False))
+    def ratios(self, a, b):
+        va, vb = self.samples.get(a) or [], self.samples.get(b) or []
+        return [x / y for x, y in zip(va, vb, strict=False) if y]
 
-    def show(self, ours, peer, peer_name, base=None):
-        u = "s" if self.unit == "time" else "MB"
+    def line(self, a, b, label_a, label_b, goal=None):
+        rs = self.ratios(a, b)
+        if not rs:
+            return f"    {label_a}: not measured"
+        u = self.unit
+        spread = f"{min(rs):.3f}-{max(rs):.3f}"
+        return (
+            f"    {label_a} {self.med(a):8.3f} {u}   {label_b} {self.med(b):8.3f} {u}   "
+            f"RATIO {statistics.median(rs):.3f}x (pairs {spread}; goal {goal or self.goal})"
+        )
+
+    def show(self, pairs):
         print(f"row {self.n}: {self.title}")
-        for who in (ours, base):
-            if who and self.samples.get(who):
-                print(
-                    f"    {who:5} {self.med(who):9.2f} {u}   {peer_name} {self.med(peer):9.2f} {u}   "
-                    f"RATIO {self.ratio(who, peer):.3f}x (goal {self.goal})",
-                    flush=True,
-                )
+        for args in pairs:
+            print(self.line(*args), flush=True)
+
+
+def same_document(a: str, b: str) -> bool:
+    """The two scan documents are equal but for the fields that say how the scan went."""
+
+    def load(p):
+        with open(p, "rb") as fh:
+            doc = json.load(fh)
+        for k in ("seconds", "cache_hits"):
+            doc.pop(k, None)
+            doc.get("stats", {}).pop(k, None)
+        return doc
+
+    return load(a) == load(b)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=3)
-    ap.add_argument("--base", default=None, help="an older checkout, measured too (today's figures)")
-    ap.add_argument("--rows", default="1,2,3,4,5,6,7,8")
+    ap.add_argument("--base", default=None, help="an older checkout, measured too (before figures)")
+    ap.add_argument("--rows", default="1,2,3,4,5,6,7")
     ap.add_argument("--corpus", default=os.path.join(ROOT, ".cache", "corpus"))
     ap.add_argument("--work", default=os.path.join(ROOT, ".cache", "bench_scan"))
     ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
@@ -144,9 +169,10 @@ def main() -> int:
     from conftest import find_cuobjdump
 
     cuobjdump = find_cuobjdump()
-    ours = fi(ROOT)
-    base = fi(os.path.abspath(args.base)) if args.base else None
-    contenders = [("now", ours)] + ([("today", base)] if base else [])
+    x = os.path.join(args.corpus, "x")
+    torch_lib = os.path.join(x, "torch", "lib", "libtorch_cuda.so")
+    cublaslt = os.path.join(x, "nvidia", "cu13", "lib", "libcublasLt.so.13")
+    contenders = [("now", fi(ROOT))] + ([("base", fi(os.path.abspath(args.base)))] if args.base else [])
     load = os.getloadavg()
     print(
         f"cores {os.cpu_count()}, jobs {args.jobs}, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}, "
@@ -155,11 +181,13 @@ def main() -> int:
     )
     env = dict(os.environ, FATBIN_INSPECT_JOBS=str(args.jobs), FATBIN_INSPECT_PROGRESS="0")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("FATBIN_INSPECT_CACHE_DIR", None)
     n = args.pairs
+    os.makedirs(args.work, exist_ok=True)
 
     wheels = [w for pre in SIX for w in sorted(glob.glob(os.path.join(args.corpus, pre + "*.whl")))[:1]]
     tree = None
-    if rows & {1, 2, 8}:
+    if rows & {1, 2, 3, 7}:
         if len(wheels) < len(SIX):
             print(f"missing wheels: need {', '.join(SIX)}", file=sys.stderr)
             return 2
@@ -167,195 +195,139 @@ def main() -> int:
         total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(tree) for f in fs)
         print(f"tree: {len(wheels)} wheels extracted, {total / 2**30:.1f} GiB", flush=True)
 
-    def scan_cmd(tool, cache, *paths):
+    def scan_cmd(tool, cache, out, *paths):
         e = dict(env, FATBIN_INSPECT_CACHE_DIR=cache) if cache else dict(env)
         extra = ["--no-cache"] if cache is None else []
-        return tool("scan", "--format", "json", "-o", os.devnull, *extra, *paths), e
+        return tool("scan", "--format", "json", "-o", out, *extra, *paths), e
 
-    if 1 in rows or 2 in rows:
-        r1 = Row(
-            1,
-            "scan --format json of the six extracted wheels, cold, vs cuobjdump -lelf -lptx per ELF file",
-            "<= 0.10",
+    def out_file(name):
+        return os.path.join(args.work, name)
+
+    if rows & {1, 2}:
+        r1 = Row(1, "warm scan --format json -o FILE of the tree (cache filled) vs the floor", "<= 1.5")
+        r2 = Row(
+            2, "cold scan --format json of the tree vs cuobjdump -lelf -lptx on every ELF file", "<= 0.08"
         )
-        r2 = Row(2, "the same scan warm (cache filled, nothing changed) vs cold", "<= 0.05")
         files = list(bench_scan.elf_files(tree))
         for _ in range(n):
-            if cuobjdump and 1 in rows:
-                from concurrent.futures import ThreadPoolExecutor
-
+            if cuobjdump:
                 warm(tree)
                 t0 = time.monotonic()
                 with ThreadPoolExecutor(args.jobs) as pool:
                     list(
                         pool.map(
-                            lambda p: subprocess.run([cuobjdump, "-lelf", "-lptx", p], capture_output=True),
+                            lambda p: subprocess.run([*cuobjdump_args(cuobjdump), p], capture_output=True),
                             files,
                         )
                     )
-                r1.add("cuobjdump", time.monotonic() - t0)
+                r2.add("cuobjdump", time.monotonic() - t0)
             for who, tool in contenders:
                 cache = os.path.join(args.work, f"cache-{who}")
                 shutil.rmtree(cache, ignore_errors=True)
-                cmd, e = scan_cmd(tool, cache, tree)
-                cold, _ = timed(cmd, e, [tree])
-                r1.add(who, cold)
-                r2.add(f"{who}-cold", cold)
-                warm_s, _ = timed(cmd, e, [tree])
-                r2.add(f"{who}-warm", warm_s)
-            r2.add("floor", timed(STAT_FLOOR + [tree], env, [tree])[0])
-        if 1 in rows and cuobjdump:
-            r1.show("now", "cuobjdump", "cuobjdump", "today" if base else None)
+                cold_json, warm_json = out_file(f"cold-{who}.json"), out_file(f"warm-{who}.json")
+                cmd, e = scan_cmd(tool, cache, cold_json, tree)
+                r2.add(who, timed(cmd, e, [tree])[0])
+                cmd, e = scan_cmd(tool, cache, warm_json, tree)
+                r1.add(who, timed(cmd, e, [tree])[0])
+                r1.add(
+                    f"floor-{who}", timed([*FLOOR, tree, cold_json, out_file("floor.json")], env, [tree])[0]
+                )
+                if not same_document(cold_json, warm_json):
+                    print(f"    {who}: the warm document differs from the cold one", flush=True)
+        r1.title += f" ({sum(len(fs) for _, _, fs in os.walk(tree))} files)"
+        r1.show([(who, f"floor-{who}", f"{who:5} warm", "floor", None) for who, _ in contenders])
         r2.title += f" ({len(files)} ELF files)"
-        print(
-            f"row 2: {r2.title}\n    now   warm {r2.med('now-warm'):.2f} s   cold {r2.med('now-cold'):.2f} s   "
-            f"RATIO {r2.ratio('now-warm', 'now-cold'):.3f}x (goal {r2.goal})\n"
-            f"    floor: this interpreter started, one lstat per file of the tree and nothing else "
-            f"{r2.med('floor'):.3f} s = {r2.ratio('floor', 'now-cold'):.3f}x of the cold scan; "
-            f"the warm scan is {r2.ratio('now-warm', 'floor'):.2f}x the floor",
-            flush=True,
-        )
-        if base:
-            print(
-                f"    today warm {r2.med('today-warm'):.2f} s   cold {r2.med('today-cold'):.2f} s   "
-                f"ratio {r2.ratio('today-warm', 'today-cold'):.3f}x",
-                flush=True,
-            )
+        r2.show([(who, "cuobjdump", f"{who:5} cold", "cuobjdump", None) for who, _ in contenders])
 
-    if 3 in rows and os.path.exists(TORCH_LIB):
-        r3 = Row(3, "--kernels --format json on libtorch_cuda.so: peak RSS vs cubloaty", "<= 0.5", "MB")
+    if 3 in rows:
+        r3 = Row(
+            3,
+            "scan --format json of the six .whl (no cache) vs inflating their candidate members once",
+            "<= 0.8",
+        )
+        inflate = [
+            sys.executable,
+            "-c",
+            f"import sys; sys.path.insert(0, {os.path.join(ROOT, 'scripts')!r}); import bench_scan; "
+            f"[bench_scan.inflate_candidates(w) for w in {wheels!r}]",
+        ]
+        for _ in range(n):
+            r3.add("floor", timed(inflate, env, wheels)[0])
+            for who, tool in contenders:
+                cmd, e = scan_cmd(tool, None, os.devnull, *wheels)
+                r3.add(who, timed(cmd, e, wheels)[0])
+        r3.show([(who, "floor", f"{who:5} scan", "inflate", None) for who, _ in contenders])
+
+    def listing(row_n, lib, goal):
+        if not (row_n in rows and os.path.exists(lib) and cuobjdump):
+            return
+        r = Row(row_n, f"listing {os.path.basename(lib)} (--format json) vs cuobjdump -lelf -lptx", goal)
+        for _ in range(n):
+            r.add("cuobjdump", timed([cuobjdump, "-lelf", "-lptx", lib], env, [lib])[0])
+            for who, tool in contenders:
+                r.add(who, timed(tool(lib, "--format", "json", "-o", os.devnull), env, [lib])[0])
+        r.show([(who, "cuobjdump", f"{who:5} list", "cuobjdump", None) for who, _ in contenders])
+
+    listing(4, cublaslt, "<= 0.12")
+
+    if 5 in rows and os.path.exists(torch_lib):
+        wall = Row(5, "--kernels --format json on libtorch_cuda.so vs cubloaty: wall", "<= 0.15")
+        rss = Row(5, "the same: peak RSS of the process tree", "<= 0.2", "MB")
         cub = [
             sys.executable,
             "-m",
             "cubloaty",
-            TORCH_LIB,
+            torch_lib,
             "--format",
             "json",
             "--top",
             "100000000",
             "--mangled",
         ]
-        secs3 = {}
         for _ in range(n):
-            s, m = timed(cub, env, [TORCH_LIB])
-            r3.add("cubloaty", m)
-            secs3.setdefault("cubloaty", []).append(s)
+            s, m, _ = timed(cub, env, [torch_lib])
+            wall.add("cubloaty", s)
+            rss.add("cubloaty", m)
             for who, tool in contenders:
-                s, m = timed(
-                    tool(TORCH_LIB, "--kernels", "--format", "json", "-o", os.devnull), env, [TORCH_LIB]
+                s, m, _ = timed(
+                    tool(torch_lib, "--kernels", "--format", "json", "-o", os.devnull), env, [torch_lib]
                 )
-                r3.add(who, m)
-                secs3.setdefault(who, []).append(s)
-        r3.show("now", "cubloaty", "cubloaty", "today" if base else None)
-        print(
-            "    wall: " + ", ".join(f"{k} {statistics.median(v):.2f} s" for k, v in secs3.items()),
-            flush=True,
-        )
-
-    if 4 in rows and os.path.exists(CUBLASLT) and cuobjdump:
-        r4 = Row(4, "listing libcublasLt.so.13 (--format json) vs cuobjdump -lelf -lptx", "<= 0.20")
-        for _ in range(n):
-            r4.add("cuobjdump", timed([cuobjdump, "-lelf", "-lptx", CUBLASLT], env, [CUBLASLT])[0])
-            for who, tool in contenders:
-                r4.add(who, timed(tool(CUBLASLT, "--format", "json", "-o", os.devnull), env, [CUBLASLT])[0])
-        r4.show("now", "cuobjdump", "cuobjdump", "today" if base else None)
-
-    if rows & {5, 6} and os.path.exists(TORCH_LIB):
-        r5 = Row(5, "check libtorch_cuda.so against 5 GPUs vs 1 GPU (JSON)", "<= 1.2")
-        r6 = Row(6, "check libtorch_cuda.so (1 GPU, no --kernels, JSON) vs its JSON listing", "<= 2")
-        five = [a for g in GPUS5 for a in ("--gpu", g)]
-        for _ in range(n):
-            for who, tool in contenders:
-                one = timed(
-                    tool("check", TORCH_LIB, "--gpu", "H100", "--format", "json", "-o", os.devnull),
-                    env,
-                    [TORCH_LIB],
-                )[0]
-                many = timed(
-                    tool("check", TORCH_LIB, *five, "--format", "json", "-o", os.devnull), env, [TORCH_LIB]
-                )[0]
-                lst = timed(tool(TORCH_LIB, "--format", "json", "-o", os.devnull), env, [TORCH_LIB])[0]
-                r5.add(f"{who}-5", many)
-                r5.add(f"{who}-1", one)
-                r6.add(f"{who}-check", one)
-                r6.add(f"{who}-list", lst)
+                wall.add(who, s)
+                rss.add(who, m)
+        wall.show([(who, "cubloaty", f"{who:5} wall", "cubloaty", None) for who, _ in contenders])
+        print(rss.title)
         for who, _ in contenders:
-            label = "now  " if who == "now" else "today"
-            print(
-                f"row 5: {r5.title}\n    {label} 5 GPUs {r5.med(who + '-5'):.2f} s   1 GPU {r5.med(who + '-1'):.2f} s   "
-                f"RATIO {r5.ratio(who + '-5', who + '-1'):.3f}x (goal {r5.goal})"
-            )
-            print(
-                f"row 6: {r6.title}\n    {label} check {r6.med(who + '-check'):.2f} s   list {r6.med(who + '-list'):.2f} s   "
-                f"RATIO {r6.ratio(who + '-check', who + '-list'):.3f}x (goal {r6.goal})",
-                flush=True,
-            )
+            print(rss.line(who, "cubloaty", f"{who:5} RSS ", "cubloaty"), flush=True)
+
+    listing(6, torch_lib, "<= 0.025")
 
     if 7 in rows:
-        whl = next(iter(sorted(glob.glob(os.path.join(args.corpus, "torch-2.14.1-*.whl")))), None)
-        if whl:
-            r7 = Row(
-                7,
-                f"list / check of {os.path.basename(whl)} ({os.path.getsize(whl) >> 20} MB) vs inflating its candidate members once",
-                "<= 1.2",
-            )
-            floor_cmd = [
-                sys.executable,
-                "-c",
-                f"import sys; sys.path.insert(0, {os.path.join(ROOT, 'scripts')!r}); import bench_scan; "
-                f"bench_scan.inflate_candidates({whl!r})",
-            ]
-            for _ in range(n):
-                r7.add("floor", timed(floor_cmd, env, [whl])[0])
-                for who, tool in contenders:
-                    r7.add(
-                        f"{who}-list", timed(tool(whl, "--format", "json", "-o", os.devnull), env, [whl])[0]
-                    )
-                    r7.add(
-                        f"{who}-check",
-                        timed(
-                            tool("check", whl, "--gpu", "H100", "--format", "json", "-o", os.devnull),
-                            env,
-                            [whl],
-                        )[0],
-                    )
-            print(f"row 7: {r7.title}\n    inflate floor (serial) {r7.med('floor'):.2f} s")
-            for who, _ in contenders:
-                print(
-                    f"    {who:5} list {r7.med(who + '-list'):.2f} s RATIO {r7.ratio(who + '-list', 'floor'):.3f}x   "
-                    f"check {r7.med(who + '-check'):.2f} s RATIO {r7.ratio(who + '-check', 'floor'):.3f}x (goal {r7.goal})",
-                    flush=True,
-                )
-
-    if 8 in rows:
         copy = os.path.join(args.work, "tree-copy")
         if not os.path.exists(os.path.join(copy, ".complete")):
             shutil.rmtree(copy, ignore_errors=True)
             shutil.copytree(tree, copy, symlinks=True)
             open(os.path.join(copy, ".complete"), "w").close()
-        r8 = Row(
-            8,
-            "peak RSS of scan --format json (workers included): the tree, then the tree and a copy of it",
-            "flat",
+        r7 = Row(
+            7,
+            "peak RSS of the largest process of scan --format json (no cache): tree, tree + a copy",
+            "< 300 MB; flat",
             "MB",
         )
         for _ in range(n):
             for who, tool in contenders:
                 for tag, paths in (("1", [tree]), ("2", [tree, copy])):
-                    cmd, e = scan_cmd(tool, None, *paths)
-                    warm(*paths)
-                    _s, total, largest, _rc = bench_scan.run_measured_each(cmd, e)
-                    r8.add(f"{who}-{tag}", total / 2**20)
-                    r8.add(f"{who}-{tag}-one", largest / 2**20)
-        print(f"row 8: {r8.title}")
+                    cmd, e = scan_cmd(tool, None, os.devnull, *paths)
+                    _s, total, largest = timed(cmd, e, paths)
+                    r7.add(f"{who}-{tag}", largest)
+                    r7.add(f"{who}-{tag}-all", total)
+        print(f"row 7: {r7.title}")
         for who, _ in contenders:
+            one = r7.samples.get(f"{who}-1", [])
             print(
-                f"    {who:5} tree {r8.med(who + '-1'):.0f} MB   tree twice {r8.med(who + '-2'):.0f} MB   "
-                f"RATIO {r8.ratio(who + '-2', who + '-1'):.2f}x (flat: 1.0); largest process "
-                f"{r8.med(who + '-1-one'):.0f} MB and {r8.med(who + '-2-one'):.0f} MB "
-                f"RATIO {r8.ratio(who + '-2-one', who + '-1-one'):.2f}x",
-                flush=True,
+                f"    {who:5} largest process {r7.med(who + '-1'):.0f} MB (pairs {min(one):.0f}-{max(one):.0f}; "
+                f"goal < 300 MB), all processes {r7.med(who + '-1-all'):.0f} MB"
             )
+            print(r7.line(f"{who}-2", f"{who}-1", f"{who:5} tree+copy", "tree", "flat: 1.0"), flush=True)
     load = os.getloadavg()
     print(f"load average at the end {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     return 0
