@@ -555,3 +555,34 @@ def test_quick_test_skips_code_where_the_inventory_never_looks(tmp_path):
         assert worker.has_magic(blob, magic_ranges("elf", blob)) is found, i
         if i < len(cases):
             assert bool(worker.inspect_file(str(path), Options())) is found, i
+
+
+def test_a_warm_json_scan_loads_neither_the_engine_nor_a_parser(tmp_path):
+    """The warm path imports what it uses: the coverage matrix of a scan without targets needs
+    no compatibility engine (compat.jit loads it) and a cached tree no format parser."""
+    import subprocess
+    import sys
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    shutil.copyfile(fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90"), tree / "lib.so")
+    env = dict(os.environ, FATBIN_INSPECT_CACHE_DIR=str(tmp_path / "cache"), FATBIN_INSPECT_PROGRESS="0")
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(fatbin_inspect.__file__))
+    probe = (
+        "import sys; from fatbin_inspect.cli.main import main\n"
+        "try: main(['scan', '--format', 'json', '-o', sys.argv[1], sys.argv[2]])\n"
+        "except SystemExit: pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('fatbin_inspect.')))\n"
+    )
+    run = [sys.executable, "-c", probe, str(tmp_path / "out.json"), str(tree)]
+    subprocess.run(run, env=env, check=True, capture_output=True)  # cold: fills the cache
+    warm = json.loads(
+        subprocess.run(run, env=env, check=True, capture_output=True, text=True).stdout.replace("'", '"')
+    )
+    assert "fatbin_inspect.scanning.coverage" in warm
+    for heavy in (
+        "fatbin_inspect.compat.engine",
+        "fatbin_inspect.compat.jit",
+        "fatbin_inspect.inventory.reader",
+    ):
+        assert heavy not in warm

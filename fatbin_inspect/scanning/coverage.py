@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from fatbin_inspect.compat import jit as jit_cost
-from fatbin_inspect.compat.jit import JitCost
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, FileError, FileReport
+
+if TYPE_CHECKING:  # the engine (which compat.jit imports) is loaded only when there are verdicts
+    from fatbin_inspect.compat.jit import JitCost
 
 SASS, PTX, NONE = "sass", "ptx", "none"
 VERDICT_ORDER = {"fail": 3, "jit": 2, "native": 1, "no-device-code": 0}
@@ -155,63 +156,84 @@ def _worst(verdicts: Sequence[Verdict]) -> Verdict:
     return max(verdicts, key=lambda v: VERDICT_ORDER.get(v.verdict, 0))
 
 
+def _row_jit(row_vs: tuple[Verdict, ...], children: Sequence[Row]) -> tuple[Verdict, ...]:
+    """The JIT of a distribution: the sum over its files (one cache holds it all)."""
+    if not row_vs:
+        return row_vs
+    from fatbin_inspect.compat.jit import total
+
+    out = []
+    for i, v in enumerate(row_vs):
+        jits = [c.verdicts[i].jit for c in children if len(c.verdicts) > i]
+        out.append(dataclasses.replace(v, jit=total(j for j in jits if j)))
+    return tuple(out)
+
+
+Record = FileReport | FileSummary
+
+
+def _group(reports: Iterable[Record]) -> list[tuple[tuple[int, str], list[Record]]]:
+    """Records by row, distributions first (by name), then folders: ``((order, name), records)``."""
+    groups: dict[tuple[int, str], list[Record]] = {}
+    for r in reports:
+        key = (0, r.distribution) if r.distribution else (1, folder_of(r.path))
+        groups.setdefault(key, []).append(r)
+    return sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1].lower()))
+
+
+def _row(
+    order: int,
+    name: str,
+    members: list[Record],
+    verdicts: dict[str, Sequence[Verdict]] | None,
+    targets: Sequence[str],
+    units: Callable[[Sequence[str]], Sequence[Verdict]] | None,
+) -> Row:
+    """One distribution's or folder's row, its files as child rows."""
+    merged: dict[int, set] = {}
+    counted: dict[tuple[str, int], int] = {}
+    total, complete = 0, True  # shares only when every file of the row was counted
+    children = []
+    for r in sorted(members, key=lambda r: r.path):
+        arches = _arches(r)
+        for sm, items in arches.items():
+            merged.setdefault(sm, set()).update(items)
+        counts, of = _counts(r)
+        complete &= bool(of) or not arches
+        total += of
+        for key, n in counts.items():
+            counted[key] = counted.get(key, 0) + n
+        vs = tuple(verdicts.get(r.path, ())) if verdicts else ()
+        children.append(Row(r.path, "file", _cells(arches, counts, of), 1, int(r.error is not None), vs))
+    if units is not None and targets:
+        row_vs = tuple(units([c.name for c in children]))
+    else:
+        row_vs = tuple(
+            _worst([c.verdicts[i] for c in children if len(c.verdicts) > i]) for i in range(len(targets))
+        )
+    return Row(
+        name,
+        "distribution" if order == 0 else "folder",
+        _cells(merged, counted, total if complete else 0),
+        len(members),
+        sum(c.errors for c in children),
+        _row_jit(row_vs, children),
+        tuple(children),
+    )
+
+
 def build(
-    reports: Iterable[FileReport | FileSummary],
+    reports: Iterable[Record],
     verdicts: dict[str, Sequence[Verdict]] | None = None,
     targets: Sequence[str] = (),
     units: Callable[[Sequence[str]], Sequence[Verdict]] | None = None,
 ) -> Coverage:
     """``verdicts`` maps a report path to its per-target verdicts (same order as ``targets``);
     ``units(paths)`` gives a row's per-target verdicts (R-UNIT/R-VARIANT), else its worst file's."""
-    groups: OrderedDict[tuple[int, str], list[FileReport]] = OrderedDict()
-    for r in reports:
-        key = (0, r.distribution) if r.distribution else (1, folder_of(r.path))
-        groups.setdefault(key, []).append(r)
-    columns = set()
-    rows = []
-    for (order, name), members in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1].lower())):
-        merged: dict[int, set] = {}
-        counted: dict[tuple[str, int], int] = {}
-        total, complete = 0, True  # shares only when every file of the row was counted
-        children = []
-        for r in sorted(members, key=lambda r: r.path):
-            arches = _arches(r)
-            for sm, items in arches.items():
-                merged.setdefault(sm, set()).update(items)
-            counts, of = _counts(r)
-            complete &= bool(of) or not arches
-            total += of
-            for key, n in counts.items():
-                counted[key] = counted.get(key, 0) + n
-            vs = tuple(verdicts.get(r.path, ())) if verdicts else ()
-            children.append(Row(r.path, "file", _cells(arches, counts, of), 1, int(r.error is not None), vs))
-        columns.update(merged)
-        if units is not None and targets:
-            row_vs = tuple(units([c.name for c in children]))
-        else:
-            row_vs = tuple(
-                _worst([c.verdicts[i] for c in children if len(c.verdicts) > i]) for i in range(len(targets))
-            )
-        row_vs = tuple(  # the JIT of a distribution: the sum over its files (one cache holds it all)
-            dataclasses.replace(
-                v,
-                jit=jit_cost.total(
-                    c.verdicts[i].jit for c in children if len(c.verdicts) > i and c.verdicts[i].jit
-                ),
-            )
-            for i, v in enumerate(row_vs)
-        )
-        rows.append(
-            Row(
-                name,
-                "distribution" if order == 0 else "folder",
-                _cells(merged, counted, total if complete else 0),
-                len(members),
-                sum(c.errors for c in children),
-                row_vs,
-                tuple(children),
-            )
-        )
+    rows = [
+        _row(order, name, members, verdicts, targets, units) for (order, name), members in _group(reports)
+    ]
+    columns = {sm for row in rows for sm in row.cells}
     return Coverage(tuple(sorted(columns)), tuple(rows), tuple(targets))
 
 
