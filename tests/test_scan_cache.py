@@ -291,3 +291,41 @@ def test_non_utf8_file_names_are_cached_like_any_other(tmp_path):
     c = ScanCache(str(cache), "x")
     assert c.enabled
     c.close()
+
+
+def test_the_encoding_is_derived_from_the_dataclasses():
+    """Every field of every stored record is in its codec, in declaration order (but the ones the
+    scan fills in), so a new field needs no edit of record_data."""
+    from fatbin_inspect.scanning.coverage import FileSummary
+    from fatbin_inspect.scanning.record_data import NOT_STORED, codec
+
+    records = (model.FileReport, model.Fatbin, model.Entry, model.Kernel, model.CubinInfo, model.Package)
+    for cls in (*records, FileSummary):
+        assert codec(cls).names == tuple(f.name for f in dataclasses.fields(cls) if f.name not in NOT_STORED)
+    assert "distribution" in NOT_STORED and "path" not in NOT_STORED
+
+
+def test_a_new_field_is_stored_and_checked_without_an_edit():
+    """A record class the codec has never seen: its fields (nested records, optional and fixed
+    tuples) round-trip, and a value of the wrong type is refused."""
+    from fatbin_inspect.scanning.record_data import rebased_data, rebased_record
+
+    @dataclasses.dataclass(frozen=True)
+    class Extra:
+        path: str
+        count: int
+        where: model.FileError | None = None
+        sizes: tuple[int, ...] = ()
+        pair: tuple[int, str] | None = None
+        kernels: tuple[model.Kernel, ...] = ()
+        flag: bool = False
+
+    x = Extra("/a/b!m", 3, model.FileError("e", 4), (1, 2), (5, "s"), (model.Kernel("k", registers=8),), True)
+    data = json.loads(json.dumps(rebased_data(x, "/a/b")))
+    assert data[0] == "!m"
+    assert rebased_record(Extra, data, "/c") == dataclasses.replace(x, path="/c!m")
+    for i, wrong in ((1, "3"), (1, True), (3, [1, "2"]), (4, [5]), (5, [["k"]]), (6, 1), (2, ["e", "4"])):
+        bad = list(data)
+        bad[i] = wrong
+        with pytest.raises(ValueError):
+            rebased_record(Extra, bad, "/c")

@@ -290,7 +290,7 @@ class _Scanner:
         """Accept a cache hit; False when the row cannot give what this scan needs (a miss)."""
         if self.encoder is None:
             if not self.full:
-                self._accept(path, summaries_from(hit.summary, path))
+                self._accept(path, hit.summaries(path))
                 return True
             reports = hit.reports(path)
             if reports is MISS:
@@ -299,7 +299,7 @@ class _Scanner:
             return True
         if hit.has_texts():  # read (and checked) when written out, not held nor copied
             where = [(hit, i, path, apath, key) for i in range(len(hit.summary))]
-            self._accept(path, summaries_from(hit.summary, path), where)
+            self._accept(path, hit.summaries(path), where)
             return True
         reports = hit.reports(path)  # cached by a scan that kept no texts: encode here, keep them
         if reports is MISS:

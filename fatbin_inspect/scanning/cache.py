@@ -41,8 +41,9 @@ from fatbin_inspect.version import __version__
 
 # 3: static_cudart, relocatable; 4: members by content, conda; 5: data rows; 6: fatbin counts;
 # 7: records and texts zstd-packed; 8: one frame per record, packed by the worker; 9: a table
-# without rowid (the path is the key: one B-tree, not a table and an index); 10: sha256; 11: machine
-CACHE_VERSION = 11
+# without rowid (the path is the key: one B-tree, not a table and an index); 10: sha256; 11: machine;
+# 12: records in the field order of their dataclasses (record_data derives the encoding from them)
+CACHE_VERSION = 12
 ENV_DIR = "FATBIN_INSPECT_CACHE_DIR"
 COMMIT_EVERY = 4096  # rows per statement and commit (a cold scan of 15,000 files: 4 commits)
 COMMIT_BYTES = 64 << 20  # or fewer, when their packed data and texts reach this
@@ -133,42 +134,15 @@ def _private(st: os.stat_result) -> bool:
 
 
 def _summary_rows(blob: Any) -> list:
-    """The summary column parsed and checked: ``[[suffix, format, size, [[kind, sm, arch]...],
-    [message, offset] or None, package label or None, fatbins with code, [[kind, sm, fatbins]...]],
-    ...]``."""
+    """The summary column parsed and checked: one ``coverage.FileSummary`` per record, as
+    ``record_data`` stores it (its path relative to the row's file)."""
+    from fatbin_inspect.scanning.coverage import FileSummary
+    from fatbin_inspect.scanning.record_data import rebased_record
+
     rows = json.loads(blob)
     if type(rows) is not list:
         raise ValueError("cache row: summary is not a list")
-    for r in rows:
-        if (
-            type(r) is not list
-            or len(r) != 8
-            or not (r[5] is None or type(r[5]) is str)
-            or type(r[6]) is not int
-            or type(r[7]) is not list
-            or any(
-                type(c) is not list or len(c) != 3 or [type(x) for x in c] != [str, int, int] for c in r[7]
-            )
-            or type(r[0]) is not str
-            or type(r[1]) is not str
-            or type(r[2]) is not int
-            or type(r[3]) is not list
-        ):
-            raise ValueError("cache row: bad summary")
-        for a in r[3]:
-            if type(a) is not list or len(a) != 3 or type(a[0]) is not str or type(a[1]) is not int:
-                raise ValueError("cache row: bad summary arch")
-            if type(a[2]) is not str:
-                raise ValueError("cache row: bad summary arch")
-        err = r[4]
-        if err is not None and (
-            type(err) is not list
-            or len(err) != 2
-            or type(err[0]) is not str
-            or not (err[1] is None or type(err[1]) is int)
-        ):
-            raise ValueError("cache row: bad summary error")
-    return rows
+    return [rebased_record(FileSummary, r, "") for r in rows]
 
 
 class Hit:
@@ -177,7 +151,14 @@ class Hit:
     __slots__ = ("_cache", "_key", "path", "summary")
 
     def __init__(self, cache: ScanCache, key: bytes, path: str, summary: list):
+        # ``coverage.FileSummary`` records, their paths relative to the row's file
         self._cache, self._key, self.path, self.summary = cache, key, path, summary
+
+    def summaries(self, shown: str) -> tuple:
+        """The row's summaries on the path ``shown``."""
+        import dataclasses
+
+        return tuple(dataclasses.replace(s, path=shown + s.path) for s in self.summary)
 
     def reports(self, shown: str) -> tuple | Any:
         """The full records rebased on ``shown``, or ``MISS``."""
@@ -221,8 +202,8 @@ class ScanCache:
     def __init__(self, directory: str | None, options: str, encoder: str | None = None):
         self.options = f"{__version__}|{options}"
         self.encoder = encoder
-        self.path = None
-        self._db = None
+        self.path: str | None = None
+        self._db: sqlite3.Connection | None = None
         self._pending: list[tuple] = []  # rows with records not yet written
         self._bare: list[tuple] = []  # rows of files without device code not yet written
         self._pending_bytes = 0
@@ -231,33 +212,34 @@ class ScanCache:
         self._preloaded: list[str] = []  # prefixes whose rows are all in ``_meta``
         if directory is None:
             return
-        self.path = os.path.join(directory, f"scan-v{CACHE_VERSION}.sqlite3")
+        self.path = path = os.path.join(directory, f"scan-v{CACHE_VERSION}.sqlite3")
         try:
             os.makedirs(directory, mode=0o700, exist_ok=True)
             if not _private(os.stat(directory)):
                 self.path = None
                 return
             try:
-                st = os.lstat(self.path)
+                st = os.lstat(path)
             except FileNotFoundError:
                 st = None
             if st is not None and (not stat.S_ISREG(st.st_mode) or not _private(st)):
                 self.path = None
                 return
-            self._db = self._connect()
+            self._db = self._connect(path)
         except (OSError, sqlite3.Error):
             self._db = None
-        if self._db is None and self.path and os.path.isfile(self.path):
+        if self._db is None and self.path and os.path.isfile(path):
             try:  # corrupt: it is only a cache
-                os.unlink(self.path)
-                self._db = self._connect()
+                os.unlink(path)
+                self._db = self._connect(path)
             except (OSError, sqlite3.Error):
                 self._db = None
 
-    def _connect(self):
+    @staticmethod
+    def _connect(path: str) -> sqlite3.Connection:
         old = os.umask(0o077)  # the database and its -wal/-shm files: this user only
         try:
-            db = sqlite3.connect(self.path, timeout=5)
+            db = sqlite3.connect(path, timeout=5)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(
@@ -406,44 +388,19 @@ class ScanCache:
 
 
 def encode_record(r, base: str, data: bool = True) -> tuple[list, bytes | None]:
-    """A record as a row keeps it: ``(summary item, record data as ``pack``ed JSON or None
-    without ``data``)``, paths relative to ``base``; run by the worker that made the record, so
-    the records need not come back."""
+    """A record as a row keeps it: ``(its summary as data, record data as ``pack``ed JSON or
+    None without ``data``)``, paths relative to ``base`` (``record_data``); run by the worker
+    that made the record, so the records need not come back."""
     from fatbin_inspect.scanning.coverage import summarize
-    from fatbin_inspect.scanning.record_data import report_data
+    from fatbin_inspect.scanning.record_data import rebased_data
 
-    s = summarize(r)
-    if not s.path.startswith(base):
-        raise ValueError(f"{s.path!r} is not under {base!r}")
-    err = [s.error.message, s.error.offset] if s.error is not None else None
-    item = [
-        s.path[len(base) :],
-        s.format,
-        s.size,
-        [list(a) for a in s.arches],
-        err,
-        s.package,
-        s.fatbins,
-        [list(c) for c in s.counts],
-    ]
-    return item, pack(json.dumps(report_data(r, base), separators=(",", ":")).encode()) if data else None
+    item = rebased_data(summarize(r), base)
+    return item, pack(json.dumps(rebased_data(r, base), separators=(",", ":")).encode()) if data else None
 
 
 def summaries_from(items, shown: str) -> tuple:
-    """``FileSummary`` records from summary items (a hit's, or ``encode_record``'s), on ``shown``."""
-    from fatbin_inspect.formats.model import FileError
+    """``FileSummary`` records from ``encode_record``'s summary items, on ``shown``."""
     from fatbin_inspect.scanning.coverage import FileSummary
+    from fatbin_inspect.scanning.record_data import rebased_record
 
-    return tuple(
-        FileSummary(
-            shown + suffix,
-            fmt,
-            size,
-            tuple(tuple(a) for a in arches),
-            FileError(*err) if err else None,
-            package=package,
-            fatbins=fatbins,
-            counts=tuple(tuple(c) for c in counts),
-        )
-        for suffix, fmt, size, arches, err, package, fatbins, counts in items
-    )
+    return tuple(rebased_record(FileSummary, it, shown) for it in items)

@@ -1,203 +1,219 @@
 """Records as plain data for the scan cache: nested JSON lists in, validated frozen records out.
 
-The cache never stores code (no pickles): a record is written as lists of numbers, strings, booleans
-and nulls in the field order of ``formats.model``, and read back only if every value has the type
-its field declares; anything else (a row written by another version, or by someone else) raises
-``ValueError`` and the cache treats the row as a miss. Paths are stored relative to the file the
-row belongs to (a member record keeps ``!member``), so a row follows the path a scan was given.
+The cache never stores code (no pickles): a record is written as lists of numbers, strings,
+booleans and nulls, and read back only if every value has the type its field declares; anything
+else (a row written by another version, or by someone else) raises ``ValueError`` and the cache
+treats the row as a miss. Paths are stored relative to the file the row belongs to (a member
+record keeps ``!member``), so a row follows the path a scan was given.
+
+Nothing here spells a record out: each ``Codec`` is derived from its dataclass's fields (their
+declaration order and annotated types, as pyelftools derives a struct's parser from its one
+declaration in ``elftools/elf/structs.py``), so a new field of ``formats.model`` or
+``coverage.FileSummary`` is stored and checked with no edit here (and ``cache.CACHE_VERSION``
+bumped). The fields the scan fills in itself (``distribution``) are not stored.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import operator
+import types
+import typing
+from collections.abc import Callable
 from typing import Any
 
-from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileError, FileReport, Kernel, Package
+from fatbin_inspect.formats.model import FileReport
 
-# one letter per field: i int, s str, b bool, n int or None, t str or None
-_KERNEL = "stnnnn"  # name demangled registers shared constant0 local (then max_threads)
-_CUBIN = "isibnbtt"
-_ENTRY = (
-    "isiissiiiiitbttb"  # up to relocatable_ptx; then code_version, cubin, kernels, ptx_target, decode_error
-)
-_CHECK = {
-    "i": lambda v: type(v) is int,
-    "s": lambda v: type(v) is str,
-    "b": lambda v: type(v) is bool,
-    "n": lambda v: v is None or type(v) is int,
-    "t": lambda v: v is None or type(v) is str,
-}
+NOT_STORED = frozenset({"distribution"})  # filled in by the scan (its attribution), never cached
+_SCALARS = {int: int, str: str, bool: bool, type(None): type(None)}
+
+Convert = Callable[[Any], Any]
 
 
-def _check(row: Any, spec: str) -> list:
-    if type(row) is not list or len(row) != len(spec):
-        raise ValueError("cache row: wrong shape")
-    for v, t in zip(row, spec):
-        if not _CHECK[t](v):
-            raise ValueError("cache row: wrong type")
+def _wrong(what: str) -> ValueError:
+    return ValueError(f"cache row: {what}")
+
+
+class Codec:
+    """``encode``: a record as a list of its stored fields' values (nested records and tuples as
+    lists); ``decode``: that list checked against the field types and made a record again."""
+
+    def __init__(self, cls: type) -> None:
+        hints = typing.get_type_hints(cls)
+        fields = [f for f in dataclasses.fields(cls) if f.name not in NOT_STORED]
+        self.cls, self.names = cls, tuple(f.name for f in fields)
+        self.positional = len(fields) == len(dataclasses.fields(cls))
+        # per field: (scalar types it may hold, None) or (empty, a converter of its data)
+        self._read: list[tuple[frozenset, Convert | None]] = []
+        self._write: list[tuple[int, Convert]] = []  # (index, converter) of the non-scalar fields
+        for i, f in enumerate(fields):
+            scalars = _scalar_types(hints[f.name])
+            if scalars is not None:
+                self._read.append((scalars, None))
+            else:
+                self._read.append((frozenset(), _decoder(hints[f.name])))
+                self._write.append((i, _encoder(hints[f.name])))
+        get = operator.attrgetter(*self.names)
+        self._get = (lambda obj: (get(obj),)) if len(self.names) == 1 else get
+
+    def encode(self, obj: Any) -> list:
+        row = list(self._get(obj))
+        for i, conv in self._write:
+            v = row[i]
+            if v is not None:
+                row[i] = conv(v)
+        return row
+
+    def values(self, v: Any) -> list:
+        """The checked field values of a stored row (before the record is made)."""
+        if type(v) is not list or len(v) != len(self._read):
+            raise _wrong(f"not a {self.cls.__name__}")
+        out = []
+        for x, (scalars, conv) in zip(v, self._read):
+            if conv is None:
+                if type(x) not in scalars:
+                    raise _wrong(f"wrong type in a {self.cls.__name__}")
+                out.append(x)
+            else:
+                out.append(conv(x))
+        return out
+
+    def make(self, values: list) -> Any:
+        if self.positional:
+            return self.cls(*values)
+        return self.cls(**dict(zip(self.names, values)))
+
+    def decode(self, v: Any) -> Any:
+        return self.make(self.values(v))
+
+
+def _args(tp: Any) -> tuple[Any, tuple]:
+    """(origin, arguments) of a type hint, ``X | None`` and ``Optional[X]`` alike."""
+    origin = typing.get_origin(tp)
+    if origin is types.UnionType:
+        origin = typing.Union
+    return origin, typing.get_args(tp)
+
+
+def _scalar_types(tp: Any) -> frozenset | None:
+    """The types a scalar field may hold (``int | None``: int and NoneType); None when not scalar."""
+    origin, args = _args(tp)
+    members = args if origin is typing.Union else (tp,)
+    if all(m in _SCALARS for m in members):
+        return frozenset(members)
+    return None
+
+
+_CODECS: dict[type, Codec] = {}
+
+
+def codec(cls: type) -> Codec:
+    """The one ``Codec`` of a record class."""
+    c = _CODECS.get(cls)
+    if c is None:
+        c = _CODECS[cls] = Codec(cls)
+    return c
+
+
+def _optional(inner: Convert) -> Convert:
+    return lambda v: None if v is None else inner(v)
+
+
+def _encoder(tp: Any) -> Convert:
+    """Data of a non-scalar value (never None: the caller keeps a None as it is)."""
+    origin, args = _args(tp)
+    if origin is typing.Union:
+        return _encoder(next(a for a in args if a is not type(None)))
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return codec(tp).encode
+    if origin in (tuple, frozenset):
+        inner = args[0]
+        if _scalar_types(inner) is not None:
+            return sorted if origin is frozenset else list
+        conv = _encoder(inner)
+        return lambda v: [None if x is None else conv(x) for x in v]
+    raise TypeError(f"no cache encoding for {tp!r}")
+
+
+def _decoder(tp: Any) -> Convert:
+    """The checked value of a non-scalar field from its data."""
+    origin, args = _args(tp)
+    if origin is typing.Union:
+        inner = [a for a in args if a is not type(None)]
+        return _optional(_decoder(inner[0])) if len(inner) == 1 and len(args) == 2 else _unsupported(tp)
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return codec(tp).decode
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return _sequence(args[0], tuple)
+    if origin is frozenset:
+        return _sequence(args[0], frozenset)
+    if origin is tuple:
+        return _fixed(args)
+    return _unsupported(tp)
+
+
+def _unsupported(tp: Any) -> Convert:
+    raise TypeError(f"no cache encoding for {tp!r}")
+
+
+def _sequence(item: Any, make: type) -> Convert:
+    scalars = _scalar_types(item)
+    if scalars is not None:
+
+        def scalar_items(v: Any) -> Any:
+            if type(v) is not list or any(type(x) not in scalars for x in v):
+                raise _wrong(f"expected a list of {item!r}")
+            return make(v)
+
+        return scalar_items
+    conv = _decoder(item)
+
+    def items(v: Any) -> Any:
+        if type(v) is not list:
+            raise _wrong("expected a list")
+        return make(conv(x) for x in v)
+
+    return items
+
+
+def _fixed(args: tuple) -> Convert:
+    kinds = [_scalar_types(a) for a in args]
+    checks = [k for k in kinds if k is not None]
+    if len(checks) != len(kinds):
+        return _unsupported(args)
+
+    def fixed(v: Any) -> tuple:
+        if type(v) is not list or len(v) != len(kinds) or any(type(x) not in k for x, k in zip(v, checks)):
+            raise _wrong(f"expected {len(kinds)} values")
+        return tuple(v)
+
+    return fixed
+
+
+# ------------------------------------------------------------------------------ records
+def rebased_data(obj: Any, base: str) -> list:
+    """A record (``FileReport``, ``FileSummary``) as data, its path (its first field) stored
+    relative to ``base``, the file the row belongs to."""
+    if not obj.path.startswith(base):
+        raise ValueError(f"{obj.path!r} is not under {base!r}")
+    row = codec(type(obj)).encode(obj)
+    row[0] = obj.path[len(base) :]
     return row
 
 
-# ------------------------------------------------------------------------------------ encode
-def _kernel_data(k: Kernel) -> list:
-    mt = None if k.max_threads is None else list(k.max_threads)
-    return [k.name, k.demangled, k.registers, k.shared, k.constant0, k.local, mt]
-
-
-def _cubin_data(c: CubinInfo | None) -> list | None:
-    if c is None:
-        return None
-    return [
-        c.elf_abi,
-        c.elf_type,
-        c.sm,
-        c.arch_specific,
-        c.virtual_sm,
-        c.device_link,
-        c.toolkit,
-        c.command_line,
-    ]
-
-
-def _entry_data(e: Entry) -> list:
-    return [
-        e.offset,
-        e.kind,
-        e.kind_code,
-        e.sm,
-        e.variant,
-        e.compression,
-        e.stored_size,
-        e.size,
-        e.flags,
-        e.header_size,
-        e.payload_offset,
-        e.host,
-        e.debug,
-        e.identifier,
-        e.options,
-        e.relocatable_ptx,
-        list(e.code_version),
-        _cubin_data(e.cubin),
-        None if e.kernels is None else [_kernel_data(k) for k in e.kernels],
-        e.ptx_target,
-        e.decode_error,
-    ]
+def rebased_record(cls: type, v: Any, base: str) -> Any:
+    """The record ``rebased_data`` wrote, its path on ``base``; ``ValueError`` if it is not one."""
+    c = codec(cls)
+    values = c.values(v)
+    values[0] = base + values[0]
+    return c.make(values)
 
 
 def report_data(r: FileReport, base: str) -> list:
     """``r`` as data; ``base``: the path prefix stored as empty (the file the row belongs to)."""
-    if not r.path.startswith(base):
-        raise ValueError(f"{r.path!r} is not under {base!r}")
-    return [
-        r.path[len(base) :],
-        r.format,
-        r.size,
-        [
-            [fb.offset, fb.size, fb.section, fb.found_by, [_entry_data(e) for e in fb.entries]]
-            for fb in r.fatbins
-        ],
-        None if r.error is None else [r.error.message, r.error.offset],
-        list(r.needs),
-        list(r.notes),
-        r.static_cudart,
-        r.relocatable,
-        _package_data(r.package),
-        r.sha256,
-        r.machine,
-    ]
-
-
-def _package_data(p: Package | None) -> list | None:
-    if p is None:
-        return None
-    return [p.kind, p.name, p.version, p.build, p.subdir, p.cuda, p.cuda_source]
-
-
-# ------------------------------------------------------------------------------------ decode
-def _strings(v: Any) -> tuple[str, ...]:
-    if type(v) is not list or any(type(s) is not str for s in v):
-        raise ValueError("cache row: expected a list of strings")
-    return tuple(v)
-
-
-def _ints(v: Any, n: int) -> tuple[int, ...]:
-    if type(v) is not list or len(v) != n or any(type(x) is not int for x in v):
-        raise ValueError("cache row: expected integers")
-    return tuple(v)
-
-
-def _kernel(v: Any) -> Kernel:
-    if type(v) is not list or len(v) != 7:
-        raise ValueError("cache row: wrong kernel")
-    _check(v[:6], _KERNEL)
-    mt = None if v[6] is None else _ints(v[6], 3)
-    return Kernel(v[0], v[1], v[2], v[3], v[4], mt, v[5])
-
-
-def _entry(v: Any) -> Entry:
-    if type(v) is not list or len(v) != 21:
-        raise ValueError("cache row: wrong entry")
-    _check(v[:16], _ENTRY)
-    cubin = None if v[17] is None else CubinInfo(*_check(v[17], _CUBIN))
-    kernels = None if v[18] is None else tuple(_kernel(k) for k in _list(v[18]))
-    _check(v[19:], "tt")
-    return Entry(
-        offset=v[0],
-        kind=v[1],
-        kind_code=v[2],
-        sm=v[3],
-        variant=v[4],
-        compression=v[5],
-        stored_size=v[6],
-        size=v[7],
-        flags=v[8],
-        code_version=_ints(v[16], 2),
-        header_size=v[9],
-        payload_offset=v[10],
-        host=v[11],
-        debug=v[12],
-        identifier=v[13],
-        options=v[14],
-        relocatable_ptx=v[15],
-        cubin=cubin,
-        kernels=kernels,
-        ptx_target=v[19],
-        decode_error=v[20],
-    )
-
-
-def _list(v: Any) -> list:
-    if type(v) is not list:
-        raise ValueError("cache row: expected a list")
-    return v
-
-
-def _fatbin(v: Any) -> Fatbin:
-    _check(v[:4] if type(v) is list and len(v) == 5 else None, "iits")
-    return Fatbin(v[0], v[1], v[2], tuple(_entry(e) for e in _list(v[4])), v[3])
+    return rebased_data(r, base)
 
 
 def report_from_data(v: Any, base: str) -> FileReport:
     """The record ``report_data`` wrote, its path rebased on ``base``; ``ValueError`` if it is not one."""
-    if type(v) is not list or len(v) != 12:
-        raise ValueError("cache row: wrong record")
-    _check(v[:3], "ssi")
-    _check(v[10:], "tt")
-    err = None
-    if v[4] is not None:
-        _check(v[4], "sn")
-        err = FileError(v[4][0], v[4][1])
-    return FileReport(
-        path=base + v[0],
-        format=v[1],
-        size=v[2],
-        fatbins=tuple(_fatbin(fb) for fb in _list(v[3])),
-        error=err,
-        needs=_strings(v[5]),
-        notes=_strings(v[6]),
-        static_cudart=_check(v[7:9], "bb")[0],
-        relocatable=v[8],
-        package=None if v[9] is None else Package(*_check(v[9], "ssssstt")),
-        sha256=v[10],
-        machine=v[11],
-    )
+    return rebased_record(FileReport, v, base)

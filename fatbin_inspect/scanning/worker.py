@@ -97,12 +97,14 @@ def encoded(records, base: str, encoder, keep: bool, data: bool = True) -> list[
     for a record that does not encode (the file is then not cached)."""
     out = []
     for r in records:
+        item: list | None
+        packed: bytes | None
         try:
-            item, data = encode_record(r, base, data)
+            item, packed = encode_record(r, base, data)
         except (ValueError, TypeError):
-            item = data = None
+            item = packed = None
         text = pack(encoder(r)) if encoder else None
-        out.append((item, data, text, r if keep or item is None else None))
+        out.append((item, packed, text, r if keep or item is None else None))
     return out
 
 
