@@ -49,41 +49,42 @@ def pretty(value: Any, depth: int = 0) -> str:
 def _text(o: Any, ind: str) -> str:
     """``o``'s text, its lines after the first indented by ``ind`` (a newline and spaces)."""
     t = type(o)
-    if t is str:
-        return _ascii(o)
-    if t is int:
-        return int.__repr__(o)
-    if o is None:
-        return "null"
-    if t is bool:
-        return "true" if o else "false"
+    scalar = _SCALAR_TEXT.get(t)
+    if scalar is not None:
+        return scalar(o)
     if t is dict:
-        if not o:
-            return "{}"
-        nxt = ind + "  "
-        nested = [k for k, v in o.items() if type(v) not in _SCALARS]
-        if not nested:  # (keys that are no strings are converted as json.dumps converts them)
-            return "{" + nxt + "".join(_leaf_encoder(nxt)(o, 0))[1:-1] + ind + "}"
-        if len(nested) * 2 < len(o) and len(nested) <= len(_PLACEHOLDERS):
-            flat = dict(o)
-            for j, k in enumerate(nested):
-                flat[k] = _PLACEHOLDERS[j]
-            text = _with_nested(o, nested, "".join(_leaf_encoder(nxt)(flat, 0)), nxt)
-            if text is not None:
-                return "{" + nxt + text[1:-1] + ind + "}"
-        if not _STR.issuperset(map(type, o)):
-            raise _Other
-        return (
-            "{" + nxt + ("," + nxt).join(_ascii(k) + ": " + _text(v, nxt) for k, v in o.items()) + ind + "}"
-        )
+        return _dict_text(o, ind)
     if t is list or t is tuple:
-        if not o:
-            return "[]"
-        nxt = ind + "  "
-        if _SCALARS.issuperset(map(type, o)):
-            return "[" + nxt + "".join(_leaf_encoder(nxt)(o, 0))[1:-1] + ind + "]"
-        return "[" + nxt + ("," + nxt).join([_text(v, nxt) for v in o]) + ind + "]"
+        return _list_text(o, ind)
     raise _Other
+
+
+def _dict_text(o: dict, ind: str) -> str:
+    if not o:
+        return "{}"
+    nxt = ind + "  "
+    nested = [k for k, v in o.items() if type(v) not in _SCALARS]
+    if not nested:  # (keys that are no strings are converted as json.dumps converts them)
+        return "{" + nxt + "".join(_leaf_encoder(nxt)(o, 0))[1:-1] + ind + "}"
+    if len(nested) * 2 < len(o) and len(nested) <= len(_PLACEHOLDERS):
+        flat = dict(o)
+        for j, k in enumerate(nested):
+            flat[k] = _PLACEHOLDERS[j]
+        text = _with_nested(o, nested, "".join(_leaf_encoder(nxt)(flat, 0)), nxt)
+        if text is not None:
+            return "{" + nxt + text[1:-1] + ind + "}"
+    if not _STR.issuperset(map(type, o)):
+        raise _Other
+    return "{" + nxt + ("," + nxt).join(_ascii(k) + ": " + _text(v, nxt) for k, v in o.items()) + ind + "}"
+
+
+def _list_text(o: list | tuple, ind: str) -> str:
+    if not o:
+        return "[]"
+    nxt = ind + "  "
+    if _SCALARS.issuperset(map(type, o)):
+        return "[" + nxt + "".join(_leaf_encoder(nxt)(o, 0))[1:-1] + ind + "]"
+    return "[" + nxt + ("," + nxt).join([_text(v, nxt) for v in o]) + ind + "]"
 
 
 def _with_nested(o: dict, nested: list, text: str, nxt: str) -> str | None:
@@ -117,6 +118,13 @@ class _Other(Exception):
 
 
 _ascii = json.encoder.encode_basestring_ascii
+# the scalars ``_text`` writes itself, as ``json.dumps`` does (floats go to it: their repr rules)
+_SCALAR_TEXT: dict[type, Callable[[Any], str]] = {
+    str: _ascii,
+    int: int.__repr__,
+    type(None): lambda o: "null",
+    bool: lambda o: "true" if o else "false",
+}
 _SCALARS = frozenset((str, int, float, bool, type(None)))
 _STR = frozenset((str,))
 

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from fatbin_inspect.formats.model import FileError, FileReport
 from fatbin_inspect.inventory import member_path
@@ -151,18 +152,18 @@ class _Scanner:
         )
         self.full = not opts.summary and enc is None
         self.keep = self.full  # the workers hand back whole records
-        self.spill = None  # with an encoder: the unlinked file holding the texts
+        self.spill: IO[bytes] | None = None  # with an encoder: the unlinked file holding the texts
         # where each record's text is: (offset, length) in ``spill``, or (cache hit, index, path
         # shown, absolute path, key) for a text still in its cache row
         self.locs: list[tuple] = []
         self.attributor = Attributor()
-        self.reports: list[FileReport] = []
+        self.reports: list[Any] = []  # FileReport, or coverage.FileSummary
         self.stats = dict(files=0, bytes=0, inspected=0, cache_hits=0, skipped=0)
         self.skipped: list[tuple[str, str]] = []
         self.images: list[tuple[str, Any]] = []
         self.done = 0
         self.bytes_done = 0
-        self.client = None
+        self.client: Any = None  # a dask.distributed Client
         self.notes: list[str] = []
         self.unread: list[str] = []
         if opts.executor == "dask":
@@ -174,7 +175,6 @@ class _Scanner:
             self.jobs = 2  # until the probe has found the workers that see the roots (``run``)
             self.workers: dict[str, int] = {}
             self.executors: dict[frozenset, Any] = {}  # workers left out -> an executor for the rest
-            self.units: dict[Any, tuple] = {}  # future -> (fn, args, span, workers tried)
             self.shown: dict[str, str] = {}  # absolute path sent -> the path as the scan shows it
         else:
             self.jobs = _jobs(opts.jobs)
@@ -185,8 +185,8 @@ class _Scanner:
             else "device"
         )
         self.all_members = members == "all"
-        self.pool = None
-        self.inflight = set()
+        self.pool: Any = None  # a ProcessPoolExecutor, made when the first unit is handed out
+        self.inflight: set[Any] = set()  # futures
         # units waiting for a free process, in the order found: (function, arguments, span or
         # None); the walk never waits for the pool. (Not the largest first: bytes do not tell the
         # cost; cuFFT's 273 MB take longer than libtorch_cpu's 425 MB.)
@@ -194,14 +194,17 @@ class _Scanner:
         self.ticks = 0
         self.batch: list[tuple[str, tuple]] = []
         self.batch_bytes = 0
-        self.apaths = {}  # path in a batch -> its absolute path (the cache key)
-        self.spans = {}  # future of one span of a split zip -> (path, index of the span)
-        self.units: dict = {}  # future -> its unit (function, arguments, span), to run it again
+        self.apaths: dict[str, str] = {}  # path in a batch -> its absolute path (the cache key)
+        self.spans: dict[Any, tuple[int, int]] = {}  # future of a split zip's span -> (token, index)
+        # future -> its unit (function, arguments, span), to run it again; on Dask (function,
+        # arguments, span, workers tried)
+        self.units: dict[Any, tuple] = {}
         # units whose process died with others in flight (which one killed it is unknown): run
         # again one at a time; a unit that fails alone costs its file an error record
         self.suspects: collections.deque[tuple] = collections.deque()
         self.alone = None  # the future of the suspect running alone
-        self.split = {}  # token -> [path, key, records of each span (None until done), spans left]
+        # token -> [path, key, records of each span (None until done), spans left, error or None]
+        self.split: dict[int, list[Any]] = {}
         self.tokens = 0
 
     # ------------------------------------------------------------------ results
@@ -215,27 +218,18 @@ class _Scanner:
             self._pump()
 
     def _accept(
-        self, path: str, records: Iterable, texts=None, summaries=None, attribute: bool = True
+        self,
+        path: str,
+        records: Iterable,
+        texts: Sequence | None = None,
+        summaries: Sequence | None = None,
+        attribute: bool = True,
     ) -> None:
         """Keep the records of one file: full records, or their summaries (given, or made here),
         the texts (``cache.pack``ed, as workers hand them over) spilled with an encoder."""
         owner: Any = MISS  # the owner of ``path`` itself, looked up once for all its members
         for i, rec in enumerate(records):
-            dist = innermost_wheel(rec.path) if member_path.is_member(rec.path) else None
-            if dist is None and rec.package is not None:  # a conda package names itself
-                dist = rec.package if isinstance(rec.package, str) else rec.package.label
-            package = None
-            if dist is None and attribute:  # a member of an archive belongs to the owner of the archive
-                if owner is MISS:
-                    owner = (
-                        wheel_distribution(path)
-                        if path.lower().endswith(".whl")
-                        else self.attributor.owner(path)
-                    )
-                dist = owner if owner is None or isinstance(owner, str) else owner.label
-                # an installed conda package (conda-meta) keeps the CUDA it declares, as its
-                # .conda did: the judging reads it from the record's package
-                package = None if owner is None or isinstance(owner, str) else owner
+            dist, package, owner = self._attribution(path, rec, attribute, owner)
             if dist:
                 rec = dataclasses.replace(rec, distribution=dist)
                 if package is not None and self.full:
@@ -246,24 +240,43 @@ class _Scanner:
             if summaries is None:
                 from fatbin_inspect.scanning.coverage import summarize
 
-                summary = summarize(rec)
+                self.reports.append(summarize(rec))
             else:
-                summary = dataclasses.replace(summaries[i], distribution=dist) if dist else summaries[i]
-            if self.encoder is None:
-                self.reports.append(summary)
-                continue
-            text = texts[i]
-            if type(text) is tuple:  # still in the cache row: read when it is written out
-                self.locs.append(text)
-                self.reports.append(summary)
-                continue
-            if self.spill is None:
-                import tempfile
+                self.reports.append(
+                    dataclasses.replace(summaries[i], distribution=dist) if dist else summaries[i]
+                )
+            if self.encoder is not None and texts is not None:
+                self._keep_text(texts[i])
 
-                self.spill = tempfile.TemporaryFile(prefix="fatbin-inspect-scan-")
-            self.locs.append((self.spill.tell(), len(text), packed_size(text)))
-            self.spill.write(text)
-            self.reports.append(summary)
+    def _attribution(self, path: str, rec: Any, attribute: bool, owner: Any) -> tuple[Any, Any, Any]:
+        """``(distribution, package or None, owner)`` of one record of ``path``: the innermost
+        wheel of a member, the package a conda record names, else (with ``attribute``) the
+        owner of ``path`` (looked up once: ``owner`` is ``MISS`` until then). An installed
+        conda package (conda-meta) keeps the CUDA it declares, as its .conda did: the judging
+        reads it from the record's package."""
+        dist = innermost_wheel(rec.path) if member_path.is_member(rec.path) else None
+        if dist is None and rec.package is not None:  # a conda package names itself
+            dist = rec.package if isinstance(rec.package, str) else rec.package.label
+        if dist is not None or not attribute:
+            return dist, None, owner
+        if owner is MISS:  # a member of an archive belongs to the owner of the archive
+            owner = wheel_distribution(path) if path.lower().endswith(".whl") else self.attributor.owner(path)
+        if owner is None or isinstance(owner, str):
+            return owner, None, owner
+        return owner.label, owner, owner
+
+    def _keep_text(self, text: Any) -> None:
+        """A record's text: where it is in its cache row (read when it is written out), or
+        packed bytes, spilled."""
+        if type(text) is tuple:
+            self.locs.append(text)
+            return
+        if self.spill is None:
+            import tempfile
+
+            self.spill = tempfile.TemporaryFile(prefix="fatbin-inspect-scan-")
+        self.locs.append((self.spill.tell(), len(text), packed_size(text)))
+        self.spill.write(text)
 
     def _finish(self, results) -> None:
         """``[(path, key, worker.encoded records)]`` from a worker (or a split zip put together)."""
@@ -275,6 +288,7 @@ class _Scanner:
                     encs = [e if e[3] is None else (*e[:3], _rebase(e[3], path, shown)) for e in encs]
                 path = shown
             texts = [e[2] for e in encs] if self.encoder is not None else None
+            summaries: Sequence[Any]
             if all(e[0] is not None for e in encs):
                 self.cache.put_encoded(apath, key, [e[:2] for e in encs], texts)
                 summaries = summaries_from([e[0] for e in encs], path)
@@ -460,7 +474,7 @@ class _Scanner:
         if span is None:
             self._finish(out)
         else:
-            self._span_done(*span, out)
+            self._span_done(span[0], span[1], out)
 
     def _lost(self, unit: tuple | None, exc: Exception, alone: bool) -> None:
         """A unit that gave no result. With others in flight when its process died, any of them
@@ -544,16 +558,16 @@ class _Scanner:
         if st is None and key is None and stat_of is None and os.path.isdir(path):
             fmt = "oci"  # an OCI image layout found in a tree (the walk yields it whole): one unit
             stat_of = os.path.join(path, "index.json")
-        if st is None and key is None:
-            try:
-                st = os.stat(stat_of or path)
-            except OSError as exc:
-                self._error(path, 0, f"unreadable: {exc.strerror}")
-                return
+        if key is None:
+            if st is None:
+                try:
+                    st = os.stat(stat_of or path)
+                except OSError as exc:
+                    self._error(path, 0, f"unreadable: {exc.strerror}")
+                    return
+            key = stat_key(st)
         if size is None:
             size = st.st_size if st is not None else 0
-        if key is None:
-            key = stat_key(st)
         self.stats["files"] += 1
         self.stats["bytes"] += size
         if size < MIN_SIZE and fmt != "oci":  # (an image whose metadata fails says why)
@@ -566,6 +580,11 @@ class _Scanner:
                 self.stats["inspected"] += 1
             self._tick(1, size)
             return
+        self._miss(path, apath, key, size, fmt)
+
+    def _miss(self, path: str, apath: str, key: tuple, size: int, fmt: str | None) -> None:
+        """A file the cache cannot answer for: its head read here (a file with no device format
+        is remembered as such), then a unit for the pool (a large zip split into spans)."""
         from fatbin_inspect.scanning import worker
 
         try:
@@ -749,53 +768,69 @@ class _Scanner:
             else:  # the texts still in cache rows are read from it as they are written out
                 self.cache.flush()
         order = sorted(range(len(self.reports)), key=lambda i: self.reports[i].path)
-        stats = ScanStats(cache=self.cache.path, **self.stats)
-        reports = tuple(self.reports[i] for i in order)
-        extra = dict(
+        texts = None
+        if self.encoder is not None:
+            locs = [self.locs[i] for i in order]
+            texts = functools.partial(self._texts, locs, self.encoder)
+        return ScanResult(
+            roots,
+            tuple(self.reports[i] for i in order),
+            ScanStats(cache=self.cache.path, **self.stats),
+            texts=texts,
             skipped=tuple(self.skipped),
             notes=tuple(self.notes + self.attributor.notes),  # + system package databases not read
             unread=tuple(sorted(self.unread)),
             images=tuple(self.images),
         )
-        if self.encoder is None:
-            return ScanResult(roots, reports, stats, **extra)
-        locs = [self.locs[i] for i in order]
-        return ScanResult(roots, reports, stats, texts=lambda: self._texts(locs), **extra)
 
-    def _texts(self, locs: list[tuple]) -> Iterator[bytes]:
+    def _texts(self, locs: list[tuple], encoder: Callable[[FileReport], bytes]) -> Iterator[bytes]:
         """The texts at ``locs`` in that order, from the spill file or a cache row (checked as it
         is read: one that no longer validates is encoded again from the row's records); then the
         spill file (unlinked) and the cache are closed."""
-        row = rows = None
+        row: Any = None
+        rows: Any = None
         try:
             for loc in locs:
                 if len(loc) == 3:  # (offset, frame bytes, text bytes) in the spill file
-                    self.spill.seek(loc[0])
-                    text = unpack(self.spill.read(loc[1]), loc[2])
-                    if text is None:  # (unlinked, this process's alone: a disk error)
-                        from fatbin_inspect.errors import InputError
-
-                        raise InputError(f"{self.spill.name}: the scan's spill file does not read back")
-                    yield text
+                    yield self._spilled(*loc)
                     continue
                 hit, i, shown, apath, key = loc
                 if hit is not row:
-                    row, rows = hit, hit.texts()
-                    if rows is MISS:  # encoded again from the row's records, and kept
-                        reports = hit.reports(shown)
-                        if reports is MISS:
-                            from fatbin_inspect.errors import InputError
-
-                            raise InputError(
-                                f"{self.cache.path}: the scan cache changed while it was read; scan again"
-                            )
-                        rows = [self.encoder(r) for r in reports]
-                        self.cache.put(apath, key, reports, [pack(t) for t in rows], base=shown)
+                    row, rows = hit, self._cached(hit, shown, apath, key, encoder)
                 yield rows[i]
         finally:
             if self.spill is not None:
                 self.spill.close()
             self.cache.close()
+
+    def _spilled(self, offset: int, frame: int, size: int) -> bytes:
+        """One text from the spill file (unlinked, this process's alone: only a disk error fails)."""
+        from fatbin_inspect.errors import InputError
+
+        if self.spill is None:
+            raise InputError("the scan's spill file is gone")
+        self.spill.seek(offset)
+        text = unpack(self.spill.read(frame), size)
+        if text is None:
+            raise InputError(f"{self.spill.name}: the scan's spill file does not read back")
+        return text
+
+    def _cached(
+        self, hit, shown: str, apath: str, key: tuple, encoder: Callable[[FileReport], bytes]
+    ) -> list:
+        """The texts of a cache row; a row whose texts no longer validate is encoded again from
+        its records, and kept."""
+        rows = hit.texts()
+        if rows is not MISS:
+            return rows
+        reports = hit.reports(shown)
+        if reports is MISS:
+            from fatbin_inspect.errors import InputError
+
+            raise InputError(f"{self.cache.path}: the scan cache changed while it was read; scan again")
+        texts = [encoder(r) for r in reports]
+        self.cache.put(apath, key, reports, [pack(t) for t in texts], base=shown)
+        return texts
 
 
 def _rebase(rec, sent: str, shown: str):
