@@ -117,7 +117,8 @@ def gate(
     ``release.policy.load()`` returns, a pyproject.toml/TOML path, or None for the nearest
     pyproject.toml; ``flags`` are the command line's (``require="sm_80,sm_90"``, ``gpus=...``,
     ``driver=`` (or ``min_driver=``), ``fleet=`` target files,
-    ``fail_on=...``) and win over the file, as there. ``.findings`` are the FBI rule hits;
+    ``fail_on=...``) and win over the file, as there; ``cache_dir=``: the scan cache's folder
+    (none unless given, as ``scan()``). ``.findings`` are the FBI rule hits;
     ``release.findings.fails(report.findings, level)`` is the gate's exit decision."""
     from fatbin_inspect.judging.gate_run import run_gate
     from fatbin_inspect.release import policy as policy_mod
@@ -125,6 +126,7 @@ def gate(
     if "driver" in flags:  # the name check() and scan() use: the gate's oldest driver
         flags["min_driver"] = flags.pop("driver")
     fleet = flags.pop("fleet", ())
+    cache_dir = flags.pop("cache_dir", None)
     given: Mapping[str, Any]
     if isinstance(policy, Policy):
         given = policy_mod.normalize({k: v for k, v in flags.items() if v is not None}, "flags")
@@ -133,4 +135,4 @@ def gate(
         pol, given = policy
     else:
         pol, given = policy_mod.load(policy, flags)
-    return run_gate(_paths(paths), pol, given, _paths(fleet) if fleet else ())[0]
+    return run_gate(_paths(paths), pol, given, _paths(fleet) if fleet else (), cache_dir=cache_dir)[0]

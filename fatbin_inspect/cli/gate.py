@@ -126,6 +126,12 @@ def _joined(values) -> str | None:
     help="Policy file (default: the nearest pyproject.toml).",
 )
 @click.option("--isolated", is_flag=True, envvar=_env("ISOLATED"), help="Read no policy file; flags only.")
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    envvar=_env("NO_CACHE"),
+    help="Neither read nor write the scan cache (where unchanged files' records are kept).",
+)
 @fail_options
 @format_option([*FORMATS, "cyclonedx"])
 @output_option
@@ -146,6 +152,7 @@ def gate_cmd(
     match,
     config,
     isolated,
+    no_cache,
     fail_on,
     exit_zero,
     fmt,
@@ -153,6 +160,7 @@ def gate_cmd(
 ):
     """Check PATHS (files, wheels, directories) against the release policy; findings FBI001..."""
     from fatbin_inspect.release import policy as policy_mod
+    from fatbin_inspect.scanning.cache import default_dir
 
     flags = {
         "require": _joined(require),
@@ -178,7 +186,15 @@ def gate_cmd(
         paths = (os.path.dirname(os.path.dirname(os.path.dirname(lib))),)  # torch's site-packages
     with progress_for(fmt, "gating") as progress:
         report, reports = run_gate(
-            paths, pol, given, target_files, match, progress, warn=say, digests=digests_for(fmt)
+            paths,
+            pol,
+            given,
+            target_files,
+            match,
+            progress,
+            warn=say,
+            digests=digests_for(fmt),
+            cache_dir=None if no_cache else default_dir(),
         )
     if fmt == "cyclonedx":
         raise SystemExit(

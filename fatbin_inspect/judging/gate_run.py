@@ -45,11 +45,13 @@ def run_gate(
     progress=None,
     warn: Callable[[str], None] | None = None,
     digests: bool = False,
+    cache_dir: str | None = None,
 ):
     """(findings, records) of ``paths`` under ``pol`` with the command line's ``given`` flags on top
     of per-distribution overrides: what ``gate`` reports, and the library's ``gate()``; ``digests``:
-    the records carry their SHA-256 (the SBOM)."""
-    from fatbin_inspect.judging.inputs import iter_reports
+    the records carry their SHA-256 (the SBOM); ``cache_dir``: the scan cache's folder (None: no
+    cache), where the records of unchanged files are kept (``judging.inputs.RecordCache``)."""
+    from fatbin_inspect.judging.inputs import RecordCache, iter_reports
     from fatbin_inspect.release.gate import gate
     from fatbin_inspect.system.stack import local_devices
 
@@ -75,7 +77,13 @@ def run_gate(
             "gate: nothing to check: give --require, --gpu, --targets, --forbid or --match, "
             "or a [tool.fatbin-inspect] policy"
         )
-    reports = list(iter_reports(paths, Options(probe_small=True, digests=digests), progress))
+    opts = Options(probe_small=True, digests=digests)
+    cache = RecordCache(cache_dir, opts) if cache_dir is not None else None
+    try:
+        reports = list(iter_reports(paths, opts, progress, cache))
+    finally:
+        if cache is not None:
+            cache.close()
     reference = torch_reference(match, reports) if match else None
     ctx = gate_context(paths, reports, reference)
     report = gate(reports, pol, given, reference, fleet, local_devices(pol.gpus, pol.min_driver), ctx)

@@ -10,52 +10,116 @@ from fatbin_inspect.errors import UsageError
 from fatbin_inspect.formats.model import FileError, FileReport
 from fatbin_inspect.inventory import member_path
 from fatbin_inspect.inventory.reader import Options, inspect_path
-from fatbin_inspect.inventory.walk import iter_files
+from fatbin_inspect.inventory.walk import StatItem, iter_files, iter_stat
 
 Progress = Callable[[int, int, int], None]
 
 
 def iter_reports(
-    paths: Iterable[str], opts: Options, progress: Progress | None = None
+    paths: Iterable[str],
+    opts: Options,
+    progress: Progress | None = None,
+    cache: RecordCache | None = None,
 ) -> Iterator[FileReport]:
     """Every record under ``paths``. With a ``progress`` callback ``(files done, files, bytes
     done)``, the trees are walked first, so the bar knows how many files there are. A path in
     the form the tool prints for archive members (``dist/x.whl!pkg/lib.so``) reads that member
-    (and what it holds) in place."""
+    (and what it holds) in place. With a ``cache``, the records of an unchanged file come from
+    the scan cache (``RecordCache``)."""
     paths = list(paths)
     if progress is None:
         for root in paths:
-            yield from _root_reports(root, opts)
+            yield from _root_reports(root, opts, cache)
         return
     members = [p for p in paths if is_member_root(p)]  # (not walked: they come first)
     for root in members:
         yield from member_reports(root, opts)
-    walked = [(path, skip) for root in paths if root not in members for path, skip in iter_files(root)]
-    yield from _with_progress(walked, opts, progress)
+    walked = [item for root in paths if root not in members for item in iter_stat(root)]
+    yield from _with_progress(walked, opts, progress, cache)
 
 
-def _root_reports(root: str, opts: Options) -> Iterator[FileReport]:
+def _root_reports(root: str, opts: Options, cache: RecordCache | None) -> Iterator[FileReport]:
     if is_member_root(root):
         yield from member_reports(root, opts)
         return
-    for path, skip in iter_files(root):
-        yield from _reports(path, skip, opts)
+    for item in iter_stat(root):
+        yield from _reports(item, opts, cache)
 
 
-def _with_progress(walked, opts: Options, progress: Progress) -> Iterator[FileReport]:
+def _with_progress(
+    walked, opts: Options, progress: Progress, cache: RecordCache | None
+) -> Iterator[FileReport]:
     done = 0
-    for i, (path, skip) in enumerate(walked):
-        yield from _reports(path, skip, opts)
+    for i, item in enumerate(walked):
+        yield from _reports(item, opts, cache)
         with contextlib.suppress(OSError):
-            done += 0 if skip else os.path.getsize(path)
+            done += 0 if item[3] else os.path.getsize(item[0])
         progress(i + 1, len(walked), done)
 
 
-def _reports(path: str, skip: str | None, opts: Options) -> Iterator[FileReport]:
+def _reports(item: StatItem, opts: Options, cache: RecordCache | None) -> Iterator[FileReport]:
+    path, apath, st, skip = item
     if skip:
         yield FileReport(path=path, format="unknown", size=0, error=FileError(skip))
-    else:
+    elif cache is None:
         yield from inspect_path(path, opts)
+    else:
+        yield from cache.reports(path, apath, st, opts)
+
+
+class RecordCache:
+    """Every record ``inventory.reader.inspect_path`` gives for a regular file, kept in the scan
+    cache (``scanning.cache``: same file, same key by device, inode, size, mtime and ctime) under
+    the inventory options and ``KIND``, rows of their own: a scan's rows keep only the records
+    with device code, the gate's keep the archive and host records too (its inputs). A file whose
+    records hold an error (unreadable, changed while read, malformed) is read again next time,
+    never cached, nor one whose stat changed while it was read. ``hits``: files read from it."""
+
+    KIND = "every-record"
+
+    def __init__(self, directory: str | None, opts: Options):
+        from fatbin_inspect.scanning import _options_fingerprint
+        from fatbin_inspect.scanning.cache import ScanCache
+
+        self.cache = ScanCache(directory, f"{_options_fingerprint(opts)}|{self.KIND}")
+        self.hits = 0
+        self.files = 0
+
+    def reports(
+        self, path: str, apath: str, st: os.stat_result | None, opts: Options
+    ) -> Iterator[FileReport]:
+        """The records of the file ``path`` (``apath``: its absolute path, the cache key; ``st``
+        its lstat from the walk, None for a root)."""
+        import stat
+
+        from fatbin_inspect.scanning.cache import MISS, stat_key
+
+        try:
+            st = os.stat(path) if st is None else st
+        except OSError:
+            st = None
+        if st is None or not stat.S_ISREG(st.st_mode) or not self.cache.enabled:
+            yield from inspect_path(path, opts)
+            return
+        self.files += 1
+        key = stat_key(st)
+        hit = self.cache.get(apath, key)
+        found = MISS if hit is MISS or hit is None else hit.reports(path)
+        if isinstance(found, tuple):  # (else MISS)
+            self.hits += 1
+            yield from found
+            return
+        records = tuple(inspect_path(path, opts))
+        try:
+            same = stat_key(os.stat(path)) == key
+        except OSError:
+            same = False
+        if same and all(r.error is None for r in records):
+            self.cache.put(apath, key, records, base=path)
+        yield from records
+
+    def close(self) -> None:
+        self.cache.close()
 
 
 def verdict_options(kernels: bool) -> Options:
