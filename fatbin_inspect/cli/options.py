@@ -35,6 +35,11 @@ ENV_PREFIX = "FATBIN_INSPECT"
 UI = "fatbin_inspect.ui"  # ctx.meta key: the settings of -q/-v/--color/--no-progress
 FAIL_LEVELS = ("error", "warning", "never")
 
+if os.environ.get("_FATBIN_INSPECT_COMPLETE"):  # a shell asks for completions: values quoted for it
+    from fatbin_inspect.cli.completion import register
+
+    register()
+
 
 def long_name(opt: click.Option) -> str:
     """The first ``--long`` spelling without dashes: ``fail-on`` (``-o`` alone: ``o``)."""
