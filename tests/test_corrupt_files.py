@@ -337,11 +337,11 @@ def test_file_that_vanishes_between_listing_and_opening(tmp_path, monkeypatch):
     p = tmp_path / "gone.fatbin"
     p.write_bytes(B.sample_fatbin())
 
-    def vanishing(root, follow_links=False):
+    def vanishing(root):
         p.unlink()
-        yield str(p), None
+        yield str(p), str(p), None, None
 
-    monkeypatch.setattr(cli_inventory, "iter_files", vanishing)
+    monkeypatch.setattr(cli_inventory, "iter_stat", vanishing)
     (rec,) = cli_inventory.iter_reports([str(tmp_path)], Options())
     assert rec.error is not None and "cannot open" in rec.error.message
 
