@@ -20,6 +20,7 @@ from fatbin_inspect.compat.engine import (
 )
 from fatbin_inspect.compat.jit import DEFAULT_CACHE, CacheSettings, JitCost, cost, measured, phrase
 from fatbin_inspect.compat.targets import Target
+from fatbin_inspect.formats.records import as_dict
 from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, tool
 
 MISSING_KERNELS_LISTED = 200  # names listed per result; the count is always complete
@@ -49,7 +50,7 @@ def target_dict(t: Target) -> dict[str, Any]:
 
 
 def error_dict(e: ErrorRef | None) -> dict[str, Any] | None:
-    return None if e is None else {"code": e.code, "name": e.name}
+    return None if e is None else as_dict(e)
 
 
 def chosen_dict(c: Chosen | None) -> dict[str, Any] | None:
@@ -62,14 +63,7 @@ def chosen_dict(c: Chosen | None) -> dict[str, Any] | None:
 
 
 def entry_verdict_dict(e: EntryVerdict) -> dict[str, Any]:
-    return {
-        "offset": e.offset,
-        "arch": e.arch,
-        "verdict": e.verdict,
-        "rule": e.rule,
-        "reason": e.reason,
-        "error": error_dict(e.error),
-    }
+    return as_dict(e, convert={"error": error_dict})
 
 
 def fatbin_verdict_dict(v: FatbinVerdict) -> dict[str, Any]:
@@ -110,19 +104,7 @@ def jit_dict(c: JitCost | None) -> dict[str, Any] | None:
     """R-JIT-COST: what the driver's JIT costs (None: nothing is compiled)."""
     if c is None:
         return None
-    return {
-        "ptx_bytes": c.ptx_bytes,
-        "images": c.images,
-        "estimate_s": c.estimate_s,
-        "cache_bytes": c.cache_bytes,
-        "family": c.family,
-        "forced": c.forced,
-        "cache_limit": c.cache_limit,
-        "cache_disabled": c.cache_disabled,
-        "repeats": c.repeats,
-        "summary": phrase(c),
-        "model": measured(),
-    }
+    return as_dict(c, extra={"repeats": c.repeats, "summary": phrase(c), "model": measured()})
 
 
 def result_dict(

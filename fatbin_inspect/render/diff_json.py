@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fatbin_inspect.release.diff import DiffReport
+from fatbin_inspect.formats.records import as_dict
+from fatbin_inspect.release.diff import DiffReport, DistDiff, FileDiff
 from fatbin_inspect.release.findings import FindingsReport
 from fatbin_inspect.render import jsondump
 
@@ -20,34 +21,15 @@ def render_diff_json(
 
 
 def diff_dict(d: DiffReport) -> dict[str, Any]:
-    return {
-        "old": d.old,
-        "new": d.new,
-        "files": [
-            {
-                "key": f.key,
-                "status": f.status,
-                "renamed_from": f.renamed_from,
-                "old_path": f.old_path,
-                "new_path": f.new_path,
-                "distribution": f.distribution,
-                "archs_added": list(f.archs_added),
-                "archs_dropped": list(f.archs_dropped),
-                "kernels_added": list(f.kernels_added),
-                "kernels_dropped": list(f.kernels_dropped),
-            }
-            for f in d.files
-        ],
-        "distributions": [
-            {
-                "name": x.name,
-                "old_version": x.old_version,
-                "new_version": x.new_version,
-                "archs_old": list(x.archs_old),
-                "archs_new": list(x.archs_new),
-                "archs_added": list(x.archs_added),
-                "archs_dropped": list(x.archs_dropped),
-            }
-            for x in d.distributions
-        ],
-    }
+    return as_dict(d, convert={"files": _file_dicts, "distributions": _distribution_dicts})
+
+
+def _file_dicts(files: tuple[FileDiff, ...]) -> list[dict[str, Any]]:
+    return [as_dict(f, lead=("key", "status", "renamed_from")) for f in files]
+
+
+def _distribution_dicts(dists: tuple[DistDiff, ...]) -> list[dict[str, Any]]:
+    return [
+        as_dict(x, extra={"archs_added": list(x.archs_added), "archs_dropped": list(x.archs_dropped)})
+        for x in dists
+    ]

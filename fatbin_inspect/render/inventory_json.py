@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport, Kernel, Package
+from fatbin_inspect.formats.records import as_dict
 from fatbin_inspect.render.escape import hex_if_not_utf8, utf8
 from fatbin_inspect.version import __version__
 
@@ -36,18 +37,7 @@ def kernel_dict(k: Kernel) -> dict[str, Any]:
 
 
 def cubin_dict(c: CubinInfo | None) -> dict[str, Any] | None:
-    if c is None:
-        return None
-    return {
-        "elf_abi": c.elf_abi,
-        "elf_type": c.elf_type,
-        "sm": c.sm,
-        "arch_specific": c.arch_specific,
-        "virtual_sm": c.virtual_sm,
-        "device_link": c.device_link,
-        "toolkit": c.toolkit,
-        "command_line": c.command_line,
-    }
+    return None if c is None else as_dict(c)
 
 
 def entry_dict(e: Entry) -> dict[str, Any]:
@@ -77,14 +67,15 @@ def entry_dict(e: Entry) -> dict[str, Any]:
     }
 
 
+_FATBIN_LEAD = ("section", "offset", "size", "found_by")  # then the other fields: entries
+
+
 def fatbin_dict(fb: Fatbin) -> dict[str, Any]:
-    return {
-        "section": fb.section,
-        "offset": fb.offset,
-        "size": fb.size,
-        "found_by": fb.found_by,
-        "entries": [entry_dict(e) for e in fb.entries],
-    }
+    return as_dict(fb, lead=_FATBIN_LEAD, convert={"entries": _entry_dicts})
+
+
+def _entry_dicts(entries: tuple[Entry, ...]) -> list[dict[str, Any]]:
+    return [entry_dict(e) for e in entries]
 
 
 def file_dict(r: FileReport) -> dict[str, Any]:
@@ -96,7 +87,7 @@ def file_dict(r: FileReport) -> dict[str, Any]:
         format=r.format,
         size=r.size,
         distribution=r.distribution,
-        error=None if r.error is None else {"message": r.error.message, "offset": r.error.offset},
+        error=None if r.error is None else as_dict(r.error),
         needs=list(r.needs),
         machine=r.machine,
         notes=list(r.notes),
