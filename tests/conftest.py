@@ -1,3 +1,9 @@
+"""Shared test helpers: the repository's paths, ``cli()`` (the command line run in-process as a
+user runs it), cuobjdump, device-only targets, the ``slow`` marker for heavy tests."""
+
+import dataclasses
+import gc
+import json
 import os
 import shutil
 import sys
@@ -6,12 +12,79 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")
+BIN = os.path.join(FIXTURES, "bin")  # hand-built fixtures (fixtures/README.md)
+COMPAT = os.path.join(FIXTURES, "compat")  # the compatibility cases (docs/ COMPAT_CASES)
+UNITS = os.path.join(FIXTURES, "units")  # libraries of several units and variants
+GOLDEN = os.path.join(ROOT, "tests", "golden")
 CORPUS = os.path.join(ROOT, ".cache", "corpus")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tests/builders.py
 
 
 def fixture_path(*parts):
     return os.path.join(FIXTURES, *parts)
+
+
+@dataclasses.dataclass(frozen=True)
+class Ran:
+    """One run of the command line: its exit code and what it wrote to stdout and stderr."""
+
+    code: int
+    out: str
+    err: str
+    out_bytes: bytes
+
+    def json(self):
+        return json.loads(self.out_bytes)
+
+
+def cli(*args, env=None, stdin=None, codes=None) -> Ran:
+    """Run ``fatbin-inspect ARGS...`` in-process through the real entry point
+    (``cli.main.main``: usage errors exit 2 with one line on stderr, as for a user) inside
+    click's ``CliRunner().isolation``: ``stdin`` (str or bytes) is its standard input, ``env``
+    overrides variables for the run (None unsets one). Args may be str or Path.
+
+    An internal error (main's last resort: exit 2, "internal error: ..." on stderr) fails the
+    test, as ``catch_exceptions=False`` did. ``codes`` (an int or a tuple) asserts the exit code,
+    showing stdout and stderr when it differs. What ``main`` changes for the process (the gc
+    thresholds, ``FATBIN_INSPECT_DEBUG`` under ``--debug``) is put back."""
+    from click.testing import CliRunner
+
+    from fatbin_inspect.cli.main import main
+
+    argv = [str(a) for a in args]
+    thresholds, environ = gc.get_threshold(), dict(os.environ)
+    code = 0
+    try:
+        with CliRunner().isolation(input=stdin, env=env) as (out, err, _mixed):
+            try:
+                main(argv)
+            except SystemExit as exc:
+                code = 0 if exc.code is None else exc.code
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            ran = Ran(
+                code,
+                out.getvalue().decode("utf-8", "replace"),
+                err.getvalue().decode("utf-8", "replace"),
+                out.getvalue(),
+            )
+    finally:
+        gc.set_threshold(*thresholds)
+        if dict(os.environ) != environ:
+            os.environ.clear()
+            os.environ.update(environ)
+    assert "fatbin-inspect: internal error: " not in ran.err, ran.err
+    if codes is not None:
+        assert ran.code in ((codes,) if isinstance(codes, int) else tuple(codes)), (
+            f"exit {ran.code}\n--- stdout\n{ran.out}\n--- stderr\n{ran.err}"
+        )
+    return ran
+
+
+def cli_json(*args, codes=(0, 1), **kw):
+    """``cli(*args, "--format", "json")``, exit 0 or 1 asserted, stdout parsed."""
+    return cli(*args, "--format", "json", codes=codes, **kw).json()
 
 
 def find_cuobjdump():

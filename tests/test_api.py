@@ -11,18 +11,15 @@ import subprocess
 import sys
 
 import builders as B
-from click.testing import CliRunner
-from conftest import fixture_path
+from conftest import ROOT, cli_json, fixture_path
 
 import fatbin_inspect as fi
-from fatbin_inspect.cli.main import cli
 from fatbin_inspect.release import policy as policy_mod
 from fatbin_inspect.render.check_json import result_dict
 from fatbin_inspect.render.findings.json import document
 from fatbin_inspect.render.inventory_json import file_dict
 from fatbin_inspect.render.scan_json import coverage_dict
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 FILES = [
     fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90"),
     fixture_path("bin", "t13_raw_sm75_c75_sm120.fatbin"),
@@ -30,17 +27,11 @@ FILES = [
 COMPAT = sorted(str(p) for p in pathlib.Path(fixture_path("compat")).glob("case1*.fatbin"))
 
 
-def cli_json(*args) -> dict:
-    res = CliRunner().invoke(cli, [*args, "--format", "json"], catch_exceptions=False)
-    assert res.exit_code in (0, 1), res.output
-    return json.loads(res.stdout)
-
-
 def test_root_exports_the_api():
     assert set(fi.__all__) >= {"inspect", "check", "scan", "gate", "__version__"}
     assert all(callable(getattr(fi, n)) for n in fi.__all__ if n != "__version__")
-    assert (ROOT / "fatbin_inspect" / "py.typed").exists()
-    assert '"py.typed"' in (ROOT / "pyproject.toml").read_text()
+    assert pathlib.Path(ROOT, "fatbin_inspect", "py.typed").exists()
+    assert '"py.typed"' in pathlib.Path(ROOT, "pyproject.toml").read_text()
 
 
 def test_inspect_is_list():
@@ -85,7 +76,7 @@ def test_scan_is_scan(tmp_path):
 
 
 def test_readme_pytest_example_runs(tmp_path):
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = pathlib.Path(ROOT, "README.md").read_text(encoding="utf-8")
     section = readme.split("## As a library", 1)[1].split("\n## ", 1)[0]
     (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
     assert len(code.strip().splitlines()) <= 20
@@ -94,7 +85,7 @@ def test_readme_pytest_example_runs(tmp_path):
     dist.mkdir()
     lib = open(FILES[0], "rb").read()  # sm_75/80/90 cubins and compute_90 PTX: H100 native, 5090 by JIT
     (dist / "pkg-1.0-py3-none-any.whl").write_bytes(B.zip_archive([("pkg/_C.so", lib)]))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": ROOT}
     res = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_example.py"],
         cwd=tmp_path,

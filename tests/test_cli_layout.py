@@ -10,14 +10,11 @@ import os
 import re
 
 import pytest
-from click.testing import CliRunner
-from conftest import ROOT
+from conftest import GOLDEN, ROOT, cli
 from rich.cells import cell_len
 
-from fatbin_inspect.cli.main import cli
 from fatbin_inspect.version import __version__
 
-GOLDEN = os.path.join(ROOT, "tests", "golden", "cli")
 BIN = "fixtures/bin/"
 WIDTHS = (80, 120, 200, None)  # None: a pipe (no wrapping, one record a line)
 
@@ -72,15 +69,17 @@ CASES = {
 }
 
 
-def run(args, width, monkeypatch):
+@pytest.fixture(autouse=True)
+def at_root(monkeypatch):
     monkeypatch.chdir(ROOT)  # relative paths in the output
-    for var in ("COLUMNS", "NO_COLOR", "FORCE_COLOR", "FATBIN_INSPECT_FORMAT", "FATBIN_INSPECT_OUTPUT"):
-        monkeypatch.delenv(var, raising=False)
-    if width is not None:
-        monkeypatch.setenv("COLUMNS", str(width))
-    res = CliRunner().invoke(cli, [*args, "--color", "never"], catch_exceptions=False)
-    assert res.exit_code in (0, 1), res.output
-    return res.stdout
+
+
+def table(case, width):
+    """``case``'s table at ``width`` columns (None: a pipe), no colour and no format or output
+    from the environment."""
+    env = dict.fromkeys(("NO_COLOR", "FORCE_COLOR", "FATBIN_INSPECT_FORMAT", "FATBIN_INSPECT_OUTPUT"))
+    env["COLUMNS"] = None if width is None else str(width)
+    return cli(*CASES[case], "--color", "never", env=env, codes=(0, 1)).out
 
 
 def normalized(text: str) -> str:
@@ -90,11 +89,11 @@ def normalized(text: str) -> str:
 
 @pytest.mark.parametrize("width", WIDTHS, ids=lambda w: "pipe" if w is None else str(w))
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_table_output_matches_the_golden_file(case, width, monkeypatch):
-    text = normalized(run(CASES[case], width, monkeypatch))
-    path = os.path.join(GOLDEN, f"{case}.{'pipe' if width is None else width}.txt")
+def test_table_output_matches_the_golden_file(case, width):
+    text = normalized(table(case, width))
+    path = os.path.join(GOLDEN, "cli", f"{case}.{'pipe' if width is None else width}.txt")
     if os.environ.get("FATBIN_INSPECT_UPDATE_GOLDEN"):
-        os.makedirs(GOLDEN, exist_ok=True)
+        os.makedirs(os.path.join(GOLDEN, "cli"), exist_ok=True)
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
     with open(path, encoding="utf-8") as fh:
@@ -103,19 +102,19 @@ def test_table_output_matches_the_golden_file(case, width, monkeypatch):
 
 @pytest.mark.parametrize("width", [60, 80, 100, 120, 200])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_no_line_is_wider_than_the_width_given(case, width, monkeypatch):
-    lines = run(CASES[case], width, monkeypatch).splitlines()
+def test_no_line_is_wider_than_the_width_given(case, width):
+    lines = table(case, width).splitlines()
     wide = [line for line in lines if cell_len(line) > width]
     assert not wide, f"{len(wide)} lines wider than {width}: {wide[:3]}"
     assert all(line == line.rstrip() for line in lines)  # no trailing blanks
 
 
-def test_a_pipe_gets_one_record_a_line_and_wrapping_never_splits_words(monkeypatch):
-    piped = run(CASES["gate"], None, monkeypatch).splitlines()
+def test_a_pipe_gets_one_record_a_line_and_wrapping_never_splits_words():
+    piped = table("gate", None).splitlines()
     findings = [line for line in piped if line.lstrip().startswith(("error", "warning", "note"))]
     assert findings and all(re.search(r"FBI\d{3}", line) for line in findings)
-    assert len(run(CASES["gate"], 80, monkeypatch).splitlines()) > len(piped)
-    whole = run(CASES["explain"], None, monkeypatch)
-    narrow = run(CASES["explain"], 60, monkeypatch)
+    assert len(table("gate", 80).splitlines()) > len(piped)
+    whole = table("explain", None)
+    narrow = table("explain", 60)
     assert len(narrow.splitlines()) > len(whole.splitlines())
     assert narrow.split() == whole.split()  # the same words, none cut in two

@@ -7,16 +7,7 @@ from importlib import resources
 import builders as B
 import jsonschema
 import pytest
-from click.testing import CliRunner
-from conftest import fixture_path
-
-from fatbin_inspect.cli.main import cli
-from fatbin_inspect.errors import UsageError
-
-
-def run(*args):
-    runner = CliRunner()
-    return runner.invoke(cli, list(args), catch_exceptions=False)
+from conftest import cli, fixture_path
 
 
 @pytest.fixture(scope="module")
@@ -25,14 +16,14 @@ def schema():
 
 
 def test_default_command_is_list_and_table_shows_entries():
-    res = run(fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90"))
-    assert res.exit_code == 0
-    assert "compute_90" in res.output and "sm_75" in res.output and ".nv_fatbin" in res.output
+    res = cli(fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90"))
+    assert res.code == 0
+    assert "compute_90" in res.out and "sm_75" in res.out and ".nv_fatbin" in res.out
 
 
 def test_json_validates_against_schema_for_every_fixture(schema):
-    res = run(fixture_path("bin"), fixture_path("compat"), "--kernels", "--format", "json")
-    doc = json.loads(res.output)
+    res = cli(fixture_path("bin"), fixture_path("compat"), "--kernels", "--format", "json")
+    doc = res.json()
     jsonschema.validate(doc, schema)
     assert doc["schema_version"] == 1 and doc["tool"]["name"] == "fatbin-inspect"
     paths = [f["path"] for f in doc["files"]]
@@ -43,8 +34,8 @@ def test_json_validates_against_schema_for_every_fixture(schema):
 
 
 def test_jsonl_one_record_per_line():
-    res = run(fixture_path("bin", "t01_exe_sm80"), fixture_path("bin", "t15_c90a.ptx"), "--format", "jsonl")
-    lines = res.output.strip().splitlines()
+    res = cli(fixture_path("bin", "t01_exe_sm80"), fixture_path("bin", "t15_c90a.ptx"), "--format", "jsonl")
+    lines = res.out.strip().splitlines()
     assert len(lines) == 2 and all(json.loads(line)["schema_version"] == 1 for line in lines)
 
 
@@ -52,29 +43,28 @@ def test_bad_input_one_line_error_scan_goes_on(tmp_path, schema):
     bad = tmp_path / "broken.so"
     data = B.host_elf([(".nv_fatbin", B.sample_fatbin()[:40])])
     bad.write_bytes(data)
-    runner = CliRunner()
-    res = runner.invoke(cli, [str(bad), fixture_path("bin", "t01_exe_sm80"), "--format", "json"])
-    assert res.exit_code == 0
-    err_lines = [line for line in res.stderr.splitlines() if line]
+    res = cli(bad, fixture_path("bin", "t01_exe_sm80"), "--format", "json")
+    assert res.code == 0
+    err_lines = [line for line in res.err.splitlines() if line]
     assert len(err_lines) == 1 and str(bad) in err_lines[0] and "offset 0x" in err_lines[0]
-    doc = json.loads(res.stdout)
+    doc = res.json()
     jsonschema.validate(doc, schema)
     assert doc["files"][0]["error"]["offset"] is not None and doc["files"][1]["error"] is None
-    res = runner.invoke(cli, [str(bad), "--strict", "--format", "json"])
-    assert res.exit_code == 3
+    res = cli(bad, "--strict", "--format", "json")
+    assert res.code == 3
 
 
 def test_not_a_binary_is_unknown_without_error(tmp_path):
     p = tmp_path / "notes.txt"
     p.write_text("hello")
-    res = run(str(p), "--format", "json")
-    (f,) = json.loads(res.output)["files"]
+    res = cli(str(p), "--format", "json")
+    (f,) = res.json()["files"]
     assert f["format"] == "unknown" and f["fatbins"] == [] and f["error"] is None
 
 
 def test_extract_writes_decompressed_images(tmp_path):
     out = tmp_path / "out"
-    res = run(
+    res = cli(
         "extract",
         fixture_path("bin", "t06_exe_compress_all"),
         "--kind",
@@ -84,13 +74,13 @@ def test_extract_writes_decompressed_images(tmp_path):
         "-d",
         str(out),
     )
-    assert res.exit_code == 0
+    assert res.code == 0
     files = sorted(os.listdir(out))
     assert len(files) == 2 and all(f.endswith(".sm_80.cubin") for f in files)
     for f in files:
         data = (out / f).read_bytes()
         assert data[:4] == b"\x7fELF" and data[18] == 190  # decompressed device ELF
-    res = run("extract", fixture_path("bin", "t08_exe_mode_speed_lz4"), "--kind", "ptx", "-d", str(out / "p"))
+    res = cli("extract", fixture_path("bin", "t08_exe_mode_speed_lz4"), "--kind", "ptx", "-d", str(out / "p"))
     (ptx,) = os.listdir(out / "p")
     text = (out / "p" / ptx).read_bytes()
     assert text.lstrip().startswith(b".version") or b".version 9.0" in text
@@ -108,30 +98,30 @@ def test_extract_writes_decompressed_images(tmp_path):
     ],
 )
 def test_extract_arch_spellings(tmp_path, arch, expect):
-    res = run("extract", fixture_path("bin", "t01_exe_sm80"), "--arch", arch, "-d", str(tmp_path))
-    assert res.exit_code == 0, res.output
+    res = cli("extract", fixture_path("bin", "t01_exe_sm80"), "--arch", arch, "-d", str(tmp_path))
+    assert res.code == 0, res.err
     assert {f.split(".", 3)[-1] for f in os.listdir(tmp_path)} == expect
 
 
 def test_extract_rejects_a_bad_arch(tmp_path):
-    with pytest.raises(UsageError, match="--arch: not an architecture"):  # exit 2 through main
-        run("extract", fixture_path("bin", "t01_exe_sm80"), "--arch", "sm_8o", "-d", str(tmp_path))
+    res = cli("extract", fixture_path("bin", "t01_exe_sm80"), "--arch", "sm_8o", "-d", str(tmp_path))
+    assert res.code == 2 and "--arch: not an architecture" in res.err
 
 
 def test_version_and_help():
-    assert run("--version").output.startswith("fatbin-inspect")
-    assert "list" in run("--help").output
+    assert cli("--version").out.startswith("fatbin-inspect")
+    assert "list" in cli("--help").out
 
 
 def test_every_option_has_an_environment_default(monkeypatch):
     monkeypatch.setenv("FATBIN_INSPECT_LIST_ENTRIES", "summary")
-    res = run(fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90"))
+    res = cli(fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90"))
     assert any(
-        line.split()[:3] == ["kind", "arch", "entries"] for line in res.output.splitlines() if line.strip()
+        line.split()[:3] == ["kind", "arch", "entries"] for line in res.out.splitlines() if line.strip()
     )
-    assert ".nv_fatbin@" not in res.output
+    assert ".nv_fatbin@" not in res.out
     monkeypatch.setenv("FATBIN_INSPECT_FORMAT", "json")
-    assert json.loads(run(fixture_path("bin", "t01_exe_sm80")).output)["schema_version"] == 1
+    assert cli(fixture_path("bin", "t01_exe_sm80")).json()["schema_version"] == 1
 
 
 def test_kernels_json_encoded_in_workers_is_the_same_document(monkeypatch, schema):
@@ -149,6 +139,6 @@ def test_kernels_json_encoded_in_workers_is_the_same_document(monkeypatch, schem
         [r for f in files for r in inspect_path(f, Options(kernels=True))]
     )
     monkeypatch.setattr(inventory, "PARALLEL_MIN_BYTES", 0)
-    doc = json.loads(run(*files, "--kernels", "--format", "json").output)
+    doc = cli(*files, "--kernels", "--format", "json").json()
     jsonschema.validate(doc, schema)
     assert doc == json.loads(json.dumps(expected))

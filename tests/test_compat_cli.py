@@ -6,15 +6,9 @@ from importlib import resources
 
 import jsonschema
 import pytest
-from click.testing import CliRunner
-from conftest import fixture_path
+from conftest import cli, fixture_path
 
-from fatbin_inspect.cli.main import cli, main
 from fatbin_inspect.compat import data
-
-
-def run(*args):
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 def case(n):
@@ -41,8 +35,8 @@ def schema():
     ],
 )
 def test_exit_codes(n, gpu, driver, extra, code):
-    res = run("check", case(n), "--gpu", gpu, "--driver", driver, *extra)
-    assert res.exit_code == code, res.output
+    res = cli("check", case(n), "--gpu", gpu, "--driver", driver, *extra)
+    assert res.code == code, res.err
 
 
 @pytest.mark.parametrize(
@@ -55,11 +49,10 @@ def test_exit_codes(n, gpu, driver, extra, code):
         (),
     ],
 )
-def test_usage_errors_exit_2_with_one_line(args, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["check", case(1), *args])
-    assert exc.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
+def test_usage_errors_exit_2_with_one_line(args):
+    res = cli("check", case(1), *args)
+    assert res.code == 2
+    err = res.err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("fatbin-inspect:")
 
 
@@ -68,7 +61,7 @@ def test_json_contract(schema):
         fixture_path("compat", f) for f in sorted(os.listdir(fixture_path("compat"))) if f.startswith("case")
     ]
     paths.append(fixture_path("bin", "t01_exe_sm80"))
-    res = run(
+    res = cli(
         "check",
         *paths,
         "--gpu",
@@ -81,7 +74,7 @@ def test_json_contract(schema):
         "json",
         "--per-fatbin",
     )
-    doc = json.loads(res.output)
+    doc = res.json()
     jsonschema.validate(doc, schema)
     assert doc["targets"][0] == {
         **doc["targets"][0],
@@ -95,7 +88,7 @@ def test_json_contract(schema):
     assert doc["targets"][1]["tegra"] is True
     assert len(doc["results"]) == 2 * len(paths)
     assert {r["verdict"] for r in doc["results"]} >= {"native", "jit", "fail"}
-    assert res.exit_code == 1
+    assert res.code == 1
     t01 = [r for r in doc["results"] if r["path"].endswith("t01_exe_sm80") and r["target"] == 0][0]
     # nvcc 13 adds a zero-kernel device-link fatbin: listed, ignored, not counted
     assert any(f["ignored"] for f in t01["fatbin_verdicts"])
@@ -103,11 +96,11 @@ def test_json_contract(schema):
 
 
 def test_table_says_when_the_driver_is_assumed():
-    res = run("check", case(1), "--gpu", "H100")
+    res = cli("check", case(1), "--gpu", "H100")
     newest = [b for b in data.branches() if b["confidence"] != "low"][-1]["branch"]
-    assert "assum" in res.output and f"R{newest}" in res.output
-    assert "JIT" in res.output and "compute_80" in res.output  # sm_80 cubin cannot run on 9.0; PTX can
-    assert res.exit_code == 0
+    assert "assum" in res.out and f"R{newest}" in res.out
+    assert "JIT" in res.out and "compute_80" in res.out  # sm_80 cubin cannot run on 9.0; PTX can
+    assert res.code == 0
 
 
 @pytest.mark.parametrize(
@@ -124,29 +117,27 @@ def test_table_says_when_the_driver_is_assumed():
     ],
 )
 def test_explain(query, number):
-    res = run("explain", query, "--format", "json")
-    assert res.exit_code == 0
-    doc = json.loads(res.output)
+    res = cli("explain", query, "--format", "json")
+    assert res.code == 0
+    doc = res.json()
     row = data.error_by_number(number)
     assert doc["number"] == number and doc["runtime_name"] == row["runtime_api_name"]
     assert doc["rules"] and doc["checks"] and doc["command"].startswith("fatbin-inspect check")
 
 
-def test_explain_text_and_unknown(capsys):
-    res = run("explain", "222")
-    assert "R-PTX-ISA" in res.output and "--driver" in res.output
-    with pytest.raises(SystemExit) as exc:
-        main(["explain", "definitely not an error"])
-    assert exc.value.code == 2
+def test_explain_text_and_unknown():
+    res = cli("explain", "222")
+    assert "R-PTX-ISA" in res.out and "--driver" in res.out
+    assert cli("explain", "definitely not an error").code == 2
 
 
 def test_gpus_lists_and_filters():
-    res = run("gpus", "--format", "json")
-    assert len(json.loads(res.output)["gpus"]) == len(data.gpus())
-    res = run("gpus", "orin", "--format", "json")
-    names = [g["name"] for g in json.loads(res.output)["gpus"]]
+    res = cli("gpus", "--format", "json")
+    assert len(res.json()["gpus"]) == len(data.gpus())
+    res = cli("gpus", "orin", "--format", "json")
+    names = [g["name"] for g in res.json()["gpus"]]
     assert names and all("orin" in n.lower() for n in names)
-    assert run("gpus", "8.9").exit_code == 0
+    assert cli("gpus", "8.9").code == 0
 
 
 def test_wheel_runtime_requirement_decides_r_drv(tmp_path):
@@ -157,9 +148,9 @@ def test_wheel_runtime_requirement_decides_r_drv(tmp_path):
     meta = b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: nvidia-cuda-runtime-cu12==12.4.127\n"
     whl = tmp_path / "demo-1.0-py3-none-any.whl"
     whl.write_bytes(B.zip_archive([("demo/lib/libk.so", fatbin), ("demo-1.0.dist-info/METADATA", meta)]))
-    old = json.loads(run("check", str(whl), "--gpu", "A100", "--driver", "470", "--format", "json").output)
+    old = cli("check", str(whl), "--gpu", "A100", "--driver", "470", "--format", "json").json()
     (r,) = old["results"]
     assert r["path"].endswith("!demo/lib/libk.so") and r["runtime"]["version"] == "12.4"
     assert (r["verdict"], r["error"]["code"], r["rule"]) == ("fail", 35, "R-DRV")
-    new = json.loads(run("check", str(whl), "--gpu", "A100", "--driver", "535", "--format", "json").output)
+    new = cli("check", str(whl), "--gpu", "A100", "--driver", "535", "--format", "json").json()
     assert new["results"][0]["verdict"] == "native" and "R-MVC" in new["results"][0]["rules"]

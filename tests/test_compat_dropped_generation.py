@@ -8,15 +8,12 @@ code for newer GPUs in a build that targets CC 6.x nowhere: gaps, so the file fa
 coverage. On 7.5, 8.0 and 9.0 every fatbin loads (the helper through the JIT). Driver R580.
 """
 
-import json
 import zipfile
 
 import pytest
-from click.testing import CliRunner
-from conftest import fixture_path
+from conftest import cli, cli_json, fixture_path
 
 import fatbin_inspect as fi
-from fatbin_inspect.cli.main import cli
 from fatbin_inspect.compat import runtime, units
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.targets import resolve_targets
@@ -41,12 +38,6 @@ def _report(path=F5, kernels=False):
 
 def _targets(gpus=GPUS):
     return resolve_targets(list(gpus), "580")
-
-
-def _cli_json(*args):
-    res = CliRunner().invoke(cli, [*args, "--format", "json"], catch_exceptions=False)
-    assert res.exit_code in (0, 1), res.output
-    return res, json.loads(res.output)
 
 
 def _code(error):
@@ -101,14 +92,14 @@ def test_engine_verdicts(gpu):
 
 
 def test_check_table_names_the_kernels_without_code():
-    res = CliRunner().invoke(cli, ["check", F5, "--gpu", "GTX 1080 Ti", "--driver", "580", "--kernels"])
-    assert res.exit_code == 1, res.output
-    assert "FAIL  209" in res.output
-    assert "coverage partial: fail; 3 fatbins (3 kernels) have no code for CC 6.1" in res.output
-    assert "attn_kernel, gemm_kernel, norm_kernel" in res.output
-    assert "fatbins are specialised for other GPUs" not in res.output
-    res = CliRunner().invoke(cli, ["check", F5, "--gpu", "H100", "--driver", "580"])
-    assert res.exit_code == 0 and "JIT" in res.output and "coverage" not in res.output
+    res = cli("check", F5, "--gpu", "GTX 1080 Ti", "--driver", "580", "--kernels")
+    assert res.code == 1, res.err
+    assert "FAIL  209" in res.out
+    assert "coverage partial: fail; 3 fatbins (3 kernels) have no code for CC 6.1" in res.out
+    assert "attn_kernel, gemm_kernel, norm_kernel" in res.out
+    assert "fatbins are specialised for other GPUs" not in res.out
+    res = cli("check", F5, "--gpu", "H100", "--driver", "580")
+    assert res.code == 0 and "JIT" in res.out and "coverage" not in res.out
 
 
 def test_every_command_gives_the_engines_verdict(tmp_path):
@@ -127,11 +118,12 @@ def test_every_command_gives_the_engines_verdict(tmp_path):
         ordered = sorted(results, key=lambda d: d["target"])
         return [(d["verdict"], d["coverage"], _code(d["error"])) for d in ordered]
 
-    res, doc = _cli_json("check", F5, *gpus, "--driver", "580", "--kernels")
-    assert of(doc["results"]) == want and res.exit_code == 1
+    res = cli("check", F5, *gpus, "--driver", "580", "--kernels", "--format", "json", codes=(0, 1))
+    doc = res.json()
+    assert of(doc["results"]) == want and res.code == 1
     gaps = doc["results"][0]["gaps"]
     assert (gaps["count"], gaps["kernels"]) == (3, BROAD_KERNELS)
-    _, doc = _cli_json("list", F5, *gpus, "--driver", "580")
+    doc = cli_json("list", F5, *gpus, "--driver", "580")
     assert of(doc["results"]) == want
 
     api = fi.check(F5, gpus=list(GPUS), driver="580")
@@ -141,7 +133,7 @@ def test_every_command_gives_the_engines_verdict(tmp_path):
     assert [(u.verdict, u.coverage, _code(u.error and u.error.code)) for u in unit] == want
 
     whl = _wheel(tmp_path, "engine", [("units", "f5_dropped_gen.so")])
-    _, doc = _cli_json("scan", whl, *gpus, "--driver", "580", "--no-cache")
+    doc = cli_json("scan", whl, *gpus, "--driver", "580", "--no-cache")
     (row,) = doc["coverage"]["rows"]
     (child,) = row["children"]
     assert [(v["verdict"], v["coverage"], _code(v["error"])) for v in child["verdicts"]] == want
@@ -150,7 +142,8 @@ def test_every_command_gives_the_engines_verdict(tmp_path):
     (api_row,) = cov.rows
     assert [(v.verdict, v.coverage) for v in api_row.verdicts] == [w[:2] for w in want]
 
-    res, doc = _cli_json("gate", F5, *gpus, "--driver", "580", "--isolated")
+    res = cli("gate", F5, *gpus, "--driver", "580", "--isolated", "--format", "json", codes=(0, 1))
+    doc = res.json()
     by_target = {}
     for f in doc["findings"]:
         by_target.setdefault(f["target"].split(" (CC")[0], set()).add((f["rule_id"], f["severity"]))
@@ -202,7 +195,7 @@ def test_unit_guard_asks_whether_the_distribution_targets_the_generation():
 def test_scan_rows_take_the_unit_guard(tmp_path):
     mixed = _wheel(tmp_path, "mixed", [("units", "f1_full.so"), ("compat", "case33.fatbin")])
     stray = _wheel(tmp_path, "stray", [("units", "f1_full.so"), ("compat", "case35.fatbin")])
-    _, doc = _cli_json("scan", mixed, stray, "--gpu", "GTX 1080", "--driver", "580", "--no-cache")
+    doc = cli_json("scan", mixed, stray, "--gpu", "GTX 1080", "--driver", "580", "--no-cache")
     rows = {r["name"]: r["verdicts"][0] for r in doc["coverage"]["rows"]}
     assert (rows["mixed 1.0"]["verdict"], rows["mixed 1.0"]["coverage"]) == ("native", "partial")
     assert [p.rsplit("/", 1)[1] for p in rows["mixed 1.0"]["set_aside"]] == ["f1_full.so"]
@@ -213,7 +206,7 @@ def test_gate_sets_aside_by_the_unit_guard(tmp_path):
     stray = _wheel(tmp_path, "stray", [("units", "f1_full.so"), ("compat", "case35.fatbin")])
     mixed = _wheel(tmp_path, "mixed", [("units", "f1_full.so"), ("compat", "case33.fatbin")])
     args = ["--gpu", "GTX 1080", "--driver", "580", "--isolated"]
-    _, doc = _cli_json("gate", stray, *args)
+    doc = cli_json("gate", stray, *args)
     assert any(f["rule_id"] == "FBI001" and f["path"].endswith("f1_full.so") for f in doc["findings"])
-    _, doc = _cli_json("gate", mixed, *args)
+    doc = cli_json("gate", mixed, *args)
     assert not any(f["rule_id"] == "FBI001" and f["path"].endswith("f1_full.so") for f in doc["findings"])

@@ -6,9 +6,8 @@ from importlib import resources
 
 import jsonschema
 import pytest
-from conftest import fixture_path
+from conftest import cli, fixture_path
 
-from fatbin_inspect.cli.main import main
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.judging import fleet
 
@@ -33,13 +32,6 @@ def doctor(tmp_path, file, host, gpus, driver):
     p = tmp_path / file
     p.write_text(json.dumps(doc))
     return str(p)
-
-
-def run(args, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out = capsys.readouterr()
-    return exc.value.code, out.out, out.err
 
 
 @pytest.fixture
@@ -110,44 +102,39 @@ def test_bad_files_are_one_line_usage_errors_naming_the_file(tmp_path, text, nee
     assert str(p) in str(exc.value) and needle in str(exc.value)
 
 
-def test_check_against_a_fleet_is_one_command(nodes, capsys):
-    code, out, err = run(
-        ["check", MULTI, *(a for p in nodes for a in ("--targets", p)), "--format", "json"], capsys
-    )
-    doc = json.loads(out)
+def test_check_against_a_fleet_is_one_command(nodes):
+    res = cli("check", MULTI, *(a for p in nodes for a in ("--targets", p)), "--format", "json")
+    doc = res.json()
     assert [t["hosts"] for t in doc["targets"]] == [["node01", "node02"], ["old03"], ["ws"]]
     by_target = {r["target"]: r["verdict"] for r in doc["results"]}
     # cudart 13 needs R580 (old03 fails with 35); the GTX 1080 has no 6.x image (209)
     assert by_target == {0: "native", 1: "fail", 2: "fail"}
-    assert code == 1 and err == ""
+    assert res.code == 1 and res.err == ""
 
 
-def test_gpu_and_targets_combine_and_env_switches_apply(nodes, capsys):
-    _code, out, _ = run(
-        [
-            "check",
-            MULTI,
-            "--gpu",
-            "RTX 5090",
-            "--driver",
-            "580",
-            "--targets",
-            nodes[0],
-            "--format",
-            "json",
-            "--env",
-            "CUDA_FORCE_PTX_JIT=1",
-        ],
-        capsys,
+def test_gpu_and_targets_combine_and_env_switches_apply(nodes):
+    res = cli(
+        "check",
+        MULTI,
+        "--gpu",
+        "RTX 5090",
+        "--driver",
+        "580",
+        "--targets",
+        nodes[0],
+        "--format",
+        "json",
+        "--env",
+        "CUDA_FORCE_PTX_JIT=1",
     )
-    doc = json.loads(out)
+    doc = res.json()
     assert doc["targets"][0]["cc"] == "12.0" and doc["targets"][0]["hosts"] == []
     assert doc["targets"][1]["hosts"] == ["node01"]
     assert all(t["env"]["CUDA_FORCE_PTX_JIT"] for t in doc["targets"])
     assert {r["verdict"] for r in doc["results"]} == {"jit"}  # cubins ignored, compute_90 PTX
 
 
-def test_pyproject_targets_for_check_and_gate(nodes, tmp_path, capsys, monkeypatch):
+def test_pyproject_targets_for_check_and_gate(nodes, tmp_path, monkeypatch):
     proj = tmp_path / "proj"
     (proj / "fleet").mkdir(parents=True)
     for p in nodes[:2]:
@@ -156,41 +143,38 @@ def test_pyproject_targets_for_check_and_gate(nodes, tmp_path, capsys, monkeypat
         '[tool.fatbin-inspect]\ntargets = [{ name = "ci", gpu = "GTX 1080", driver = "580" }, "fleet/doctor-*.json"]\n'
     )
     monkeypatch.chdir(proj)
-    code, out, _ = run(["check", MULTI, "--format", "json"], capsys)
-    assert [t["hosts"] for t in json.loads(out)["targets"]] == [["ci"], ["node01", "node02"]]
-    assert code == 1
-    code, out, _ = run(["gate", MULTI, "--format", "json"], capsys)
-    findings = json.loads(out)["findings"]
+    res = cli("check", MULTI, "--format", "json")
+    assert [t["hosts"] for t in res.json()["targets"]] == [["ci"], ["node01", "node02"]]
+    assert res.code == 1
+    res = cli("gate", MULTI, "--format", "json")
+    findings = res.json()["findings"]
     assert {(f["rule_id"], f["target"].split(":")[0]) for f in findings} == {("FBI001", "ci")}
-    assert code == 1
+    assert res.code == 1
     # the command line wins over the file
-    code, out, _ = run(["gate", MULTI, "--targets", nodes[0], "--format", "json"], capsys)
-    assert json.loads(out)["findings"] == [] and code == 0
+    res = cli("gate", MULTI, "--targets", nodes[0], "--format", "json")
+    assert res.json()["findings"] == [] and res.code == 0
 
 
-def test_scan_takes_targets(nodes, capsys):
-    code, out, _ = run(
-        ["scan", MULTI, "--targets", nodes[2], "--targets", nodes[3], "--format", "json", "--no-cache"],
-        capsys,
-    )
-    doc = json.loads(out)
+def test_scan_takes_targets(nodes):
+    res = cli("scan", MULTI, "--targets", nodes[2], "--targets", nodes[3], "--format", "json", "--no-cache")
+    doc = res.json()
     assert [t["hosts"] for t in doc["targets"]] == [["old03"], ["ws"]]
-    assert code == 1
+    assert res.code == 1
     schema = json.loads(resources.files("fatbin_inspect").joinpath("schemas/scan.schema.json").read_text())
     jsonschema.validate(doc, schema)
 
 
-def test_no_gpu_anywhere_is_a_usage_error(tmp_path, capsys):
+def test_no_gpu_anywhere_is_a_usage_error(tmp_path):
     p = doctor(tmp_path, "cpu.json", "cpu", [], None)
-    code, _, err = run(["check", MULTI, "--targets", p], capsys)
-    assert code == 2 and "no GPU in any of the files" in err
+    res = cli("check", MULTI, "--targets", p)
+    assert res.code == 2 and "no GPU in any of the files" in res.err
 
 
-def test_doctor_json_names_its_host(capsys):
+def test_doctor_json_names_its_host():
     import socket
 
-    _code, out, _ = run(["doctor", "--format", "json", "--no-torch-archs"], capsys)
-    assert json.loads(out)["stack"]["host"] == socket.gethostname()
+    res = cli("doctor", "--format", "json", "--no-torch-archs")
+    assert res.json()["stack"]["host"] == socket.gethostname()
 
 
 def _hosts(out):
@@ -201,40 +185,38 @@ EXPECTED_HOSTS = [("node01", "node02"), ("old03",), ("ws",)]
 
 
 @pytest.mark.parametrize("cmd", ["check", "scan", "gate"])
-def test_targets_glob_as_the_shell_expands_it(nodes, capsys, cmd):
+def test_targets_glob_as_the_shell_expands_it(nodes, cmd):
     """``--targets doctor-*.json`` unquoted: the shell passes four words; every report is a
     target, none is read as an input (issue 22 item 1: only the first was used)."""
-    code, out, err = run([cmd, "--targets", *nodes, MULTI, "--format", "json"], capsys)
-    assert code in (0, 1), err
+    res = cli(cmd, "--targets", *nodes, MULTI, "--format", "json")
+    assert res.code in (0, 1), res.err
     if cmd != "gate":
-        assert _hosts(out) == EXPECTED_HOSTS
+        assert _hosts(res.out) == EXPECTED_HOSTS
     else:
-        assert {json.loads(out)["inputs"][0]} == {MULTI}
-    assert "without device code" not in err
+        assert {res.json()["inputs"][0]} == {MULTI}
+    assert "without device code" not in res.err
 
 
-def test_targets_quoted_glob_and_folder(nodes, capsys, tmp_path):
+def test_targets_quoted_glob_and_folder(nodes, tmp_path):
     pattern = str(tmp_path / "doctor-*.json")
     for value in (pattern, str(tmp_path)):
-        code, out, err = run(["check", MULTI, "--targets", value, "--format", "json"], capsys)
-        assert code in (0, 1), err
-        assert _hosts(out) == EXPECTED_HOSTS
-    code, _, err = run(["check", MULTI, "--targets", str(tmp_path / "nope-*.json")], capsys)
-    assert code == 2 and "matches no file" in err
+        res = cli("check", MULTI, "--targets", value, "--format", "json")
+        assert res.code in (0, 1), res.err
+        assert _hosts(res.out) == EXPECTED_HOSTS
+    res = cli("check", MULTI, "--targets", str(tmp_path / "nope-*.json"))
+    assert res.code == 2 and "matches no file" in res.err
 
 
-def test_a_json_input_after_double_dash_stays_an_input(nodes, capsys):
-    code, out, err = run(["check", "--targets", nodes[0], "--format", "json", "--", nodes[1]], capsys)
-    assert code == 0, err  # read as a file to check (it has no device code), not as a target
-    assert _hosts(out) == [("node01",)]
+def test_a_json_input_after_double_dash_stays_an_input(nodes):
+    res = cli("check", "--targets", nodes[0], "--format", "json", "--", nodes[1])
+    assert res.code == 0, res.err  # read as a file to check (it has no device code), not as a target
+    assert _hosts(res.out) == [("node01",)]
 
 
-def test_a_toml_entry_and_a_doctor_report_of_one_gpu_and_driver_are_one_target(nodes, capsys, tmp_path):
+def test_a_toml_entry_and_a_doctor_report_of_one_gpu_and_driver_are_one_target(nodes, tmp_path):
     toml = tmp_path / "fleet.toml"
     toml.write_text('targets = [{name = "node09", gpu = "H100", driver = "580.95.05"}]\n')
-    code, out, err = run(
-        ["check", MULTI, "--targets", nodes[0], "--targets", str(toml), "--format", "json"], capsys
-    )
-    assert code in (0, 1), err
-    (t,) = json.loads(out)["targets"]
+    res = cli("check", MULTI, "--targets", nodes[0], "--targets", str(toml), "--format", "json")
+    assert res.code in (0, 1), res.err
+    (t,) = res.json()["targets"]
     assert t["hosts"] == ["node01", "node09"] and "NVIDIA H100" in t["matched"]

@@ -8,11 +8,9 @@ import shutil
 import zipfile
 
 import pytest
-from click.testing import CliRunner
-from conftest import ROOT, fixture_path
+from conftest import CORPUS, cli, fixture_path
 
 import fatbin_inspect as fi
-from fatbin_inspect.cli.main import cli
 from fatbin_inspect.containers import machine_of
 
 X86 = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")  # x86_64, sm_75 sm_80 sm_90 + compute_90
@@ -24,10 +22,6 @@ def _as_aarch64(src, dst):
     data[18:20] = (183).to_bytes(2, "little")
     open(dst, "wb").write(bytes(data))
     return str(dst)
-
-
-def _run(*args):
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 def test_machine_of_headers():
@@ -54,17 +48,17 @@ def test_aarch64_code_runs_there_and_pcie_gpus_are_not_judged_by_host(tmp_path):
 
 
 def test_every_command_and_format_says_it(tmp_path):
-    doc = json.loads(_run("check", X86, "--gpu", "GB10", "--format", "json").output)
+    doc = cli("check", X86, "--gpu", "GB10", "--format", "json").json()
     assert doc["results"][0]["rule"] == "R-HOST" and doc["targets"][0]["host_arch"] == "aarch64"
-    listed = json.loads(_run("list", X86, "--gpu", "GB10", "--format", "json").output)
+    listed = cli("list", X86, "--gpu", "GB10", "--format", "json").json()
     assert listed["files"][0]["machine"] == "x86_64" and listed["results"][0]["rule"] == "R-HOST"
-    sarif = json.loads(_run("check", X86, "--gpu", "Jetson AGX Orin", "--format", "sarif").output)
+    sarif = cli("check", X86, "--gpu", "Jetson AGX Orin", "--format", "sarif").json()
     (res,) = sarif["runs"][0]["results"]
     assert res["ruleId"] == "FBI020" and "only PTX" not in res["message"]["text"]
     folder = tmp_path / "app"
     folder.mkdir()
     shutil.copy(X86, folder / "app")
-    scan = json.loads(_run("scan", str(folder), "--no-cache", "--gpu", "GB10", "--format", "json").output)
+    scan = cli("scan", str(folder), "--no-cache", "--gpu", "GB10", "--format", "json").json()
     assert scan["coverage"]["rows"][0]["verdicts"][0]["verdict"] == "fail"
     gate = fi.gate([X86], gpus="GB10")
     assert [f.rule_id for f in gate.findings] == ["FBI020"]
@@ -82,30 +76,21 @@ def test_doctor_report_and_fleet_entry_name_the_host(tmp_path):
     (tmp_path / "doctor-grace01.json").write_text(json.dumps(doc))
     toml = tmp_path / "fleet.toml"
     toml.write_text('targets = [{name = "x86box", gpu = "H100", driver = "580", host_arch = "x86_64"}]\n')
-    out = json.loads(
-        _run(
-            "check",
-            X86,
-            "--targets",
-            str(tmp_path / "doctor-grace01.json"),
-            "--targets",
-            str(toml),
-            "--format",
-            "json",
-        ).output
-    )
+    out = cli(
+        "check",
+        X86,
+        "--targets",
+        str(tmp_path / "doctor-grace01.json"),
+        "--targets",
+        str(toml),
+        "--format",
+        "json",
+    ).json()
     by_host = {out["targets"][r["target"]]["hosts"][0]: r["verdict"] for r in out["results"]}
     assert by_host == {"grace01": "fail", "x86box": "native"}
     bad = tmp_path / "bad.toml"
     bad.write_text('targets = [{gpu = "H100", host_arch = "sparc"}]\n')
-    from fatbin_inspect.cli.main import main
-
-    with pytest.raises(SystemExit) as exc:
-        main(["check", X86, "--targets", str(bad)])
-    assert exc.value.code == 2
-
-
-CORPUS = os.path.join(ROOT, ".cache", "corpus")
+    assert cli("check", X86, "--targets", str(bad)).code == 2
 
 
 @pytest.mark.corpus

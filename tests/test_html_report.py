@@ -10,9 +10,8 @@ import subprocess
 import zlib
 
 import pytest
-from conftest import fixture_path
+from conftest import cli, fixture_path
 
-from fatbin_inspect.cli.main import main
 from fatbin_inspect.compat import data
 from fatbin_inspect.render.findings.html import COLOURS
 
@@ -24,12 +23,6 @@ SM80 = fixture_path("bin", "t01_exe_sm80")
 MULTI = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")
 PTX80 = fixture_path("bin", "t03_exe_ptx_only_c80")
 GPUS = ("--gpu", "H100", "--gpu", "T4", "--gpu", "RTX 5090", "--driver", "580")
-
-
-def run(args, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    return exc.value.code, capsys.readouterr().out
 
 
 def parse(text):
@@ -44,9 +37,10 @@ def states(svg):
     return [r.get("data-state") for r in svg.iter(f"{SVG}rect")]
 
 
-def test_check_html_has_both_heatmaps_drilldown_findings_and_as_of(capsys):
-    code, page = run(["check", SM80, MULTI, PTX80, *GPUS, "--format", "html"], capsys)
-    assert code == 1 and page.startswith("<!DOCTYPE html>")
+def test_check_html_has_both_heatmaps_drilldown_findings_and_as_of():
+    ran = cli("check", SM80, MULTI, PTX80, *GPUS, "--format", "html")
+    page = ran.out
+    assert ran.code == 1 and page.startswith("<!DOCTYPE html>")
     doc = parse(page)
     svgs = list(doc.iter(f"{SVG}svg"))
     assert len(svgs) == 2
@@ -58,7 +52,7 @@ def test_check_html_has_both_heatmaps_drilldown_findings_and_as_of(capsys):
     # verdicts: files × targets, the engine's verdicts (H100, T4, RTX 5090 on R580)
     assert states(verdicts) == ["jit", "fail", "jit", "native", "native", "jit", "jit", "fail", "jit"]
     # the findings are those of --format json, one table row each
-    _, js = run(["check", SM80, MULTI, PTX80, *GPUS, "--format", "json"], capsys)
+    js = cli("check", SM80, MULTI, PTX80, *GPUS, "--format", "json").out
     n_json = sum(1 for r in json.loads(js)["results"] if r["verdict"] in ("fail", "jit"))
     rows = [
         t for t in doc.iter(f"{NS}tr") if t.find(f"{NS}td") is not None and "FBI0" in "".join(t.itertext())
@@ -71,8 +65,8 @@ def test_check_html_has_both_heatmaps_drilldown_findings_and_as_of(capsys):
     assert data.load("gpus")["as_of"] in texts(doc, "time")
 
 
-def test_self_contained_nothing_loaded_or_run(capsys):
-    _, page = run(["check", SM80, MULTI, *GPUS, "--format", "html"], capsys)
+def test_self_contained_nothing_loaded_or_run():
+    page = cli("check", SM80, MULTI, *GPUS, "--format", "html").out
     doc = parse(page)
     tags = {e.tag.split("}")[1] for e in doc.iter() if isinstance(e.tag, str)}
     assert not tags & {"script", "link", "img", "iframe", "object", "embed", "image", "use"}
@@ -83,21 +77,21 @@ def test_self_contained_nothing_loaded_or_run(capsys):
     assert "@import" not in page and "url(" not in page
 
 
-def test_input_strings_are_escaped(tmp_path, capsys):
+def test_input_strings_are_escaped(tmp_path):
     evil = tmp_path / '<img src=x onerror="alert(1)"><script>alert(2)&amp;.so'
     shutil.copyfile(SM80, evil)
-    code, page = run(["check", str(evil), "--gpu", "T4", "--gpu", "H100", "--format", "html"], capsys)
+    ran = cli("check", str(evil), "--gpu", "T4", "--gpu", "H100", "--format", "html")
+    page = ran.out
     doc = parse(page)
     tags = {e.tag.split("}")[1] for e in doc.iter() if isinstance(e.tag, str)}
     assert "img" not in tags and "script" not in tags
     assert any(evil.name in t for t in texts(doc, "code"))  # shown literally, &amp; included
-    assert code == 1
+    assert ran.code == 1
 
 
-def test_gate_html_shows_the_verdicts_not_the_severities(capsys):
-    code, page = run(
-        ["gate", SM80, MULTI, "--require", "sm_80,sm_90", "--isolated", "--format", "html"], capsys
-    )
+def test_gate_html_shows_the_verdicts_not_the_severities():
+    ran = cli("gate", SM80, MULTI, "--require", "sm_80,sm_90", "--isolated", "--format", "html")
+    page = ran.out
     doc = parse(page)
     _coverage, verdicts = list(doc.iter(f"{SVG}svg"))
     # t01 has only compute_80 PTX for sm_90: FBI002 is an error of the policy, but the GPU runs
@@ -105,7 +99,7 @@ def test_gate_html_shows_the_verdicts_not_the_severities(capsys):
     assert states(verdicts) == ["native", "jit", "native", "native"]
     assert "FBI002" in page
     assert "fatbin-inspect gate" in texts(doc, "h1")[0] and "FAIL" in texts(doc, "h1")[0]
-    assert code == 1
+    assert ran.code == 1
 
 
 def heatmap(page):
@@ -125,16 +119,15 @@ def row_of(cells, path):
     return max(found, key=len) if found else None
 
 
-def check_verdicts(paths, gpus, driver, capsys):
-    _, js = run(
-        ["check", *paths, *(x for g in gpus for x in ("--gpu", g)), "--driver", driver, "--format", "json"],
-        capsys,
-    )
+def check_verdicts(paths, gpus, driver):
+    js = cli(
+        "check", *paths, *(x for g in gpus for x in ("--gpu", g)), "--driver", driver, "--format", "json"
+    ).out
     doc = json.loads(js)
     return {(r["path"], r["target"]): r["verdict"] for r in doc["results"]}
 
 
-def test_heatmaps_equal_check_json_cell_by_cell(tmp_path, capsys):
+def test_heatmaps_equal_check_json_cell_by_cell(tmp_path):
     """check, gate and scan draw for every file and target the verdict ``check --format json``
     gives: arch-specific code native where it runs (sm_90a on H100), PTX that JITs as jit, a file
     without device code as such (never "runs")."""
@@ -146,21 +139,19 @@ def test_heatmaps_equal_check_json_cell_by_cell(tmp_path, capsys):
     nocode.write_bytes(B.host_elf([(".text", b"\x90" * 64)]))
     files = [str(lib90a), str(nocode), SM80, MULTI, PTX80, fixture_path("bin", "t04_exe_sm90a_c90a")]
     gpus = ["H100", "T4", "RTX 5090", "A100"]
-    want = check_verdicts(files, gpus, "580", capsys)
-    _, js = run(
-        ["check", *files, *(x for g in gpus for x in ("--gpu", g)), "--driver", "580", "--format", "json"],
-        capsys,
-    )
+    want = check_verdicts(files, gpus, "580")
+    js = cli(
+        "check", *files, *(x for g in gpus for x in ("--gpu", g)), "--driver", "580", "--format", "json"
+    ).out
     labels = [t["gpu"] for t in json.loads(js)["targets"]]
     assert want[(str(lib90a), 0)] == "native" and "no-device-code" in {
         want[(str(nocode), i)] for i in range(4)
     }
     assert "jit" in set(want.values()) and "fail" in set(want.values())
 
-    _, page = run(
-        ["check", *files, *(x for g in gpus for x in ("--gpu", g)), "--driver", "580", "--format", "html"],
-        capsys,
-    )
+    page = cli(
+        "check", *files, *(x for g in gpus for x in ("--gpu", g)), "--driver", "580", "--format", "html"
+    ).out
     got = heatmap(page)
     for (path, i), verdict in want.items():
         row = row_of(got, path)
@@ -174,22 +165,11 @@ def test_heatmaps_equal_check_json_cell_by_cell(tmp_path, capsys):
     # the gate judges each requirement on a GPU of that compute capability at its minimum driver:
     # check --gpu sm_XY --driver D says the same
     reqs = ["sm_80", "sm_90", "sm_75"]
-    _, page = run(
-        [
-            "gate",
-            *files,
-            "--require",
-            ",".join(reqs),
-            "--min-driver",
-            "580",
-            "--isolated",
-            "--format",
-            "html",
-        ],
-        capsys,
-    )
+    page = cli(
+        "gate", *files, "--require", ",".join(reqs), "--min-driver", "580", "--isolated", "--format", "html"
+    ).out
     got = heatmap(page)
-    want = check_verdicts(files, reqs, "580", capsys)
+    want = check_verdicts(files, reqs, "580")
     for (path, i), verdict in want.items():
         row = row_of(got, path)
         if (row, reqs[i]) not in got:
@@ -198,25 +178,26 @@ def test_heatmaps_equal_check_json_cell_by_cell(tmp_path, capsys):
     assert got[(row_of(got, str(lib90a)), "sm_90")] == "native"  # FBI005 (a warning) but it runs natively
 
 
-def test_arch_and_family_specific_columns_say_so(tmp_path, capsys):
+def test_arch_and_family_specific_columns_say_so(tmp_path):
     import builders as B
 
     lib = tmp_path / "libaf.so"
     lib.write_bytes(B.arch_library(B.arch_fatbin(["80", "90a", "100f"], ["80"])))
-    _, page = run(["check", str(lib), "--gpu", "H100", "--format", "html"], capsys)
+    page = cli("check", str(lib), "--gpu", "H100", "--format", "html").out
     cov, _ = list(parse(page).iter(f"{SVG}svg"))
     glyphs = [t.text for t in cov.iter(f"{SVG}text") if t.get("aria-hidden")]
     assert glyphs == ["SP", "Sa", "Sf"], glyphs
     assert "only arch- / family-specific cubins" in page
 
 
-def test_scan_html_keeps_the_table_rows_and_their_findings(capsys):
-    code, page = run(["scan", SM80, PTX80, "--gpu", "A100", "--format", "html", "--no-cache"], capsys)
+def test_scan_html_keeps_the_table_rows_and_their_findings():
+    ran = cli("scan", SM80, PTX80, "--gpu", "A100", "--format", "html", "--no-cache")
+    page = ran.out
     doc = parse(page)
     _cov, verdicts = list(doc.iter(f"{SVG}svg"))
     # one folder row as in the terminal table: sm_80 SASS in one file, compute_80 PTX only in the
     # other, so the row needs the JIT
-    assert states(verdicts) == ["jit"] and code == 0
+    assert states(verdicts) == ["jit"] and ran.code == 0
     summaries = texts(doc, "summary")
     assert any("t01_exe_sm80" in x for x in summaries) and any("t03_exe_ptx_only_c80" in x for x in summaries)
     rules = [t for t in texts(doc, "td") if t.startswith("FBI0")]
@@ -273,11 +254,11 @@ def png_pixels(path):
 
 
 @pytest.mark.browser
-def test_chromium_renders_the_heatmaps(tmp_path, capsys):
+def test_chromium_renders_the_heatmaps(tmp_path):
     exe = _chromium()
     if exe is None:
         pytest.skip("Chromium not found (Debian: apt-get install chromium)")
-    _, page = run(["check", SM80, MULTI, PTX80, *GPUS, "--format", "html"], capsys)
+    page = cli("check", SM80, MULTI, PTX80, *GPUS, "--format", "html").out
     html_file, png = tmp_path / "report.html", tmp_path / "report.png"
     html_file.write_text(page, encoding="utf-8")
     subprocess.run(
@@ -347,7 +328,7 @@ def _chromium_run(exe, tmp_path, page_file, *args):
 
 @pytest.mark.browser
 @pytest.mark.parametrize("width", [390, 1280])
-def test_chromium_layout_on_a_phone_and_a_laptop(tmp_path, capsys, width):
+def test_chromium_layout_on_a_phone_and_a_laptop(tmp_path, width):
     """The page as Chromium lays it out (a measuring script added to a copy of the report, the
     report itself runs none): messages keep a readable width instead of breaking letter by
     letter, pills stay one line, heatmap row labels are whole and start inside the picture.
@@ -360,23 +341,20 @@ def test_chromium_layout_on_a_phone_and_a_laptop(tmp_path, capsys, width):
     deep.mkdir(parents=True)
     for f in (SM80, MULTI, PTX80):
         shutil.copyfile(f, deep / ("libvendor_" + os.path.basename(f) + ".so"))
-    _, page = run(
-        [
-            "gate",
-            str(deep),
-            "--require",
-            "sm_80,sm_90,sm_120",
-            "--require-ptx",
-            "--isolated",
-            "--gpu",
-            "H100",
-            "--gpu",
-            "RTX 5090",
-            "--format",
-            "html",
-        ],
-        capsys,
-    )
+    page = cli(
+        "gate",
+        str(deep),
+        "--require",
+        "sm_80,sm_90,sm_120",
+        "--require-ptx",
+        "--isolated",
+        "--gpu",
+        "H100",
+        "--gpu",
+        "RTX 5090",
+        "--format",
+        "html",
+    ).out
     report = tmp_path / "report.html"
     report.write_text(page, encoding="utf-8")
     png = tmp_path / f"report-{width}.png"
@@ -419,15 +397,14 @@ def test_drilldown_is_bounded_per_file(monkeypatch):
     assert "… and 1 more fatbin (" in page and page.count(".nv_fatbin @ 0x") == 1
 
 
-def test_partial_coverage_is_marked_in_the_verdict_heatmap(tmp_path, capsys):
+def test_partial_coverage_is_marked_in_the_verdict_heatmap(tmp_path):
     import builders as B
 
     lib = tmp_path / "lib.so"  # a TU for sm_90 and one for sm_80 only: the H100 sets the second aside
     lib.write_bytes(B.arch_library(B.arch_fatbin(["90"]), B.arch_fatbin(["80"])))
-    _, page = run(
-        ["check", str(lib), "--gpu", "H100", "--gpu", "RTX 5090", "--driver", "580", "--format", "html"],
-        capsys,
-    )
+    page = cli(
+        "check", str(lib), "--gpu", "H100", "--gpu", "RTX 5090", "--driver", "580", "--format", "html"
+    ).out
     doc = parse(page)
     _cov, verdicts = list(doc.iter(f"{SVG}svg"))
     glyphs = [t.text for t in verdicts.iter(f"{SVG}text") if t.get("aria-hidden")]

@@ -2,16 +2,13 @@
 file the same verdict and runtime on every target, wheels inside folders included (the runtime
 their METADATA names), because all of them call ``judging.verdicts.judge``."""
 
-import json
 import shutil
 import zipfile
 
 import pytest
-from click.testing import CliRunner
-from conftest import fixture_path
+from conftest import cli, cli_json, fixture_path
 
 import fatbin_inspect as fi
-from fatbin_inspect.cli.main import cli
 
 GPUS = ["H100", "RTX 4090", "6.1"]
 DRIVER = "525"  # CUDA 12.0: a wheel pinned to CUDA 12.4 or 13 fails 35 here
@@ -48,11 +45,6 @@ def tree(tmp_path_factory):
     return str(root)
 
 
-def _run(*args):
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    return json.loads(result.output)
-
-
 def _gpu_args():
     return [a for g in GPUS for a in ("--gpu", g)] + ["--driver", DRIVER]
 
@@ -66,9 +58,9 @@ def _results(doc):
 
 
 def test_check_list_scan_and_the_api_agree(tree):
-    check = _results(_run("check", tree, *_gpu_args(), "--format", "json"))
-    listed = _results(_run("list", tree, *_gpu_args(), "--format", "json"))
-    scan_doc = _run("scan", tree, "--no-cache", *_gpu_args(), "--format", "json")
+    check = _results(cli_json("check", tree, *_gpu_args()))
+    listed = _results(cli_json("list", tree, *_gpu_args()))
+    scan_doc = cli_json("scan", tree, "--no-cache", *_gpu_args())
     names = [t["gpu"] for t in scan_doc["targets"]]
     scanned = {}
     for row in scan_doc["coverage"]["rows"]:
@@ -92,11 +84,11 @@ def test_check_list_scan_and_the_api_agree(tree):
 def test_a_member_path_is_read_in_place(tree):
     """``check WHEEL!member``, the form the tool prints (issue 22 item 7): the member's verdicts
     are those it gets when the whole wheel is checked, in check, list --gpu, gate and the API."""
-    whole = _results(_run("check", tree, *_gpu_args(), "--format", "json"))
+    whole = _results(cli_json("check", tree, *_gpu_args()))
     member = next(p for p, _ in whole if p.endswith(".whl!pkg/a.so"))
-    alone = _results(_run("check", member, *_gpu_args(), "--format", "json"))
+    alone = _results(cli_json("check", member, *_gpu_args()))
     assert alone == {k: v for k, v in whole.items() if k[0] == member}
-    assert _results(_run("list", member, *_gpu_args(), "--format", "json")) == alone
+    assert _results(cli_json("list", member, *_gpu_args())) == alone
     api = {
         (v.path, v.target.gpu.name): (v.verdict, v.runtime.version if v.runtime else None)
         for v in fi.check([member], gpus=GPUS, driver=DRIVER)
@@ -107,13 +99,7 @@ def test_a_member_path_is_read_in_place(tree):
 
 
 def test_a_member_the_container_lacks_is_an_error(tree):
-    from fatbin_inspect.cli.main import main
-
-    whl = next(p for p, _ in _results(_run("check", tree, *_gpu_args(), "--format", "json")) if ".whl!" in p)
+    whl = next(p for p, _ in _results(cli_json("check", tree, *_gpu_args())) if ".whl!" in p)
     missing = whl.split("!", 1)[0] + "!pkg/nope.so"
-    with pytest.raises(SystemExit) as exc:
-        main(["check", missing, "--gpu", "H100"])
-    assert exc.value.code == 2
-    with pytest.raises(SystemExit) as exc:
-        main(["check", whl.split("!", 1)[0] + ".gone!pkg/a.so", "--gpu", "H100"])
-    assert exc.value.code == 2
+    assert cli("check", missing, "--gpu", "H100").code == 2
+    assert cli("check", whl.split("!", 1)[0] + ".gone!pkg/a.so", "--gpu", "H100").code == 2

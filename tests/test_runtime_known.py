@@ -2,25 +2,18 @@
 distribution declares is used; failing that, every format says the driver check was not made."""
 
 import glob
-import json
 import os
 import shutil
 import zipfile
 
 import pytest
-from click.testing import CliRunner
-from conftest import ROOT, fixture_path
+from conftest import CORPUS, cli, fixture_path
 
 import fatbin_inspect as fi
-from fatbin_inspect.cli.main import cli
 from fatbin_inspect.compat import runtime
 from fatbin_inspect.compat.engine import RUNTIME_UNKNOWN
 
 NO_RT = fixture_path("bin", "hidden_rodata_fatbin.so")  # an ELF library with a fatbin, no cudart
-
-
-def _run(*args):
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 @pytest.mark.parametrize(
@@ -44,13 +37,13 @@ def test_what_the_distribution_declares(path, dist, beside, version):
 def test_unknown_runtime_is_said_in_json_table_and_findings(tmp_path):
     lib = tmp_path / "libplain.so"
     shutil.copy(NO_RT, lib)
-    doc = json.loads(_run("check", str(lib), "--gpu", "8.0", "--driver", "620", "--format", "json").output)
+    doc = cli("check", str(lib), "--gpu", "8.0", "--driver", "620", "--format", "json").json()
     (res,) = doc["results"]
     assert res["runtime"] is None and res["runtime_known"] is False
     assert RUNTIME_UNKNOWN in res["notes"] and res["confidence"] != "high"
-    table = _run("check", str(lib), "--gpu", "8.0", "--driver", "620").output
+    table = cli("check", str(lib), "--gpu", "8.0", "--driver", "620").out
     assert "runtime not known" in table
-    sarif = json.loads(_run("check", str(lib), "--gpu", "8.0", "--format", "sarif").output)
+    sarif = cli("check", str(lib), "--gpu", "8.0", "--format", "sarif").json()
     assert "FBI019" in {r["ruleId"] for r in sarif["runs"][0]["results"]}
     gate = fi.gate([str(lib)], require="sm_80", min_driver="620")
     assert "FBI019" in {f.rule_id for f in gate.findings}
@@ -73,9 +66,6 @@ def test_a_wheel_member_under_cu13_is_judged_as_cuda_13(tmp_path):
         zf.write(NO_RT, "nvidia/cu13/lib/libcufoo.so.1")
     (v,) = fi.check([str(whl)], gpus=["8.0"], driver="570")
     assert v.verdict == "fail" and v.error.code == 35 and "cu13/" in v.runtime.source
-
-
-CORPUS = os.path.join(ROOT, ".cache", "corpus")
 
 
 @pytest.mark.corpus

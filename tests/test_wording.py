@@ -6,17 +6,12 @@ import os
 import shutil
 
 import pytest
-from click.testing import CliRunner
-from conftest import fixture_path
+from conftest import cli, fixture_path
 
-from fatbin_inspect.cli.main import cli
 from fatbin_inspect.render.console import wrap
 from fatbin_inspect.render.wording import plural
 
-
-def run(args, env=None):
-    res = CliRunner().invoke(cli, args, env={"COLUMNS": "200", **(env or {})}, catch_exceptions=False)
-    return res.exit_code, res.stdout
+WIDE = {"COLUMNS": "200"}
 
 
 def test_plural():
@@ -27,33 +22,39 @@ def test_plural():
 
 def test_singular_counts_in_every_summary(tmp_path):
     exe = fixture_path("bin", "t01_exe_sm80")
-    _, out = run(["check", exe, "--gpu", "A100"])
+    out = cli("check", exe, "--gpu", "A100", env=WIDE).out
     assert "1 result:" in out and "1 results" not in out
-    _, out = run(
-        ["gate", fixture_path("bin", "t03_exe_ptx_only_c80"), "--require", "sm_80,sm_90", "--isolated"]
-    )
+    out = cli(
+        "gate",
+        fixture_path("bin", "t03_exe_ptx_only_c80"),
+        "--require",
+        "sm_80,sm_90",
+        "--isolated",
+        env=WIDE,
+    ).out
     assert "1 artifact, 3 checks: 2 errors, 0 warnings, 0 notes" in out, out
-    _, out = run(["gate", exe, "--require", "sm_90", "--ptx-counts", "--isolated"])
+    out = cli("gate", exe, "--require", "sm_90", "--ptx-counts", "--isolated", env=WIDE).out
     assert "1 artifact, 2 checks: 0 errors, 0 warnings, 1 note " in out, out
-    _, out = run(["gate", exe, "--require", "sm_80,sm_90", "--isolated", "--format", "markdown"])
+    out = cli("gate", exe, "--require", "sm_80,sm_90", "--isolated", "--format", "markdown", env=WIDE).out
     assert "1 artifact, 3 checks; 1 error, 0 warnings, 0 notes" in out, out
     shutil.copy(exe, tmp_path / "app")
-    _, out = run(["scan", str(tmp_path), "--no-cache"])
+    out = cli("scan", str(tmp_path), "--no-cache", env=WIDE).out
     assert out.startswith("1 file with device code in 1 distribution/folder (scanned 1 file,"), out
-    _, out = run([fixture_path("bin", "t14_sm90a.cubin"), "--color", "never"])
+    out = cli(fixture_path("bin", "t14_sm90a.cubin"), "--color", "never", env=WIDE).out
     assert "1 fatbin, 1 entry in" in out, out
 
 
 def test_scan_without_device_code_judges_nothing(tmp_path):
     (tmp_path / "README.txt").write_text("no CUDA here\n")
-    code, out = run(["scan", str(tmp_path), "--gpu", "H100", "--no-cache"])
-    assert code == 0 and "everything runs natively" not in out, out
+    ran = cli("scan", str(tmp_path), "--gpu", "H100", "--no-cache", env=WIDE)
+    out = ran.out
+    assert ran.code == 0 and "everything runs natively" not in out, out
     assert "NVIDIA H100" in out and "nothing to judge" in out
 
 
 def test_scan_with_device_code_still_says_it_runs(tmp_path):
     shutil.copy(fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90"), tmp_path / "app")
-    _, out = run(["scan", str(tmp_path), "--gpu", "H100", "--no-cache"])
+    out = cli("scan", str(tmp_path), "--gpu", "H100", "--no-cache", env=WIDE).out
     assert "everything runs natively" in out, out
 
 
@@ -67,7 +68,7 @@ def test_check_matrix_at_80_columns_cuts_no_file_name(tmp_path, component):
     shutil.copy(fixture_path("bin", "t01_exe_sm80"), tmp_path / "short")
     args = ["check", *(str(deep / n) for n in names), str(tmp_path / "short"), "--color", "never"]
     args += ["--gpu", "H100", "--gpu", "RTX 5090", "--gpu", "T4"]
-    _, out = run(args, {"COLUMNS": "80"})
+    out = cli(*args, env={"COLUMNS": "80"}).out
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= 80
     words = {*names, "d" * component, "site-packages"}
