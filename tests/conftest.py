@@ -10,14 +10,15 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TESTS)
 FIXTURES = os.path.join(ROOT, "fixtures")
 BIN = os.path.join(FIXTURES, "bin")  # hand-built fixtures (fixtures/README.md)
 COMPAT = os.path.join(FIXTURES, "compat")  # the compatibility cases (docs/ COMPAT_CASES)
 UNITS = os.path.join(FIXTURES, "units")  # libraries of several units and variants
-GOLDEN = os.path.join(ROOT, "tests", "golden")
+GOLDEN = os.path.join(TESTS, "golden")
 CORPUS = os.path.join(ROOT, ".cache", "corpus")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tests/builders.py
+sys.path.insert(0, TESTS)  # tests/builders.py
 
 
 def fixture_path(*parts):

@@ -15,6 +15,7 @@ from importlib import resources
 import builders as B
 import jsonschema
 import pytest
+from conftest import GOLDEN, TESTS
 
 from fatbin_inspect.inventory.reader import Options, inspect_path
 from fatbin_inspect.release import policy as P
@@ -29,9 +30,6 @@ from fatbin_inspect.render.findings.markdown import render as render_markdown
 from fatbin_inspect.render.findings.sarif import render as render_sarif
 from fatbin_inspect.render.findings.table import render as render_gate_table
 from fatbin_inspect.version import __version__
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-GOLDEN = os.path.join(HERE, "golden")
 
 
 @pytest.fixture
@@ -89,7 +87,7 @@ def test_report_has_every_kind_of_finding(report):
 
 
 def test_sarif_is_valid_2_1_0(report):
-    with open(os.path.join(HERE, "data", "sarif-2.1.0.schema.json"), encoding="utf-8") as fh:
+    with open(os.path.join(TESTS, "data", "sarif-2.1.0.schema.json"), encoding="utf-8") as fh:
         schema = json.load(fh)
     doc = json.loads(render_sarif(report))
     jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker()).validate(doc)
@@ -180,7 +178,7 @@ def test_every_findings_format_renders_through_the_registry(report):
 
 
 def _gitlab_validator():
-    with open(os.path.join(HERE, "data", "gitlab-code-quality.schema.json"), encoding="utf-8") as fh:
+    with open(os.path.join(TESTS, "data", "gitlab-code-quality.schema.json"), encoding="utf-8") as fh:
         return jsonschema.Draft202012Validator(json.load(fh))
 
 

@@ -8,9 +8,7 @@ import shutil
 
 import builders as B
 import pytest
-from conftest import fixture_path
-
-from fatbin_inspect.cli.main import main
+from conftest import cli, fixture_path
 
 FIXTURES = [
     "t13_raw_sm75_c75_sm120.fatbin",
@@ -50,12 +48,6 @@ def _state(d):
     }
 
 
-def _run(argv):
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    return exc.value.code
-
-
 @pytest.fixture
 def opened(monkeypatch, inputs):
     """Every (path, flags) the tool opens below the input directory."""
@@ -85,10 +77,10 @@ COMMANDS = [
 
 
 @pytest.mark.parametrize("argv", COMMANDS + [["extract"]], ids=["list-json", "list-table", "extract"])
-def test_inputs_read_only_and_unchanged(argv, inputs, opened, tmp_path, capsys):
+def test_inputs_read_only_and_unchanged(argv, inputs, opened, tmp_path):
     before = _state(inputs)
     args = argv + [str(inputs)] + (["-d", str(tmp_path / "out")] if argv == ["extract"] else [])
-    assert _run(args) == 0
+    assert cli(*args).code == 0
     assert opened, "the inputs were never opened: the check would prove nothing"
     assert {p for p, _f in opened} >= {str(inputs / n) for n in os.listdir(inputs)}
     writes = [(p, f) for p, f in opened if f & WRITE_FLAGS]
@@ -98,11 +90,10 @@ def test_inputs_read_only_and_unchanged(argv, inputs, opened, tmp_path, capsys):
         assert os.listdir(tmp_path / "out")  # it did extract something, elsewhere
 
 
-def test_scan_leaves_inputs_untouched(inputs, opened, capsys):
+def test_scan_leaves_inputs_untouched(inputs, opened):
     if importlib.util.find_spec("fatbin_inspect.cli.scan") is None:
         pytest.skip("scan command not built yet")
     before = _state(inputs)
-    code = _run(["scan", str(inputs)])
-    assert code in (0, 1)
+    assert cli("scan", str(inputs)).code in (0, 1)
     assert not [(p, f) for p, f in opened if f & WRITE_FLAGS]
     assert _state(inputs) == before

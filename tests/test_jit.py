@@ -10,11 +10,9 @@ from importlib import resources
 
 import jsonschema
 import pytest
-from click.testing import CliRunner
-from conftest import CORPUS, fixture_path
+from conftest import CORPUS, cli, cli_json, fixture_path
 
 import fatbin_inspect as fi
-from fatbin_inspect.cli.main import cli, main
 from fatbin_inspect.compat import jit
 from fatbin_inspect.compat.explain import explain
 from fatbin_inspect.system.diagnose import jit_cache
@@ -30,9 +28,7 @@ def ptx_sizes(path, arch):
 
 
 def check_json(*args):
-    res = CliRunner().invoke(cli, ["check", *args, "--format", "json"], catch_exceptions=False)
-    assert res.exit_code in (0, 1), res.output
-    doc = json.loads(res.output)
+    doc = cli_json("check", *args)
     schema = json.loads(resources.files("fatbin_inspect").joinpath("schemas/check.schema.json").read_text())
     jsonschema.validate(doc, schema)
     return doc
@@ -105,25 +101,20 @@ def test_embedded_default_and_cap():
     assert jit.CacheSettings(maxsize=64 << 30).limit() == 4 << 30  # the driver's maximum
 
 
-def test_bad_cache_size_is_one_line_naming_the_variable(capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["check", PTX_ONLY, "--gpu", "A100", "--env", "CUDA_CACHE_MAXSIZE=1GB"])
-    assert exc.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
+def test_bad_cache_size_is_one_line_naming_the_variable():
+    res = cli("check", PTX_ONLY, "--gpu", "A100", "--env", "CUDA_CACHE_MAXSIZE=1GB")
+    assert res.code == 2
+    err = res.err.strip().splitlines()
     assert len(err) == 1 and "CUDA_CACHE_MAXSIZE" in err[0]
 
 
 def test_table_and_matrix_say_it_in_one_phrase():
-    res = CliRunner().invoke(cli, ["check", PTX_ONLY, "--gpu", "A100", "--color", "never"])
-    assert "jit: " in res.output and "of compilation" in res.output and "of cache" in res.output
-    res = CliRunner().invoke(
-        cli, ["check", PTX_ONLY, MIXED, "--gpu", "A100", "--gpu", "H100", "--color", "never"]
-    )
-    assert res.output.count("of compilation") == 2  # t03 on both; t02 is native on both
-    res = CliRunner().invoke(
-        cli, ["check", PTX_ONLY, "--gpu", "A100", "--env", "CUDA_CACHE_DISABLE=1", "--color", "never"]
-    )
-    assert "repeated at every start" in " ".join(res.output.split())
+    res = cli("check", PTX_ONLY, "--gpu", "A100", "--color", "never")
+    assert "jit: " in res.out and "of compilation" in res.out and "of cache" in res.out
+    res = cli("check", PTX_ONLY, MIXED, "--gpu", "A100", "--gpu", "H100", "--color", "never")
+    assert res.out.count("of compilation") == 2  # t03 on both; t02 is native on both
+    res = cli("check", PTX_ONLY, "--gpu", "A100", "--env", "CUDA_CACHE_DISABLE=1", "--color", "never")
+    assert "repeated at every start" in " ".join(res.out.split())
 
 
 def test_phrase_units():
@@ -156,12 +147,12 @@ def test_doctor_jit_cache(tmp_path):
 def test_doctor_reports_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_CACHE_DISABLE", "1")
     monkeypatch.setenv("CUDA_CACHE_PATH", str(tmp_path / "jit"))
-    res = CliRunner().invoke(cli, ["doctor", "--no-torch-archs", "--format", "json", "--exit-zero"])
-    doc = json.loads(res.output)
+    res = cli("doctor", "--no-torch-archs", "--format", "json", "--exit-zero")
+    doc = res.json()
     assert doc["jit_cache"]["disabled"] and doc["jit_cache"]["path"] == str(tmp_path / "jit")
     assert "jit-cache" in [w["code"] for w in doc["warnings"]]
-    res = CliRunner().invoke(cli, ["doctor", "--no-torch-archs", "--color", "never", "--exit-zero"])
-    assert "JIT cache" in res.output and "CUDA_CACHE_DISABLE=1" in res.output
+    res = cli("doctor", "--no-torch-archs", "--color", "never", "--exit-zero")
+    assert "JIT cache" in res.out and "CUDA_CACHE_DISABLE=1" in res.out
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,9 @@ import sys
 
 import fuzz_targets as T
 import pytest
+from conftest import TESTS
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REGRESSIONS = os.path.join(HERE, "regressions")
+REGRESSIONS = os.path.join(TESTS, "regressions")
 FILES = sorted(f for f in os.listdir(REGRESSIONS) if "__" in f)
 
 _REPLAY = """
@@ -43,7 +43,7 @@ def test_every_regression_names_a_target():
 
 @pytest.mark.parametrize("fname", FILES)
 def test_regression_input(fname):
-    code = _REPLAY.format(here=HERE, path=os.path.join(REGRESSIONS, fname), target=fname.split("__", 1)[0])
+    code = _REPLAY.format(here=TESTS, path=os.path.join(REGRESSIONS, fname), target=fname.split("__", 1)[0])
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, preexec_fn=_limits
     )
