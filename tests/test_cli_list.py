@@ -119,7 +119,7 @@ def test_every_option_has_an_environment_default(monkeypatch):
     assert any(
         line.split()[:3] == ["kind", "arch", "entries"] for line in res.out.splitlines() if line.strip()
     )
-    assert ".nv_fatbin@" not in res.out
+    assert ".nv_fatbin@" not in res.out + res.err
     monkeypatch.setenv("FATBIN_INSPECT_FORMAT", "json")
     assert cli(fixture_path("bin", "t01_exe_sm80")).json()["schema_version"] == 1
 

@@ -2,12 +2,11 @@
 numbers, Jetson releases, and the data rows of the December 2026 update (each row has a source)."""
 
 import json
-from pathlib import Path
+import os
 
 import pytest
-from click.testing import CliRunner
+from conftest import COMPAT, cli
 
-from fatbin_inspect.cli.main import cli
 from fatbin_inspect.compat import data, rules
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.explain import explain
@@ -24,7 +23,6 @@ from fatbin_inspect.errors import UsageError
 from fatbin_inspect.formats.model import Fatbin, FileReport
 from tests.test_compat_rules import E
 
-FIX = Path(__file__).resolve().parent.parent / "fixtures"
 RT13 = RuntimeNeed("13", "DT_NEEDED libcudart.so.13")
 
 
@@ -113,23 +111,20 @@ def test_compat_spellings_and_errors():
 
 @pytest.mark.parametrize("number,word", [(803, "cuda-compat"), (804, "CUDA_VISIBLE_DEVICES")])
 def test_explain_803_804_say_what_to_do(number, word):
-    out = CliRunner().invoke(cli, ["explain", str(number)])
-    assert out.exit_code == 0 and word in out.output
+    res = cli("explain", str(number))
+    assert res.code == 0 and word in res.out
     assert "R-FWD" in explain(str(number)).rules
 
 
 def test_check_cli_compat_option_and_json_target():
-    f = FIX / "compat" / "case43_cudart13.so"
-    out = CliRunner().invoke(
-        cli, ["check", str(f), "--gpu", "RTX 4090", "--driver", "580.65.06", "--compat", "13.4"]
+    f = os.path.join(COMPAT, "case43_cudart13.so")
+    res = cli("check", str(f), "--gpu", "RTX 4090", "--driver", "580.65.06", "--compat", "13.4")
+    assert res.code == 1 and "804" in res.out and "cuda-compat-13-4" in res.out
+    res = cli(
+        "check", str(f), "--gpu", "H100", "--driver", "580.65.06", "--compat", "13.4", "--format", "json"
     )
-    assert out.exit_code == 1 and "804" in out.output and "cuda-compat-13-4" in out.output
-    out = CliRunner().invoke(
-        cli,
-        ["check", str(f), "--gpu", "H100", "--driver", "580.65.06", "--compat", "13.4", "--format", "json"],
-    )
-    assert out.exit_code == 0, out.output
-    assert '"package": "cuda-compat-13-4"' in out.output
+    assert res.code == 0, res.out
+    assert '"package": "cuda-compat-13-4"' in res.out
 
 
 # ---------------------------------------------------------------------------- Windows numbers
@@ -202,10 +197,10 @@ def test_vr200_runs_sm_100f_on_615_and_is_not_driven_by_610():
 
 
 def test_gpus_cli_finds_vr200_and_rtx_spark():
-    out = CliRunner().invoke(cli, ["gpus", "VR200"])
-    assert out.exit_code == 0 and "10.7" in out.output and "Rubin" in out.output
-    out = CliRunner().invoke(cli, ["gpus", "RTX Spark"])
-    assert out.exit_code == 0 and "12.1" in out.output
+    res = cli("gpus", "VR200")
+    assert res.code == 0 and "10.7" in res.out and "Rubin" in res.out
+    res = cli("gpus", "RTX Spark")
+    assert res.code == 0 and "12.1" in res.out
 
 
 # ---------------------------------------------------------------------------- data rows (#17)
@@ -346,10 +341,8 @@ def test_doctor_report_with_a_compat_libcuda_is_a_compat_target(tmp_path):
 
 
 def test_scan_takes_compat_too():
-    out = CliRunner().invoke(
-        cli, ["scan", str(FIX / "compat"), "--gpu", "RTX 4090", "--driver", "580", "--compat", "13.4"]
-    )
-    assert out.exit_code == 1 and "804" in out.output and "cuda-compat-13-4" in out.output
+    res = cli("scan", COMPAT, "--gpu", "RTX 4090", "--driver", "580", "--compat", "13.4")
+    assert res.code == 1 and "804" in res.out and "cuda-compat-13-4" in res.out
 
 
 @pytest.mark.parametrize(

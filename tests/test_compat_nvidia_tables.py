@@ -7,10 +7,8 @@ import json
 import os
 
 import pytest
-from click.testing import CliRunner
-from conftest import CORPUS, device_only
+from conftest import CORPUS, cli, device_only
 
-from fatbin_inspect.cli.main import cli
 from fatbin_inspect.compat import data, rules
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.targets import Target, resolve_driver, resolve_gpu, resolve_targets
@@ -106,10 +104,8 @@ def test_a_package_without_a_row_is_judged_by_the_prose_with_low_confidence():
 def test_cuda_compat_on_a_real_cuda13_wheel(gpu, driver, compat, verdict, error, rule):
     if not os.path.exists(CURAND):
         pytest.skip(f"{CURAND} not downloaded (scripts/fetch_corpus.sh)")
-    out = CliRunner().invoke(
-        cli, ["check", CURAND, "--gpu", gpu, "--driver", driver, "--compat", compat, "--format", "json"]
-    )
-    (v,) = json.loads(out.stdout)["results"]
+    res = cli("check", CURAND, "--gpu", gpu, "--driver", driver, "--compat", compat, "--format", "json")
+    (v,) = res.json()["results"]
     assert (v["verdict"], (v["error"] or {}).get("code"), v["rule"]) == (verdict, error, rule), v["reason"]
     assert v["runtime"]["version"].startswith("13")
 
@@ -166,14 +162,10 @@ def test_thor_prints_580_00_which_on_a_jetson_is_jetpack_7():
 def test_desktop_number_for_a_jetson_is_said_in_the_table_header_and_the_matrix():
     f = os.path.join(os.path.dirname(__file__), "..", "fixtures", "bin", "t12_lib_sm86_c89.so")
     for extra in ([], ["--long"]):
-        out = CliRunner().invoke(
-            cli, ["check", f, "--gpu", "Jetson AGX Orin", "--driver", "580", "--color", "never", *extra]
-        )
-        assert "580 is a desktop driver number" in out.output, out.output
-    matrix = CliRunner().invoke(
-        cli, ["check", f, f, "--gpu", "H100,Jetson AGX Orin", "--driver", "580", "--color", "never"]
-    )
-    assert "580 is a desktop driver number" in matrix.output
+        res = cli("check", f, "--gpu", "Jetson AGX Orin", "--driver", "580", "--color", "never", *extra)
+        assert "580 is a desktop driver number" in res.out, res.out
+    matrix = cli("check", f, f, "--gpu", "H100,Jetson AGX Orin", "--driver", "580", "--color", "never")
+    assert "580 is a desktop driver number" in matrix.out
 
 
 def test_a_doctor_report_with_the_jetson_driver_number_is_a_jetson_target(tmp_path):

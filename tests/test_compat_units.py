@@ -12,10 +12,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from click.testing import CliRunner
-from conftest import device_only, fixture_path
+from conftest import cli, device_only, fixture_path
 
-from fatbin_inspect.cli.main import cli
 from fatbin_inspect.compat import runtime, units
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.targets import resolve_targets
@@ -106,8 +104,8 @@ def test_variant_tokens():
 def test_scan_rows_use_unit_and_variant_verdicts(tmp_path):
     paths = [wheel(tmp_path, "extdist", EXT), wheel(tmp_path, "vardist", VAR)]
     args = ["scan", *paths, "--gpu", "A100", "--gpu", "RTX 5090", "--driver", "580", "--no-cache"]
-    res = CliRunner().invoke(cli, [*args, "--format", "json"])
-    doc = json.loads(res.output)
+    res = cli(*args, "--format", "json")
+    doc = res.json()
     schema = json.loads(resources.files("fatbin_inspect").joinpath("schemas/scan.schema.json").read_text())
     jsonschema.validate(doc, schema)
     rows = {r["name"]: r for r in doc["coverage"]["rows"]}
@@ -119,9 +117,9 @@ def test_scan_rows_use_unit_and_variant_verdicts(tmp_path):
     assert files["ext_hopper.so"][0]["verdict"] == "fail"  # each file keeps its own verdict
     var = rows["vardist 1.0"]["verdicts"][1]
     assert var["verdict"] == "native" and var["variants"][0].endswith("libvar_cuda130.so")
-    res = CliRunner().invoke(cli, [*args, "--runtime", "12.8", "--files"])
-    assert "fail (209" in res.output and "[variant: libvar_cuda126.so]" in res.output
-    assert res.exit_code == 1
+    res = cli(*args, "--runtime", "12.8", "--files")
+    assert "fail (209" in res.out and "[variant: libvar_cuda126.so]" in res.out
+    assert res.code == 1
 
 
 def test_scan_flags_an_extension_of_another_cuda_major_than_torch(tmp_path):
@@ -131,6 +129,6 @@ def test_scan_flags_an_extension_of_another_cuda_major_than_torch(tmp_path):
     units_dir = Path(fixture_path("units"))
     (site / "torch" / "lib" / "libtorch_cuda.so").write_bytes((units_dir / "libvar_cuda130.so").read_bytes())
     (site / "ext" / "_C.so").write_bytes((units_dir / "libvar_cuda126.so").read_bytes())
-    res = CliRunner().invoke(cli, ["scan", str(site), "--gpu", "H100", "--driver", "580", "--no-cache"])
-    assert "CUDA runtime differs from torch's" in res.output
-    assert "_C.so needs CUDA 12" in res.output and "torch uses CUDA 13" in res.output
+    res = cli("scan", str(site), "--gpu", "H100", "--driver", "580", "--no-cache")
+    assert "CUDA runtime differs from torch's" in res.out
+    assert "_C.so needs CUDA 12" in res.out and "torch uses CUDA 13" in res.out

@@ -8,14 +8,11 @@ sm_50/52/61. Skips when the wheels were not fetched (scripts/fetch_corpus.sh).
 """
 
 import glob
-import json
 import os
 
 import pytest
-from click.testing import CliRunner
-from conftest import CORPUS, device_only
+from conftest import CORPUS, cli, device_only
 
-from fatbin_inspect.cli.main import cli
 from fatbin_inspect.compat import runtime, units
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.targets import resolve_targets
@@ -82,11 +79,9 @@ def test_nccl_and_cufft_do_not_fail_on_h100():
 
 
 def test_gate_does_not_call_cublas_broken_for_sm90():
-    res = CliRunner().invoke(
-        cli, ["gate", wheel("nvidia_cublas-13"), "--require", "sm_90", "--isolated", "--format", "json"]
-    )
-    doc = json.loads(res.output)
-    assert res.exit_code == 0, res.output
+    res = cli("gate", wheel("nvidia_cublas-13"), "--require", "sm_90", "--isolated", "--format", "json")
+    doc = res.json()
+    assert res.code == 0, res.out
     assert {f["rule_id"] for f in doc["findings"]} <= {"FBI014"}
 
 
@@ -103,6 +98,6 @@ def test_bitsandbytes_builds_count_as_one():
 
 def test_bitsandbytes_release_drops_old_archs():
     old, new = wheel("bitsandbytes-0.42.0"), wheel("bitsandbytes-0.50.2-py3-none-manylinux")
-    res = CliRunner().invoke(cli, ["diff", old, new, "--format", "json"])
-    msgs = [f["message"] for f in json.loads(res.output)["findings"] if f["rule_id"] == "FBI010"]
+    res = cli("diff", old, new, "--format", "json")
+    msgs = [f["message"] for f in res.json()["findings"] if f["rule_id"] == "FBI010"]
     assert any("drops sm_50, sm_52, sm_61 from the release as a whole" in m for m in msgs), msgs

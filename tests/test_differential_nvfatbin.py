@@ -16,14 +16,12 @@ import site
 from pathlib import Path
 
 import pytest
+from conftest import BIN, ROOT
 
 from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.formats.fatbin import parse_fatbin
 from fatbin_inspect.inventory.reader import payload
 from tests.builders import ptx_text
-
-ROOT = Path(__file__).resolve().parent.parent
-BIN = ROOT / "fixtures" / "bin"
 
 pytestmark = pytest.mark.nvfatbin
 
@@ -32,7 +30,7 @@ def _find_library() -> str | None:
     env = os.environ.get("FATBIN_INSPECT_NVFATBIN")
     if env:
         return env if os.path.exists(env) else None
-    dirs = [str(ROOT / ".tc135")]
+    dirs = [os.path.join(ROOT, ".tc135")]
     with contextlib.suppress(AttributeError):  # some virtualenvs lack these
         dirs += [*site.getsitepackages(), site.getusersitepackages()]
     for d in dirs:
@@ -102,7 +100,7 @@ def _entries(raw: bytes):
 
 def _tile_ir_bytes() -> bytes:
     """The cuda_tile IR nvcc 13.5 embedded in the committed Tile IR fixture (kind 0x80)."""
-    path = BIN / "t22_exe_tile_ir_c100"
+    path = Path(BIN, "t22_exe_tile_ir_c100")
     if not path.exists():
         pytest.skip("fixtures/bin/t22_exe_tile_ir_c100 missing (scripts/build_fixtures.sh with NVCC135)")
     from fatbin_inspect.inventory.reader import inspect_path
@@ -127,7 +125,7 @@ def test_ptx_entries_are_listed_exactly(nvfatbin):
 
 @pytest.mark.parametrize("options", [(), ("-compress-all",), ("-compress-mode=none",), ("-host=windows",)])
 def test_cubins_are_listed_with_their_bytes(nvfatbin, options):
-    cubins = [("90a", BIN / "t14_sm90a.cubin"), ("100a", BIN / "o3_sm100a_ptxas129.cubin")]
+    cubins = [("90a", Path(BIN, "t14_sm90a.cubin")), ("100a", Path(BIN, "o3_sm100a_ptxas129.cubin"))]
     items = [("cubin", arch, p.read_bytes()) for arch, p in cubins]
     blob, entries = _entries(nvfatbin.build(items, options))
     assert [(e.kind, e.arch) for e in entries] == [("sass", "sm_90a"), ("sass", "sm_100a")]

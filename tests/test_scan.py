@@ -8,11 +8,9 @@ import shutil
 
 import pytest
 from builders import ar_archive, tar_archive, zip_archive
-from click.testing import CliRunner
-from conftest import fixture_path
+from conftest import cli, fixture_path
 
 import fatbin_inspect
-from fatbin_inspect.cli.main import cli
 from fatbin_inspect.cli.progress import Progress
 from fatbin_inspect.inventory.reader import inspect_path
 from fatbin_inspect.scanning import ScanOptions, coverage, scan
@@ -333,13 +331,12 @@ def test_cli_table_and_json(site, tmp_path, monkeypatch):
     jsonschema = pytest.importorskip("jsonschema")
     monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(tmp_path / "c"))
     monkeypatch.setenv("NO_COLOR", "1")
-    runner = CliRunner()
-    res = runner.invoke(cli, ["scan", str(site), "--files", "-j", "1"])
-    assert res.exit_code == 0, res.output
-    assert "alpha-gpu 1.2.3" in res.output and "libalpha.so" in res.output and "\x1b[" not in res.output
-    res = runner.invoke(cli, ["scan", str(site), "--format", "json", "-j", "1"])
-    assert res.exit_code == 0
-    doc = json.loads(res.output)
+    res = cli("scan", str(site), "--files", "-j", "1")
+    assert res.code == 0, res.out
+    assert "alpha-gpu 1.2.3" in res.out and "libalpha.so" in res.out and "\x1b[" not in res.out + res.err
+    res = cli("scan", str(site), "--format", "json", "-j", "1")
+    assert res.code == 0
+    doc = res.json()
     with open(os.path.join(os.path.dirname(fatbin_inspect.__file__), "schemas", "scan.schema.json")) as fh:
         jsonschema.validate(doc, json.load(fh))
     assert {f["distribution"] for f in doc["files"]} == {
@@ -358,16 +355,16 @@ def test_cli_table_and_json(site, tmp_path, monkeypatch):
 def test_cli_gpu_verdicts(site, tmp_path, monkeypatch):
     pytest.importorskip("fatbin_inspect.compat.engine")
     monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(tmp_path / "c"))
-    res = CliRunner().invoke(cli, ["scan", str(site), "--gpu", "sm_86", "--format", "json", "-j", "1"])
-    doc = json.loads(res.output)
+    res = cli("scan", str(site), "--gpu", "sm_86", "--format", "json", "-j", "1")
+    doc = res.json()
     rows = {r["name"]: r for r in doc["coverage"]["rows"]}
     # sm_80 SASS runs natively on 8.6; a compute_80-only build must be JIT-compiled
     assert rows["nvidia-one 13.0"]["verdicts"][0]["verdict"] == "native"
     assert rows["nvidia-two 12.0"]["verdicts"][0]["verdict"] == "jit"
     assert doc["targets"][0]["cc"] == "8.6"
-    res = CliRunner().invoke(cli, ["scan", str(site), "--gpu", "sm_86", "-j", "1"])
+    res = cli("scan", str(site), "--gpu", "sm_86", "-j", "1")
     # the attention line gives the deciding file's own reason (never a row-wide fact that could contradict it)
-    assert "nvidia-two 12.0: jit" in res.output and "JIT-compiles the compute_80 PTX" in res.output
+    assert "nvidia-two 12.0: jit" in res.out and "JIT-compiles the compute_80 PTX" in res.out
 
 
 def test_summary_records_match_full_records_cold_warm_and_uncached(site, tmp_path):
@@ -461,17 +458,16 @@ def test_record_lookup_handles_quoted_and_outside_paths(tmp_path):
 def test_cli_output_is_the_same_cold_warm_and_uncached(site, tmp_path, monkeypatch):
     monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(tmp_path / "c"))
     monkeypatch.setenv("NO_COLOR", "1")
-    runner = CliRunner()
 
     def table(*extra):
-        res = runner.invoke(cli, ["scan", str(site), "--files", "-j", "1", *extra])
-        assert res.exit_code == 0, res.output
-        return res.output.split("\n", 1)[1]  # the summary line holds the time and the cache hits
+        res = cli("scan", str(site), "--files", "-j", "1", *extra)
+        assert res.code == 0, res.out
+        return res.out.split("\n", 1)[1]  # the summary line holds the time and the cache hits
 
     def doc(*extra):
-        res = runner.invoke(cli, ["scan", str(site), "--format", "json", "-j", "1", *extra])
-        assert res.exit_code == 0, res.output
-        d = json.loads(res.output)
+        res = cli("scan", str(site), "--format", "json", "-j", "1", *extra)
+        assert res.code == 0, res.out
+        d = res.json()
         d.pop("stats")
         return d
 

@@ -11,7 +11,7 @@ import stat
 
 import pytest
 import zstandard
-from conftest import fixture_path
+from conftest import cli, fixture_path
 
 from fatbin_inspect.formats import model
 from fatbin_inspect.scanning import ScanOptions, scan
@@ -183,12 +183,9 @@ def test_a_row_with_wrong_shapes_is_a_miss(tree, tmp_path):
 
 def test_hostile_texts_are_a_miss(tree, tmp_path, monkeypatch):
     """A stored text holding a control character (a terminal escape) is not written through."""
-    from click.testing import CliRunner
-
-    from fatbin_inspect.cli.main import cli
 
     monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
-    first = CliRunner().invoke(cli, ["scan", str(tree), "--format", "json", "-j", "1"]).stdout_bytes
+    first = cli("scan", str(tree), "--format", "json", "-j", "1").out_bytes
     db = sqlite3.connect(str(tmp_path / "cache" / f"scan-v{CACHE_VERSION}.sqlite3"))
     n = db.execute("SELECT count(*) FROM files WHERE texts IS NOT NULL").fetchone()[0]
     assert n == 2
@@ -198,9 +195,9 @@ def test_hostile_texts_are_a_miss(tree, tmp_path, monkeypatch):
         db.execute("UPDATE files SET texts = ?, texts_at = ? WHERE path = ?", (hostile, at, path))
     db.commit()
     db.close()
-    res = CliRunner().invoke(cli, ["scan", str(tree), "--format", "json", "-j", "1"])
-    assert b"\x1b" not in res.stdout_bytes  # the texts are made again from the row's data
-    assert res.stdout_bytes.split(b'"files": [')[1] == first.split(b'"files": [')[1]
+    res = cli("scan", str(tree), "--format", "json", "-j", "1")
+    assert b"\x1b" not in res.out_bytes  # the texts are made again from the row's data
+    assert res.out_bytes.split(b'"files": [')[1] == first.split(b'"files": [')[1]
     db = sqlite3.connect(str(tmp_path / "cache" / f"scan-v{CACHE_VERSION}.sqlite3"))
     assert not any(
         b"\x1b" in _unpacked(t) for (t,) in db.execute("SELECT texts FROM files WHERE texts IS NOT NULL")
@@ -221,13 +218,10 @@ def test_hostile_texts_are_a_miss(tree, tmp_path, monkeypatch):
 def test_packed_texts_that_do_not_declare_their_size_are_a_miss(tree, tmp_path, monkeypatch, frame):
     """A text's frame is unpacked only when its header declares the size the row gives: else the
     texts are made again from the row's data (the same bytes), never allocated blind."""
-    from click.testing import CliRunner
-
-    from fatbin_inspect.cli.main import cli
 
     monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
     args = ["scan", str(tree), "--format", "json", "-j", "1"]
-    first = CliRunner().invoke(cli, args).stdout_bytes
+    first = cli(*args).out_bytes
     db = sqlite3.connect(str(tmp_path / "cache" / f"scan-v{CACHE_VERSION}.sqlite3"))
     rows = db.execute("SELECT path, texts FROM files WHERE texts IS NOT NULL").fetchall()
     assert len(rows) == 2
@@ -237,7 +231,7 @@ def test_packed_texts_that_do_not_declare_their_size_are_a_miss(tree, tmp_path, 
         db.execute("UPDATE files SET texts = ?, texts_at = ? WHERE path = ?", (bad, at, path))
     db.commit()
     db.close()
-    again = CliRunner().invoke(cli, args).stdout_bytes
+    again = cli(*args).out_bytes
     assert again.split(b'"files": [')[1] == first.split(b'"files": [')[1]
 
 

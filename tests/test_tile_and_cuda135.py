@@ -3,10 +3,8 @@ PTX ISA 9.5, nvcc -enable-tile (t20-t22, scripts/build_fixtures.sh with NVCC135)
 
 import pytest
 from builders import KIND_PTX, entry, fatbin, ptx_text
-from click.testing import CliRunner
-from conftest import device_only, fixture_path
+from conftest import cli, device_only, fixture_path
 
-from fatbin_inspect.cli.main import cli
 from fatbin_inspect.compat import rules
 from fatbin_inspect.compat.engine import evaluate, evaluate_fatbin
 from fatbin_inspect.compat.targets import resolve_targets
@@ -58,8 +56,8 @@ def test_nvcc_enable_tile_ir_fixture_lists_a_tile_entry():
     assert ("tile", "tile_100") in kinds and ("ptx", "compute_100") in kinds
     tile = next(e for e in rep.entries if e.kind == "tile")
     assert tile.tile_ir_version == "13.5" and tile.compression == "zstd"
-    out = CliRunner().invoke(cli, ["list", T22])
-    assert out.exit_code == 0 and "tile_100" in out.output and "Tile IR 13.5" in out.output
+    res = cli("list", T22)
+    assert res.code == 0 and "tile_100" in res.out and "Tile IR 13.5" in res.out
 
 
 def test_tile_cubin_is_arch_specific_inside():
@@ -134,10 +132,10 @@ def test_t20_verdicts(gpu, driver, verdict, rule):
 def test_sm100f_code_runs_on_rubin_cli():
     """The issue's check: sm_100f code runs on 10.7 with R615; R610 does not drive a Rubin."""
     f = fixture_path("bin", "t05_exe_af_targets")
-    ok = CliRunner().invoke(cli, ["check", f, "--gpu", "VR200", "--driver", "615"])
-    assert ok.exit_code == 0 and "NATIVE" in ok.output
-    bad = CliRunner().invoke(cli, ["check", f, "--gpu", "VR200", "--driver", "610"])
-    assert bad.exit_code == 1 and "100" in bad.output and "R615" in bad.output
+    ok = cli("check", f, "--gpu", "VR200", "--driver", "615")
+    assert ok.code == 0 and "NATIVE" in ok.out
+    bad = cli("check", f, "--gpu", "VR200", "--driver", "610")
+    assert bad.code == 1 and "100" in bad.out and "R615" in bad.out
 
 
 def test_ptx_builder_still_makes_plain_ptx():  # guard: the tile kind did not swallow kind 1
