@@ -13,9 +13,8 @@ import pytest
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
 FIXTURES = os.path.join(ROOT, "fixtures")
-BIN = os.path.join(FIXTURES, "bin")  # hand-built fixtures (fixtures/README.md)
-COMPAT = os.path.join(FIXTURES, "compat")  # the compatibility cases (docs/ COMPAT_CASES)
-UNITS = os.path.join(FIXTURES, "units")  # libraries of several units and variants
+BIN = os.path.join(FIXTURES, "bin")  # inventory fixtures (fixtures/README.md, bin/)
+COMPAT = os.path.join(FIXTURES, "compat")  # prediction cases (fixtures/README.md, compat/)
 GOLDEN = os.path.join(TESTS, "golden")
 CORPUS = os.path.join(ROOT, ".cache", "corpus")
 sys.path.insert(0, TESTS)  # tests/builders.py

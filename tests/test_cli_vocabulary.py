@@ -1,7 +1,6 @@
 """One option vocabulary across commands, walked through click: the same names, the same --format
 and --fail-on choices, the environment rules, did-you-mean, completion, an Examples block."""
 
-
 import click
 import pytest
 from click.shell_completion import ShellComplete
