@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 import builders as B
-from test_hostile import run_many
+from hostile_runner import run_many
 
 DEEP = 100_000
 
