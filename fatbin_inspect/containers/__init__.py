@@ -19,12 +19,24 @@ from fatbin_inspect.formats.fatbin import MAGIC_BYTES
 
 
 @dataclass(frozen=True)
+class Compressed:
+    """An ELF section flagged ``SHF_COMPRESSED``: its bytes are a compression header, then a
+    ``method`` stream (at file offset ``data``) that inflates to ``size`` bytes."""
+
+    method: str  # "zlib" | "zstd"; "" when the header's ch_type is unknown or cut short
+    ch_type: int  # -1: the section is shorter than its header
+    size: int
+    data: int
+
+
+@dataclass(frozen=True)
 class Region:
     name: str
     start: int
     end: int
     fatbin_section: bool = False
     scan: bool = True  # False for code and linker tables: fatbins are data, never found there
+    compressed: Compressed | None = None  # the bytes are compressed (inventory inflates them)
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import struct
 
-from fatbin_inspect.containers import Layout, Region, cuda_needs
+from fatbin_inspect.containers import Compressed, Layout, Region, cuda_needs
 from fatbin_inspect.errors import CorruptError, TruncatedError
 from fatbin_inspect.formats import elf64
 from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.formats.elf64 import (
     DT_NEEDED,
     DT_NULL,
+    ELFCOMPRESS,
+    SHF_COMPRESSED,
     SHF_EXECINSTR,
     SHN_XINDEX,
     SHT_DYNAMIC,
@@ -33,12 +35,14 @@ FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 MAX_NAME = 4096  # longer section/library names are cut (real ones are < 100 bytes)
 
 
-def _structs(ident: bytes) -> tuple[struct.Struct, struct.Struct, struct.Struct]:
+def _structs(ident: bytes) -> tuple[struct.Struct, struct.Struct, struct.Struct, struct.Struct]:
+    """(ELF header, section header, dynamic entry, compression header) for the file's class."""
     cls, order = ident[elf64.EI_CLASS], ident[elf64.EI_DATA]
     if cls not in elf64.FORMATS or order not in (elf64.ELFDATA2LSB, elf64.ELFDATA2MSB):
         raise CorruptError(f"ELF class {cls} / byte order {order} is neither 32/64-bit nor LE/BE", 4)
     ehdr, shdr, dyn, _sym = elf64.structs(cls, order == elf64.ELFDATA2LSB)
-    return ehdr, shdr, dyn
+    chdr = struct.Struct(("<" if order == elf64.ELFDATA2LSB else ">") + elf64.CHDR[cls])
+    return ehdr, shdr, dyn, chdr
 
 
 def _string(table: bytes, off: int) -> str:
@@ -73,7 +77,7 @@ def _data(blob: Blob, sh: tuple) -> bytes:
 
 
 def layout(blob: Blob) -> Layout:
-    ehdr, shdr, dyn = _structs(blob.read(0, 16, "ELF identification"))
+    ehdr, shdr, dyn, chdr = _structs(blob.read(0, 16, "ELF identification"))
     found = _section_headers(blob, ehdr, shdr)
     if not found:
         return Layout("elf", (), (), ("no section headers: fatbins found by magic scan only",))
@@ -87,8 +91,20 @@ def layout(blob: Blob) -> Layout:
         start, end = sh[4], sh[4] + sh[5]
         if end > blob.size:
             raise CorruptError(f"section {name} [{start:#x}+{sh[5]:#x}] runs past the end of the file", start)
-        regions.append(Region(name, start, end, name in FATBIN_SECTIONS, _worth_scanning(name, sh)))
+        fatbin, scan = name in FATBIN_SECTIONS, _worth_scanning(name, sh)
+        packed = _compressed(blob, sh, chdr) if sh[2] & SHF_COMPRESSED and (fatbin or scan) else None
+        regions.append(Region(name, start, end, fatbin, scan, packed))
     return Layout("elf", tuple(regions), cuda_needs(_needed(blob, names, headers, dyn)))
+
+
+def _compressed(blob: Blob, sh: tuple, chdr: struct.Struct) -> Compressed:
+    """The compression header of an ``SHF_COMPRESSED`` section (read for the sections fatbins
+    are read from only: compressed ``.debug_*`` sections are never inflated)."""
+    if sh[5] < chdr.size:
+        return Compressed("", -1, 0, sh[4])
+    fields = blob.unpack(chdr, sh[4], "compression header")
+    ch_type, size = fields[0], fields[1] if chdr.size == 12 else fields[2]
+    return Compressed(ELFCOMPRESS.get(ch_type, ""), ch_type, size, sh[4] + chdr.size)
 
 
 # symbol, string, relocation, hash, dynamic, note and version tables

@@ -14,6 +14,7 @@ have exactly the declared size.
 from __future__ import annotations
 
 import time
+import zlib
 
 from fatbin_inspect.errors import BudgetExceeded, CorruptError, LimitExceeded
 
@@ -70,7 +71,8 @@ class Budget:
 def decode(
     method: str, data: bytes, expected_size: int, offset: int | None = None, limit: int = MAX_DECODED
 ) -> bytes:
-    """Decode ``data`` with ``method`` ('lz4'|'zstd'|'none') to exactly ``expected_size`` bytes."""
+    """Decode ``data`` with ``method`` ('lz4'|'zstd'|'zlib'|'none') to exactly ``expected_size``
+    bytes (zlib: at most one byte more is ever inflated)."""
     if method == "none":
         return data
     if expected_size <= 0:
@@ -90,6 +92,8 @@ def decode(
                     offset,
                 )
             out = lz4.block.decompress(data, uncompressed_size=expected_size)
+        elif method == "zlib":  # an SHF_COMPRESSED ELF section: zlib format (RFC 1950)
+            out = zlib.decompressobj().decompress(data, expected_size + 1)
         elif method == "zstd":
             import zstandard
 

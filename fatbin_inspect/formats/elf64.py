@@ -20,6 +20,8 @@ EI_CLASS, EI_DATA, EI_OSABI, EI_ABIVERSION = 4, 5, 7, 8
 
 SHT_NULL, SHT_SYMTAB, SHT_DYNAMIC, SHT_NOTE, SHT_NOBITS = 0, 2, 6, 7, 8
 SHF_EXECINSTR = 0x4
+SHF_COMPRESSED = 0x800  # the section's bytes are a Chdr then a compressed stream (gABI)
+ELFCOMPRESS = {1: "zlib", 2: "zstd"}  # Chdr ch_type -> method (ELFCOMPRESS_ZLIB, ELFCOMPRESS_ZSTD)
 SHN_XINDEX = 0xFFFF
 DT_NULL, DT_NEEDED = 0, 1
 
@@ -28,6 +30,10 @@ E_TYPE, E_MACHINE, E_PHOFF, E_SHOFF, E_FLAGS = 1, 2, 5, 6, 7
 E_PHENTSIZE, E_PHNUM, E_SHENTSIZE, E_SHNUM, E_SHSTRNDX = 9, 10, 11, 12, 13
 # section header fields
 SH_NAME, SH_TYPE, SH_FLAGS, SH_OFFSET, SH_SIZE, SH_LINK = 0, 1, 2, 4, 5, 6
+
+# compression header (Elf32_Chdr: ch_type, ch_size, ch_addralign; Elf64_Chdr: ch_type,
+# ch_reserved, ch_size, ch_addralign) per class; ch_size is the decompressed size
+CHDR = {ELFCLASS32: "III", ELFCLASS64: "IIQQ"}
 
 # (ELF header, section header, dynamic entry, symbol) per class, without the byte-order prefix;
 # ELF32 symbols order their fields differently (st_value before st_info)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from fatbin_inspect.containers import (
     ARCHIVES,
     Layout,
+    Region,
     archive_format,
     archives,
     detect,
@@ -26,7 +27,14 @@ from fatbin_inspect.containers import (
     open_archive,
 )
 from fatbin_inspect.containers import layout as layout_of
-from fatbin_inspect.errors import BudgetExceeded, InputError, LimitExceeded, TruncatedError, UnreadableError
+from fatbin_inspect.errors import (
+    BudgetExceeded,
+    CorruptError,
+    InputError,
+    LimitExceeded,
+    TruncatedError,
+    UnreadableError,
+)
 from fatbin_inspect.formats import cubin as cubin_mod
 from fatbin_inspect.formats import fatbin as fatbin_mod
 from fatbin_inspect.formats import mapguard
@@ -273,13 +281,14 @@ def inspect_pairs(
     if fmt in ARCHIVES:
         yield from _inspect_archive(path, fmt, blob, opts, depth, budget=budget)
         return
+    read = blob  # the bytes the record's offsets point into (its compressed sections inflated)
     try:
-        rec = _inspect_binary(path, fmt, blob, opts, budget)
+        rec, read = _inspect_binary(path, fmt, blob, opts, budget)
     except InputError as exc:
         rec = FileReport(path=path, format=fmt, size=blob.size, error=_err(exc))
     except Exception as exc:  # a parser bug must cost one record, not the scan
         rec = FileReport(path=path, format=fmt, size=blob.size, error=_err(exc))
-    yield (dataclasses.replace(rec, sha256=sha256_of(blob)) if opts.digests else rec), blob
+    yield (dataclasses.replace(rec, sha256=sha256_of(blob)) if opts.digests else rec), read
 
 
 def _inspect_archive(
@@ -498,30 +507,32 @@ def sha256_of(blob: Blob) -> str:
 
 def _inspect_binary(
     path: str, fmt: str, blob: Blob, opts: Options, budget: Budget | None = None
-) -> FileReport:
+) -> tuple[FileReport, Blob]:
     """The record of a host binary, raw fatbin, cubin or PTX file: fatbins walked in their
     sections, then found by magic outside them (``opts.scan_hidden``, or when no section was
-    walked), then decoded as ``opts`` asks."""
+    walked), then decoded as ``opts`` asks; and the bytes its offsets point into (``blob``, or
+    a copy with its compressed sections inflated after its end, see ``_inflated``)."""
     if fmt in ("cubin", "ptx"):
         standalone = (_standalone_cubin(blob) if fmt == "cubin" else _standalone_ptx(blob),)
         decoded = _decode_fatbins(blob, standalone, opts, budget=budget)
-        return FileReport(path=path, format=fmt, size=blob.size, fatbins=tuple(decoded))
+        return FileReport(path=path, format=fmt, size=blob.size, fatbins=tuple(decoded)), blob
     errors: list[InputError] = []
     try:
         layout = layout_of(fmt, blob)
     except InputError as exc:  # a cut download or broken section table: the bytes that exist
         errors.append(exc)  # are still magic-scanned, and the record keeps the error
         layout = Layout(fmt, (), notes=("section table unusable: fatbins found by magic scan only",))
-    fatbins = _found_fatbins(fmt, blob, layout, opts, errors)
+    read, layout = _inflated(blob, layout, budget if budget is not None else Budget(blob.size))
+    fatbins = _found_fatbins(fmt, read, layout, opts, errors)
     errors += layout.errors
     static = bool(fatbins) and has_static_cudart(
-        blob, layout.needs, [(fb.offset, fb.offset + 16 + fb.size) for fb in fatbins] + _code(layout)
+        read, layout.needs, [(fb.offset, fb.offset + 16 + fb.size) for fb in fatbins] + _code(layout)
     )
-    return FileReport(
+    rec = FileReport(
         path=path,
         format=layout.format,
         size=blob.size,
-        fatbins=tuple(_decode_fatbins(blob, fatbins, opts, path, toolkit_probe=static, budget=budget)),
+        fatbins=tuple(_decode_fatbins(read, fatbins, opts, path, toolkit_probe=static, budget=budget)),
         error=_err(errors[0]) if errors else None,
         needs=layout.needs,
         notes=tuple(layout.notes) + _more_errors(errors),
@@ -529,6 +540,64 @@ def _inspect_binary(
         relocatable=fmt == "coff" or (fmt == "elf" and blob.head(18)[16:18] == b"\x01\x00"),
         machine=_machine(blob, fmt),
     )
+    return rec, read
+
+
+def _inflated(blob: Blob, layout: Layout, budget: Budget) -> tuple[Blob, Layout]:
+    """``blob`` and ``layout`` as the fatbin walk and magic scan read them when sections are
+    ``SHF_COMPRESSED`` (``containers.elf``): each compressed section that fatbins are read from is
+    inflated (zlib or zstd, within ``formats.decompress``'s bounds and the input's ``budget``) into
+    a copy of the file, after its end (16-aligned), and read there as the section, so every other
+    offset stays the file's; its stored bytes are neither walked nor scanned. A note says where
+    its fatbins' offsets start; an unknown ``ch_type``, a bomb or a stream that does not inflate
+    is a note naming the section and its offset, never a silent "no device code"."""
+    if not any(r.compressed is not None for r in layout.regions):
+        return blob, layout
+    notes, regions, pieces = list(layout.notes), [], []
+    at = -(-blob.size // 16) * 16
+    for r in layout.regions:
+        packed = r.compressed
+        if packed is None:
+            regions.append(r)
+            continue
+        regions.append(dataclasses.replace(r, fatbin_section=False, scan=False, compressed=None))
+        try:
+            data = _inflate(blob, r, budget)
+        except InputError as exc:
+            notes.append(f"section {r.name} at {r.start:#x}: {exc.message}: its fatbins are not read")
+            continue
+        regions.append(dataclasses.replace(r, start=at, end=at + len(data), compressed=None))
+        notes.append(
+            f"section {r.name} at {r.start:#x} is {packed.method}-compressed (SHF_COMPRESSED): "
+            f"{len(data):,} bytes inflated, read as if stored after the end of the file (offsets from {at:#x})"
+        )
+        pad = -len(data) % 16
+        pieces.append(data + b"\0" * pad)
+        at += len(data) + pad
+    out = dataclasses.replace(layout, regions=tuple(regions), notes=tuple(notes))
+    if not pieces:
+        return blob, out
+    whole = blob.read(0, blob.size) + b"\0" * (-blob.size % 16) + b"".join(pieces)
+    return Blob(whole), out
+
+
+def _inflate(blob: Blob, region: Region, budget: Budget) -> bytes:
+    """The bytes of a compressed section, bounded: at most ``decompress.MAX_DECODED`` and what is
+    left of the input's budget."""
+    packed = region.compressed
+    assert packed is not None
+    if packed.ch_type < 0:
+        raise CorruptError("SHF_COMPRESSED, but shorter than its compression header", region.start)
+    if not packed.method:
+        raise CorruptError(f"SHF_COMPRESSED with unknown ch_type {packed.ch_type}", region.start)
+    try:
+        budget.spend(packed.size, region.start)
+        raw = blob.read(packed.data, region.end - packed.data, "compressed section")
+        return decode(packed.method, raw, packed.size, region.start)
+    except InputError as exc:
+        raise CorruptError(
+            f"{packed.method}-compressed (SHF_COMPRESSED), not inflated: {exc.message}"
+        ) from None
 
 
 def _more_errors(errors: list[InputError]) -> tuple[str, ...]:
@@ -611,14 +680,17 @@ def _scan_chunks(blob: Blob, start: int, end: int, section: str | None, errors: 
         pos = nxt
 
 
-def magic_ranges(fmt: str, blob: Blob) -> list[tuple[int, int]]:
+def magic_ranges(fmt: str, blob: Blob) -> list[tuple[int, int]] | None:
     """The byte ranges where ``_inspect_binary`` may find a fatbin: all but the code and linker
     tables of an ELF or PE/COFF file whose section table reads (the whole blob when it does not,
-    or for other formats)."""
+    or for other formats). None: a section fatbins are read from is compressed (no magic shows
+    in it), so only reading the file tells."""
     try:
         layout = layout_of(fmt, blob)
     except InputError:
         return [(0, blob.size)]
+    if any(r.compressed is not None for r in layout.regions):
+        return None
     return list(gaps(_code(layout), blob.size))
 
 
@@ -766,7 +838,9 @@ def parallel_worthwhile(blob: Blob, fatbins, opts: Options, path: str | None) ->
     """Large enough (compressed payload) for worker processes to pay for their start."""
     jobs = workers.processes(opts.jobs)
     work = sum(e.stored_size for fb in fatbins for e in fb.entries if e.compression != "none")
-    return jobs > 1 and path is not None and work >= PARALLEL_MIN_BYTES and _is_whole_file(blob, path)
+    if not (jobs > 1 and path is not None and work >= PARALLEL_MIN_BYTES and _is_whole_file(blob, path)):
+        return False
+    return all(fb.offset + 16 + fb.size <= blob.size for fb in fatbins)  # none read from an inflated section
 
 
 def map_decoded(

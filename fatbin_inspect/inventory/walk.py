@@ -54,12 +54,25 @@ def _entries(d: str) -> list:
     return out
 
 
+SPECIAL = "not a regular file (FIFO, device or socket): skipped"
+
+
+def _special(path: str) -> str | None:
+    """Why a file named as a root is skipped unopened (a FIFO, device or socket: opening a FIFO
+    would wait for a writer), or None (a regular file, or no file: an image reference)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    return None if stat.S_ISREG(mode) else SPECIAL
+
+
 def iter_stat(root: str) -> Iterator[StatItem]:
     """Every regular file under ``root`` (sorted by name per folder, depth first), symlinks not
     followed; one loop over a stack of folders, not a generator per folder level. An OCI image
     layout folder (``oci-layout`` and ``index.json``) is one item, without a stat."""
     if not os.path.isdir(root):
-        yield root, os.path.abspath(root), None, None
+        yield root, os.path.abspath(root), None, _special(root)
         return
     seen = set()
     S_ISREG, S_ISDIR, sep, exists = stat.S_ISREG, stat.S_ISDIR, os.sep, os.path.exists
@@ -107,12 +120,7 @@ def iter_stat(root: str) -> Iterator[StatItem]:
                 stack.append(sub)
                 break
             else:
-                yield (
-                    shown + name,
-                    prefix + name,
-                    None,
-                    "not a regular file (FIFO, device or socket): skipped",
-                )
+                yield shown + name, prefix + name, None, SPECIAL
         else:
             stack.pop()
 

@@ -46,6 +46,7 @@ def render(renderables: Iterable[RenderableType], color: bool, width: int | None
         no_color=not color,
         color_system="standard" if color else None,
         width=width or UNBOUNDED,
+        height=UNBOUNDED,  # both given: rich never reads COLUMNS/LINES (5,000 digits: ValueError)
         highlight=False,
         emoji=False,
         markup=False,

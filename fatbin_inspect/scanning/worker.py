@@ -78,7 +78,8 @@ def inspect_file(path: str, opts: Options) -> tuple[FileReport, ...]:
         return (FileReport(path=path, format="unknown", size=0, error=FileError(exc.message, exc.offset)),)
     before = faults()
     fmt = detect(blob.head(HEAD))
-    if fmt == NOT_DEVICE or (fmt in HOST_BINARIES and not has_magic(blob, magic_ranges(fmt, blob))):
+    ranges = magic_ranges(fmt, blob) if fmt in HOST_BINARIES else None  # None: a compressed section
+    if fmt == NOT_DEVICE or (ranges is not None and not has_magic(blob, ranges)):
         return () if faults() == before else (changed_record(path, blob.size),)
     out: list[FileReport] = []
     for rec in unchanged(path, blob.size, inspect_blob(path, blob, opts, 0)):
