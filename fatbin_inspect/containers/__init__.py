@@ -58,18 +58,47 @@ def machine_of(head: bytes) -> str | None:
     bytes, at least 64, or up to the PE header for PE): ``x86_64``, ``aarch64``, ``ppc64le``, ...;
     None for device-only files (cubins are EM_CUDA), unknown machines and short headers."""
     if head[:4] == b"\x7fELF" and len(head) >= 20:
-        little = head[5:6] != b"\x02"
-        machine = int.from_bytes(head[18:20], "little" if little else "big")
-        name = _ELF_MACHINES.get(machine)
-        return name + "le" if name == "ppc64" and little else name
+        return _elf_machine(head)
     if head[:2] == b"MZ" and len(head) >= 64:
-        at = int.from_bytes(head[60:64], "little")
-        if head[at : at + 4] == b"PE\0\0" and len(head) >= at + 6:
-            return _PE_MACHINES.get(int.from_bytes(head[at + 4 : at + 6], "little"))
-        return None
+        return _pe_machine(head)
     if head[:2] in (b"\x64\x86", b"\x64\xaa"):  # COFF object
         return _PE_MACHINES.get(int.from_bytes(head[:2], "little"))
     return None
+
+
+def _elf_machine(head: bytes) -> str | None:
+    little = head[5:6] != b"\x02"
+    name = _ELF_MACHINES.get(int.from_bytes(head[18:20], "little" if little else "big"))
+    return name + "le" if name == "ppc64" and little else name
+
+
+def _pe_machine(head: bytes) -> str | None:
+    at = int.from_bytes(head[60:64], "little")
+    if head[at : at + 4] == b"PE\0\0" and len(head) >= at + 6:
+        return _PE_MACHINES.get(int.from_bytes(head[at + 4 : at + 6], "little"))
+    return None
+
+
+def _is_bzip2(head: bytes) -> bool:
+    return head[:3] == b"BZh" and head[3:4].isdigit() and head[4:10] == b"1AY&SY"  # block magic (pi)
+
+
+def _is_coff(head: bytes) -> bool:
+    return head[:2] in (b"\x64\x86", b"\x64\xaa") and len(head) >= 20  # COFF .obj: AMD64 / ARM64
+
+
+# (format, test of the first bytes), in the order they are tried; ELF is told apart first
+_SIGNATURES: tuple[tuple[str, Callable[[bytes], bool]], ...] = (
+    ("pe", lambda h: h[:2] == b"MZ"),
+    ("ar", lambda h: h[:8] in (b"!<arch>\n", b"!<thin>\n")),
+    ("zip", lambda h: h[:4] in (b"PK\x03\x04", b"PK\x05\x06")),
+    ("fatbin", lambda h: h[:4] == MAGIC_BYTES),
+    ("gzip", lambda h: h[:2] == b"\x1f\x8b"),
+    ("bzip2", _is_bzip2),
+    ("tar", lambda h: len(h) >= 262 and h[257:262] == b"ustar"),
+    ("coff", _is_coff),
+    ("ptx", ptx.looks_like_ptx),
+)
 
 
 def detect(head: bytes) -> str:
@@ -77,25 +106,7 @@ def detect(head: bytes) -> str:
     ptx | unknown."""
     if head[:4] == b"\x7fELF":
         return "cubin" if cubin.is_cubin(head) else "elf"
-    if head[:2] == b"MZ":
-        return "pe"
-    if head[:8] == b"!<arch>\n" or head[:8] == b"!<thin>\n":
-        return "ar"
-    if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
-        return "zip"
-    if head[:4] == MAGIC_BYTES:
-        return "fatbin"
-    if head[:2] == b"\x1f\x8b":
-        return "gzip"
-    if head[:3] == b"BZh" and head[3:4].isdigit() and head[4:10] == b"1AY&SY":  # block magic (pi)
-        return "bzip2"
-    if len(head) >= 262 and head[257:262] == b"ustar":
-        return "tar"
-    if head[:2] in (b"\x64\x86", b"\x64\xaa") and len(head) >= 20:  # COFF .obj: AMD64 / ARM64
-        return "coff"
-    if ptx.looks_like_ptx(head):
-        return "ptx"
-    return "unknown"
+    return next((fmt for fmt, test in _SIGNATURES if test(head)), "unknown")
 
 
 # ------------------------------------------------------------------------- readers by kind

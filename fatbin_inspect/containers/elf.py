@@ -84,17 +84,22 @@ def layout(blob: Blob) -> Layout:
     (shstrndx,), headers = found[0], found[1:]
     names_table = _data(blob, headers[shstrndx]) if shstrndx < len(headers) else b""
     names = [_string(names_table, sh[0]) for sh in headers]
-    regions = []
-    for name, sh in zip(names, headers):
-        if sh[1] in (SHT_NULL, SHT_NOBITS) or sh[5] == 0:
-            continue
-        start, end = sh[4], sh[4] + sh[5]
-        if end > blob.size:
-            raise CorruptError(f"section {name} [{start:#x}+{sh[5]:#x}] runs past the end of the file", start)
-        fatbin, scan = name in FATBIN_SECTIONS, _worth_scanning(name, sh)
-        packed = _compressed(blob, sh, chdr) if sh[2] & SHF_COMPRESSED and (fatbin or scan) else None
-        regions.append(Region(name, start, end, fatbin, scan, packed))
+    regions = [
+        _region(blob, name, sh, chdr)
+        for name, sh in zip(names, headers)
+        if sh[1] not in (SHT_NULL, SHT_NOBITS) and sh[5] != 0
+    ]
     return Layout("elf", tuple(regions), cuda_needs(_needed(blob, names, headers, dyn)))
+
+
+def _region(blob: Blob, name: str, sh: tuple, chdr: struct.Struct) -> Region:
+    """The file bytes of one section that has some (checked to lie inside the file)."""
+    start, end = sh[4], sh[4] + sh[5]
+    if end > blob.size:
+        raise CorruptError(f"section {name} [{start:#x}+{sh[5]:#x}] runs past the end of the file", start)
+    fatbin, scan = name in FATBIN_SECTIONS, _worth_scanning(name, sh)
+    packed = _compressed(blob, sh, chdr) if sh[2] & SHF_COMPRESSED and (fatbin or scan) else None
+    return Region(name, start, end, fatbin, scan, packed)
 
 
 def _compressed(blob: Blob, sh: tuple, chdr: struct.Struct) -> Compressed:

@@ -68,11 +68,42 @@ class Budget:
             raise BudgetExceeded(f"time budget of this input spent ({INPUT_SECONDS:g} s)", offset)
 
 
+def _decode_lz4(data: bytes, expected_size: int, offset: int | None) -> bytes:
+    import lz4.block
+
+    if expected_size > LZ4_MAX_RATIO * len(data) + 64:
+        raise CorruptError(
+            f"lz4 block of {len(data)} bytes cannot inflate to the declared {expected_size} bytes",
+            offset,
+        )
+    return lz4.block.decompress(data, uncompressed_size=expected_size)
+
+
+def _decode_zlib(data: bytes, expected_size: int, offset: int | None) -> bytes:
+    """An SHF_COMPRESSED ELF section's stream: zlib format (RFC 1950)."""
+    return zlib.decompressobj().decompress(data, expected_size + 1)
+
+
+def _decode_zstd(data: bytes, expected_size: int, offset: int | None) -> bytes:
+    import zstandard
+
+    declared = zstandard.frame_content_size(data)
+    if declared > expected_size:  # -1 (absent) is fine: the chunked read bounds it
+        raise CorruptError(f"zstd frame declares {declared} bytes, entry header says {expected_size}", offset)
+    if declared == expected_size:  # exact size known and already bounded: one C call
+        return _zstd_decompressor().decompress(data, max_output_size=expected_size)
+    return _zstd_bounded(data, expected_size)
+
+
+# method -> (data, expected size, offset) -> at most expected size + 1 bytes
+DECODERS = {"lz4": _decode_lz4, "zstd": _decode_zstd, "zlib": _decode_zlib}
+
+
 def decode(
     method: str, data: bytes, expected_size: int, offset: int | None = None, limit: int = MAX_DECODED
 ) -> bytes:
-    """Decode ``data`` with ``method`` ('lz4'|'zstd'|'zlib'|'none') to exactly ``expected_size``
-    bytes (zlib: at most one byte more is ever inflated)."""
+    """Decode ``data`` with ``method`` ('none' or a key of ``DECODERS``) to exactly
+    ``expected_size`` bytes (zlib and zstd: at most one byte more is ever inflated)."""
     if method == "none":
         return data
     if expected_size <= 0:
@@ -82,32 +113,11 @@ def decode(
             f"{method} entry declares {expected_size} uncompressed bytes, over the {limit}-byte limit",
             offset,
         )
+    decoder = DECODERS.get(method)
+    if decoder is None:
+        raise CorruptError(f"unknown compression {method!r}", offset)
     try:
-        if method == "lz4":
-            import lz4.block
-
-            if expected_size > LZ4_MAX_RATIO * len(data) + 64:
-                raise CorruptError(
-                    f"lz4 block of {len(data)} bytes cannot inflate to the declared {expected_size} bytes",
-                    offset,
-                )
-            out = lz4.block.decompress(data, uncompressed_size=expected_size)
-        elif method == "zlib":  # an SHF_COMPRESSED ELF section: zlib format (RFC 1950)
-            out = zlib.decompressobj().decompress(data, expected_size + 1)
-        elif method == "zstd":
-            import zstandard
-
-            declared = zstandard.frame_content_size(data)
-            if declared > expected_size:  # -1 (absent) is fine: the chunked read bounds it
-                raise CorruptError(
-                    f"zstd frame declares {declared} bytes, entry header says {expected_size}", offset
-                )
-            if declared == expected_size:  # exact size known and already bounded: one C call
-                out = _zstd_decompressor().decompress(data, max_output_size=expected_size)
-            else:
-                out = _zstd_bounded(data, expected_size)
-        else:
-            raise CorruptError(f"unknown compression {method!r}", offset)
+        out = decoder(data, expected_size, offset)
     except (CorruptError, LimitExceeded):
         raise
     except Exception as exc:  # lz4.block.LZ4BlockError, zstandard.ZstdError, MemoryError

@@ -79,20 +79,10 @@ def inspect_path(path: str, opts: Options = Options()) -> Iterator[FileReport]:
     other folders are walked by ``scan``."""
     ref = walk.image_ref(path)
     if ref is not None and ref.transport == "stdin":
-        try:
-            blob = walk.stdin_blob()
-        except InputError as exc:
-            yield FileReport(path=path, format="unknown", size=0, error=_err(exc))
-            return
-        yield from inspect_blob(path, blob, opts, 0)
+        yield from _stdin_records(path, opts)
         return
     if ref is not None or (os.path.isdir(path) and oci.is_layout_dir(path)):
-        try:
-            store, select = open_image(path, ref)
-        except InputError as exc:
-            yield FileReport(path=path, format="oci", size=0, error=_err(exc))
-            return
-        yield from _container_first(path, _inspect_image(path, store, opts, 0, 0, select=select))
+        yield from _image_input_records(path, ref, opts)
         return
     try:
         blob = open_blob(path)
@@ -101,12 +91,38 @@ def inspect_path(path: str, opts: Options = Options()) -> Iterator[FileReport]:
         yield FileReport(path=path, format="unknown", size=size, error=_err(exc))
         return
     jobs = workers.processes(opts.jobs)
-    if jobs > 1 and blob.size >= SPLIT_BYTES and detect(blob.head(512)) == "zip":
-        spans = zip_spans(path, opts.members == "all", jobs * 2, SPAN_BYTES)
-        if spans:
-            yield from unchanged(path, blob.size, _inspect_zip_parallel(path, spans, opts, jobs))
-            return
+    spans = _worth_splitting(path, blob, opts, jobs)
+    if spans:
+        yield from unchanged(path, blob.size, _inspect_zip_parallel(path, spans, opts, jobs))
+        return
     yield from unchanged(path, blob.size, inspect_blob(path, blob, opts, 0))
+
+
+def _worth_splitting(path: str, blob: Blob, opts: Options, jobs: int) -> list[tuple[int, int, int]] | None:
+    """The spans a large zip on disk is inspected in by ``jobs`` processes, or None."""
+    if jobs > 1 and blob.size >= SPLIT_BYTES and detect(blob.head(512)) == "zip":
+        return zip_spans(path, opts.members == "all", jobs * 2, SPAN_BYTES)
+    return None
+
+
+def _stdin_records(path: str, opts: Options) -> Iterator[FileReport]:
+    """Records of ``-``: standard input, copied once (``walk.stdin_blob``)."""
+    try:
+        blob = walk.stdin_blob()
+    except InputError as exc:
+        yield FileReport(path=path, format="unknown", size=0, error=_err(exc))
+        return
+    yield from inspect_blob(path, blob, opts, 0)
+
+
+def _image_input_records(path: str, ref: walk.ImageRef | None, opts: Options) -> Iterator[FileReport]:
+    """Records of an image input (a layout folder or a reference), the input's record first."""
+    try:
+        store, select = open_image(path, ref)
+    except InputError as exc:
+        yield FileReport(path=path, format="oci", size=0, error=_err(exc))
+        return
+    yield from _container_first(path, _inspect_image(path, store, opts, 0, 0, select=select))
 
 
 def unchanged(path: str, size: int, records: Iterable[FileReport]) -> Iterator[FileReport]:
@@ -270,14 +286,10 @@ def inspect_pairs(
     if budget is None:
         budget = Budget(blob.size)
     fmt = detect(blob.head(512))
-    if fmt == "tar" and depth < MAX_DEPTH:
-        try:
-            store = oci.TarStore.index(blob)  # headers only: an image is read layer by layer
-        except InputError:
-            store = None  # the plain walk reports it
-        if store is not None and oci.is_image_names(store.entries):
-            yield from _inspect_image(path, store, opts, depth, blob.size, budget)
-            return
+    store = _image_tar(blob) if fmt == "tar" and depth < MAX_DEPTH else None
+    if store is not None:
+        yield from _inspect_image(path, store, opts, depth, blob.size, budget)
+        return
     if fmt in ARCHIVES:
         yield from _inspect_archive(path, fmt, blob, opts, depth, budget=budget)
         return
@@ -289,6 +301,16 @@ def inspect_pairs(
     except Exception as exc:  # a parser bug must cost one record, not the scan
         rec = FileReport(path=path, format=fmt, size=blob.size, error=_err(exc))
     yield (dataclasses.replace(rec, sha256=sha256_of(blob)) if opts.digests else rec), read
+
+
+def _image_tar(blob: Blob):
+    """The store of a tar that holds an image (OCI archive, ``docker save``; headers only: the
+    image is read layer by layer), or None for any other tar (the plain walk reports its errors)."""
+    try:
+        store = oci.TarStore.index(blob)
+    except InputError:
+        return None
+    return store if oci.is_image_names(store.entries) else None
 
 
 def _inspect_archive(
@@ -326,18 +348,26 @@ def _inspect_archive(
         error = _err(exc)
     except Exception as exc:  # InputError, or a reader's bug: this archive's error
         error = _err(exc)
-    if reader is not None:
-        notes = reader.notes + notes
-    rec = FileReport(
+    digest = sha256_of(blob) if opts.digests and not span else None
+    yield _archive_record(path, fmt, blob, reader, error, notes, digest), blob
+
+
+def _archive_record(path: str, fmt: str, blob: Blob, reader, error, notes: list[str], digest) -> FileReport:
+    """An archive's own record: its reader's notes first, then its members'; ``reader`` None
+    when the archive could not be opened."""
+    if reader is None:
+        return FileReport(
+            path, archive_format(fmt), blob.size, error=error, notes=tuple(notes), sha256=digest
+        )
+    return FileReport(
         path=path,
-        format=reader.format if reader is not None else archive_format(fmt),
+        format=reader.format,
         size=blob.size,
         error=error,
-        notes=tuple(notes),
-        package=reader.package if reader is not None else None,
-        sha256=sha256_of(blob) if opts.digests and not span else None,
+        notes=tuple(reader.notes + notes),
+        package=reader.package,
+        sha256=digest,
     )
-    yield rec, blob
 
 
 def _member_pairs(child: str, m: archives.Member, owner, opts: Options, depth: int, budget: Budget):
@@ -349,7 +379,7 @@ def _member_pairs(child: str, m: archives.Member, owner, opts: Options, depth: i
     if m.blob is None:
         return
     for rec, b in inspect_pairs(child, m.blob, opts, depth + 1, budget):
-        if rec.fatbins or rec.error or (opts.members == "all" and rec.format != "unknown"):
+        if _worth_reporting(rec, opts):
             yield (rec if owner is None or rec.package else dataclasses.replace(rec, package=owner)), b
 
 
@@ -413,16 +443,8 @@ def _inspect_image(
     image's own Python and conda metadata, then a record per image when there are several (its
     notes, its error) and the input's record. An image's records are held until its last layer
     was read and checked (metadata may sit in any layer); one image's error costs that image."""
-    notes: list[str] = []
-    error: FileError | None = None
     out: list[FileReport] = []
-    found: list[oci.Image] = []
-    try:
-        found, notes = oci.images(store, opts.platform, select)
-    except InputError as exc:
-        error = _err(exc)
-    except Exception as exc:
-        error = _err(exc)
+    found, notes, error = _images_of(store, opts, select)
     several = len(found) > 1
     if budget is None:
         budget = Budget(sum(i.size for i in found) or size)
@@ -449,6 +471,18 @@ def _inspect_image(
     yield FileReport(path=path, format="oci", size=total, error=error, notes=tuple(notes)), None
 
 
+def _images_of(
+    store, opts: Options, select: str | None
+) -> tuple[list[oci.Image], list[str], FileError | None]:
+    """(images, notes, error) of an image store: the images chosen by ``select`` and
+    ``opts.platform``, or none and the error that says why."""
+    try:
+        found, notes = oci.images(store, opts.platform, select)
+    except Exception as exc:  # InputError, or a reader's bug: the input's error
+        return [], [], _err(exc)
+    return found, notes, None
+
+
 def _image_records(path: str, store, image: oci.Image, prefix: str, opts: Options, depth: int, budget):
     """(records, notes, error) of one image; its records are dropped when a layer fails its check."""
     if image.error is not None:
@@ -457,27 +491,8 @@ def _image_records(path: str, store, image: oci.Image, prefix: str, opts: Option
     pairs: list[tuple[str, FileReport]] = []
     try:
         for m in reader.members():
-            child = f"{path}!{m.name}"  # the image reader names members [IMAGE!]LAYER!PATH itself
-            inside = m.name[len(prefix) :].split("!", 1)[-1]
-            if m.error is not None:
-                pairs.append((inside, FileReport(path=child, format="unknown", size=0, error=_err(m.error))))
-                continue
-            if m.alias is not None:  # a hard link: the records of the file it names, renamed
-                target = f"{path}!{m.alias}"
-                pairs += [
-                    (inside, dataclasses.replace(r, path=child + r.path[len(target) :]))
-                    for _i, r in list(pairs)
-                    if r.path == target or r.path.startswith(target + "!")
-                ]
-                continue
-            if m.blob is None:
-                continue
-            for rec, _b in inspect_pairs(child, m.blob, opts, depth + 1, budget):
-                if rec.fatbins or rec.error or (opts.members == "all" and rec.format != "unknown"):
-                    pairs.append((inside, rec))
-    except InputError as exc:
-        return [], reader.notes, _err(exc)
-    except Exception as exc:
+            pairs += _image_member(path, m, prefix, pairs, opts, depth, budget)
+    except Exception as exc:  # InputError, or a reader's bug: this image's error
         return [], reader.notes, _err(exc)
     owners = reader.owners()
     recs = []
@@ -485,6 +500,43 @@ def _image_records(path: str, store, image: oci.Image, prefix: str, opts: Option
         owner = owners.get(inside)
         recs.append(rec if owner is None or rec.package else dataclasses.replace(rec, package=owner))
     return recs, reader.notes, None
+
+
+def _worth_reporting(rec: FileReport, opts: Options) -> bool:
+    """A member's record is kept when it has device code or an error (every candidate that is a
+    binary or an archive with ``members="all"``)."""
+    return bool(rec.fatbins or rec.error or (opts.members == "all" and rec.format != "unknown"))
+
+
+def _image_member(
+    path: str,
+    m: archives.Member,
+    prefix: str,
+    pairs: list[tuple[str, FileReport]],
+    opts: Options,
+    depth: int,
+    budget,
+) -> list[tuple[str, FileReport]]:
+    """The (path inside the image, record) pairs one image member adds to ``pairs``, the pairs
+    of the members before it (a hard link's records are those of the file it names, renamed)."""
+    child = f"{path}!{m.name}"  # the image reader names members [IMAGE!]LAYER!PATH itself
+    inside = m.name[len(prefix) :].split("!", 1)[-1]
+    if m.error is not None:
+        return [(inside, FileReport(path=child, format="unknown", size=0, error=_err(m.error)))]
+    if m.alias is not None:
+        target = f"{path}!{m.alias}"
+        return [
+            (inside, dataclasses.replace(r, path=child + r.path[len(target) :]))
+            for _i, r in pairs
+            if r.path == target or r.path.startswith(target + "!")
+        ]
+    if m.blob is None:
+        return []
+    return [
+        (inside, rec)
+        for rec, _b in inspect_pairs(child, m.blob, opts, depth + 1, budget)
+        if _worth_reporting(rec, opts)
+    ]
 
 
 DIGEST_CHUNK = 16 << 20
@@ -803,31 +855,35 @@ def _decode_fatbins(
 ):
     """``probe_small`` decodes only small cubins (device-link output is told apart by them) and,
     for a file with a static cudart, the first few cubins, whose toolkit note gives its CUDA."""
-    if not (opts.kernels or opts.details):
-        if opts.probe_small:
-            budget = budget if budget is not None else Budget(blob.size)
-            probes = [TOOLKIT_PROBES if toolkit_probe else 0]
+    if opts.kernels or opts.details:
+        return [fb for part in map_decoded(blob, fatbins, opts, path, _same, budget) for fb in part]
+    if opts.probe_small:
+        return _probed(blob, fatbins, toolkit_probe, budget if budget is not None else Budget(blob.size))
+    return list(fatbins)
 
-            def probe(e: Entry) -> bool:
-                if e.kind != KIND_SASS:
-                    return False
-                if e.size <= PROBE_MAX:
-                    return True
-                probes[0] -= 1
-                return probes[0] >= 0
 
-            return [
-                dataclasses.replace(
-                    fb,
-                    entries=tuple(
-                        decode_entry(blob, e, kernels=False, budget=budget) if probe(e) else e
-                        for e in fb.entries
-                    ),
-                )
-                for fb in fatbins
-            ]
-        return list(fatbins)
-    return [fb for part in map_decoded(blob, fatbins, opts, path, _same, budget) for fb in part]
+def _probed(blob: Blob, fatbins, toolkit_probe: bool, budget: Budget) -> list[Fatbin]:
+    """``fatbins`` with their small cubins decoded (and the first ``TOOLKIT_PROBES`` larger ones
+    when ``toolkit_probe``), the rest as they are."""
+    probes = [TOOLKIT_PROBES if toolkit_probe else 0]
+
+    def probe(e: Entry) -> bool:
+        if e.kind != KIND_SASS:
+            return False
+        if e.size <= PROBE_MAX:
+            return True
+        probes[0] -= 1
+        return probes[0] >= 0
+
+    return [
+        dataclasses.replace(
+            fb,
+            entries=tuple(
+                decode_entry(blob, e, kernels=False, budget=budget) if probe(e) else e for e in fb.entries
+            ),
+        )
+        for fb in fatbins
+    ]
 
 
 def _same(fatbins):
