@@ -75,13 +75,17 @@ def parse(text: str) -> Reference:
         raise UsageError(f"docker://{text}: give the registry host, as docker://HOST[:PORT]/REPO:TAG")
     repo, colon, tag = path.rpartition(":") if ":" in path.rsplit("/", 1)[-1] else (path, "", "")
     ref = digest if at else (tag if colon else "latest")
+    _check_names(text, repo, ref, bool(at))
+    return Reference(host, repo, ref)
+
+
+def _check_names(text: str, repo: str, ref: str, digest: bool) -> None:
     if not _REPO.match(repo):
         raise UsageError(f"docker://{text}: {repo!r} is not a repository name")
-    if at and not oci._DIGEST.match(digest):
-        raise UsageError(f"docker://{text}: {digest!r} is not sha256:<64 hex digits>")
-    if not at and not _TAG.match(ref):
+    if digest and not oci._DIGEST.match(ref):
+        raise UsageError(f"docker://{text}: {ref!r} is not sha256:<64 hex digits>")
+    if not digest and not _TAG.match(ref):
         raise UsageError(f"docker://{text}: {ref!r} is not a tag")
-    return Reference(host, repo, ref)
 
 
 def _insecure(host: str) -> bool:
@@ -97,28 +101,63 @@ def credentials(host: str) -> tuple[str, str] | str | None:
         os.path.join(os.environ.get("DOCKER_CONFIG") or os.path.expanduser("~/.docker"), "config.json")
     )
     for path in filter(None, files):
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read(1 << 20)
-            doc = json.loads(data)
-        except (OSError, ValueError, RecursionError):
-            continue
-        auths = doc.get("auths") if isinstance(doc, dict) else None
-        if not isinstance(auths, dict):
-            continue
+        auths = _auths(path)
         for key in (host, f"https://{host}", f"http://{host}", f"https://{host}/v2/", f"https://{host}/v1/"):
-            entry = auths.get(key)
-            if not isinstance(entry, dict):
-                continue
-            if isinstance(entry.get("identitytoken"), str) and entry["identitytoken"]:
-                return entry["identitytoken"]
-            if isinstance(entry.get("auth"), str):
-                try:
-                    user, _, pw = base64.b64decode(entry["auth"]).decode("utf-8").partition(":")
-                except (ValueError, UnicodeDecodeError):
-                    continue
-                return user, pw
+            found = _entry_credentials(auths.get(key))
+            if found is not None:
+                return found
     return None
+
+
+def _auths(path: str) -> dict:
+    """The ``auths`` of a Docker config file ({} when it cannot be read or has none)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(1 << 20)
+        doc = json.loads(data)
+    except (OSError, ValueError, RecursionError):
+        return {}
+    auths = doc.get("auths") if isinstance(doc, dict) else None
+    return auths if isinstance(auths, dict) else {}
+
+
+def _entry_credentials(entry) -> tuple[str, str] | str | None:
+    """An ``auths`` entry's identity token, or its ``auth`` (base64 of user:password)."""
+    if not isinstance(entry, dict):
+        return None
+    if isinstance(entry.get("identitytoken"), str) and entry["identitytoken"]:
+        return entry["identitytoken"]
+    if not isinstance(entry.get("auth"), str):
+        return None
+    try:
+        user, _, pw = base64.b64decode(entry["auth"]).decode("utf-8").partition(":")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return user, pw
+
+
+def _basic(creds: tuple[str, str]) -> str:
+    return "Basic " + base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
+
+
+def _token_request(realm: str, fields: dict, creds: tuple[str, str] | str | None):
+    """The request for a token: an identity token's OAuth2 refresh-token grant (POST), else a
+    GET with the user and password, if any, as Basic auth (never sent on to a redirect)."""
+    if isinstance(creds, str):
+        body = urllib.parse.urlencode(
+            dict(
+                grant_type="refresh_token",
+                refresh_token=creds,
+                service=fields.get("service", ""),
+                scope=fields["scope"],
+                client_id="fatbin-inspect",
+            )
+        ).encode()
+        return urllib.request.Request(realm, data=body)
+    req = urllib.request.Request(f"{realm}?{urllib.parse.urlencode(fields)}")
+    if creds:
+        req.add_unredirected_header("Authorization", _basic(creds))
+    return req
 
 
 class _NoAuthOnRedirect(urllib.request.HTTPRedirectHandler):
@@ -166,42 +205,8 @@ class RegistryStore:
             why = getattr(exc, "reason", exc)
             raise UnreadableError(f"{self.ref.text}: cannot reach {self.ref.host}: {why}") from None
 
-    def _authenticate(self, challenge: str) -> None:
-        scheme, _, params = challenge.partition(" ")
-        fields = dict(re.findall(r'(\w+)="([^"]*)"', params))
-        creds = credentials(self.ref.host)
-        if scheme.lower() == "basic":
-            if not isinstance(creds, tuple):
-                raise UnreadableError(
-                    f"{self.ref.text}: the registry asks for a login (none in the Docker config)"
-                )
-            self.token = "Basic " + base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
-            return
-        if scheme.lower() != "bearer" or "realm" not in fields:
-            raise UnreadableError(f"{self.ref.text}: unsupported authentication {scheme or '(none)'}")
-        realm = fields.pop("realm")
-        realm_host = urllib.parse.urlsplit(realm).netloc
-        if not (realm.startswith("https:") or (realm.startswith("http:") and _insecure(realm_host))):
-            # (credentials go to the realm: never over plain http to a host not allowed it)
-            raise UnreadableError(f"{self.ref.text}: token realm {realm[:80]!r} is no https URL")
-        fields.setdefault("scope", f"repository:{self.ref.repo}:pull")
-        if isinstance(creds, str):  # an identity token: the OAuth2 refresh-token grant
-            body = urllib.parse.urlencode(
-                dict(
-                    grant_type="refresh_token",
-                    refresh_token=creds,
-                    service=fields.get("service", ""),
-                    scope=fields["scope"],
-                    client_id="fatbin-inspect",
-                )
-            ).encode()
-            req = urllib.request.Request(realm, data=body)
-        else:
-            req = urllib.request.Request(f"{realm}?{urllib.parse.urlencode(fields)}")
-            if creds:
-                req.add_unredirected_header(
-                    "Authorization", "Basic " + base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
-                )
+    def _token(self, realm: str, req) -> str:
+        """The token the realm's server gives for ``req``; UnreadableError naming it otherwise."""
         try:
             with self.opener.open(req, timeout=TIMEOUT) as resp:
                 doc = oci.loads(resp.read(1 << 20), "token response")
@@ -212,6 +217,28 @@ class RegistryStore:
         token = doc.get("token") or doc.get("access_token") if isinstance(doc, dict) else None
         if not isinstance(token, str) or not token:
             raise UnreadableError(f"{self.ref.text}: the token server at {realm} gave no token")
+        return token
+
+    def _authenticate(self, challenge: str) -> None:
+        scheme, _, params = challenge.partition(" ")
+        fields = dict(re.findall(r'(\w+)="([^"]*)"', params))
+        creds = credentials(self.ref.host)
+        if scheme.lower() == "basic":
+            if not isinstance(creds, tuple):
+                raise UnreadableError(
+                    f"{self.ref.text}: the registry asks for a login (none in the Docker config)"
+                )
+            self.token = _basic(creds)
+            return
+        if scheme.lower() != "bearer" or "realm" not in fields:
+            raise UnreadableError(f"{self.ref.text}: unsupported authentication {scheme or '(none)'}")
+        realm = fields.pop("realm")
+        realm_host = urllib.parse.urlsplit(realm).netloc
+        if not (realm.startswith("https:") or (realm.startswith("http:") and _insecure(realm_host))):
+            # (credentials go to the realm: never over plain http to a host not allowed it)
+            raise UnreadableError(f"{self.ref.text}: token realm {realm[:80]!r} is no https URL")
+        fields.setdefault("scope", f"repository:{self.ref.repo}:pull")
+        token = self._token(realm, _token_request(realm, fields, creds))
         self.token = f"Bearer {token}"
 
     def _manifest(self, ref: str) -> tuple[bytes, str]:

@@ -13,58 +13,84 @@ from fatbin_inspect.system.stack import Stack
 _MARK = {OK: ("ok", "green"), FAIL: ("FAIL", "red")}
 
 
+Row = tuple[str, "str | Text"]
+
+
 def _layers(stack: Stack, diag: Diagnosis) -> Table:
     tab = Table(box=None, pad_edge=False, show_header=False)
     tab.add_column("layer", style="bold")
     tab.add_column("what")
-    for g in stack.gpus:
-        tab.add_row(
+    for rows in (_gpu_rows, _driver_rows, _runtime_rows, _tool_rows):
+        for label, what in rows(stack, diag):
+            tab.add_row(label, what)
+    return tab
+
+
+def _gpu_rows(stack: Stack, diag: Diagnosis) -> list[Row]:
+    rows: list[Row] = [
+        (
             f"GPU {g.index}",
             f"{g.name}, compute capability {g.cc}"
             + (", Tegra iGPU" if g.tegra else "")
             + f"  [{stack.gpu_source}]",
         )
-    if not stack.gpus:
-        tab.add_row("GPU", Text("none found", style="yellow"))
-    k = stack.kernel_driver
-    tab.add_row("kernel driver", f"{k.version}  [{k.source}]" if k else Text("none", style="yellow"))
-    u = stack.user_driver
+        for g in stack.gpus
+    ]
+    return rows or [("GPU", Text("none found", style="yellow"))]
+
+
+def _driver_rows(stack: Stack, diag: Diagnosis) -> list[Row]:
+    k, u = stack.kernel_driver, stack.user_driver
+    rows: list[Row] = [("kernel driver", f"{k.version}  [{k.source}]" if k else Text("none", style="yellow"))]
     if u:
         api = (
             f"Driver API CUDA {u.api_version // 1000}.{u.api_version % 1000 // 10}"
             if u.api_version
             else f"Driver API version unknown ({u.error})"
         )
-        tab.add_row("libcuda (user-mode driver)", f"{u.path}{f' build {u.build}' if u.build else ''}, {api}")
-    else:
-        tab.add_row("libcuda (user-mode driver)", Text("not on the loader path", style="yellow"))
-    if diag.driver_cuda:
-        tab.add_row(
-            "driver implements",
-            f"CUDA {diag.driver_cuda} (from {diag.driver_cuda_from}); its JIT compiles "
-            f"PTX ISA up to {diag.max_ptx_isa or '?'}",
+        rows.append(
+            ("libcuda (user-mode driver)", f"{u.path}{f' build {u.build}' if u.build else ''}, {api}")
         )
-    for r in stack.runtimes:
-        use = " (in use)" if r is diag.runtime_in_use else ""
-        tab.add_row(
-            f"CUDA runtime{use}",
+    else:
+        rows.append(("libcuda (user-mode driver)", Text("not on the loader path", style="yellow")))
+    if diag.driver_cuda:
+        rows.append(
+            (
+                "driver implements",
+                f"CUDA {diag.driver_cuda} (from {diag.driver_cuda_from}); its JIT compiles "
+                f"PTX ISA up to {diag.max_ptx_isa or '?'}",
+            )
+        )
+    return rows
+
+
+def _runtime_rows(stack: Stack, diag: Diagnosis) -> list[Row]:
+    rows: list[Row] = [
+        (
+            f"CUDA runtime{' (in use)' if r is diag.runtime_in_use else ''}",
             f"{r.version or '?'}  {r.path}  [{r.found_via}{', ' + r.distribution if r.distribution else ''}]",
         )
-    if not stack.runtimes:
-        tab.add_row("CUDA runtime", Text("none found", style="yellow"))
-    n = stack.nvcc
-    tab.add_row("nvcc (toolkit)", f"{n.version or '?'}  {n.path}" if n else Text("not on PATH", style="dim"))
-    t = stack.torch
+        for r in stack.runtimes
+    ]
+    return rows or [("CUDA runtime", Text("none found", style="yellow"))]
+
+
+def _tool_rows(stack: Stack, diag: Diagnosis) -> list[Row]:
+    """nvcc, torch, frameworks' ptxas, the environment's switches, the JIT cache."""
+    n, t = stack.nvcc, stack.torch
+    rows: list[Row] = [
+        ("nvcc (toolkit)", f"{n.version or '?'}  {n.path}" if n else Text("not on PATH", style="dim"))
+    ]
     if t:
         archs = " ".join(t.archs) if t.archs else "(arch list not read)"
-        tab.add_row("torch", f"{t.version}, torch.version.cuda {t.cuda or 'None (CPU build)'}, archs {archs}")
-    for p in stack.ptxas:
-        tab.add_row(f"{p.framework} ptxas", f"{p.version or '?'}  {p.path}  [{p.via}]")
-    for sw in stack.env:
-        tab.add_row(f"env {sw.name}", f"{sw.value}  ({sw.effect})")
+        rows.append(
+            ("torch", f"{t.version}, torch.version.cuda {t.cuda or 'None (CPU build)'}, archs {archs}")
+        )
+    rows += [(f"{p.framework} ptxas", f"{p.version or '?'}  {p.path}  [{p.via}]") for p in stack.ptxas]
+    rows += [(f"env {sw.name}", f"{sw.value}  ({sw.effect})") for sw in stack.env]
     if diag.jit_cache is not None:
-        tab.add_row("JIT cache", jit_cache_line(diag.jit_cache))
-    return tab
+        rows.append(("JIT cache", jit_cache_line(diag.jit_cache)))
+    return rows
 
 
 def jit_cache_line(c: JitCache) -> Text:

@@ -83,19 +83,23 @@ def connect(
         ) from None
     sec = security(tls, address)
     where = address or scheduler_file
-    import logging
-
-    # the client's own log lines (reconnect attempts, tracebacks) would reach the user's stderr;
-    # what matters comes back as one error line (ClusterLost, UsageError)
-    for name in [n for n in logging.root.manager.loggerDict if n.split(".")[0] == "distributed"]:
-        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
-    logging.getLogger("distributed").setLevel(logging.CRITICAL + 1)
+    _silence_distributed()
     try:
         if address is not None:
             return Client(address, timeout=timeout, security=sec)
         return Client(scheduler_file=scheduler_file, timeout=timeout, security=sec)
     except (OSError, TimeoutError, ValueError) as exc:
         raise UsageError(f"cannot reach the Dask scheduler at {where}: {exc or type(exc).__name__}") from None
+
+
+def _silence_distributed() -> None:
+    """The client's own log lines (reconnect attempts, tracebacks) would reach the user's
+    stderr; what matters comes back as one error line (ClusterLost, UsageError)."""
+    import logging
+
+    for name in [n for n in logging.root.manager.loggerDict if n.split(".")[0] == "distributed"]:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    logging.getLogger("distributed").setLevel(logging.CRITICAL + 1)
 
 
 def sees(paths: list[str]) -> bool:

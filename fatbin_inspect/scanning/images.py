@@ -23,12 +23,19 @@ def image_views(images: Sequence[tuple[str, Any]], reports) -> list[dict[str, An
     out = []
     for n, (inp, image) in enumerate(images):
         facts = image.facts()
-        base = member_path.escape(inp) if inp != "-" else inp
-        if per_input[inp] > 1:
-            index = [i for i, (other, _) in enumerate(images) if other == inp].index(n)
-            base = f"{base}!{member_path.escape(image.name or f'@{index}')}"
+        base = _base(images, n, per_input[inp] > 1)
         for layer, d in zip(image.layers, facts["layers"], strict=True):
             prefix = f"{base}!{member_path.escape(layer.name)}!"
             d["files"] = [p[len(prefix) :] for p in paths if p.startswith(prefix)]
         out.append({"input": inp, **facts})
     return out
+
+
+def _base(images: Sequence[tuple[str, Any]], n: int, several: bool) -> str:
+    """The path prefix of the records of image ``n``: its input, and its name among several."""
+    inp, image = images[n]
+    base = member_path.escape(inp) if inp != "-" else inp
+    if several:
+        index = [i for i, (other, _) in enumerate(images) if other == inp].index(n)
+        base = f"{base}!{member_path.escape(image.name or f'@{index}')}"
+    return base

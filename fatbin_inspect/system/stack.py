@@ -209,21 +209,22 @@ def discover(
     kdrv = proc_driver_version(roots.proc)
     if kdrv is None and nvml_driver:
         kdrv = KernelDriver(nvml_driver, "nvml")
-    if kdrv is None:
-        missing.append(
-            f"no NVIDIA kernel driver: {os.path.join(roots.proc, 'driver/nvidia/version')} "
-            "is absent and NVML gave no version"
-        )
     ldcache = _ldconfig_entries(roots)
     udrv = user_driver(roots, ldcache, driver_api or driver_api_version)
-    if udrv is None:
-        missing.append("no libcuda.so.1 on the loader path (LD_LIBRARY_PATH, ldconfig, standard folders)")
     runtimes = find_runtimes(roots, ldcache, runtime_api or runtime_api_version)
-    if not runtimes:
-        missing.append("no libcudart found on the loader path or in site-packages")
     nvcc = find_nvcc(roots.env.get("PATH", ""))
-    if nvcc is None:
-        missing.append("no nvcc on PATH")
+    for absent, why in (
+        (
+            kdrv is None,
+            f"no NVIDIA kernel driver: {os.path.join(roots.proc, 'driver/nvidia/version')} "
+            "is absent and NVML gave no version",
+        ),
+        (udrv is None, "no libcuda.so.1 on the loader path (LD_LIBRARY_PATH, ldconfig, standard folders)"),
+        (not runtimes, "no libcudart found on the loader path or in site-packages"),
+        (nvcc is None, "no nvcc on PATH"),
+    ):
+        if absent:
+            missing.append(why)
     return Stack(
         gpus=tuple(gpus),
         kernel_driver=kdrv,
@@ -343,18 +344,32 @@ def local_devices(gpus: Sequence[str], driver: str | None) -> LocalDevices:
     want_gpus, want_driver = wants_local(gpus, driver)
     if not (want_gpus or want_driver):
         return NOT_PROBED
+    probed, version = _local_gpus(want_gpus)
+    if want_driver and version is None:
+        version = _proc_version()
+    compat = _local_compat(version) if want_driver else None
+    return LocalDevices(gpus=probed, driver=version, compat=compat)
+
+
+def _local_gpus(wanted: bool) -> tuple[tuple | None, str | None]:
+    """((name, CC) of the GPUs NVML, else cuda-python, sees: None unless ``wanted``; NVML's
+    driver version or None)."""
     found, version, err = nvml_gpus()
     probed = None if err else [(g.name, parse_cc(g.cc)) for g in found]
-    if want_gpus and probed is None:
-        found, _version, err = cuda_python_gpus()
-        probed = [] if err else [(g.name, parse_cc(g.cc)) for g in found]
-    if want_driver and version is None:
-        kernel = proc_driver_version("/proc")
-        version = kernel.version if kernel is not None else None
-    compat = _local_compat(version) if want_driver else None
-    return LocalDevices(
-        gpus=tuple(probed) if want_gpus and probed is not None else None, driver=version, compat=compat
-    )
+    if wanted and probed is None:
+        probed = _cuda_python_ccs()
+    return (tuple(probed) if wanted and probed is not None else None), version
+
+
+def _cuda_python_ccs() -> list:
+    """(name, CC) of the GPUs cuda-python sees (none when it cannot be asked)."""
+    found, _version, err = cuda_python_gpus()
+    return [] if err else [(g.name, parse_cc(g.cc)) for g in found]
+
+
+def _proc_version() -> str | None:
+    kernel = proc_driver_version("/proc")
+    return kernel.version if kernel is not None else None
 
 
 def _local_compat(kernel_version: str | None) -> tuple[str, str] | None:
@@ -418,17 +433,22 @@ def compat_package(
         return None
     if udrv.build and kernel_version and udrv.build == kernel_version:
         return None
-    cuda = None
-    if udrv.api_version:
-        cuda = f"{udrv.api_version // 1000}.{udrv.api_version % 1000 // 10}"
-    elif m.group(1) or m.group(3):
-        cuda = f"{int(m.group(1) or m.group(3))}.{int(m.group(2) or m.group(4))}"
-    elif udrv.build:  # the build's branch tells its CUDA (drivers.json)
-        from fatbin_inspect.compat import data
+    return CompatPackage(_compat_cuda(udrv, m), udrv.build, folder)
 
-        row = data.branch_row(data.leading_int(udrv.build))
-        cuda = row["max_cuda_version"] if row else None
-    return CompatPackage(cuda, udrv.build, folder)
+
+def _compat_cuda(udrv: UserDriver, m: re.Match) -> str | None:
+    """The CUDA a compat libcuda implements: its Driver API version, else its folder's name
+    (``cuda-13.4/compat``), else its build's branch (drivers.json)."""
+    if udrv.api_version:
+        return f"{udrv.api_version // 1000}.{udrv.api_version % 1000 // 10}"
+    if m.group(1) or m.group(3):
+        return f"{int(m.group(1) or m.group(3))}.{int(m.group(2) or m.group(4))}"
+    if not udrv.build:
+        return None
+    from fatbin_inspect.compat import data
+
+    row = data.branch_row(data.leading_int(udrv.build))
+    return row["max_cuda_version"] if row else None
 
 
 def loaded_user_driver(roots: Roots | None = None) -> UserDriver | None:
