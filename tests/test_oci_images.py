@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tarfile
@@ -623,3 +624,63 @@ def test_input_forms(tmp_path):
         image_ref(f"{tmp_path}/L") is None and image_ref(f"{tmp_path}/odd:name") is None
     )  # paths stay paths
     assert image_ref(f"{tmp_path}/nothing:t") is None
+
+
+# ------------------------------------------------------------------------------ stats
+def _unpacked_files(layout, tag, tmp_path):
+    """(regular files, bytes) of the image's final filesystem, as ``umoci unpack`` makes it."""
+    bundle = str(tmp_path / f"unpacked-{tag}")
+    run("umoci", "unpack", "--rootless", "--image", f"{layout}:{tag}", bundle)
+    files = size = 0
+    for d, _dirs, names in os.walk(os.path.join(bundle, "rootfs")):
+        for n in names:
+            st = os.lstat(os.path.join(d, n))
+            if stat.S_ISREG(st.st_mode):
+                files, size = files + 1, size + st.st_size
+    return files, size
+
+
+@pytest.mark.slow
+def test_stats_count_the_files_of_the_image(tmp_path):
+    """Issue 24's "1 files" for a 540 MB image: the stats count the image's final filesystem
+    (every regular file, hard links too, as unpacked), in the table and the JSON, cold and warm
+    (from the cache), from a layout, a docker-archive and stdin; bytes stay what is stored (the
+    layout's blobs, the archive's size)."""
+    need("umoci", "skopeo")
+    lay = umoci_layout(tmp_path)
+    bundle = str(tmp_path / "b")
+    run("umoci", "unpack", "--rootless", "--image", f"{lay}:t2", bundle)
+    rootfs = os.path.join(bundle, "rootfs")
+    shutil.copytree(os.path.join(ROOT, "fixtures", "units"), os.path.join(rootfs, "opt", "units"))
+    for i in range(40):  # files without device code count too
+        with open(os.path.join(rootfs, "opt", f"note{i}.txt"), "w") as fh:
+            fh.write("x" * i)
+    os.symlink("units", os.path.join(rootfs, "opt", "link"))  # a symlink is no file
+    run("umoci", "repack", "--image", f"{lay}:big", bundle)
+    files, _size = _unpacked_files(lay, "big", tmp_path)
+    assert files > 50
+    run("skopeo", "copy", f"oci:{lay}:big", f"docker-archive:{tmp_path}/d.tar:app:big")
+    cache = tmp_path / "cache"
+    for form in (f"{lay}:big", f"docker-archive:{tmp_path}/d.tar:app:big"):
+        for _warm in (0, 1):
+            rc, out, err = cli("scan", "--format", "json", form, env={"FATBIN_INSPECT_CACHE_DIR": str(cache)})
+            assert rc == 0, err
+            doc = json.loads(out)
+            assert doc["stats"]["files"] == files, (form, _warm)
+            stored = (
+                sum(i["size"] for i in doc["images"])
+                if form.startswith(lay)
+                else os.path.getsize(tmp_path / "d.tar")
+            )
+            assert doc["stats"]["bytes"] == stored
+        rc, out, err = cli("scan", form, env={"FATBIN_INSPECT_CACHE_DIR": str(cache)})
+        assert f"(scanned {files} files," in out, out
+    with open(tmp_path / "d.tar", "rb") as fh:
+        rc, doc, err = scan_json("-", stdin=fh)
+    assert doc["stats"]["files"] == files and doc["stats"]["bytes"] == os.path.getsize(tmp_path / "d.tar")
+    # several images of one layout: the files of each (base: none; t: libx.so and its hard link)
+    rc, doc, _ = scan_json(lay)
+    counts = [_unpacked_files(lay, tag, tmp_path / tag)[0] for tag in ("base", "t", "t2", "big")]
+    assert doc["stats"]["files"] == sum(counts) and counts[:3] == [0, 2, 1]
+    rc, out, _ = cli("list", f"{lay}:big")
+    assert f"{files} files of " in out and " bytes in its filesystem" in out

@@ -96,6 +96,7 @@ def _every_field_set():
         package=pkg,
         sha256="ab" * 32,
         machine="aarch64",
+        contents=(7, 1234),
     )
 
 

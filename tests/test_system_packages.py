@@ -69,18 +69,18 @@ def rpm_install(root, rpm, dbpath="/var/lib/rpm"):
     run("rpm", "--root", str(root), "--dbpath", dbpath, "-i", "--nodeps", "--noscripts", str(rpm))
 
 
-def deb_install(tmp_path, root):
+def deb_install(tmp_path, root, lib=DEB_LIB, name="libcublas-12-4", version="12.4.5.8-1"):
     """``dpkg --root ROOT -i`` of a .deb built by ``dpkg-deb --build`` holding a CUDA library."""
     need("dpkg", "dpkg-deb")
-    build = tmp_path / "debbuild"
+    build = tmp_path / f"debbuild-{name}"
     (build / "DEBIAN").mkdir(parents=True)
-    (build / DEB_LIB).parent.mkdir(parents=True)
-    shutil.copy(LIB_SRC, build / DEB_LIB)
+    (build / lib).parent.mkdir(parents=True)
+    shutil.copy(LIB_SRC, build / lib)
     (build / "DEBIAN" / "control").write_text(
-        "Package: libcublas-12-4\nVersion: 12.4.5.8-1\nArchitecture: amd64\n"
-        "Maintainer: test <t@example.org>\nDescription: cuBLAS (a fixture)\n"
+        f"Package: {name}\nVersion: {version}\nArchitecture: amd64\n"
+        "Maintainer: test <t@example.org>\nDescription: a CUDA library (a fixture)\n"
     )
-    deb = tmp_path / "cublas.deb"
+    deb = tmp_path / f"{name}.deb"
     run("dpkg-deb", "--build", str(build), str(deb))
     dpkg_install(root, [str(deb)])
 
@@ -303,3 +303,27 @@ def test_the_sbom_names_system_packages_by_their_purl_type(tmp_path, rpm_file):
     assert rc == 0, err
     purls = {c.get("purl") for c in json.loads(out)["components"]}
     assert {"pkg:rpm/cuda-cudart-12-4@12.4.127-1?epoch=2", "pkg:deb/libcublas-12-4@12.4.5.8-1"} <= purls
+
+
+@pytest.mark.slow
+def test_merged_usr_links_are_followed_for_listed_files(tmp_path):
+    """Debian 12 / Ubuntu 22.04 link lib -> usr/lib: dpkg lists /lib/x86_64-linux-gnu/libcudnn.so.9
+    and writes it through the link to usr/lib/...; the tree and the image both name its package."""
+    lay, bundle = _bundle(tmp_path)
+    rootfs = bundle / "rootfs"
+    (rootfs / "usr/lib").mkdir(parents=True)
+    os.symlink("usr/lib", rootfs / "lib")
+    deb_install(tmp_path, rootfs, "lib/x86_64-linux-gnu/libcudnn.so.9", "libcudnn9-cuda-12", "9.1.0.70-1")
+    real = "usr/lib/x86_64-linux-gnu/libcudnn.so.9"
+    assert (rootfs / real).is_file() and (rootfs / "lib").is_symlink()
+    assert (
+        "/lib/x86_64-linux-gnu/libcudnn.so.9"
+        in (rootfs / "var/lib/dpkg/info/libcudnn9-cuda-12.list").read_text()
+    )
+    recs, _ = _cuda_records(rootfs)
+    assert {p: r.distribution for p, r in recs.items()} == {real: "libcudnn9-cuda-12 9.1.0.70-1"}
+    _repack(lay, bundle, "t")
+    _, doc, _ = scan_json(f"{lay}:t")
+    assert {inside(f["path"]): f["distribution"] for f in doc["files"]} == {
+        real: "libcudnn9-cuda-12 9.1.0.70-1"
+    }

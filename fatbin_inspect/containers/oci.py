@@ -591,8 +591,11 @@ class ImageReader:
         self.meta_left = MAX_META_BYTES // 2  # (the other half: manifests, indexes, configs)
         self.meta_skipped = 0
         self.rpm: list[tuple[Package, list[str]]] = []  # the packages of its rpm database
+        self.links: dict[str, str] = {}  # its top-level merged-/usr links (lib -> usr/lib)
         self.notes: list[str] = []
         self.files = self.bytes = 0
+        # the final filesystem's regular files (a hard link is one too, as unpacked) and bytes
+        self.contents = [0, 0]
         self._paths: set[str] = set()  # every path an upper layer has (files, folders, links)
         self._nondirs: set[str] = set()  # upper files and links: nothing below them shows
         self._gone: set[str] = set()  # deleted by an upper whiteout
@@ -623,7 +626,8 @@ class ImageReader:
             f"image {self.image.label}: {len(layers)} layers, {c['whiteouts']} whiteouts, "
             f"{c['hidden']} files replaced or deleted by upper layers, {c['links']} links not "
             f"followed, {c['hardlinks']} hard links followed, {self.files} files of "
-            f"{self.bytes} bytes in the layers"
+            f"{self.bytes} bytes in the layers, {self.contents[0]} files of {self.contents[1]} "
+            "bytes in its filesystem"
             + (f", {c['outside']} entries outside the image skipped" if c["outside"] else "")
             + (f", {c['unverified']} layers without a digest to check" if c["unverified"] else "")
             + (f", {self.meta_skipped} metadata files over the bound not read" if self.meta_skipped else "")
@@ -701,9 +705,14 @@ class ImageReader:
         for path, data in sorted(self.meta.items()):
             name = packagedb.dpkg_list_package(posixpath.basename(path))
             if path.startswith(packagedb.DPKG + "/info/") and name in versions:
-                _claim(out, packagedb.dpkg_list_paths(data), packagedb.dpkg_package(name, versions[name]))
+                _claim(
+                    out,
+                    packagedb.dpkg_list_paths(data),
+                    packagedb.dpkg_package(name, versions[name]),
+                    self.links,
+                )
         for package, files in self.rpm:
-            _claim(out, files, package)
+            _claim(out, files, package, self.links)
         return out
 
     def _record_owners(self, out: _Owners, path: str, data: bytes) -> None:
@@ -736,10 +745,11 @@ class ImageReader:
                 out.setdefault(posixpath.normpath(posixpath.join(prefix, f)), pkg)
 
 
-def _claim(out: _Owners, paths, package: Package) -> None:
-    """The absolute paths a system package lists (``/usr/lib/x``), as image paths."""
+def _claim(out: _Owners, paths, package: Package, links: dict[str, str]) -> None:
+    """The absolute paths a system package lists (``/usr/lib/x``), as image paths (through the
+    image's merged-/usr ``links``: ``/lib/x`` is ``usr/lib/x`` where ``lib`` links there)."""
     for p in paths:
-        out.setdefault(posixpath.normpath(p.lstrip("/")), package)
+        out.setdefault(packagedb.in_root(p, links), package)
 
 
 class _LayerWalk:
@@ -755,6 +765,7 @@ class _LayerWalk:
         self.held: dict[str, Member] = {}  # hidden files a later hard link may name
         self.held_bytes = 0
         self.shown: dict[str, str] = {}  # visible path -> its member's name (hard links to it)
+        self.sizes: dict[str, int] = {}  # this layer's regular files, visible or not
 
     def _member(self, tf, ti, path: str) -> Member | None:
         return archives.tar_member(tf, ti, self.window, name=f"{self.reader.prefix}{self.name}!{path}")
@@ -772,18 +783,33 @@ class _LayerWalk:
         if ti.isreg():
             self.reader.files += 1
             self.reader.bytes += ti.size
+            self.sizes[path] = ti.size
         if self.reader._hidden(path):
             self._hold(tf, ti, path)
             return
         self.paths.add(path)
         if not ti.isdir():
             self.nondirs.add(path)
+        self._count(ti, path)
         if ti.islnk():
             yield from self._hardlink(ti, path)
         elif ti.issym():
-            self.counts["links"] += 1  # never followed: the target is reported where it lives
+            self._symlink(ti, path)
         elif ti.isreg():
             yield from self._regular(tf, ti, path)
+
+    def _count(self, ti, path: str) -> None:
+        """A visible regular file, or a hard link to a file of this layer, in the contents."""
+        size = ti.size if ti.isreg() else self.sizes.get(_link_target(ti)) if ti.islnk() else None
+        if size is not None:
+            self.reader.contents[0] += 1
+            self.reader.contents[1] += size
+
+    def _symlink(self, ti, path: str) -> None:
+        self.counts["links"] += 1  # never followed: the target is reported where it lives
+        target = packagedb.top_link(path, ti.linkname)
+        if target is not None:  # a merged-/usr link: system packages list files through it
+            self.reader.links[path] = target
 
     def _whiteout(self, path: str) -> None:
         self.counts["whiteouts"] += 1
@@ -805,7 +831,7 @@ class _LayerWalk:
                 self.held_bytes += ti.size if self.window is None else 0
 
     def _hardlink(self, ti, path: str) -> Iterator[Member]:
-        target = posixpath.normpath("/" + ti.linkname).lstrip("/")
+        target = _link_target(ti)
         m = self.held.get(target)
         name = f"{self.reader.prefix}{self.name}!{path}"
         if m is not None:  # the target's own path is gone from the final filesystem
@@ -829,6 +855,11 @@ class _LayerWalk:
             if m is not None:
                 self.shown[path] = m.name
                 yield m
+
+
+def _link_target(ti) -> str:
+    """The path a hard link member names, as the layer's paths are kept."""
+    return posixpath.normpath("/" + ti.linkname).lstrip("/")
 
 
 class _Owners(dict):

@@ -24,6 +24,7 @@ last checkpoint) is not read, with a note.
 from __future__ import annotations
 
 import os
+import posixpath
 import struct
 from collections.abc import Iterator
 
@@ -44,6 +45,40 @@ _MAGIC = b"\x8e\xad\xe8\x01"
 NAME, VERSION, RELEASE, EPOCH = 1000, 1001, 1002, 1003
 OLDFILENAMES, DIRINDEXES, BASENAMES, DIRNAMES = 1027, 1116, 1117, 1118
 _STRING, _INT32, _STRING_ARRAY, _I18NSTRING = 6, 4, 8, 9
+
+
+# a merged-/usr system (Debian 12, Ubuntu 22.04, Fedora, UBI) links these to usr/: a package
+# lists /lib/x86_64-linux-gnu/libx.so, the file lies in usr/lib/x86_64-linux-gnu/
+MERGED_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+
+
+def top_link(name: str, target: str) -> str | None:
+    """The root-relative folder a top-level link ``name`` -> ``target`` names (``usr/lib`` for
+    ``lib -> usr/lib`` or ``/usr/lib``), None for other links or one leaving the root."""
+    if name not in MERGED_DIRS:
+        return None
+    rel = posixpath.normpath(target.lstrip("/"))
+    return None if rel in (".", "") or rel.startswith("..") else rel
+
+
+def in_root(path: str, links: dict[str, str]) -> str:
+    """An absolute path a package lists, relative to the root and through its top-level links."""
+    rel = posixpath.normpath(path.lstrip("/"))
+    top, sep, rest = rel.partition("/")
+    return f"{links[top]}{sep}{rest}" if top in links and sep else rel
+
+
+def tree_links(root: str) -> dict[str, str]:
+    """The top-level links of the system tree ``root`` that ``in_root`` follows."""
+    out = {}
+    for name in MERGED_DIRS:
+        try:
+            target = top_link(name, os.readlink(os.path.join(root, name)))
+        except OSError:
+            continue
+        if target is not None:
+            out[name] = target
+    return out
 
 
 # ------------------------------------------------------------------------------------- dpkg
@@ -81,68 +116,73 @@ def dpkg_package(name: str, version: str) -> Package:
 def rpm_header(blob: bytes, what: str = "rpm header") -> tuple[Package, list[str]]:
     """The package a header blob describes and its files (absolute paths); ``CorruptError``
     naming ``what`` and the offset when an entry points outside the blob."""
-    if len(blob) > HEADER_MAX + 8:
-        raise LimitExceeded(f"{what}: {len(blob)} bytes, over the {HEADER_MAX}-byte limit")
-    start = 8 if blob[:4] == _MAGIC else 0
-    if len(blob) < start + 8:
-        raise CorruptError(f"{what}: {len(blob)} bytes, shorter than a header's counts", start)
-    il, dl = struct.unpack_from(">II", blob, start)
-    index = start + 8
-    data = index + 16 * il
-    if il == 0 or data + dl > len(blob):
-        raise CorruptError(
-            f"{what}: {il} entries and {dl} data bytes do not fit its {len(blob)} bytes", start
-        )
-    entries = {}
-    for i in range(il):
-        tag, kind, offset, count = struct.unpack_from(">IIII", blob, index + 16 * i)
-        if offset > dl or count > dl:
-            raise CorruptError(f"{what}: entry {i} (tag {tag}) points outside the data", index + 16 * i)
-        entries[tag] = (kind, data + offset, count)
-    area = blob[: data + dl]
+    h = _Header(blob, what)
+    name, version, release = (next(iter(h.strings(t)), "") for t in (NAME, VERSION, RELEASE))
+    if not name or not version:
+        raise CorruptError(f"{what}: no NAME or VERSION")
+    epoch = h.ints(EPOCH)
+    evr = f"{epoch[0]}:" if epoch and epoch[0] else ""
+    evr += f"{version}-{release}" if release else version
+    return Package("rpm", name, evr), h.files()
 
-    def strings(tag: int) -> list[str]:
-        hit = entries.get(tag)
+
+class _Header:
+    """The index entries of one header blob, and their values read with bounds."""
+
+    def __init__(self, blob: bytes, what: str):
+        if len(blob) > HEADER_MAX + 8:
+            raise LimitExceeded(f"{what}: {len(blob)} bytes, over the {HEADER_MAX}-byte limit")
+        start = 8 if blob[:4] == _MAGIC else 0
+        if len(blob) < start + 8:
+            raise CorruptError(f"{what}: {len(blob)} bytes, shorter than a header's counts", start)
+        il, dl = struct.unpack_from(">II", blob, start)
+        index = start + 8
+        data = index + 16 * il
+        if il == 0 or data + dl > len(blob):
+            raise CorruptError(
+                f"{what}: {il} entries and {dl} data bytes do not fit its {len(blob)} bytes", start
+            )
+        self.what, self.area = what, blob[: data + dl]
+        self.entries: dict[int, tuple[int, int, int]] = {}
+        for i in range(il):
+            tag, kind, offset, count = struct.unpack_from(">IIII", blob, index + 16 * i)
+            if offset > dl or count > dl:
+                raise CorruptError(f"{what}: entry {i} (tag {tag}) points outside the data", index + 16 * i)
+            self.entries[tag] = (kind, data + offset, count)
+
+    def strings(self, tag: int) -> list[str]:
+        hit = self.entries.get(tag)
         if hit is None:
             return []
         kind, pos, count = hit
         if kind not in (_STRING, _STRING_ARRAY, _I18NSTRING):
-            raise CorruptError(f"{what}: tag {tag} is of type {kind}, not a string", pos)
+            raise CorruptError(f"{self.what}: tag {tag} is of type {kind}, not a string", pos)
         out = []
         for _ in range(1 if kind == _STRING else count):
-            end = area.find(b"\0", pos)
+            end = self.area.find(b"\0", pos)
             if end < 0:
-                raise CorruptError(f"{what}: tag {tag}: a string runs past the data", pos)
-            out.append(area[pos:end].decode("utf-8", "surrogateescape"))
+                raise CorruptError(f"{self.what}: tag {tag}: a string runs past the data", pos)
+            out.append(self.area[pos:end].decode("utf-8", "surrogateescape"))
             pos = end + 1
         return out
 
-    def ints(tag: int) -> list[int]:
-        hit = entries.get(tag)
+    def ints(self, tag: int) -> list[int]:
+        hit = self.entries.get(tag)
         if hit is None:
             return []
         kind, pos, count = hit
-        if kind != _INT32 or pos + 4 * count > len(area):
-            raise CorruptError(f"{what}: tag {tag} is no int32 array inside the data", pos)
-        return list(struct.unpack_from(f">{count}I", area, pos))
+        if kind != _INT32 or pos + 4 * count > len(self.area):
+            raise CorruptError(f"{self.what}: tag {tag} is no int32 array inside the data", pos)
+        return list(struct.unpack_from(f">{count}I", self.area, pos))
 
-    name, version, release = (next(iter(strings(t)), "") for t in (NAME, VERSION, RELEASE))
-    if not name or not version:
-        raise CorruptError(f"{what}: no NAME or VERSION")
-    epoch = ints(EPOCH)
-    evr = f"{epoch[0]}:" if epoch and epoch[0] else ""
-    evr += f"{version}-{release}" if release else version
-    return Package("rpm", name, evr), _rpm_files(strings, ints, what)
-
-
-def _rpm_files(strings, ints, what: str) -> list[str]:
-    basenames = strings(BASENAMES)
-    if not basenames:
-        return strings(OLDFILENAMES)
-    dirnames, dirindexes = strings(DIRNAMES), ints(DIRINDEXES)
-    if len(dirindexes) != len(basenames) or any(i >= len(dirnames) for i in dirindexes):
-        raise CorruptError(f"{what}: {len(basenames)} basenames, {len(dirindexes)} dirindexes")
-    return [dirnames[i] + b for i, b in zip(dirindexes, basenames, strict=True)]
+    def files(self) -> list[str]:
+        basenames = self.strings(BASENAMES)
+        if not basenames:
+            return self.strings(OLDFILENAMES)
+        dirnames, dirindexes = self.strings(DIRNAMES), self.ints(DIRINDEXES)
+        if len(dirindexes) != len(basenames) or any(i >= len(dirnames) for i in dirindexes):
+            raise CorruptError(f"{self.what}: {len(basenames)} basenames, {len(dirindexes)} dirindexes")
+        return [dirnames[i] + b for i, b in zip(dirindexes, basenames, strict=True)]
 
 
 def rpm_sqlite(path: str, what: str) -> tuple[list[tuple[Package, list[str]]], list[str]]:

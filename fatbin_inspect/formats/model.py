@@ -183,6 +183,9 @@ class FileReport:
     package: Package | None = None  # the package that holds the file (conda), from its own metadata
     machine: str | None = None  # host CPU architecture of an ELF/PE/COFF file: x86_64, aarch64, ... (R-HOST)
     sha256: str | None = None  # hex digest of the file's (member's) bytes, read with Options.digests
+    # (regular files, bytes) of the filesystem an image input holds: its final filesystem (the
+    # files of all its images), counted as a scan counts the files of a folder
+    contents: tuple[int, int] | None = None
 
     @property
     def entries(self) -> tuple[Entry, ...]:

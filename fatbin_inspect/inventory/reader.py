@@ -448,9 +448,10 @@ def _inspect_image(
     several = len(found) > 1
     if budget is None:
         budget = Budget(sum(i.size for i in found) or size)
+    tally: list[int] = []  # the images' final filesystems: files, bytes
     for n, image in enumerate(found):
         prefix = member_path.escape(image.name or f"@{n}") + "!" if several else ""
-        recs, inotes, ierr = _image_records(path, store, image, prefix, opts, depth, budget)
+        recs, inotes, ierr = _image_records(path, store, image, prefix, opts, depth, budget, tally)
         out += recs
         if several:
             out.append(
@@ -468,7 +469,11 @@ def _inspect_image(
     for rec in out:
         yield rec, None
     total = size or sum(i.size for i in found)
-    yield FileReport(path=path, format="oci", size=total, error=error, notes=tuple(notes)), None
+    contents = (tally[0], tally[1]) if tally else None
+    yield (
+        FileReport(path=path, format="oci", size=total, error=error, notes=tuple(notes), contents=contents),
+        None,
+    )
 
 
 def _images_of(
@@ -483,8 +488,11 @@ def _images_of(
     return found, notes, None
 
 
-def _image_records(path: str, store, image: oci.Image, prefix: str, opts: Options, depth: int, budget):
-    """(records, notes, error) of one image; its records are dropped when a layer fails its check."""
+def _image_records(
+    path: str, store, image: oci.Image, prefix: str, opts: Options, depth: int, budget, tally: list[int]
+):
+    """(records, notes, error) of one image; its records are dropped when a layer fails its check.
+    ``tally`` adds its final filesystem's files and bytes (``ImageReader.contents``) once read."""
     if image.error is not None:
         return [], [], FileError(image.error)
     reader = oci.ImageReader(store, image, prefix)
@@ -494,6 +502,7 @@ def _image_records(path: str, store, image: oci.Image, prefix: str, opts: Option
             pairs += _image_member(path, m, prefix, pairs, opts, depth, budget)
     except Exception as exc:  # InputError, or a reader's bug: this image's error
         return [], reader.notes, _err(exc)
+    tally[:] = [a + b for a, b in zip(tally or [0, 0], reader.contents, strict=True)]
     owners = reader.owners()
     recs = []
     for inside, rec in pairs:

@@ -92,8 +92,8 @@ class ScanOptions:
 
 @dataclass(frozen=True)
 class ScanStats:
-    files: int = 0  # regular files seen
-    bytes: int = 0
+    files: int = 0  # regular files seen (an image's: those of its final filesystem)
+    bytes: int = 0  # their bytes as stored (an image's: its blobs)
     inspected: int = 0  # passed the head test (binary, archive, fatbin or PTX)
     cache_hits: int = 0
     skipped: int = 0  # symlinks, special files
@@ -229,6 +229,10 @@ class _Scanner:
         the texts (``cache.pack``ed, as workers hand them over) spilled with an encoder."""
         owner: Any = MISS  # the owner of ``path`` itself, looked up once for all its members
         for i, rec in enumerate(records):
+            if rec.contents is not None and rec.path == path:  # an image: its files are the files
+                self.stats["files"] += rec.contents[0] - 1
+                if not (rec.fatbins or rec.error):
+                    continue
             dist, package, owner = self._attribution(path, rec, attribute, owner)
             if dist:
                 rec = dataclasses.replace(rec, distribution=dist)
@@ -677,7 +681,7 @@ class _Scanner:
             return
         self.stats["bytes"] += blob.size
         self.stats["inspected"] += 1
-        records = [r for r in inspect_blob(path, blob, opts, 0) if r.fatbins or r.error]
+        records = [r for r in inspect_blob(path, blob, opts, 0) if worker.kept(r, path)]
         encs = worker.encoded(records, path, self.encoder, True, False)
         texts = [e[2] for e in encs] if self.encoder is not None else None
         self._accept(path, records, texts, attribute=False)

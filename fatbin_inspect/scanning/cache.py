@@ -42,8 +42,9 @@ from fatbin_inspect.version import __version__
 # 3: static_cudart, relocatable; 4: members by content, conda; 5: data rows; 6: fatbin counts;
 # 7: records and texts zstd-packed; 8: one frame per record, packed by the worker; 9: a table
 # without rowid (the path is the key: one B-tree, not a table and an index); 10: sha256; 11: machine;
-# 12: records in the field order of their dataclasses (record_data derives the encoding from them)
-CACHE_VERSION = 12
+# 12: records in the field order of their dataclasses (record_data derives the encoding from them);
+# 13: an image input's final-filesystem contents (files, bytes)
+CACHE_VERSION = 13
 ENV_DIR = "FATBIN_INSPECT_CACHE_DIR"
 COMMIT_EVERY = 4096  # rows per statement and commit (a cold scan of 15,000 files: 4 commits)
 COMMIT_BYTES = 64 << 20  # or fewer, when their packed data and texts reach this

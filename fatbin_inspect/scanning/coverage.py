@@ -91,6 +91,7 @@ class FileSummary:
     package: str | None = None  # ``name version`` of the package holding it (FileReport.package)
     fatbins: int = 0  # fatbins with SASS or PTX (the denominator of a cell's share)
     counts: tuple[tuple[str, int, int], ...] = ()  # (kind, sm, fatbins holding that kind for sm)
+    contents: tuple[int, int] | None = None  # FileReport.contents (an image's files and bytes)
 
 
 def summarize(report: FileReport) -> FileSummary:
@@ -116,6 +117,7 @@ def summarize(report: FileReport) -> FileSummary:
         report.package.label if report.package is not None else None,
         coded,
         tuple(sorted((k, sm, n) for (k, sm), n in per.items())),
+        report.contents,
     )
 
 

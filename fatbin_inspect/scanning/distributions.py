@@ -180,7 +180,7 @@ def _dpkg_claims(root: str) -> list[tuple[Package, set[str]]]:
         lists = sorted(os.listdir(info))
     except OSError:
         return []
-    out = []
+    out, links = [], packagedb.tree_links(root)
     for f in lists:
         name = packagedb.dpkg_list_package(f)
         if name not in versions:
@@ -190,16 +190,19 @@ def _dpkg_claims(root: str) -> list[tuple[Package, set[str]]]:
             out.append(
                 (
                     packagedb.dpkg_package(name, versions[name]),
-                    _claimed(root, packagedb.dpkg_list_paths(text)),
+                    _claimed(root, packagedb.dpkg_list_paths(text), links),
                 )
             )
     return out
 
 
-def _claimed(root: str, paths) -> set[str]:
-    """The absolute paths a system package lists, as paths under ``root``."""
+def _claimed(root: str, paths, links: dict[str, str]) -> set[str]:
+    """The absolute paths a system package lists, as paths under ``root`` through its merged-/usr
+    ``links`` (``/lib/x`` is ``ROOT/usr/lib/x`` where ``lib`` links to ``usr/lib``)."""
     return {
-        os.path.normpath(os.path.join(root, p.lstrip("/"))) for p in paths if not p.endswith(_TEXT_SUFFIXES)
+        os.path.normpath(os.path.join(root, packagedb.in_root(p, links)))
+        for p in paths
+        if not p.endswith(_TEXT_SUFFIXES)
     }
 
 
@@ -214,7 +217,39 @@ def _rpm_claims(root: str, notes: list[str]) -> list[tuple[Package, set[str]]]:
             continue
         packages, more = packagedb.rpm_sqlite(path, path)
         notes += more
-        out += [(package, _claimed(root, files)) for package, files in packages]
+        links = packagedb.tree_links(root)
+        out += [(package, _claimed(root, files, links)) for package, files in packages]
+    return out
+
+
+def _system_claims(d: str, names: list[str], notes: list[str]) -> list[tuple[Package, set[str]]]:
+    """The dpkg and rpm claims of ``d`` when it is a system tree (its folders ``names``)."""
+    found = []
+    if "var" in names and os.path.isdir(os.path.join(d, DPKG)):
+        found += _dpkg_claims(d)
+    if "var" in names or "usr" in names:
+        found += _rpm_claims(d, notes)
+    return found
+
+
+def _record_claims(info: str) -> list[tuple[str, _Record]]:
+    """The claim of one ``.dist-info``/``.egg-info`` folder (none without a name and version)."""
+    label = _metadata_label(info)
+    return [(label, _Record(info))] if label else []
+
+
+def _conda_claims(prefix: str) -> list[tuple[Package, set[str]]]:
+    """The claims of a prefix's ``conda-meta/*.json``, in sorted order."""
+    meta_dir = os.path.join(prefix, "conda-meta")
+    try:
+        metas = sorted(f for f in os.listdir(meta_dir) if f.endswith(".json"))
+    except OSError:
+        return []
+    out = []
+    for f in metas:
+        package, files = _conda_paths(os.path.join(meta_dir, f), prefix)
+        if package:
+            out.append((package, set(files)))
     return out
 
 
@@ -264,26 +299,12 @@ class Attributor:
                 names = sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
         except OSError:
             return found
-        if "var" in names and os.path.isdir(os.path.join(d, DPKG)):  # a system tree (dpkg)
-            found += _dpkg_claims(d)
-        if "var" in names or "usr" in names:  # a system tree (rpm)
-            found += _rpm_claims(d, self.notes)
+        found += _system_claims(d, names, self.notes)
         for name in names:
             if name.endswith((".dist-info", ".egg-info")):
-                info = os.path.join(d, name)
-                label = _metadata_label(info)
-                if label:
-                    found.append((label, _Record(info)))
+                found += _record_claims(os.path.join(d, name))
             elif name == "conda-meta":
-                meta_dir = os.path.join(d, name)
-                try:
-                    metas = sorted(f for f in os.listdir(meta_dir) if f.endswith(".json"))
-                except OSError:
-                    continue
-                for f in metas:
-                    package, files = _conda_paths(os.path.join(meta_dir, f), d)
-                    if package:
-                        found.append((package, set(files)))
+                found += _conda_claims(d)
         return found
 
     def distribution(self, path: str) -> str | None:

@@ -71,7 +71,7 @@ def inspect_file(path: str, opts: Options) -> tuple[FileReport, ...]:
     """Records worth reporting for one file on disk (or an OCI image layout folder): those with
     device code or an error."""
     if os.path.isdir(path) or image_ref(path) is not None:  # an image layout or reference
-        return tuple(rec for rec in inspect_path(path, opts) if rec.fatbins or rec.error)
+        return tuple(rec for rec in inspect_path(path, opts) if kept(rec, path))
     try:
         blob = open_blob(path)
     except InputError as exc:
@@ -83,9 +83,15 @@ def inspect_file(path: str, opts: Options) -> tuple[FileReport, ...]:
         return () if faults() == before else (changed_record(path, blob.size),)
     out: list[FileReport] = []
     for rec in unchanged(path, blob.size, inspect_blob(path, blob, opts, 0)):
-        if rec.fatbins or rec.error:
+        if kept(rec, path):
             out.append(rec)
     return tuple(out)
+
+
+def kept(rec: FileReport, path: str) -> bool:
+    """A record worth handing back: device code, an error, or the contents of an image input
+    (its files count in the scan's stats)."""
+    return bool(rec.fatbins or rec.error) or (rec.contents is not None and rec.path == path)
 
 
 _ZIP = None  # ((path, key), blob, directory or None): the zip this process has inspect_span units of
