@@ -15,7 +15,7 @@ from conftest import fixture_path
 from fatbin_inspect.containers import packagedb
 from fatbin_inspect.errors import CorruptError
 from fatbin_inspect.scanning import ScanOptions, scan
-from tests.test_oci_images import inside, need, run, scan_json
+from tests.test_oci_images import cli, inside, need, run, scan_json
 
 LIB_SRC = fixture_path("bin", "t12_lib_sm86_c89.so")
 RPM_LIB = "usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127"
@@ -293,8 +293,6 @@ def test_a_dpkg_package_an_upper_layer_removes_is_no_owner(tmp_path):
 def test_the_sbom_names_system_packages_by_their_purl_type(tmp_path, rpm_file):
     import json
 
-    from tests.test_oci_images import cli
-
     root = tmp_path / "root"
     root.mkdir()
     rpm_install(root, rpm_file)
@@ -327,3 +325,35 @@ def test_merged_usr_links_are_followed_for_listed_files(tmp_path):
     assert {inside(f["path"]): f["distribution"] for f in doc["files"]} == {
         real: "libcudnn9-cuda-12 9.1.0.70-1"
     }
+
+
+@pytest.mark.slow
+def test_an_unchecked_write_ahead_log_is_named(tmp_path, rpm_file):
+    """A live rpmdb.sqlite-wal (a writer's connection still open, no checkpoint) is not read:
+    the packages the database itself holds are named, and a note says what may be missing."""
+    lay, bundle = _bundle(tmp_path)
+    rootfs = bundle / "rootfs"
+    rpm_install(rootfs, rpm_file)
+    db = rootfs / "var/lib/rpm/rpmdb.sqlite"
+    con = sqlite3.connect(db)  # the test's own database, as a writer leaves it mid-transaction log
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA wal_autocheckpoint=0")
+    (blob,) = con.execute("SELECT blob FROM Packages").fetchone()
+    con.execute("INSERT INTO Packages (blob) VALUES (?)", (blob,))
+    con.commit()
+    try:
+        wal = db.parent / "rpmdb.sqlite-wal"
+        assert wal.stat().st_size > 0
+        recs, result = _cuda_records(rootfs)
+        assert recs[RPM_LIB].distribution == "cuda-cudart-12-4 2:12.4.127-1"
+        assert any("write-ahead log" in n and "not read" in n for n in result.notes), result.notes
+        run("umoci", "repack", "--image", f"{lay}:t", str(bundle))
+    finally:
+        con.close()
+    _, doc, err = scan_json(f"{lay}:t")
+    assert {inside(f["path"]): f["distribution"] for f in doc["files"]} == {
+        RPM_LIB: "cuda-cudart-12-4 2:12.4.127-1"
+    }
+
+    rc, out, err = cli("list", f"{lay}:t")  # the image's notes, where list shows them
+    assert rc == 0 and "rpmdb.sqlite-wal: a write-ahead log of" in out, out + err

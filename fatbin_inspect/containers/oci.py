@@ -76,7 +76,9 @@ _META = re.compile(
     r"(?:^|/)(?:[^/]+\.dist-info/(?:RECORD|METADATA)|conda-meta/[^/]+\.json)$"
     r"|^var/lib/dpkg/(?:status|info/[^/]+\.list)$"
 )
-_RPMDB = re.compile(r"^(?:var/lib/rpm|usr/lib/sysimage/rpm)/(?:rpmdb\.sqlite|Packages|Packages\.db)$")
+_RPMDB = re.compile(
+    r"^(?:var/lib/rpm|usr/lib/sysimage/rpm)/(?:rpmdb\.sqlite(?:-wal)?|Packages|Packages\.db)$"
+)
 
 
 def is_layout_dir(path: str) -> bool:
@@ -682,6 +684,10 @@ class ImageReader:
         """An rpm database of the final filesystem: an sqlite one read now (spooled to a private
         temporary file, see ``packagedb.rpm_spooled``), another format a note."""
         what = f"{self.image.label}: {path}"
+        if path.endswith("-wal"):
+            note = packagedb.wal_note(ti.size, what)
+            self.notes += [note] if note else []
+            return
         note = packagedb.rpm_not_read(posixpath.basename(path), what)
         if note is not None:
             self.notes.append(note)

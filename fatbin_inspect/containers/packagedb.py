@@ -226,6 +226,16 @@ def rpm_sqlite(path: str, what: str) -> tuple[list[tuple[Package, list[str]]], l
     return out, notes
 
 
+def wal_note(size: int, what: str) -> str | None:
+    """The note for a non-empty write-ahead log ``rpmdb.sqlite-wal`` (``what``) of ``size`` bytes."""
+    if size <= 0:
+        return None
+    return (
+        f"{what}: a write-ahead log of {size} bytes not read: packages installed since its last "
+        "checkpoint may be unattributed"
+    )
+
+
 def rpm_not_read(name: str, what: str) -> str | None:
     """The note for an rpm database of a format not read (``Packages``: Berkeley DB)."""
     kind = RPM_NOT_READ.get(name)

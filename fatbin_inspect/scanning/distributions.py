@@ -216,10 +216,18 @@ def _rpm_claims(root: str, notes: list[str]) -> list[tuple[Package, set[str]]]:
             notes.append(note)
             continue
         packages, more = packagedb.rpm_sqlite(path, path)
-        notes += more
+        notes += more + _wal_notes(path)
         links = packagedb.tree_links(root)
         out += [(package, _claimed(root, files, links)) for package, files in packages]
     return out
+
+
+def _wal_notes(db: str) -> list[str]:
+    try:
+        note = packagedb.wal_note(os.lstat(db + "-wal").st_size, db + "-wal")
+    except OSError:
+        return []
+    return [note] if note else []
 
 
 def _system_claims(d: str, names: list[str], notes: list[str]) -> list[tuple[Package, set[str]]]:
