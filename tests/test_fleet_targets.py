@@ -220,3 +220,86 @@ def test_a_toml_entry_and_a_doctor_report_of_one_gpu_and_driver_are_one_target(n
     assert res.code in (0, 1), res.err
     (t,) = res.json()["targets"]
     assert t["hosts"] == ["node01", "node09"] and "NVIDIA H100" in t["matched"]
+
+
+# ---------------------------------------------------------------- a target's env (issue 25 item 7)
+JIT_LIB = fixture_path("bin", "t12_lib_sm86_c89.so")  # sm_86 + compute_89: JIT on H100
+
+
+def fleet_with_env(tmp_path, env='{ CUDA_DISABLE_PTX_JIT = "1" }'):
+    toml = tmp_path / "fleet.toml"
+    toml.write_text(
+        '[[targets]]\nname = "jit-ok"\ngpu = "H100"\ndriver = "580"\n\n'
+        f'[[targets]]\nname = "no-jit"\ngpu = "H100"\ndriver = "580"\nenv = {env}\n'
+    )
+    return str(toml)
+
+
+@pytest.mark.parametrize(
+    "env", ['{ CUDA_DISABLE_PTX_JIT = "1" }', "{ CUDA_DISABLE_JIT = 1 }", '["CUDA_DISABLE_PTX_JIT=1"]']
+)
+def test_a_target_env_disables_jit_for_that_target_only(tmp_path, capsys, env):
+    code, out, _ = run(
+        ["check", JIT_LIB, "--targets", fleet_with_env(tmp_path, env), "--format", "json"], capsys
+    )
+    doc = json.loads(out)
+    assert [(t["hosts"], t["env"]["CUDA_DISABLE_PTX_JIT"]) for t in doc["targets"]] == [
+        (["jit-ok"], False),
+        (["no-jit"], True),
+    ]
+    assert {r["target"]: r["verdict"] for r in doc["results"]} == {0: "jit", 1: "fail"}
+    assert code == 1
+
+
+def test_gate_judges_each_target_with_its_env(tmp_path, capsys):
+    _code, out, _ = run(
+        ["gate", JIT_LIB, "--isolated", "--targets", fleet_with_env(tmp_path), "--format", "json"], capsys
+    )
+    doc = json.loads(out)
+    by_target = {}
+    for f in doc["findings"]:
+        by_target.setdefault(f["target"], set()).add(f["rule_id"])
+    ok, off = (next(k for k in by_target if k.startswith(h + ":")) for h in ("jit-ok", "no-jit"))
+    assert "FBI001" in by_target[off] and "FBI001" not in by_target[ok]
+
+
+def test_env_of_the_command_line_still_applies_to_every_target(tmp_path, capsys):
+    toml = tmp_path / "fleet.toml"
+    toml.write_text(
+        '[[targets]]\nname = "a"\ngpu = "H100"\ndriver = "580"\nenv = { CUDA_FORCE_PTX_JIT = "1" }\n'
+    )
+    _code, out, _ = run(
+        ["check", JIT_LIB, "--targets", str(toml), "--env", "CUDA_DISABLE_PTX_JIT=1", "--format", "json"],
+        capsys,
+    )
+    (t,) = json.loads(out)["targets"]
+    assert t["env"] == {"CUDA_FORCE_PTX_JIT": True, "CUDA_DISABLE_PTX_JIT": True}
+
+
+def test_a_doctor_reports_env_is_its_nodes(tmp_path):
+    p = doctor(tmp_path, "doctor-x.json", "x", [("NVIDIA H100 80GB HBM3", "9.0")], "580.95.05")
+    doc = json.loads(open(p).read())
+    doc["stack"]["env"] = [{"name": "CUDA_DISABLE_PTX_JIT", "value": "1", "effect": "1: no JIT"}]
+    open(p, "w").write(json.dumps(doc))
+    (t,) = fleet.read_targets(p)
+    assert t.disable_ptx_jit and not t.force_ptx_jit
+
+
+@pytest.mark.parametrize(
+    "env,needle",
+    [
+        ("5", "targets[1]: env: expected a table"),
+        ('{ "1BAD" = "1" }', "targets[1]: env: '1BAD' is not an environment variable name"),
+        (
+            "{ CUDA_DISABLE_PTX_JIT = true }",
+            'targets[1]: env.CUDA_DISABLE_PTX_JIT: expected a string such as "1"',
+        ),
+        ('["CUDA_DISABLE_PTX_JIT"]', 'targets[1]: env[0]: expected "NAME=VALUE"'),
+        ("{ CUDA_X = { a = 1 } }", "targets[1]: env.CUDA_X: expected a string"),
+    ],
+)
+def test_a_bad_env_is_a_usage_error_naming_file_and_key(tmp_path, capsys, env, needle):
+    path = fleet_with_env(tmp_path, env)
+    code, out, err = run(["check", JIT_LIB, "--targets", path], capsys)
+    assert code == 2 and out == ""
+    assert path in err and needle in err and "Traceback" not in err

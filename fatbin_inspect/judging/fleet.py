@@ -10,7 +10,12 @@ A FILE is recognised by its content, not its name:
 - a JSON list of such reports;
 - TOML with ``targets = [{name = "...", gpu = "H100", driver = "550", host_arch = "aarch64"}, ...]``
   (``[[targets]]`` tables; ``driver`` defaults to ``--driver``, then to the newest branch;
-  ``host_arch``, the node's CPU, to what the GPU's data says: R-HOST).
+  ``host_arch``, the node's CPU, to what the GPU's data says: R-HOST; ``env``, the node's
+  environment as ``--env`` gives it, ``{CUDA_DISABLE_PTX_JIT = "1"}`` or ``["NAME=VALUE"]``).
+
+A target's JIT switches (``CUDA_FORCE_PTX_JIT``, ``CUDA_DISABLE_PTX_JIT`` and their older
+spellings) come from its entry's ``env`` or its doctor report's ``stack.env``, and from ``--env``,
+which applies to every target: a switch either turns on is on.
 
 ``[tool.fatbin-inspect] targets`` in pyproject.toml lists such tables and file globs (relative to
 the pyproject.toml). Targets with the same GPU, driver and JIT switches become one target that
@@ -31,7 +36,8 @@ from fatbin_inspect.errors import UsageError
 if TYPE_CHECKING:  # the engine's data is loaded when a target is resolved, not when a command is built
     from fatbin_inspect.compat.targets import Target
 
-ENTRY_KEYS = {"name", "gpu", "driver", "host_arch"}
+ENTRY_KEYS = {"name", "gpu", "driver", "host_arch", "env"}
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 HOST_ARCHS = ("x86_64", "aarch64", "ppc64le", "x86", "arm", "riscv64")  # as containers.machine_of names them
 
 
@@ -74,7 +80,7 @@ def _doctor_targets(doc: dict, path: str, default_driver: str | None, warn) -> l
     _field(udrv, "api_version", int, path, "stack.user_driver")
     version = version or build or default_driver
     from fatbin_inspect.compat import data
-    from fatbin_inspect.compat.targets import Target, gpu_for_cc
+    from fatbin_inspect.compat.targets import Target, gpu_for_cc, jit_switches
 
     out: list[Target] = []
     for i, g in enumerate(stack.get("gpus") or ()):
@@ -88,9 +94,12 @@ def _doctor_targets(doc: dict, path: str, default_driver: str | None, warn) -> l
         if _field(g, "tegra", bool, path, f"stack.gpus[{i}]") and not gpu.tegra:
             gpu = dataclasses.replace(gpu, tegra=True)
         machine = stack.get("machine")
+        force, disable = jit_switches(_doctor_env(stack.get("env"), path))
         t = Target(
             gpu,
             _driver(version, path),
+            force,
+            disable,
             hosts=(host,),
             compat=_doctor_compat(udrv, kdrv, path),
             host=machine if isinstance(machine, str) and machine in HOST_ARCHS else None,
@@ -99,6 +108,49 @@ def _doctor_targets(doc: dict, path: str, default_driver: str | None, warn) -> l
             out.append(t)
     if not out:
         warn(f"{path}: no GPU in this doctor report ({host}): no target from it")
+    return out
+
+
+def _doctor_env(items: Any, path: str) -> dict[str, str]:
+    """A doctor report's ``stack.env`` (``[{name, value, effect}]``) as ``--env`` gives it."""
+    if items is None:
+        return {}
+    if not isinstance(items, list):
+        raise UsageError(f"{path}: stack.env: expected a list of {{name, value}} objects")
+    out = {}
+    for i, it in enumerate(items):
+        name = _field(it, "name", str, path, f"stack.env[{i}]")
+        value = _field(it, "value", str, path, f"stack.env[{i}]")
+        if name is None or value is None:
+            raise UsageError(f"{path}: stack.env[{i}]: expected an object with 'name' and 'value'")
+        out[name] = value
+    return out
+
+
+def entry_env(value: Any, here: str) -> dict[str, str]:
+    """A fleet entry's ``env``: a table ``{NAME = "VALUE"}`` (a number is its digits) or a list
+    of ``"NAME=VALUE"`` strings, as ``--env`` takes them; anything else is a UsageError naming
+    the entry and key."""
+    if isinstance(value, list):
+        pairs = []
+        for j, p in enumerate(value):
+            if not isinstance(p, str) or "=" not in p:
+                raise UsageError(f'{here}: env[{j}]: expected "NAME=VALUE", e.g. "CUDA_DISABLE_PTX_JIT=1"')
+            pairs.append(tuple(p.split("=", 1)))
+    elif isinstance(value, dict):
+        pairs = list(value.items())
+    else:
+        raise UsageError(f'{here}: env: expected a table such as {{ CUDA_DISABLE_PTX_JIT = "1" }}')
+    out = {}
+    for k, v in pairs:
+        k = k.strip() if isinstance(k, str) else k
+        if not isinstance(k, str) or not ENV_NAME.fullmatch(k):
+            raise UsageError(f"{here}: env: {str(k)[:60]!r} is not an environment variable name")
+        if isinstance(v, int) and not isinstance(v, bool):
+            v = str(v)
+        if not isinstance(v, str):
+            raise UsageError(f'{here}: env.{k}: expected a string such as "1"')
+        out[k] = v
     return out
 
 
@@ -138,7 +190,7 @@ def _entry_targets(entries: Any, where: str, default_driver: str | None) -> list
     """Targets from a list of ``{name, gpu, driver}`` tables."""
     if not isinstance(entries, list):
         raise UsageError(f"{where}: targets: expected a list of {{name, gpu, driver}} tables")
-    from fatbin_inspect.compat.targets import Target, resolve_gpu
+    from fatbin_inspect.compat.targets import Target, jit_switches, resolve_gpu
 
     out = []
     for i, e in enumerate(entries):
@@ -148,7 +200,7 @@ def _entry_targets(entries: Any, where: str, default_driver: str | None) -> list
         unknown = set(e) - ENTRY_KEYS
         if unknown:
             raise UsageError(
-                f"{here}: unknown key {sorted(unknown)[0]!r} (known: driver, gpu, host_arch, name)"
+                f"{here}: unknown key {sorted(unknown)[0]!r} (known: driver, env, gpu, host_arch, name)"
             )
         gpu, name, driver = e.get("gpu"), e.get("name"), e.get("driver", default_driver)
         if not isinstance(gpu, str) or not gpu.strip():
@@ -165,7 +217,8 @@ def _entry_targets(entries: Any, where: str, default_driver: str | None) -> list
         arch = e.get("host_arch")
         if arch is not None and arch not in HOST_ARCHS:
             raise UsageError(f"{here}: host_arch: expected one of {', '.join(HOST_ARCHS)}")
-        out.append(Target(g, drv, hosts=(name,) if name else (), host=arch))
+        force, disable = jit_switches(entry_env(e["env"], here) if "env" in e else {})
+        out.append(Target(g, drv, force, disable, hosts=(name,) if name else (), host=arch))
     return out
 
 
@@ -320,8 +373,8 @@ def resolve_all(
     warn: Callable[[str], None] = _ignore,
 ) -> tuple[Target, ...]:
     """``--gpu`` targets (one ``--driver``), then every ``--targets`` file's; ``fallback`` (the
-    pyproject.toml's) when neither is given. The JIT switches of ``env`` and the ``--compat``
-    package (R-FWD) apply to all of them."""
+    pyproject.toml's) when neither is given. The JIT switches of ``env`` (on top of each
+    target's own) and the ``--compat`` package (R-FWD) apply to all of them."""
     from fatbin_inspect.compat.targets import jit_switches, resolve_targets, wants_local
     from fatbin_inspect.system.stack import local_devices
 
@@ -337,7 +390,12 @@ def resolve_all(
             raise UsageError("--targets: no GPU in any of the files given")
         resolve_targets([], driver)  # raises the "no --gpu given" error
     force, disable = jit_switches(env or {})
-    found = [dataclasses.replace(t, force_ptx_jit=force, disable_ptx_jit=disable) for t in found]
+    found = [
+        dataclasses.replace(
+            t, force_ptx_jit=t.force_ptx_jit or force, disable_ptx_jit=t.disable_ptx_jit or disable
+        )
+        for t in found
+    ]
     if compat:
         from fatbin_inspect.compat.targets import resolve_compat
 
