@@ -127,6 +127,9 @@ build_units() {
   tu ext_attn $(g 80 '[sm_80,compute_80]')
   tu var12 $(g 80 sm_80) $(g 90 sm_90)
   tu var13 $(g 80 sm_80) $(g 90 sm_90) $(g 100 sm_100) $(g 120 sm_120)
+  tu own_a $(g 80 '[sm_80,compute_80]')
+  tu own_b $(g 80 '[sm_80,compute_80]')
+  nv -c -Xcompiler -fPIC $(g 80 sm_80) -o tu_linked.o linked.cu  # five ncclDevKernel_* kernels
   }
   lib f1_full.so 13 full_a.o full_b.o               # R-FILE 1: every fatbin loads on 8.0-12.x
   lib f2_sm90a_only.so 13 h_a.o h_b.o               # R-FILE 2: nothing loads except on CC 9.0
@@ -137,6 +140,8 @@ build_units() {
   lib ext_attn.so 13 ext_attn.o
   lib libvar_cuda126.so 12 var12.o                  # R-VARIANT: alternative builds per CUDA
   lib libvar_cuda130.so 13 var13.o
+  lib f6_linked_gap.so 13 own_a.o own_b.o linked.o  # R-FILE 4 + issue 22 item 8: a linked library's
+  # kernels (sm_80 SASS only) are the gaps beside the library's own sm_80 + compute_80 code
   build_dropped
 }
 # f5 (the guard of clause (i), docs/compatibility.md §4): a CUDA 11.8 library whose TUs are built

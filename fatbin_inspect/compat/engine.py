@@ -792,7 +792,10 @@ def _reason(lead, bad, counted, loading, spec, gaps, t: Target) -> str:
         archs = ", ".join(a for a, _ in _arch_counts(spec)[:4])
         return f"{reason}; only code for {archs}: this file is for other GPUs than {dev}"
     if gaps and loading:
-        return f"{of_fatbins(len(gaps), len(counted))} have no code for {dev} and fail at first use: {lead.reason}"
+        from fatbin_inspect.compat.gap_kernels import clause, decoded_names
+
+        named = clause(decoded_names(gaps) or ())  # the kernels they hold, when decoded
+        return f"{of_fatbins(len(gaps), len(counted))} have no code for {dev} and fail at first use: {lead.reason}{named}"
     return reason
 
 

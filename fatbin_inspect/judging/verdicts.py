@@ -122,7 +122,40 @@ def judge(report: FileReport, targets: Sequence[Target], wheels: WheelRuntimes) 
     if not judged(report):
         return []
     rt = runtime_of(report, wheels)
-    return [evaluate(report, t, rt) for t in targets]
+    return name_gap_kernels(report, [evaluate(report, t, rt) for t in targets])
+
+
+def name_gap_kernels(report: FileReport, verdicts: list[FileVerdict]) -> list[FileVerdict]:
+    """The verdicts of a file on disk whose gaps were judged from their headers alone, with the
+    kernels those fatbins hold named in the reason (``compat.gap_kernels``): their payloads are
+    decoded here (kernel names only), once for every target. A member of an archive is named
+    only when its payloads were decoded (``--kernels``)."""
+    from fatbin_inspect.compat import gap_kernels
+
+    wanted = {
+        f.offset
+        for v in verdicts
+        if (gaps := gap_kernels.gap_fatbins(v)) and gap_kernels.decoded_names(gaps) is None
+        for f in gaps
+    }
+    if not wanted or member_path.is_member(report.path) or not os.path.isfile(report.path):
+        return verdicts
+    from fatbin_inspect.errors import InputError
+    from fatbin_inspect.formats.binio import open_blob
+    from fatbin_inspect.inventory.reader import decode_entry
+
+    try:
+        blob = open_blob(report.path)
+    except InputError:
+        return verdicts
+    kernels_at: dict[int, list[str]] = {}
+    for fb in report.fatbins:
+        if fb.offset in wanted:
+            entries = [decode_entry(blob, e, kernels=True, resources=False) for e in fb.entries]
+            if any(e.decode_error for e in entries):
+                continue  # (not named: not known)
+            kernels_at[fb.offset] = [k.name for e in entries for k in e.kernels or ()]
+    return [gap_kernels.named(v, kernels_at) for v in verdicts]
 
 
 def judge_paths(

@@ -1,0 +1,148 @@
+"""Say which part fails (issue 22 item 8): when some fatbins of a file load and others have no
+code for the GPU, the verdict stays fail/partial and the reason names the kernels of the failing
+ones by their common prefix and count.
+
+fixtures/units/f6_linked_gap.so (scripts/build_fixtures.sh, nvcc 13.0): two TUs of its own with
+sm_80 SASS + compute_80 PTX, and a linked-in TU (fixtures/src/linked.cu) with five C++ kernels
+named ncclDevKernel_* and sm_80 SASS only, as NCCL's kernels sit in TensorFlow's framework
+library. On RTX 5090 and H100 the library's own code JIT-compiles, NCCL's kernels fail.
+"""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from conftest import fixture_path
+
+import fatbin_inspect as fi
+from fatbin_inspect.cli.main import cli
+from fatbin_inspect.compat import gap_kernels
+from fatbin_inspect.compat.engine import evaluate
+from fatbin_inspect.compat.targets import resolve_targets
+from fatbin_inspect.inventory.reader import Options, inspect_path
+
+F6 = fixture_path("units", "f6_linked_gap.so")
+F5 = fixture_path("units", "f5_dropped_gen.so")
+NAMED = "; they hold the 5 kernels named ncclDevKernel_*"
+
+
+def check_json(*args):
+    res = CliRunner().invoke(cli, ["check", *args, "--driver", "580", "--format", "json"])
+    assert res.exit_code in (0, 1), res.output
+    return json.loads(res.stdout)
+
+
+@pytest.mark.parametrize("kernels", [False, True], ids=["headers", "kernels"])
+def test_the_reason_names_the_linked_librarys_kernels(kernels):
+    doc = check_json(
+        F6, "--gpu", "RTX 5090", "--gpu", "H100", "--gpu", "A100", *(["--kernels"] if kernels else [])
+    )
+    by_target = {r["target"]: r for r in doc["results"]}
+    for i in (0, 1):  # RTX 5090, H100: fail/partial, the reason ends with the kernels
+        r = by_target[i]
+        assert (r["verdict"], r["coverage"], r["error"]["code"]) == ("fail", "partial", 209)
+        assert r["reason"].startswith("1 of 3 fatbins have no code for CC")
+        assert r["reason"].endswith(NAMED)
+    assert by_target[2]["verdict"] == "native" and "kernels named" not in by_target[2]["reason"]
+
+
+def test_only_the_reason_changes():
+    """The engine's verdict from the headers alone and the one every command takes differ in the
+    reason only."""
+    (report,) = inspect_path(F6, Options(probe_small=True))
+    t = resolve_targets(["RTX 5090"], "580")[0]
+    plain = evaluate(report, t)
+    (named,) = fi.check(F6, "RTX 5090", "580")
+    assert named.reason == plain.reason + NAMED
+    assert {k: v for k, v in vars(named).items() if k != "reason"} == {
+        k: v for k, v in vars(plain).items() if k != "reason"
+    }
+
+
+def test_few_kernels_are_listed():
+    (v,) = fi.check(F5, "GTX 1080 Ti", "580")  # three TUs: attn, gemm, norm
+    assert v.reason.endswith("; they hold 3 kernels: attn_kernel, gemm_kernel, norm_kernel")
+
+
+def test_a_member_is_named_when_its_kernels_are_decoded(tmp_path):
+    import zipfile
+
+    whl = tmp_path / "lib-1.0-py3-none-manylinux_2_28_x86_64.whl"
+    with zipfile.ZipFile(whl, "w") as z:
+        z.write(F6, "lib/libf6.so")
+    doc = check_json(str(whl), "--gpu", "H100", "--kernels")
+    (r,) = doc["results"]
+    assert r["reason"].endswith(NAMED)
+
+
+# ------------------------------------------------------------------------------- the sentence
+MANGLED = [
+    "_Z31ncclDevKernel_AllGather_RING_LL24ncclDevKernelArgsStorageILm64EE",
+    "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm64EE",
+    "_Z22ncclDevKernel_SendRecv24ncclDevKernelArgsStorageILm64EE",
+    "_Z31ncclDevKernel_Broadcast_RING_LL24ncclDevKernelArgsStorageILm64EE",
+]
+
+
+def test_names_are_compared_demangled_without_arguments():
+    from fatbin_inspect.formats.demangle import demangle
+
+    if demangle(MANGLED[0]) is None:
+        pytest.skip("no C++ runtime to demangle with")
+    assert gap_kernels.base_name(MANGLED[0]) == "ncclDevKernel_AllGather_RING_LL"
+    assert gap_kernels.base_name("void cutlass::Kernel<Gemm<float, 4> >(Params)") == "cutlass::Kernel"
+    assert gap_kernels.base_name("attn_kernel") == "attn_kernel"
+    assert gap_kernels.clause(MANGLED) == "; they hold the 4 kernels named ncclDevKernel_*"
+
+
+@pytest.mark.parametrize(
+    "names,expected",
+    [
+        ([], ""),
+        (["one_kernel", "one_kernel"], "; they hold 1 kernel, one_kernel"),
+        (["a_x", "b_y"], "; they hold 2 kernels: a_x, b_y"),
+        (["gemm_f16", "gemm_f32", "gemm_bf16", "gemv_f32"], "; they hold the 4 kernels named gem*"),
+        (["nccl_a", "nccl_b", "nccl_c", "nccl_d"], "; they hold the 4 kernels named nccl_*"),
+        (
+            ["attn_kernel", "gemm_kernel", "norm_kernel", "rope_kernel"],
+            "; they hold the 4 kernels named *_kernel",
+        ),
+        (
+            ["alpha", "beta", "gamma", "delta"],
+            "; they hold 4 kernels, most often named alpha, beta, delta, …",
+        ),
+        (
+            ["void k<1>(int)", "void k<2>(int)", "void k<3>(int)", "z<1>", "q"],
+            "; they hold 5 kernels, most often named k ×3, q, z, …",
+        ),
+        (["void k<1>(int)", "void k<2>(int)"], "; they hold the 2 kernels named k"),
+        (
+            ["flash_fwd", "flash_fwd_split", "flash_bwd", "flash_fwd2"],
+            "; they hold the 4 kernels named flash_*",
+        ),
+    ],
+)
+def test_clause(names, expected):
+    assert gap_kernels.clause(names) == expected
+
+
+@pytest.mark.slow
+def test_a_real_library_names_its_gaps_kernels():
+    """cuBLAS 12.4.5.8 (PyPI) on an RTX 5090: 8 of libcublas.so.12's 200 fatbins hold sm_61 SASS
+    only (fermiPlusCgemm*, cutlass kernels); the others load."""
+    import glob
+    import os
+
+    from conftest import CORPUS
+
+    found = sorted(glob.glob(os.path.join(CORPUS, "nvidia_cublas_cu12-12.4.5.8-*.whl")))
+    if not found:
+        pytest.skip(f"nvidia_cublas_cu12-12.4.5.8 not in {CORPUS} (scripts/fetch_corpus.sh)")
+    member = found[0] + "!nvidia/cublas/lib/libcublas.so.12"
+    (r,) = check_json(member, "--gpu", "RTX 5090", "--kernels")["results"]
+    assert (r["verdict"], r["coverage"]) == ("fail", "partial")
+    assert r["reason"].startswith("8 of 200 fatbins have no code for CC 12.0")
+    assert r["reason"].endswith(
+        "; they hold 59 kernels, most often named fermiPlusCgemmLDS128_batched ×9, cutlass::Kernel ×5, "
+        "cutlass::Kernel2 ×5, …"
+    )
