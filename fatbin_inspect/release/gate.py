@@ -101,7 +101,7 @@ def state(d: engine.Decision) -> str:
         return OK
     if d.verdict == "jit":
         return JIT
-    return FAILURE_STATE.get(d.error.code if d.error is not None else None, NONE)
+    return FAILURE_STATE.get(d.error.code, NONE) if d.error is not None else NONE
 
 
 # ------------------------------------------------------------------------------------- rules
@@ -197,7 +197,7 @@ def _failures(
     if s == PTX_TOO_NEW:
         drv = req.target.driver
         isas = sorted(
-            {e.ptx_isa for fb in fatbins for e in fb.entries if e.kind == KIND_PTX},
+            {e.ptx_isa for fb in fatbins for e in fb.entries if e.kind == KIND_PTX and e.ptx_isa},
             key=lambda x: tuple(map(int, x.split("."))),
         )
         newest = f"PTX ISA {isas[-1]}; " if isas else ""
@@ -239,6 +239,8 @@ def _arch_specific_only(
 
 def _exact(emit: _Emitter, v: engine.FileVerdict, req: Requirement, total: int) -> None:
     """FBI016 (require-exact): loading fatbins whose cubin is not built for exactly the required arch."""
+    if req.arch is None:  # (a --gpu requirement: no arch to be exact about)
+        return
     _, sm, variant = split_arch(req.arch)
     want = {f"sm_{sm}{variant}"} | ({f"sm_{sm}"} if variant == "f" else set())
     loose = [
@@ -263,7 +265,7 @@ def check_runtime(emit: _Emitter, rt: RuntimeNeed | None, target: Target) -> Non
     o = rules.driver_for_runtime(rt, target)
     if not o.ok:
         err = engine.error_ref(o.error)
-        emit("FBI004", "error", f"{err.name} ({err.code}): {o.reason}", FILE_WIDE)
+        emit("FBI004", "error", f"{err.name} ({err.code}): {o.reason}" if err else o.reason, FILE_WIDE)
 
 
 def check_file_wide(emit: _Emitter, fatbins: list[Fatbin], policy: Policy) -> None:
@@ -463,7 +465,7 @@ def _alternates(arts: Sequence[_Artifact], context: Context, local) -> dict[tupl
     return out
 
 
-def _runtime_alternates(variants: Sequence[_Artifact], local) -> dict[tuple[str, None], str]:
+def _runtime_alternates(variants: Sequence[_Artifact], local) -> dict[tuple[str, str | None], str]:
     """Variants whose runtime the minimum driver cannot serve, when another variant's it can."""
     pol = variants[0].policy
     if not pol.min_driver or not variants[0].reqs:
@@ -593,7 +595,9 @@ def check_findings(
         if engine.RUNTIME_UNKNOWN in v.notes
     ]
     findings += [
-        Finding("FBI008", "error", r.error.message, r.path, offset=r.error.offset) for r in unreadable
+        Finding("FBI008", "error", r.error.message, r.path, offset=r.error.offset)
+        for r in unreadable
+        if r.error is not None
     ]
     checks = [Check(r.path) for r in unreadable]
     checks += [Check(v.path, v.target.label) for v in verdicts if v.verdict != "no-device-code"]
