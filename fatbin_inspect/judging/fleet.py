@@ -74,29 +74,15 @@ def _doctor_targets(doc: dict, path: str, default_driver: str | None, warn) -> l
     named = _field(stack, "host", str, path, "stack")
     host: str = named or _host_of(path)
     kdrv, udrv = stack.get("kernel_driver") or {}, stack.get("user_driver") or {}
-    version = _field(kdrv, "version", str, path, "stack.kernel_driver")
-    build = _field(udrv, "build", str, path, "stack.user_driver")
-    _field(udrv, "path", str, path, "stack.user_driver")
-    _field(udrv, "api_version", int, path, "stack.user_driver")
-    version = version or build or default_driver
-    from fatbin_inspect.compat import data
-    from fatbin_inspect.compat.targets import Target, gpu_for_cc, jit_switches
+    version = _doctor_driver(kdrv, udrv, path) or default_driver
+    from fatbin_inspect.compat.targets import Target, jit_switches
 
+    machine = stack.get("machine")
+    force, disable = jit_switches(_doctor_env(stack.get("env"), path))
     out: list[Target] = []
     for i, g in enumerate(stack.get("gpus") or ()):
-        if not isinstance(g, dict) or not isinstance(g.get("cc"), str) or not isinstance(g.get("name"), str):
-            raise UsageError(f"{path}: stack.gpus[{i}]: expected an object with 'name' and 'cc'")
-        try:
-            cc = data.parse_cc(g["cc"])
-        except (ValueError, TypeError):
-            raise UsageError(f"{path}: stack.gpus[{i}]: compute capability {g['cc']!r} is not X.Y") from None
-        gpu = gpu_for_cc(cc, name=g["name"])
-        if _field(g, "tegra", bool, path, f"stack.gpus[{i}]") and not gpu.tegra:
-            gpu = dataclasses.replace(gpu, tegra=True)
-        machine = stack.get("machine")
-        force, disable = jit_switches(_doctor_env(stack.get("env"), path))
         t = Target(
-            gpu,
+            _doctor_gpu(g, path, i),
             _driver(version, path),
             force,
             disable,
@@ -109,6 +95,32 @@ def _doctor_targets(doc: dict, path: str, default_driver: str | None, warn) -> l
     if not out:
         warn(f"{path}: no GPU in this doctor report ({host}): no target from it")
     return out
+
+
+def _doctor_driver(kdrv: Any, udrv: Any, path: str) -> str | None:
+    """The kernel driver's version, else the libcuda build, each field of its type."""
+    version = _field(kdrv, "version", str, path, "stack.kernel_driver")
+    build = _field(udrv, "build", str, path, "stack.user_driver")
+    _field(udrv, "path", str, path, "stack.user_driver")
+    _field(udrv, "api_version", int, path, "stack.user_driver")
+    return version or build
+
+
+def _doctor_gpu(g: Any, path: str, i: int):
+    """The GPU of ``stack.gpus[i]``: its compute capability, named as NVML named it."""
+    from fatbin_inspect.compat import data
+    from fatbin_inspect.compat.targets import gpu_for_cc
+
+    if not isinstance(g, dict) or not isinstance(g.get("cc"), str) or not isinstance(g.get("name"), str):
+        raise UsageError(f"{path}: stack.gpus[{i}]: expected an object with 'name' and 'cc'")
+    try:
+        cc = data.parse_cc(g["cc"])
+    except (ValueError, TypeError):
+        raise UsageError(f"{path}: stack.gpus[{i}]: compute capability {g['cc']!r} is not X.Y") from None
+    gpu = gpu_for_cc(cc, name=g["name"])
+    if _field(g, "tegra", bool, path, f"stack.gpus[{i}]") and not gpu.tegra:
+        gpu = dataclasses.replace(gpu, tegra=True)
+    return gpu
 
 
 def _doctor_env(items: Any, path: str) -> dict[str, str]:
@@ -131,18 +143,8 @@ def entry_env(value: Any, here: str) -> dict[str, str]:
     """A fleet entry's ``env``: a table ``{NAME = "VALUE"}`` (a number is its digits) or a list
     of ``"NAME=VALUE"`` strings, as ``--env`` takes them; anything else is a UsageError naming
     the entry and key."""
-    if isinstance(value, list):
-        pairs = []
-        for j, p in enumerate(value):
-            if not isinstance(p, str) or "=" not in p:
-                raise UsageError(f'{here}: env[{j}]: expected "NAME=VALUE", e.g. "CUDA_DISABLE_PTX_JIT=1"')
-            pairs.append(tuple(p.split("=", 1)))
-    elif isinstance(value, dict):
-        pairs = list(value.items())
-    else:
-        raise UsageError(f'{here}: env: expected a table such as {{ CUDA_DISABLE_PTX_JIT = "1" }}')
     out = {}
-    for k, v in pairs:
+    for k, v in _env_pairs(value, here):
         k = k.strip() if isinstance(k, str) else k
         if not isinstance(k, str) or not ENV_NAME.fullmatch(k):
             raise UsageError(f"{here}: env: {str(k)[:60]!r} is not an environment variable name")
@@ -152,6 +154,18 @@ def entry_env(value: Any, here: str) -> dict[str, str]:
             raise UsageError(f'{here}: env.{k}: expected a string such as "1"')
         out[k] = v
     return out
+
+
+def _env_pairs(value: Any, here: str) -> list[tuple[Any, Any]]:
+    """(name, value) of an entry's ``env`` table or ``["NAME=VALUE"]`` list, unchecked."""
+    if isinstance(value, dict):
+        return list(value.items())
+    if not isinstance(value, list):
+        raise UsageError(f'{here}: env: expected a table such as {{ CUDA_DISABLE_PTX_JIT = "1" }}')
+    for j, p in enumerate(value):
+        if not isinstance(p, str) or "=" not in p:
+            raise UsageError(f'{here}: env[{j}]: expected "NAME=VALUE", e.g. "CUDA_DISABLE_PTX_JIT=1"')
+    return [tuple(p.split("=", 1)) for p in value]
 
 
 def _doctor_compat(udrv: Any, kdrv: Any, where: str):
@@ -190,36 +204,43 @@ def _entry_targets(entries: Any, where: str, default_driver: str | None) -> list
     """Targets from a list of ``{name, gpu, driver}`` tables."""
     if not isinstance(entries, list):
         raise UsageError(f"{where}: targets: expected a list of {{name, gpu, driver}} tables")
+    return [_entry_target(e, f"{where}: targets[{i}]", default_driver) for i, e in enumerate(entries)]
+
+
+def _entry_fields(e: dict, here: str, default_driver: str | None) -> tuple[str, str | None, str | int | None]:
+    """(gpu, name, driver) of an entry, each of its kind."""
+    gpu, name, driver = e.get("gpu"), e.get("name"), e.get("driver", default_driver)
+    if not isinstance(gpu, str) or not gpu.strip():
+        raise UsageError(f'{here}: needs gpu = "NAME" (a product name, 8.9 or sm_89)')
+    if name is not None and not isinstance(name, str):
+        raise UsageError(f"{here}: name: expected a string")
+    if driver is not None and not isinstance(driver, (str, int)):
+        raise UsageError(f'{here}: driver: expected a version such as "550.54.14" or 550')
+    return gpu, name, driver
+
+
+def _entry_target(e: Any, here: str, default_driver: str | None) -> Target:
+    """The target of one ``{name, gpu, driver, host_arch, env}`` table, each key checked."""
     from fatbin_inspect.compat.targets import Target, jit_switches, resolve_gpu
 
-    out = []
-    for i, e in enumerate(entries):
-        here = f"{where}: targets[{i}]"
-        if not isinstance(e, dict):
-            raise UsageError(f"{here}: expected a table {{name, gpu, driver}}")
-        unknown = set(e) - ENTRY_KEYS
-        if unknown:
-            raise UsageError(
-                f"{here}: unknown key {sorted(unknown)[0]!r} (known: driver, env, gpu, host_arch, name)"
-            )
-        gpu, name, driver = e.get("gpu"), e.get("name"), e.get("driver", default_driver)
-        if not isinstance(gpu, str) or not gpu.strip():
-            raise UsageError(f'{here}: needs gpu = "NAME" (a product name, 8.9 or sm_89)')
-        if name is not None and not isinstance(name, str):
-            raise UsageError(f"{here}: name: expected a string")
-        if driver is not None and not isinstance(driver, (str, int)):
-            raise UsageError(f'{here}: driver: expected a version such as "550.54.14" or 550')
-        try:
-            g = resolve_gpu(gpu)
-        except UsageError as exc:
-            raise UsageError(f"{here}: {exc}") from None
-        drv = _driver(None if driver is None else str(driver), here)
-        arch = e.get("host_arch")
-        if arch is not None and arch not in HOST_ARCHS:
-            raise UsageError(f"{here}: host_arch: expected one of {', '.join(HOST_ARCHS)}")
-        force, disable = jit_switches(entry_env(e["env"], here) if "env" in e else {})
-        out.append(Target(g, drv, force, disable, hosts=(name,) if name else (), host=arch))
-    return out
+    if not isinstance(e, dict):
+        raise UsageError(f"{here}: expected a table {{name, gpu, driver}}")
+    unknown = set(e) - ENTRY_KEYS
+    if unknown:
+        raise UsageError(
+            f"{here}: unknown key {sorted(unknown)[0]!r} (known: driver, env, gpu, host_arch, name)"
+        )
+    gpu, name, driver = _entry_fields(e, here, default_driver)
+    try:
+        g = resolve_gpu(gpu)
+    except UsageError as exc:
+        raise UsageError(f"{here}: {exc}") from None
+    drv = _driver(None if driver is None else str(driver), here)
+    arch = e.get("host_arch")
+    if arch is not None and arch not in HOST_ARCHS:
+        raise UsageError(f"{here}: host_arch: expected one of {', '.join(HOST_ARCHS)}")
+    force, disable = jit_switches(entry_env(e["env"], here) if "env" in e else {})
+    return Target(g, drv, force, disable, hosts=(name,) if name else (), host=arch)
 
 
 def read_targets(
@@ -248,6 +269,15 @@ def read_targets(
             return _json_targets(doc, path, default_driver, warn)
     else:
         json_error = None
+    return _toml_targets(text, path, default_driver, json_error)
+
+
+def _toml_targets(text: str, path: str, default_driver: str | None, json_error) -> list[Target]:
+    """The targets of a fleet TOML file (``json_error``: why it did not read as JSON, if it
+    looked like JSON: that error is the one to give when it is no TOML either)."""
+    from fatbin_inspect.errors import InputError
+    from fatbin_inspect.formats import documents
+
     try:
         toml_doc = documents.loads_toml(text)
     except InputError as exc:
@@ -375,7 +405,7 @@ def resolve_all(
     """``--gpu`` targets (one ``--driver``), then every ``--targets`` file's; ``fallback`` (the
     pyproject.toml's) when neither is given. The JIT switches of ``env`` (on top of each
     target's own) and the ``--compat`` package (R-FWD) apply to all of them."""
-    from fatbin_inspect.compat.targets import jit_switches, resolve_targets, wants_local
+    from fatbin_inspect.compat.targets import resolve_targets, wants_local
     from fatbin_inspect.system.stack import local_devices
 
     local = local_devices(gpus, driver)
@@ -389,6 +419,14 @@ def resolve_all(
         if target_files:
             raise UsageError("--targets: no GPU in any of the files given")
         resolve_targets([], driver)  # raises the "no --gpu given" error
+    return merge(_for_all(found, env, compat))
+
+
+def _for_all(found: list[Target], env: dict[str, str] | None, compat: str | None) -> list[Target]:
+    """``found`` with the JIT switches of ``env`` (on top of their own) and the ``--compat``
+    package."""
+    from fatbin_inspect.compat.targets import jit_switches
+
     force, disable = jit_switches(env or {})
     found = [
         dataclasses.replace(
@@ -401,7 +439,7 @@ def resolve_all(
 
         pkg = resolve_compat(compat)
         found = [dataclasses.replace(t, compat=pkg) for t in found]
-    return merge(found)
+    return found
 
 
 def nearest_policy_targets(

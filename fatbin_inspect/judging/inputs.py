@@ -47,8 +47,9 @@ def _root_reports(root: str, opts: Options, cache: RecordCache | None) -> Iterat
 
 
 def _with_progress(
-    walked, opts: Options, progress: Progress, cache: RecordCache | None
+    walked: list[StatItem], opts: Options, progress: Progress, cache: RecordCache | None
 ) -> Iterator[FileReport]:
+    """The records of the walked files, telling ``progress`` after each."""
     done = 0
     for i, item in enumerate(walked):
         yield from _reports(item, opts, cache)
@@ -90,36 +91,55 @@ class RecordCache:
     ) -> Iterator[FileReport]:
         """The records of the file ``path`` (``apath``: its absolute path, the cache key; ``st``
         its lstat from the walk, None for a root)."""
-        import stat
+        from fatbin_inspect.scanning.cache import stat_key
 
-        from fatbin_inspect.scanning.cache import MISS, stat_key
-
-        try:
-            st = os.stat(path) if st is None else st
-        except OSError:
-            st = None
-        if st is None or not stat.S_ISREG(st.st_mode) or not self.cache.enabled:
+        st = _regular(path, st) if self.cache.enabled else None
+        if st is None:
             yield from inspect_path(path, opts)
             return
         self.files += 1
         key = stat_key(st)
-        hit = self.cache.get(apath, key)
-        found = MISS if hit is MISS or hit is None else hit.reports(path)
-        if isinstance(found, tuple):  # (else MISS)
+        found = self._hit(path, apath, key)
+        if found is not None:
             self.hits += 1
             yield from found
             return
         records = tuple(inspect_path(path, opts))
-        try:
-            same = stat_key(os.stat(path)) == key
-        except OSError:
-            same = False
-        if same and all(r.error is None for r in records):
+        if all(r.error is None for r in records) and _same_stat(path, key):
             self.cache.put(apath, key, records, base=path)
         yield from records
 
+    def _hit(self, path: str, apath: str, key) -> tuple[FileReport, ...] | None:
+        """The cached records of ``apath`` shown on ``path``; None on a miss."""
+        from fatbin_inspect.scanning.cache import MISS
+
+        hit = self.cache.get(apath, key)
+        found = MISS if hit is MISS or hit is None else hit.reports(path)
+        return found if isinstance(found, tuple) else None
+
     def close(self) -> None:
         self.cache.close()
+
+
+def _regular(path: str, st: os.stat_result | None) -> os.stat_result | None:
+    """``st`` (else a fresh stat) when ``path`` is a regular file, else None."""
+    import stat
+
+    try:
+        st = os.stat(path) if st is None else st
+    except OSError:
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
+def _same_stat(path: str, key) -> bool:
+    """The file's stat key is still ``key`` (it did not change while read)."""
+    from fatbin_inspect.scanning.cache import stat_key
+
+    try:
+        return stat_key(os.stat(path)) == key
+    except OSError:
+        return False
 
 
 def verdict_options(kernels: bool) -> Options:

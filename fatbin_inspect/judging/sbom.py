@@ -144,22 +144,43 @@ def build(
     package's paths -> its verdicts) are the scan's own (``judging.verdicts.distribution_verdicts``);
     without them the records are judged here. ``findings``: the gate's report (its ``targets`` are
     the SBOM's, each file's checks and findings go to its component)."""
-    from fatbin_inspect.compat import units
-
     wheels = WheelRuntimes()
     reports = list(reports)
-    if targets and engine_verdicts is None:
-        engine_verdicts = {r.path: got for r in reports if (got := judge(r, targets, wheels))}
-    engine_verdicts = engine_verdicts or {}
+    if engine_verdicts is None:
+        engine_verdicts = (
+            {r.path: got for r in reports if (got := judge(r, targets, wheels))} if targets else {}
+        )
     if targets and roll_up is None:
+        roll_up = _unit_roll_up(targets, engine_verdicts)
+    checked, found = _by_path(findings)
+    groups, own, loose = _grouped(reports, engine_verdicts, wheels, checked, found)
+    packages = []
+    for key in sorted(groups):
+        files = groups[key]
+        verdicts = tuple(roll_up([f.report.path for f in files])) if roll_up is not None else ()
+        packages.append(SbomPackage(*key, tuple(files), verdicts, own.get(key)))
+    labels = findings.targets if findings is not None else tuple(t.label for t in targets)
+    return Sbom(command, tuple(labels), tuple(packages), tuple(loose), outcome)
 
-        def roll_up(paths: list[str]) -> list[Verdict]:
-            out = []
-            for i in range(len(targets)):
-                u = units.unit_verdict([(p, engine_verdicts[p][i]) for p in paths if p in engine_verdicts])
-                out.append(verdict_of(u, u.path))
-            return out
 
+def _unit_roll_up(
+    targets: Sequence[Target], engine_verdicts: Mapping[str, Sequence[FileVerdict]]
+) -> Callable[[list[str]], list[Verdict]]:
+    """A package's verdicts from its files' (R-UNIT), when the caller gave no roll-up."""
+    from fatbin_inspect.compat import units
+
+    def roll_up(paths: list[str]) -> list[Verdict]:
+        out = []
+        for i in range(len(targets)):
+            u = units.unit_verdict([(p, engine_verdicts[p][i]) for p in paths if p in engine_verdicts])
+            out.append(verdict_of(u, u.path))
+        return out
+
+    return roll_up
+
+
+def _by_path(findings: FindingsReport | None) -> tuple[dict[str, list[str]], dict[str, list[Finding]]]:
+    """The gate's checked targets and its findings, by file."""
     checked: dict[str, list[str]] = {}
     found: dict[str, list[Finding]] = {}
     if findings is not None:
@@ -168,18 +189,23 @@ def build(
                 checked.setdefault(c.path, []).append(c.target)
         for hit in findings.findings:
             found.setdefault(hit.path, []).append(hit)
+    return checked, found
+
+
+def _grouped(
+    reports: Sequence[FileReport],
+    engine_verdicts: Mapping[str, Sequence[FileVerdict]],
+    wheels: WheelRuntimes,
+    checked: Mapping[str, list[str]],
+    found: Mapping[str, list[Finding]],
+) -> tuple[dict[PackageKey, list[SbomFile]], dict[PackageKey, str], list[SbomFile]]:
+    """(files by package, each package's own archive digest, files of no package)."""
     seen: dict[str, list[str]] = {}
     groups: dict[PackageKey, list[SbomFile]] = {}
     own: dict[PackageKey, str] = {}
     loose: list[SbomFile] = []
     for r in reports:
-        if r.format in ARCHIVE_FORMATS and not r.fatbins:
-            key = _own_key(r)
-            if key is not None and r.sha256 is not None:
-                own[key] = r.sha256
-            if r.error is None:
-                continue
-        elif not (r.fatbins or r.error):
+        if not _component(r, own):
             continue
         vs: Sequence[FileVerdict] = engine_verdicts.get(r.path, ())
         rt = vs[0].runtime if vs else (runtime_of(r, wheels) if r.fatbins else None)
@@ -195,10 +221,15 @@ def build(
             loose.append(item)
         else:
             groups.setdefault(key, []).append(item)
-    packages = []
-    for key in sorted(groups):
-        files = groups[key]
-        verdicts = tuple(roll_up([f.report.path for f in files])) if roll_up is not None else ()
-        packages.append(SbomPackage(*key, tuple(files), verdicts, own.get(key)))
-    labels = findings.targets if findings is not None else tuple(t.label for t in targets)
-    return Sbom(command, tuple(labels), tuple(packages), tuple(loose), outcome)
+    return groups, own, loose
+
+
+def _component(r: FileReport, own: dict[PackageKey, str]) -> bool:
+    """Whether a record is a file component: device code or an error. An archive without its
+    own device code gives its package its digest instead (kept in ``own``)."""
+    if r.format in ARCHIVE_FORMATS and not r.fatbins:
+        key = _own_key(r)
+        if key is not None and r.sha256 is not None:
+            own[key] = r.sha256
+        return r.error is not None
+    return bool(r.fatbins or r.error)

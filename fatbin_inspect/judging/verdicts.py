@@ -132,14 +132,24 @@ def name_gap_kernels(report: FileReport, verdicts: list[FileVerdict]) -> list[Fi
     only when its payloads were decoded (``--kernels``)."""
     from fatbin_inspect.compat import gap_kernels
 
-    wanted = {
-        f.offset
-        for v in verdicts
-        if (gaps := gap_kernels.gap_fatbins(v)) and gap_kernels.decoded_names(gaps) is None
-        for f in gaps
-    }
+    wanted = {f.offset for v in verdicts for f in _unnamed_gaps(v)}
     if not wanted or member_path.is_member(report.path) or not os.path.isfile(report.path):
         return verdicts
+    kernels_at = _decoded_kernels(report, wanted)
+    return [gap_kernels.named(v, kernels_at) for v in verdicts]
+
+
+def _unnamed_gaps(v: FileVerdict) -> list:
+    """The gap fatbins of ``v`` whose kernels are not known yet."""
+    from fatbin_inspect.compat import gap_kernels
+
+    gaps = gap_kernels.gap_fatbins(v)
+    return gaps if gaps and gap_kernels.decoded_names(gaps) is None else []
+
+
+def _decoded_kernels(report: FileReport, offsets: set[int]) -> dict[int, list[str]]:
+    """The kernel names of the fatbins at ``offsets`` of a file on disk, decoded from their
+    payloads (a fatbin with an entry that does not decode is left out: not known)."""
     from fatbin_inspect.errors import InputError
     from fatbin_inspect.formats.binio import open_blob
     from fatbin_inspect.inventory.reader import decode_entry
@@ -147,15 +157,17 @@ def name_gap_kernels(report: FileReport, verdicts: list[FileVerdict]) -> list[Fi
     try:
         blob = open_blob(report.path)
     except InputError:
-        return verdicts
-    kernels_at: dict[int, list[str]] = {}
-    for fb in report.fatbins:
-        if fb.offset in wanted:
-            entries = [decode_entry(blob, e, kernels=True, resources=False) for e in fb.entries]
-            if any(e.decode_error for e in entries):
-                continue  # (not named: not known)
-            kernels_at[fb.offset] = [k.name for e in entries for k in e.kernels or ()]
-    return [gap_kernels.named(v, kernels_at) for v in verdicts]
+        return {}
+    decoded = {
+        fb.offset: [decode_entry(blob, e, kernels=True, resources=False) for e in fb.entries]
+        for fb in report.fatbins
+        if fb.offset in offsets
+    }
+    return {
+        offset: [k.name for e in entries for k in e.kernels or ()]
+        for offset, entries in decoded.items()
+        if not any(e.decode_error for e in entries)
+    }
 
 
 def judge_paths(
