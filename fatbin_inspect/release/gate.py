@@ -139,18 +139,33 @@ def check_requirement(
         emit("FBI020", "error", f"{label}: {v.reason}", label, arch)
         return
     if set_aside:
-        counted = [f for f in v.fatbins if f.ignored is None and f.verdict != "no-device-code"]
-        archs = ", ".join(dict.fromkeys(a for f in counted for a in f.archs))
-        emit(
-            "FBI014",
-            "note",
-            f"{label}: only code for other GPUs ({archs}); set aside, as another file of the "
-            "distribution runs there (R-UNIT)",
-            label,
-            arch,
-        )
+        _set_aside_note(emit, v, label, arch)
         return
     _failures(emit, v, req, arch, total, fatbins)
+    _jit_findings(emit, v, label, arch, total)
+    if v.specialised is not None and v.coverage == "partial":
+        emit("FBI014", "note", f"{label}: {engine.coverage_line(v)}", label, arch)
+    _arch_specific_only(emit, v, req, arch, total)
+    if emit.policy.require_exact and req.arch is not None:
+        _exact(emit, v, req, total)
+
+
+def _set_aside_note(emit: _Emitter, v: engine.FileVerdict, label: str, arch: str) -> None:
+    """FBI014 for a file only for other GPUs while another of its distribution runs (R-UNIT)."""
+    counted = [f for f in v.fatbins if f.ignored is None and f.verdict != "no-device-code"]
+    archs = ", ".join(dict.fromkeys(a for f in counted for a in f.archs))
+    emit(
+        "FBI014",
+        "note",
+        f"{label}: only code for other GPUs ({archs}); set aside, as another file of the "
+        "distribution runs there (R-UNIT)",
+        label,
+        arch,
+    )
+
+
+def _jit_findings(emit: _Emitter, v: engine.FileVerdict, label: str, arch: str, total: int) -> None:
+    """FBI002 (fatbins that load only by JIT) and FBI021 (a JIT estimated over max-jit-seconds)."""
     if v.counts["jit"]:
         sev = "note" if emit.policy.ptx_counts else "error"
         emit("FBI002", sev, f"{label}: only PTX (JIT) in {_of(v.counts['jit'], total)}", label, arch)
@@ -165,11 +180,6 @@ def check_requirement(
             label,
             arch,
         )
-    if v.specialised is not None and v.coverage == "partial":
-        emit("FBI014", "note", f"{label}: {engine.coverage_line(v)}", label, arch)
-    _arch_specific_only(emit, v, req, arch, total)
-    if emit.policy.require_exact and req.arch is not None:
-        _exact(emit, v, req, total)
 
 
 def _failures(
@@ -189,26 +199,9 @@ def _failures(
         return
     if v.verdict != "fail":
         return
-    failing = v.gaps.count if v.gaps is not None and v.coverage == "partial" else total
-    what = f"{_of(failing, total)}"
-    if v.gaps is not None and v.gaps.kernels:
-        what += f" ({len(v.gaps.kernels)} kernels: {', '.join(v.gaps.kernels[:3])})"
-    s = state(v)
-    if s == PTX_TOO_NEW:
-        drv = req.target.driver
-        isas = sorted(
-            {e.ptx_isa for fb in fatbins for e in fb.entries if e.kind == KIND_PTX and e.ptx_isa},
-            key=lambda x: tuple(map(int, x.split("."))),
-        )
-        newest = f"PTX ISA {isas[-1]}; " if isas else ""
-        emit(
-            "FBI003",
-            "error",
-            f"{label}: only PTX newer than the driver's JIT in {what} "
-            f"({newest}R{drv.branch} compiles up to {drv.max_ptx_isa})",
-            label,
-            arch,
-        )
+    what = _failing(v, total)
+    if state(v) == PTX_TOO_NEW:
+        _ptx_too_new(emit, req, arch, what, fatbins)
     elif req.none_rule == "FBI009":
         emit("FBI009", "warning", f"{label}: no code in {what}, torch has {arch}", label, arch)
     else:
@@ -218,15 +211,41 @@ def _failures(
         emit("FBI001", "error", f"{label}: no loadable SASS or PTX in {what}{elsewhere}", label, arch)
 
 
+def _failing(v: engine.FileVerdict, total: int) -> str:
+    """'3 of 40 fatbins' that fail (the gaps, or all), with their kernels when decoded."""
+    failing = v.gaps.count if v.gaps is not None and v.coverage == "partial" else total
+    what = f"{_of(failing, total)}"
+    if v.gaps is not None and v.gaps.kernels:
+        what += f" ({len(v.gaps.kernels)} kernels: {', '.join(v.gaps.kernels[:3])})"
+    return what
+
+
+def _ptx_too_new(emit: _Emitter, req: Requirement, arch: str, what: str, fatbins: Sequence[Fatbin]) -> None:
+    """FBI003 (222): only PTX newer than the driver's JIT, with the newest ISA present."""
+    drv = req.target.driver
+    isas = sorted(
+        {e.ptx_isa for fb in fatbins for e in fb.entries if e.kind == KIND_PTX and e.ptx_isa},
+        key=lambda x: tuple(map(int, x.split("."))),
+    )
+    newest = f"PTX ISA {isas[-1]}; " if isas else ""
+    emit(
+        "FBI003",
+        "error",
+        f"{req.label}: only PTX newer than the driver's JIT in {what} "
+        f"({newest}R{drv.branch} compiles up to {drv.max_ptx_isa})",
+        req.label,
+        arch,
+    )
+
+
 def _arch_specific_only(
     emit: _Emitter, v: engine.FileVerdict, req: Requirement, arch: str, total: int
 ) -> None:
     """FBI005: a file that loads only through arch-specific (sm_XYa) code where sm_XY is required."""
     if req.arch is None or split_arch(req.arch)[2] == "a":
         return
-    only_a = [f for f in v.fatbins if f.ignored is None and f.verdict == "native" and not f.general_native]
-    # beside general code for the target they are specialised kernels (cuBLASLt's sm_90a ones), not a gap
-    if only_a and not any(f.general_native for f in v.fatbins if f.ignored is None):
+    only_a = _only_arch_specific(v)
+    if only_a:
         cc = req.target.cc
         emit(
             "FBI005",
@@ -235,6 +254,14 @@ def _arch_specific_only(
             req.label,
             arch,
         )
+
+
+def _only_arch_specific(v: engine.FileVerdict) -> list:
+    """The fatbins that load natively only by arch-specific code, when none loads general code
+    (beside general code for the target they are specialised kernels, cuBLASLt's sm_90a ones)."""
+    if any(f.general_native for f in v.fatbins if f.ignored is None):
+        return []
+    return [f for f in v.fatbins if f.ignored is None and f.verdict == "native" and not f.general_native]
 
 
 def _exact(emit: _Emitter, v: engine.FileVerdict, req: Requirement, total: int) -> None:
@@ -269,21 +296,32 @@ def check_runtime(emit: _Emitter, rt: RuntimeNeed | None, target: Target) -> Non
 
 
 def check_file_wide(emit: _Emitter, fatbins: list[Fatbin], policy: Policy) -> None:
+    """FBI006 (forward PTX) and FBI007 (forbidden or surplus archs) of one file."""
     if policy.require_ptx and policy.require:
-        newest = max(split_arch(a)[1] for a in policy.require)
-        lacking = sum(
-            1
-            for fb in fatbins
-            if not any(e.kind == KIND_PTX and e.sm == newest and not e.variant for e in fb.entries)
+        _forward_ptx(emit, fatbins, policy)
+    _arch_policy(emit, fatbins, policy)
+
+
+def _forward_ptx(emit: _Emitter, fatbins: list[Fatbin], policy: Policy) -> None:
+    """FBI006: fatbins without PTX for the newest required arch."""
+    newest = max(split_arch(a)[1] for a in policy.require)
+    lacking = sum(
+        1
+        for fb in fatbins
+        if not any(e.kind == KIND_PTX and e.sm == newest and not e.variant for e in fb.entries)
+    )
+    if lacking:
+        emit(
+            "FBI006",
+            "warning",
+            f"no compute_{newest} PTX for forward compatibility in {_of(lacking, len(fatbins))}",
+            FILE_WIDE,
+            f"compute_{newest}",
         )
-        if lacking:
-            emit(
-                "FBI006",
-                "warning",
-                f"no compute_{newest} PTX for forward compatibility in {_of(lacking, len(fatbins))}",
-                FILE_WIDE,
-                f"compute_{newest}",
-            )
+
+
+def _arch_policy(emit: _Emitter, fatbins: list[Fatbin], policy: Policy) -> None:
+    """FBI007: archs the policy forbids (error), and surplus SASS when it allows none (warning)."""
     present = sorted(
         {e.arch for fb in fatbins for e in fb.entries if e.kind in (KIND_SASS, KIND_PTX)},
         key=lambda a: (a.startswith("compute"), split_arch(a)[1], a),
@@ -366,11 +404,7 @@ def gate(
     checks: list[Check] = []
     for art in arts:
         if art.fatbins:
-            art.reqs = requirements(
-                art.policy.require, art.policy.gpus, art.policy.min_driver, ref_archs, local
-            )
-            art.reqs += fleet_reqs
-            art.verdicts = {r.label: engine.evaluate(art.report, r.target, stack=False) for r in art.reqs}
+            _judge_artifact(art, ref_archs, local, fleet_reqs)
     aside = _unit_set_aside(arts)
     alternates = _alternates(arts, context, local)
     findings: list[Finding] = []
@@ -391,6 +425,15 @@ def gate(
         tuple(inputs),
         judged=tuple((label, v) for art in arts for label, v in art.verdicts.items()),
     )
+
+
+def _judge_artifact(
+    art: _Artifact, ref_archs, local: LocalDevices, fleet_reqs: tuple[Requirement, ...]
+) -> None:
+    """The artifact's requirements (its policy's, then the fleet's) and its verdict on each."""
+    art.reqs = requirements(art.policy.require, art.policy.gpus, art.policy.min_driver, ref_archs, local)
+    art.reqs += fleet_reqs
+    art.verdicts = {r.label: engine.evaluate(art.report, r.target, stack=False) for r in art.reqs}
 
 
 def _collect(reports, policy: Policy, flags, reference, context: Context):
@@ -420,24 +463,30 @@ def _unit_set_aside(arts: Sequence[_Artifact]) -> set[tuple[str, str]]:
     """(path, requirement label) of files made only for other GPUs while another file of the same
     distribution runs there (R-UNIT). Loose files in a folder are release artifacts in their own
     right here (scan rows do treat a folder as a unit): a gate flags a Hopper-only executable."""
-    groups: dict[tuple[str | None, str], list[_Artifact]] = {}
-    for art in arts:
-        unit = art.emit.dist
-        if unit is None:
-            continue
-        for label in art.verdicts:
-            groups.setdefault((unit, label), []).append(art)
     out = set()
-    for (_, label), members in groups.items():
-        # alternative builds are R-VARIANT's (one of them is judged), not files set aside
-        alone = {p for ps in units.variant_sets([a.report.path for a in members]) if len(ps) == 1 for p in ps}
-        members = [a for a in members if a.report.path in alone]
-        if len(members) < 2:
-            continue
-        pairs = [(a.report.path, a.verdicts[label]) for a in members]
-        if any(v.verdict != "fail" or v.coverage == "partial" for _, v in pairs):
+    for (_, label), members in _by_unit_and_label(arts).items():
+        pairs = [(a.report.path, a.verdicts[label]) for a in _not_variants(members)]
+        if len(pairs) >= 2 and any(v.verdict != "fail" or v.coverage == "partial" for _, v in pairs):
             out |= {(p, label) for p in units.set_aside(pairs)}
     return out
+
+
+def _not_variants(members: Sequence[_Artifact]) -> list[_Artifact]:
+    """The members that are no alternative build of another (those are R-VARIANT's: one of them
+    is judged), not files set aside."""
+    alone = {p for ps in units.variant_sets([a.report.path for a in members]) if len(ps) == 1 for p in ps}
+    return [a for a in members if a.report.path in alone]
+
+
+def _by_unit_and_label(arts: Sequence[_Artifact]) -> dict[tuple[str | None, str], list[_Artifact]]:
+    """The artifacts of each distribution judged on each requirement label."""
+    groups: dict[tuple[str | None, str], list[_Artifact]] = {}
+    for art in arts:
+        if art.emit.dist is None:
+            continue
+        for label in art.verdicts:
+            groups.setdefault((art.emit.dist, label), []).append(art)
+    return groups
 
 
 def _alternates(arts: Sequence[_Artifact], context: Context, local) -> dict[tuple[str, str | None], str]:
@@ -454,14 +503,19 @@ def _alternates(arts: Sequence[_Artifact], context: Context, local) -> dict[tupl
     for members in by_dist.values():
         index = {a.report.path: a for a in members}
         for paths in units.variant_sets(list(index)):
-            if len(paths) < 2:
-                continue
-            for label in index[paths[0]].verdicts:
-                if not all(label in index[p].verdicts for p in paths):
-                    continue
-                picked, _ = units.pick_variant([(p, index[p].verdicts[label]) for p in paths], torch)
-                out.update({(p, label): picked for p in paths if p != picked})
-            out.update(_runtime_alternates([index[p] for p in paths], local))
+            if len(paths) >= 2:
+                out.update(_picked_variants(paths, index, torch))
+                out.update(_runtime_alternates([index[p] for p in paths], local))
+    return out
+
+
+def _picked_variants(paths, index: Mapping[str, _Artifact], torch) -> dict[tuple[str, str | None], str]:
+    """For each label all ``paths`` were judged on: the variant picked, for the others."""
+    out: dict[tuple[str, str | None], str] = {}
+    for label in index[paths[0]].verdicts:
+        if all(label in index[p].verdicts for p in paths):
+            picked, _ = units.pick_variant([(p, index[p].verdicts[label]) for p in paths], torch)
+            out.update({(p, label): picked for p in paths if p != picked})
     return out
 
 
