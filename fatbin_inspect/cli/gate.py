@@ -47,6 +47,25 @@ def _joined(values) -> str | None:
     return ",".join(items) if items else None
 
 
+def _policy(config: str | None, isolated: bool, flags: dict):
+    """The policy (``--config``, else the nearest pyproject.toml; none with ``--isolated``) under
+    the flags; ``-v`` says which file it came from."""
+    from fatbin_inspect.release import policy as policy_mod
+
+    pol, given = policy_mod.load("" if isolated else config, flags, warn=say)
+    if settings()["verbose"] and not settings()["quiet"]:
+        say(f"config: {pol.source or ('none (--isolated)' if isolated else 'none found')}")
+    return pol, given
+
+
+def _torch_site(match: str | None) -> tuple[str, ...]:
+    """No PATH given: torch's site-packages for ``--match torch``, else a usage error."""
+    lib = installed_torch_lib() if match == "torch" else None
+    if lib is None:
+        raise UsageError("gate: give at least one PATH (file, wheel or directory)")
+    return (os.path.dirname(os.path.dirname(os.path.dirname(lib))),)
+
+
 @examples(
     "fatbin-inspect gate dist/*.whl --require sm_80,sm_90,sm_100,sm_120 --format sarif -o gate.sarif",
     "fatbin-inspect gate dist/ --gpu H100 --gpu 'RTX 5090' --driver 550 --fail-on warning",
@@ -159,7 +178,6 @@ def gate_cmd(
     output,
 ):
     """Check PATHS (files, wheels, directories) against the release policy; findings FBI001..."""
-    from fatbin_inspect.release import policy as policy_mod
     from fatbin_inspect.scanning.cache import default_dir
 
     flags = {
@@ -176,14 +194,8 @@ def gate_cmd(
         "fail_on": fail_on,
     }
     check_roots(paths)
-    pol, given = policy_mod.load("" if isolated else config, flags, warn=say)
-    if settings()["verbose"] and not settings()["quiet"]:
-        say(f"config: {pol.source or ('none (--isolated)' if isolated else 'none found')}")
-    if not paths:
-        lib = installed_torch_lib() if match == "torch" else None
-        if lib is None:
-            raise UsageError("gate: give at least one PATH (file, wheel or directory)")
-        paths = (os.path.dirname(os.path.dirname(os.path.dirname(lib))),)  # torch's site-packages
+    pol, given = _policy(config, isolated, flags)
+    paths = paths or _torch_site(match)
     with progress_for(fmt, "gating") as progress:
         report, reports = run_gate(
             paths,
@@ -196,10 +208,15 @@ def gate_cmd(
             digests=digests_for(fmt),
             cache_dir=None if no_cache else default_dir(),
         )
+    _emit(report, reports, fmt, pol.fail_on, output, exit_zero, paths)
+
+
+def _emit(report, reports, fmt: str, fail_on: str, output, exit_zero: bool, paths) -> None:
+    """Write the report in ``fmt`` (an SBOM, the HTML heatmaps with the records' views, or a
+    findings format) and exit as ``fail_on`` says."""
+    inputs = [*paths, *(r.path for r in reports)]  # (what the output may name: escaped as input)
     if fmt == "cyclonedx":
-        raise SystemExit(
-            gate_sbom(report, reports, pol.fail_on, output, exit_zero, [*paths, *(r.path for r in reports)])
-        )
+        raise SystemExit(gate_sbom(report, reports, fail_on, output, exit_zero, inputs))
     if fmt == "html":
         report = with_views(report, [r for r in reports if r.fatbins or r.error])
-    emit_findings(report, fmt, pol.fail_on, output, exit_zero, [*paths, *(r.path for r in reports)])
+    emit_findings(report, fmt, fail_on, output, exit_zero, inputs)

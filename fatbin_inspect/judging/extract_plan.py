@@ -98,24 +98,42 @@ def _images(paths, names, numbers, kinds, tally: Tally, seen, warn, note_error) 
             for rec, b in inspect_pairs(path, blob, Options(), 0):
                 note_error(rec)
                 bad |= rec.error is not None and not rec.fatbins
-                budget = Budget(b.size) if b is not None else None  # bounds decompression bombs
-                stem = _stem(rec.path, stems)
-                for fi, fb in enumerate(rec.fatbins):
-                    for ei, e in enumerate(fb.entries):
-                        if kinds and e.kind not in kinds:
-                            continue
-                        if (names or numbers) and e.arch not in names and (e.sm, e.variant) not in numbers:
-                            continue
-                        try:
-                            data = payload(b, e, budget)
-                        except InputError as exc:
-                            warn(f"{rec.path} at offset {e.offset:#x}: {exc.message}")
-                            continue
-                        if e.kind == "ptx":
-                            data = data.split(b"\0", 1)[0]
-                        name = f"{stem}.{fi}.{ei}.{safe_name(e.arch)}{SUFFIX[e.kind]}"
-                        yield Image(name, data, rec.path, fi, ei, e.arch, e.kind)
+                wanted = _Wanted(names, numbers, kinds)
+                yield from _record_images(rec, b, _stem(rec.path, stems), wanted, warn)
             tally.failed += bad
+
+
+@dataclasses.dataclass(frozen=True)
+class _Wanted:
+    """Which entries are extracted: by arch name or (number, variant), and by kind (empty: all)."""
+
+    names: Iterable[str]
+    numbers: Iterable[tuple[int, str]]
+    kinds: Iterable[str]
+
+    def __call__(self, e) -> bool:
+        if self.kinds and e.kind not in self.kinds:
+            return False
+        return not (self.names or self.numbers) or e.arch in self.names or (e.sm, e.variant) in self.numbers
+
+
+def _record_images(rec, b, stem: str, wanted: _Wanted, warn) -> Iterator[Image]:
+    """The wanted images of one record, its payloads read from ``b`` (one decompression budget
+    per record: it bounds decompression bombs)."""
+    budget = Budget(b.size) if b is not None else None
+    for fi, fb in enumerate(rec.fatbins):
+        for ei, e in enumerate(fb.entries):
+            if not wanted(e):
+                continue
+            try:
+                data = payload(b, e, budget)
+            except InputError as exc:
+                warn(f"{rec.path} at offset {e.offset:#x}: {exc.message}")
+                continue
+            if e.kind == "ptx":
+                data = data.split(b"\0", 1)[0]
+            name = f"{stem}.{fi}.{ei}.{safe_name(e.arch)}{SUFFIX[e.kind]}"
+            yield Image(name, data, rec.path, fi, ei, e.arch, e.kind)
 
 
 def _stem(record_path: str, stems: dict[str, str]) -> str:

@@ -11,29 +11,71 @@ from fatbin_inspect.errors import UsageError
 from fatbin_inspect.inventory.reader import Options
 from fatbin_inspect.judging.torch import torch_reference
 
+CUDA_NAMED = re.compile(r"(?i)(cuda|[_-]cu\d{2,3}\b|^nvidia[_-])")  # a wheel whose name says CUDA
+
 
 def gate_context(paths, reports, reference):
     """What the gate needs besides the records: wheel requirements as runtimes (R-RT 4), the
     inputs that name CUDA (FBI015 when they hold no device code), torch's runtime (FBI017)."""
     from fatbin_inspect.compat import runtime
     from fatbin_inspect.inventory import member_path
-    from fatbin_inspect.judging.verdicts import WheelRuntimes, is_wheel, runtime_of, wheel_runtime
+    from fatbin_inspect.judging.verdicts import WheelRuntimes, runtime_of
     from fatbin_inspect.release.gate import Context
 
     wheels = {member_path.container(r.path) for r in reports} | {p for p in paths if os.path.isfile(p)}
-    wheel_rts, named = {}, set()
-    for w in sorted(wheels):
-        if not is_wheel(w):
-            continue
-        rt = wheel_runtime(w)
-        if rt is not None:
-            wheel_rts[w] = rt
-        if rt is not None or re.search(r"(?i)(cuda|[_-]cu\d{2,3}\b|^nvidia[_-])", os.path.basename(w)):
-            named.add(w)
+    wheel_rts, named = _wheel_runtimes(sorted(wheels))
     torch_rt = runtime.for_file(reference) if reference is not None else None
     cache = WheelRuntimes(wheel_rts)
     runtimes = {r.path: runtime_of(r, cache) for r in reports if r.fatbins}
     return Context(wheel_rts, frozenset(named), torch_rt, runtimes)
+
+
+def _wheel_runtimes(paths: list[str]) -> tuple[dict, set[str]]:
+    """The runtime each wheel's requirements name (R-RT 4), and the wheels that name CUDA (in
+    their requirements or their name)."""
+    from fatbin_inspect.judging.verdicts import is_wheel, wheel_runtime
+
+    wheel_rts, named = {}, set()
+    for w in filter(is_wheel, paths):
+        rt = wheel_runtime(w)
+        if rt is not None:
+            wheel_rts[w] = rt
+        if rt is not None or CUDA_NAMED.search(os.path.basename(w)):
+            named.add(w)
+    return wheel_rts, named
+
+
+def _fleet(target_files, pol, warn: Callable[[str], None] | None) -> tuple:
+    """The ``--targets`` files' targets (else the policy's), merged; () without either."""
+    if not (target_files or pol.targets):
+        return ()
+    from fatbin_inspect.judging import fleet as fleet_mod
+
+    say = warn or fleet_mod._ignore
+    found = (
+        [
+            t
+            for f in fleet_mod.target_paths(target_files)
+            for t in fleet_mod.read_targets(f, pol.min_driver, say)
+        ]
+        if target_files
+        else fleet_mod.policy_targets(pol.targets, pol.source, pol.min_driver, say)
+    )
+    if not found:
+        raise UsageError("gate: --targets: no GPU in any of the files given")
+    return fleet_mod.merge(found)
+
+
+def _read(paths, opts: Options, progress, cache_dir: str | None) -> list:
+    """Every record of ``paths``, through the scan cache when ``cache_dir`` is given."""
+    from fatbin_inspect.judging.inputs import RecordCache, iter_reports
+
+    cache = RecordCache(cache_dir, opts) if cache_dir is not None else None
+    try:
+        return list(iter_reports(paths, opts, progress, cache))
+    finally:
+        if cache is not None:
+            cache.close()
 
 
 def run_gate(
@@ -51,39 +93,16 @@ def run_gate(
     of per-distribution overrides: what ``gate`` reports, and the library's ``gate()``; ``digests``:
     the records carry their SHA-256 (the SBOM); ``cache_dir``: the scan cache's folder (None: no
     cache), where the records of unchanged files are kept (``judging.inputs.RecordCache``)."""
-    from fatbin_inspect.judging.inputs import RecordCache, iter_reports
     from fatbin_inspect.release.gate import gate
     from fatbin_inspect.system.stack import local_devices
 
-    fleet: tuple = ()
-    if target_files or pol.targets:
-        from fatbin_inspect.judging import fleet as fleet_mod
-
-        say = warn or fleet_mod._ignore
-        found = (
-            [
-                t
-                for f in fleet_mod.target_paths(target_files)
-                for t in fleet_mod.read_targets(f, pol.min_driver, say)
-            ]
-            if target_files
-            else fleet_mod.policy_targets(pol.targets, pol.source, pol.min_driver, say)
-        )
-        if not found:
-            raise UsageError("gate: --targets: no GPU in any of the files given")
-        fleet = fleet_mod.merge(found)
+    fleet = _fleet(target_files, pol, warn)
     if not (pol.require or pol.gpus or pol.forbid or match or pol.overrides or fleet):
         raise UsageError(
             "gate: nothing to check: give --require, --gpu, --targets, --forbid or --match, "
             "or a [tool.fatbin-inspect] policy"
         )
-    opts = Options(probe_small=True, digests=digests)
-    cache = RecordCache(cache_dir, opts) if cache_dir is not None else None
-    try:
-        reports = list(iter_reports(paths, opts, progress, cache))
-    finally:
-        if cache is not None:
-            cache.close()
+    reports = _read(paths, Options(probe_small=True, digests=digests), progress, cache_dir)
     reference = torch_reference(match, reports) if match else None
     ctx = gate_context(paths, reports, reference)
     report = gate(reports, pol, given, reference, fleet, local_devices(pol.gpus, pol.min_driver), ctx)

@@ -13,16 +13,21 @@ from fatbin_inspect.formats.model import FileReport
 TORCH_LIB = "torch/lib/libtorch_cuda.so"
 
 
-def torch_mismatches(reports, engine_vs) -> list[str]:
-    """Files whose CUDA runtime major differs from the torch scanned with them (a CUDA 12
-    extension beside a CUDA 13 torch): both runtimes would load into one process."""
+def _torch_runtime(reports, engine_vs):
+    """(torch's libtorch_cuda.so among the records, the runtime it was judged with), or Nones."""
     torch = next(
         (r for r in reports if r.path.replace("\\", "/").endswith("torch/lib/libtorch_cuda.so")), None
     )
     if torch is None or not engine_vs.get(torch.path):
-        return []
-    trt = engine_vs[torch.path][0].runtime
-    if trt is None:
+        return None, None
+    return torch, engine_vs[torch.path][0].runtime
+
+
+def torch_mismatches(reports, engine_vs) -> list[str]:
+    """Files whose CUDA runtime major differs from the torch scanned with them (a CUDA 12
+    extension beside a CUDA 13 torch): both runtimes would load into one process."""
+    torch, trt = _torch_runtime(reports, engine_vs)
+    if torch is None or trt is None:
         return []
     top = torch.path.replace("\\", "/").rsplit("/lib/", 1)[0] + "/"
     out = []
