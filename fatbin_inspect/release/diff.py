@@ -160,41 +160,51 @@ def diff(old: Iterable[FileReport], old_root: str, new: Iterable[FileReport], ne
     renamed = renames(set(olds) - set(news), set(news) - set(olds))
     for new_key, old_key in renamed.items():
         olds[new_key] = olds.pop(old_key)
-    files: list[FileDiff] = []
-    for key in sorted(set(olds) | set(news)):
-        o, n = olds.get(key), news.get(key)
-        dist = distribution_of(n or o)
-        name = dist.split()[0] if dist else None
-        if o is None or n is None:
-            files.append(
-                FileDiff(
-                    key,
-                    o.path if o else None,
-                    n.path if n else None,
-                    name,
-                    archs_added=archs_of(n) if n else (),
-                    archs_dropped=archs_of(o) if o else (),
-                )
-            )
-            continue
-        ao, an = archs_of(o), archs_of(n)
-        ko, kn = kernels_of(o), kernels_of(n)
-        kadd = tuple(sorted(kn - ko)) if ko is not None and kn is not None else ()
-        kdrop = tuple(sorted(ko - kn)) if ko is not None and kn is not None else ()
-        files.append(
-            FileDiff(
-                key,
-                o.path,
-                n.path,
-                name,
-                tuple(a for a in an if a not in ao),
-                tuple(a for a in ao if a not in an),
-                kadd,
-                kdrop,
-                renamed.get(key),
-            )
-        )
+    files = [
+        _file_diff(key, olds.get(key), news.get(key), renamed.get(key))
+        for key in sorted(set(olds) | set(news))
+    ]
     return DiffReport(old_root, new_root, tuple(files), _distributions(olds.values(), news.values()))
+
+
+def _file_diff(key: str, o: FileReport | None, n: FileReport | None, renamed_from: str | None) -> FileDiff:
+    """One file's change: added or dropped (one side only), else its archs and kernels."""
+    dist = distribution_of(n or o)  # (one of them is a record)
+    name = dist.split()[0] if dist else None
+    if o is None or n is None:
+        return _one_sided(key, o, n, name)
+    ao, an = archs_of(o), archs_of(n)
+    kadd, kdrop = _kernel_changes(kernels_of(o), kernels_of(n))
+    return FileDiff(
+        key,
+        o.path,
+        n.path,
+        name,
+        tuple(a for a in an if a not in ao),
+        tuple(a for a in ao if a not in an),
+        kadd,
+        kdrop,
+        renamed_from,
+    )
+
+
+def _one_sided(key: str, o: FileReport | None, n: FileReport | None, name: str | None) -> FileDiff:
+    """A file only one side has: every arch of it added or dropped."""
+    return FileDiff(
+        key,
+        o.path if o else None,
+        n.path if n else None,
+        name,
+        archs_added=archs_of(n) if n else (),
+        archs_dropped=archs_of(o) if o else (),
+    )
+
+
+def _kernel_changes(ko, kn) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(kernels added, kernels dropped); both empty when either side was not decoded."""
+    if ko is None or kn is None:
+        return (), ()
+    return tuple(sorted(kn - ko)), tuple(sorted(ko - kn))
 
 
 def _distributions(old: Iterable[FileReport], new: Iterable[FileReport]) -> tuple[DistDiff, ...]:
