@@ -65,19 +65,26 @@ def _field(doc: Any, key: str, kind: type | tuple[type, ...], path: str, where: 
     return value
 
 
-def _doctor_targets(doc: dict, path: str, default_driver: str | None, warn) -> list[Target]:
+def _stack(doc: dict, path: str) -> dict:
+    """A doctor report's ``stack`` with its ``gpus`` list; a UsageError for anything else."""
     stack = doc.get("stack")
     if not isinstance(stack, dict) or not isinstance(stack.get("gpus", []), list):
         raise UsageError(
             f"{path}: a JSON object without a doctor 'stack': not a `doctor --format json` report"
         )
-    named = _field(stack, "host", str, path, "stack")
-    host: str = named or _host_of(path)
+    return stack
+
+
+def _doctor_targets(doc: dict, path: str, default_driver: str | None, warn) -> list[Target]:
+    """One target per distinct GPU model of a doctor report, on its driver, named by its host."""
+    stack = _stack(doc, path)
+    host: str = _field(stack, "host", str, path, "stack") or _host_of(path)
     kdrv, udrv = stack.get("kernel_driver") or {}, stack.get("user_driver") or {}
     version = _doctor_driver(kdrv, udrv, path) or default_driver
     from fatbin_inspect.compat.targets import Target, jit_switches
 
     machine = stack.get("machine")
+    machine = machine if isinstance(machine, str) and machine in HOST_ARCHS else None
     force, disable = jit_switches(_doctor_env(stack.get("env"), path))
     out: list[Target] = []
     for i, g in enumerate(stack.get("gpus") or ()):
@@ -88,7 +95,7 @@ def _doctor_targets(doc: dict, path: str, default_driver: str | None, warn) -> l
             disable,
             hosts=(host,),
             compat=_doctor_compat(udrv, kdrv, path),
-            host=machine if isinstance(machine, str) and machine in HOST_ARCHS else None,
+            host=machine,
         )
         if t not in out:
             out.append(t)
