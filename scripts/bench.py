@@ -3,7 +3,7 @@
 
     python scripts/bench.py inventory [FILE...]   # issue 2: listing vs cuobjdump, --kernels vs cubloaty
     python scripts/bench.py scan ...              # issue 4: see scripts/bench_scan.py
-    python scripts/bench.py table ...             # issue 15: every row of its table (scripts/bench_table.py)
+    python scripts/bench.py table ...             # issue 26: every row of its table (scripts/bench_table.py)
     python scripts/bench.py micro-cubin [FILE...] # the cubin reader vs pyelftools on the same cubins
 
 Default files: libtorch_cuda.so (torch==2.14.1) and libcublasLt.so.13 (nvidia-cublas==13.1.1.3),
@@ -227,7 +227,7 @@ def main(argv):
     what = argv[1] if len(argv) > 1 else "inventory"
     if what == "inventory":
         bench_inventory(argv[2:] or DEFAULT_FILES)
-    elif what == "table":  # issue 15: every row of its table
+    elif what == "table":  # issue 26: every row of its table
         os.execv(sys.executable, [sys.executable, os.path.join(ROOT, "scripts", "bench_table.py"), *argv[2:]])
     elif what == "micro-cubin":
         bench_micro_cubin(argv[2:] or sorted(glob.glob(os.path.join(ROOT, "fixtures", "bin", "*"))))

@@ -182,28 +182,23 @@ def write(out: IO[bytes], document: dict[str, Any], pretty: bool = True) -> None
 
 
 def _write_items(out: IO[bytes], items: Items, pretty: bool) -> None:
+    opening, between, closing = (b"[\n    ", b",\n    ", b"\n  ]") if pretty else (b"[", b",", b"]")
     first = True
     for item in items.items:
-        if items.encoded:
-            text = item if isinstance(item, bytes) else None
-        elif pretty:
-            text = _pretty(item, 2).encode()
-        else:
-            text = to_json(item, separators=_COMPACT).encode()
-        if pretty:
-            out.write(b"[\n    " if first else b",\n    ")
-        else:
-            out.write(b"[" if first else b",")
-        if text is None:
-            for piece in item:
-                out.write(piece)
-        else:
-            out.write(text)
+        out.write(opening if first else between)
         first = False
-    if first:
-        out.write(b"[]")
-    else:
-        out.write(b"\n  ]" if pretty else b"]")
+        for piece in _pieces(item, items.encoded, pretty):
+            out.write(piece)
+    out.write(b"[]" if first else closing)
+
+
+def _pieces(item: Any, encoded: bool, pretty: bool) -> Iterable[bytes]:
+    """An item's bytes: as it came (encoded: bytes, or its pieces), or encoded here."""
+    if encoded:
+        return (item,) if isinstance(item, bytes) else item
+    if pretty:
+        return (_pretty(item, 2).encode(),)
+    return (to_json(item, separators=_COMPACT).encode(),)
 
 
 def write_lines(out: IO[bytes], records: Iterable[dict[str, Any]]) -> None:

@@ -287,10 +287,7 @@ class _Scanner:
         for path, key, encs in results:
             apath = self.apaths.pop(path, None) or os.path.abspath(path)
             if self.client is not None:  # sent as ``apath``: the records are shown on the path given
-                shown = self.shown.pop(path, path)
-                if shown != path:
-                    encs = [e if e[3] is None else (*e[:3], _rebase(e[3], path, shown)) for e in encs]
-                path = shown
+                path, encs = self._shown_on(path, encs)
             texts = [e[2] for e in encs] if self.encoder is not None else None
             summaries: Sequence[Any]
             if all(e[0] is not None for e in encs):
@@ -303,6 +300,13 @@ class _Scanner:
             records = [e[3] for e in encs] if self.keep else summaries
             self._accept(path, records, texts, summaries)
             self._tick(1, key[2])
+
+    def _shown_on(self, sent: str, encs: list) -> tuple[str, list]:
+        """A Dask unit's records, made on the absolute path ``sent``, on the path the scan shows."""
+        shown = self.shown.pop(sent, sent)
+        if shown != sent:
+            encs = [e if e[3] is None else (*e[:3], _rebase(e[3], sent, shown)) for e in encs]
+        return shown, encs
 
     def _hit(self, path: str, apath: str, key: tuple, hit) -> bool:
         """Accept a cache hit; False when the row cannot give what this scan needs (a miss)."""
@@ -362,29 +366,25 @@ class _Scanner:
                 self._result(fut)
         if self.suspects:  # one at a time, nothing beside it, until every suspect has run
             if not self.inflight:
-                self._ensure_pool()
-                fn, args, span = unit = self.suspects.popleft()
-                self.alone = fut = self.pool.submit(fn, *args)
-                self.inflight.add(fut)
-                self.units[fut] = unit
-                if span is not None:
-                    self.spans[fut] = span
+                self.alone = self._start(self.suspects.popleft())
             return
-        if not self.queue or len(self.inflight) > self.jobs:
-            return
-        if self.client is not None:
-            while self.queue and len(self.inflight) <= self.jobs:
-                fn, args, span = self.queue.popleft()
-                self._send(fn, args, span, frozenset())
-            return
-        self._ensure_pool()
         while self.queue and len(self.inflight) <= self.jobs:
             fn, args, span = unit = self.queue.popleft()
-            fut = self.pool.submit(fn, *args)
-            self.inflight.add(fut)
-            self.units[fut] = unit
-            if span is not None:
-                self.spans[fut] = span
+            if self.client is not None:
+                self._send(fn, args, span, frozenset())
+            else:
+                self._start(unit)
+
+    def _start(self, unit: tuple) -> Any:
+        """One unit ``(function, arguments, span or None)`` handed to the local pool: its future."""
+        self._ensure_pool()
+        fn, args, span = unit
+        fut = self.pool.submit(fn, *args)
+        self.inflight.add(fut)
+        self.units[fut] = unit
+        if span is not None:
+            self.spans[fut] = span
+        return fut
 
     def _ensure_pool(self) -> None:
         if self.pool is None:
@@ -411,37 +411,39 @@ class _Scanner:
     def _remote(self, fut):
         """A Dask unit's result for ``_result``; units a worker could not see go to another worker,
         or, when none is left, become error records (``None`` back: nothing more to take in)."""
+        fn, args, span, tried = self.units.pop(fut)
+        here, out, unseen = self._remote_result(fut)
+        if not unseen:
+            return out
+        tried = tried | {here}
+        left = [w for w in self.workers if w not in tried]
+        if span is not None:  # a span: again elsewhere, or the whole zip is unread
+            if left:
+                self._send(fn, args, span, tried)
+                return None
+            return "unread", len(tried)
+        if left:  # a batch: the files it could not see, elsewhere
+            self._send(fn, (unseen, *args[1:]), None, tried)
+        else:
+            for path, key in unseen:
+                self._unread(path, key, len(tried))
+        return out
+
+    def _remote_result(self, fut) -> tuple:
+        """``(worker, result, files it could not see)`` of a Dask unit; a lost scheduler is
+        ``ClusterLost``."""
         from fatbin_inspect.scanning.dask_executor import ClusterLost
 
-        fn, args, span, tried = self.units.pop(fut)
         try:
-            here, out, unseen = fut.result()
+            return fut.result()
         except (KeyboardInterrupt, ClusterLost):
             raise
         except Exception as exc:
-            if self.client.status != "running" or type(exc).__name__ in (
-                "CancelledError",
-                "CommClosedError",
-                "FutureCancelledError",
-            ):
+            lost = ("CancelledError", "CommClosedError", "FutureCancelledError")
+            if self.client.status != "running" or type(exc).__name__ in lost:
                 where = self.opts.scheduler or self.opts.scheduler_file
                 raise ClusterLost(f"lost the Dask scheduler at {where}: {type(exc).__name__}") from None
             raise
-        if unseen:
-            tried = tried | {here}
-            left = [w for w in self.workers if w not in tried]
-            if span is None:
-                if left:
-                    self._send(fn, (unseen, *args[1:]), None, tried)
-                else:
-                    for path, key in unseen:
-                        self._unread(path, key, len(tried))
-            elif left:
-                self._send(fn, args, span, tried)
-                return None
-            else:
-                return "unread", len(tried)
-        return out
 
     def _unread(self, path: str, key: tuple, tried: int) -> None:
         """A file no Dask worker could read: an error record (never cached) and a non-zero exit."""
@@ -484,17 +486,7 @@ class _Scanner:
         """A unit that gave no result. With others in flight when its process died, any of them
         may be the cause: each is run again alone (a batch split into its files). Alone, it is
         the cause: its files get an error record (not cached: the next scan tries again)."""
-        from concurrent.futures.process import BrokenProcessPool
-
-        why = f"{type(exc).__name__}: {exc}"
-        if isinstance(exc, BrokenProcessPool) and self.pool is not None and self.client is None:
-            from fatbin_inspect.inventory import workers
-
-            codes = [p.exitcode for p in (getattr(self.pool, "_processes", None) or {}).values()]
-            killed = sorted({-c for c in codes if isinstance(c, int) and c < 0} - {15})  # not our SIGTERMs
-            why = "killed by " + ", ".join(_signal_name(k) for k in killed) if killed else "it exited"
-            workers.stop(self.pool)
-            self.pool = None
+        why = self._why(exc)
         if unit is None:
             raise exc
         fn, args, span = unit
@@ -512,9 +504,22 @@ class _Scanner:
                 self._tick(1, key[2])
             return
         token, i = span
-        state = self.split[token]
-        state[4] = message
+        self.split[token][4] = message
         self._span_done(token, i, [])
+
+    def _why(self, exc: Exception) -> str:
+        """Why a unit gave no result; a broken local pool is stopped (the next unit starts a new one)."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        if not (isinstance(exc, BrokenProcessPool) and self.pool is not None and self.client is None):
+            return f"{type(exc).__name__}: {exc}"
+        from fatbin_inspect.inventory import workers
+
+        codes = [p.exitcode for p in (getattr(self.pool, "_processes", None) or {}).values()]
+        killed = sorted({-c for c in codes if isinstance(c, int) and c < 0} - {15})  # not our SIGTERMs
+        workers.stop(self.pool)
+        self.pool = None
+        return "killed by " + ", ".join(_signal_name(k) for k in killed) if killed else "it exited"
 
     def _split_zip(self, path: str, key: tuple, spans) -> None:
         """Hand a large zip's spans to the pool, the largest first."""
@@ -574,17 +579,22 @@ class _Scanner:
             size = st.st_size if st is not None else 0
         self.stats["files"] += 1
         self.stats["bytes"] += size
-        if size < MIN_SIZE and fmt != "oci":  # (an image whose metadata fails says why)
-            self._tick(1, size)
-            return
-        cached = self.cache.get(apath, key)
-        if cached is None or (cached is not MISS and self._hit(path, apath, key, cached)):
-            if cached is not None:
-                self.stats["cache_hits"] += 1
-                self.stats["inspected"] += 1
-            self._tick(1, size)
+        if (size < MIN_SIZE and fmt != "oci") or self._answered(path, apath, key):
+            self._tick(1, size)  # (too small: an image whose metadata fails says why)
             return
         self._miss(path, apath, key, size, fmt)
+
+    def _answered(self, path: str, apath: str, key: tuple) -> bool:
+        """The cache answers for the file: a row of a file without device code, or a hit this
+        scan can use (accepted)."""
+        cached = self.cache.get(apath, key)
+        if cached is None:
+            return True
+        if cached is MISS or not self._hit(path, apath, key, cached):
+            return False
+        self.stats["cache_hits"] += 1
+        self.stats["inspected"] += 1
+        return True
 
     def _miss(self, path: str, apath: str, key: tuple, size: int, fmt: str | None) -> None:
         """A file the cache cannot answer for: its head read here (a file with no device format
@@ -647,23 +657,28 @@ class _Scanner:
         if root.kind in ("archive", "file"):
             return False  # a file: walked (and cached) as one
         size = sum(i.size for i in facts)
-        digests = "".join(i.digest or "" for i in facts)
         if root.kind == "registry":  # content-addressed: the manifest digests are the key
             import hashlib
 
+            digests = "".join(i.digest or "" for i in facts)
             tag = int(hashlib.sha256(digests.encode()).hexdigest()[:15], 16)
             self._file(root.path, root.path, None, "oci", key=(0, 0, size, tag, 0), size=size)
-            return True
+        else:
+            self._local_image(root.path, size)
+        return True
+
+    def _local_image(self, path: str, size: int) -> None:
+        """An image on disk as one unit: a layout (keyed by its index.json's stat, ``size`` the
+        blobs') or an image tar, with the tag chosen in its name (``DIR:TAG``) in its key."""
         from fatbin_inspect.inventory.walk import image_ref
 
-        ref = image_ref(root.path)
-        where = ref.path if ref is not None else root.path
+        ref = image_ref(path)
+        where = ref.path if ref is not None else path
         apath = os.path.abspath(where) + (f":{ref.select}" if ref is not None and ref.select else "")
         if os.path.isdir(where):
-            self._file(root.path, apath, None, "oci", stat_of=os.path.join(where, "index.json"), size=size)
+            self._file(path, apath, None, "oci", stat_of=os.path.join(where, "index.json"), size=size)
         else:
-            self._file(root.path, apath, None, "oci", stat_of=where)
-        return True
+            self._file(path, apath, None, "oci", stat_of=where)
 
     def _stdin(self, path: str) -> None:
         """``-``: standard input read once, here (a pipe is not for the pool), never cached."""
@@ -713,30 +728,26 @@ class _Scanner:
                 if n >= 256:
                     self._quiet(n, nbytes)
                     n = nbytes = 0
-            elif skip is None:
-                self._file(path, apath, None)
-            elif skip.startswith("unreadable"):
-                self._error(path, 0, skip)
             else:
-                self.stats["skipped"] += 1
-                self.skipped.append((path, skip))
+                self._unstated(path, apath, skip)
         self._quiet(n, nbytes)
+
+    def _unstated(self, path: str, apath: str, skip: str | None) -> None:
+        """An entry the walk gave without a stat: a root that is a file or an image layout
+        (``skip`` None), one it could not read (an error record), or one it skipped (a FIFO, a
+        symlink loop: counted, and named under ``--strict``)."""
+        if skip is None:
+            self._file(path, apath, None)
+        elif skip.startswith("unreadable"):
+            self._error(path, 0, skip)
+        else:
+            self.stats["skipped"] += 1
+            self.skipped.append((path, skip))
 
     def run(self, roots: tuple[Root, ...]) -> ScanResult:
         self.attributor = Attributor(r.path for r in roots)  # metadata read up to each root's ceiling
         if self.client is not None:
-            from fatbin_inspect.scanning import dask_executor
-
-            try:
-                self.workers, notes = dask_executor.usable_workers(
-                    self.client, [os.path.abspath(r.path) for r in roots]
-                )
-            except BaseException:
-                self.client.close()
-                raise
-            self.notes += notes
-            # in flight and split as for a local pool of that many processes; never in-process
-            self.jobs = max(2, sum(self.workers.values()))
+            self._probe_workers(roots)
         try:
             for root in _largest_files_first(roots):
                 self._root(root)
@@ -745,32 +756,10 @@ class _Scanner:
             while self.inflight or self.suspects:
                 self._drain()
         except BaseException:  # Ctrl-C, or an error: end the workers now, not after their batches
-            if self.client is not None:
-                import contextlib
-
-                with contextlib.suppress(Exception):
-                    self.client.cancel(list(self.inflight), force=True)
-                self.inflight = set()
-            if self.pool is not None:
-                from fatbin_inspect.inventory import workers
-
-                workers.stop(self.pool)
-                self.pool = None
+            self._abandon()
             raise
         finally:
-            if self.pool is not None:
-                for fut in self.inflight:
-                    fut.cancel()
-                self.pool.shutdown(wait=True)
-            if self.client is not None:
-                import contextlib
-
-                with contextlib.suppress(Exception):
-                    self.client.close(timeout=5)
-            if self.encoder is None:
-                self.cache.close()
-            else:  # the texts still in cache rows are read from it as they are written out
-                self.cache.flush()
+            self._close()
         order = sorted(range(len(self.reports)), key=lambda i: self.reports[i].path)
         texts = None
         if self.encoder is not None:
@@ -786,6 +775,52 @@ class _Scanner:
             unread=tuple(sorted(self.unread)),
             images=tuple(self.images),
         )
+
+    def _probe_workers(self, roots: tuple[Root, ...]) -> None:
+        """The Dask workers that see the roots (the others are left out, with a note)."""
+        from fatbin_inspect.scanning import dask_executor
+
+        try:
+            self.workers, notes = dask_executor.usable_workers(
+                self.client, [os.path.abspath(r.path) for r in roots]
+            )
+        except BaseException:
+            self.client.close()
+            raise
+        self.notes += notes
+        # in flight and split as for a local pool of that many processes; never in-process
+        self.jobs = max(2, sum(self.workers.values()))
+
+    def _abandon(self) -> None:
+        """End the units in flight now (Ctrl-C, or an error), not after their batches."""
+        if self.client is not None:
+            import contextlib
+
+            with contextlib.suppress(Exception):
+                self.client.cancel(list(self.inflight), force=True)
+            self.inflight = set()
+        if self.pool is not None:
+            from fatbin_inspect.inventory import workers
+
+            workers.stop(self.pool)
+            self.pool = None
+
+    def _close(self) -> None:
+        """The pool and the cluster let go; the cache closed (with an encoder: flushed, as the
+        texts still in cache rows are read from it as they are written out)."""
+        if self.pool is not None:
+            for fut in self.inflight:
+                fut.cancel()
+            self.pool.shutdown(wait=True)
+        if self.client is not None:
+            import contextlib
+
+            with contextlib.suppress(Exception):
+                self.client.close(timeout=5)
+        if self.encoder is None:
+            self.cache.close()
+        else:
+            self.cache.flush()
 
     def _texts(self, locs: list[tuple], encoder: Callable[[FileReport], bytes]) -> Iterator[bytes]:
         """The texts at ``locs`` in that order, from the spill file or a cache row (checked as it

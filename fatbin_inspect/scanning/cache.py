@@ -87,25 +87,41 @@ def unpack(frame: Any, size: int) -> bytes | None:
     return out if len(out) == size else None
 
 
-def _frames(blob: Any, at: Any, n: int) -> list[bytes] | None:
-    """The ``n`` frames of a packed column, unpacked; ``at``: its ``[[frame bytes, bytes], ...]``
-    as JSON. None when anything does not add up."""
+def _column(frames: list[bytes]) -> tuple[bytes, str]:
+    """A packed column as a row keeps it: the frames back to back, and ``[[frame bytes, bytes],
+    ...]`` of each as JSON."""
+    return b"".join(frames), json.dumps([[len(f), packed_size(f)] for f in frames])
+
+
+def _sizes(at: Any, n: int) -> list | None:
+    """A packed column's ``[[frame bytes, bytes], ...]`` (JSON) parsed: ``n`` pairs, frame bytes
+    a count (the frame checks the other), or None."""
     try:
         sizes = json.loads(at)
     except (ValueError, TypeError):
         return None
-    if type(sizes) is not list or len(sizes) != n or blob is None:
+    if type(sizes) is not list or len(sizes) != n:
         return None
-    blob = bytes(blob)
-    out, pos = [], 0
     for s in sizes:
         if type(s) is not list or len(s) != 2 or type(s[0]) is not int or s[0] < 0:
             return None
-        data = unpack(blob[pos : pos + s[0]], s[1])
+    return sizes
+
+
+def _frames(blob: Any, at: Any, n: int) -> list[bytes] | None:
+    """The ``n`` frames of a packed column, unpacked; ``at``: its ``[[frame bytes, bytes], ...]``
+    as JSON. None when anything does not add up."""
+    sizes = _sizes(at, n)
+    if sizes is None or blob is None:
+        return None
+    blob = bytes(blob)
+    out, pos = [], 0
+    for frame, size in sizes:
+        data = unpack(blob[pos : pos + frame], size)
         if data is None:
             return None
         out.append(data)
-        pos += s[0]
+        pos += frame
     return out if pos == len(blob) else None
 
 
@@ -132,6 +148,21 @@ def _private(st: os.stat_result) -> bool:
     if not hasattr(os, "geteuid"):
         return True
     return st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _usable(directory: str, path: str) -> bool:
+    """The cache folder (made 0700 if absent) and its file (if any) are this user's own, and
+    the file a regular file."""
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        if not _private(os.stat(directory)):
+            return False
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and _private(st)
 
 
 def _summary_rows(blob: Any) -> list:
@@ -213,23 +244,15 @@ class ScanCache:
         self._preloaded: list[str] = []  # prefixes whose rows are all in ``_meta``
         if directory is None:
             return
-        self.path = path = os.path.join(directory, f"scan-v{CACHE_VERSION}.sqlite3")
+        path = os.path.join(directory, f"scan-v{CACHE_VERSION}.sqlite3")
+        if not _usable(directory, path):
+            return
+        self.path = path
         try:
-            os.makedirs(directory, mode=0o700, exist_ok=True)
-            if not _private(os.stat(directory)):
-                self.path = None
-                return
-            try:
-                st = os.lstat(path)
-            except FileNotFoundError:
-                st = None
-            if st is not None and (not stat.S_ISREG(st.st_mode) or not _private(st)):
-                self.path = None
-                return
             self._db = self._connect(path)
         except (OSError, sqlite3.Error):
             self._db = None
-        if self._db is None and self.path and os.path.isfile(path):
+        if self._db is None and os.path.isfile(path):
             try:  # corrupt: it is only a cache
                 os.unlink(path)
                 self._db = self._connect(path)
@@ -336,23 +359,26 @@ class ScanCache:
         texts ``pack``ed."""
         if self._db is None:
             return
-        if encoded is None:  # no device code: the key alone (a statement of 7 values, not 13)
-            self._bare.append((os.fsencode(path), *key, self.options))
-            if len(self._bare) >= COMMIT_EVERY:
-                self._write()
+        if encoded is None:
+            self._put_bare(path, key)
             return
         texts_at = blob = encoder = None
         summary = json.dumps([e[0] for e in encoded], separators=(",", ":"))
-        data = b"".join(e[1] for e in encoded)
-        data_at = json.dumps([[len(e[1]), packed_size(e[1])] for e in encoded])
+        data, data_at = _column([e[1] for e in encoded])
         if texts is not None and self.encoder is not None and len(texts) == len(encoded):
-            encoder, blob = self.encoder, b"".join(texts)
-            texts_at = json.dumps([[len(t), packed_size(t)] for t in texts])
+            encoder = self.encoder
+            blob, texts_at = _column(texts)
         self._pending.append(
             (os.fsencode(path), *key, self.options, summary, data, data_at, encoder, texts_at, blob)
         )
         self._pending_bytes += len(data) + len(blob or b"")
         if len(self._pending) >= COMMIT_EVERY or self._pending_bytes >= COMMIT_BYTES:
+            self._write()
+
+    def _put_bare(self, path: str, key: Key) -> None:
+        """A file without device code: the key alone (a statement of 7 values, not 13)."""
+        self._bare.append((os.fsencode(path), *key, self.options))
+        if len(self._bare) >= COMMIT_EVERY:
             self._write()
 
     def _write(self) -> None:

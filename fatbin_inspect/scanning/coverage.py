@@ -207,20 +207,25 @@ def _row(
             counted[key] = counted.get(key, 0) + n
         vs = tuple(verdicts.get(r.path, ())) if verdicts else ()
         children.append(Row(r.path, "file", _cells(arches, counts, of), 1, int(r.error is not None), vs))
-    if units is not None and targets:
-        row_vs = tuple(units([c.name for c in children]))
-    else:
-        row_vs = tuple(
-            _worst([c.verdicts[i] for c in children if len(c.verdicts) > i]) for i in range(len(targets))
-        )
     return Row(
         name,
         "distribution" if order == 0 else "folder",
         _cells(merged, counted, total if complete else 0),
         len(members),
         sum(c.errors for c in children),
-        _row_jit(row_vs, children),
+        _row_jit(_row_verdicts(children, targets, units), children),
         tuple(children),
+    )
+
+
+def _row_verdicts(
+    children: list[Row], targets: Sequence[str], units: Callable[[Sequence[str]], Sequence[Verdict]] | None
+) -> tuple[Verdict, ...]:
+    """A row's per-target verdicts: ``units`` of its files (R-UNIT/R-VARIANT), else its worst file's."""
+    if units is not None and targets:
+        return tuple(units([c.name for c in children]))
+    return tuple(
+        _worst([c.verdicts[i] for c in children if len(c.verdicts) > i]) for i in range(len(targets))
     )
 
 

@@ -69,26 +69,28 @@ def resolve_roots(paths: Iterable[str]) -> tuple[Root, ...]:
     for p in paths:
         ref = image_ref(p)
         if ref is not None:
-            if ref.transport == "docker":
-                from fatbin_inspect.containers.registry import parse
-
-                parse(ref.path)  # a malformed reference is a usage error now, not a record
-                kind = "registry"
-            elif ref.transport == "stdin":
-                kind = "stdin"
-            elif not os.path.exists(ref.path):
-                raise UsageError(f"{p}: {ref.path}: no such file or directory")
-            else:
-                kind = "oci-image" if os.path.isdir(ref.path) else "image"
-            if p not in seen:
-                seen.add(p)
-                roots.append(Root(p, kind))
-            continue
-        if not os.path.exists(p):
-            raise UsageError(f"{p}: no such file or directory")
-        real = os.path.realpath(p)
-        if real in seen:
-            continue
-        seen.add(real)
-        roots.append(Root(p, kind_of(p)))
+            seen_as = p  # an image is named by its reference
+            root = Root(p, _image_kind(p, ref))
+        else:
+            if not os.path.exists(p):
+                raise UsageError(f"{p}: no such file or directory")
+            seen_as = os.path.realpath(p)
+            root = Root(p, kind_of(p))
+        if seen_as not in seen:
+            seen.add(seen_as)
+            roots.append(root)
     return tuple(roots)
+
+
+def _image_kind(p: str, ref) -> str:
+    """The kind of a root named as an image: registry, stdin, oci-image (a layout) or image (a tar)."""
+    if ref.transport == "docker":
+        from fatbin_inspect.containers.registry import parse
+
+        parse(ref.path)  # a malformed reference is a usage error now, not a record
+        return "registry"
+    if ref.transport == "stdin":
+        return "stdin"
+    if not os.path.exists(ref.path):
+        raise UsageError(f"{p}: {ref.path}: no such file or directory")
+    return "oci-image" if os.path.isdir(ref.path) else "image"

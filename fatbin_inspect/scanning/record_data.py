@@ -115,8 +115,17 @@ def codec(cls: type) -> Codec:
     return c
 
 
-def _optional(inner: Convert) -> Convert:
-    return lambda v: None if v is None else inner(v)
+def _optional_decoder(tp: Any, args: tuple) -> Convert:
+    """``X | None`` (no other unions are stored)."""
+    inner = [a for a in args if a is not type(None)]
+    if len(inner) != 1 or len(args) != 2:
+        return _unsupported(tp)
+    conv = _decoder(inner[0])
+    return lambda v: None if v is None else conv(v)
+
+
+def _is_record(tp: Any) -> bool:
+    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
 
 
 def _encoder(tp: Any) -> Convert:
@@ -124,32 +133,26 @@ def _encoder(tp: Any) -> Convert:
     origin, args = _args(tp)
     if origin is typing.Union:
         return _encoder(next(a for a in args if a is not type(None)))
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+    if _is_record(tp):
         return codec(tp).encode
-    if origin in (tuple, frozenset):
-        inner = args[0]
-        if _scalar_types(inner) is not None:
-            return sorted if origin is frozenset else list
-        conv = _encoder(inner)
-        return lambda v: [None if x is None else conv(x) for x in v]
-    raise TypeError(f"no cache encoding for {tp!r}")
+    if origin not in (tuple, frozenset):
+        return _unsupported(tp)
+    if _scalar_types(args[0]) is not None:  # (a fixed tuple's first type says: all are scalars)
+        return sorted if origin is frozenset else list
+    conv = _encoder(args[0])
+    return lambda v: [None if x is None else conv(x) for x in v]
 
 
 def _decoder(tp: Any) -> Convert:
     """The checked value of a non-scalar field from its data."""
     origin, args = _args(tp)
     if origin is typing.Union:
-        inner = [a for a in args if a is not type(None)]
-        return _optional(_decoder(inner[0])) if len(inner) == 1 and len(args) == 2 else _unsupported(tp)
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _optional_decoder(tp, args)
+    if _is_record(tp):
         return codec(tp).decode
-    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
-        return _sequence(args[0], tuple)
-    if origin is frozenset:
-        return _sequence(args[0], frozenset)
-    if origin is tuple:
-        return _fixed(args)
-    return _unsupported(tp)
+    if origin is frozenset or (origin is tuple and args[-1:] == (Ellipsis,)):
+        return _sequence(args[0], origin)
+    return _fixed(args) if origin is tuple else _unsupported(tp)
 
 
 def _unsupported(tp: Any) -> Convert:

@@ -71,21 +71,26 @@ def inspect_file(path: str, opts: Options) -> tuple[FileReport, ...]:
     """Records worth reporting for one file on disk (or an OCI image layout folder): those with
     device code or an error."""
     if os.path.isdir(path) or image_ref(path) is not None:  # an image layout or reference
-        return tuple(rec for rec in inspect_path(path, opts) if kept(rec, path))
+        return _worth(inspect_path(path, opts), path)
     try:
         blob = open_blob(path)
     except InputError as exc:
-        return (FileReport(path=path, format="unknown", size=0, error=FileError(exc.message, exc.offset)),)
+        return (_unreadable(path, exc),)
     before = faults()
     fmt = detect(blob.head(HEAD))
     ranges = magic_ranges(fmt, blob) if fmt in HOST_BINARIES else None  # None: a compressed section
     if fmt == NOT_DEVICE or (ranges is not None and not has_magic(blob, ranges)):
         return () if faults() == before else (changed_record(path, blob.size),)
-    out: list[FileReport] = []
-    for rec in unchanged(path, blob.size, inspect_blob(path, blob, opts, 0)):
-        if kept(rec, path):
-            out.append(rec)
-    return tuple(out)
+    return _worth(unchanged(path, blob.size, inspect_blob(path, blob, opts, 0)), path)
+
+
+def _worth(records, path: str) -> tuple[FileReport, ...]:
+    """The records worth reporting (``kept``)."""
+    return tuple(rec for rec in records if kept(rec, path))
+
+
+def _unreadable(path: str, exc: InputError) -> FileReport:
+    return FileReport(path=path, format="unknown", size=0, error=FileError(exc.message, exc.offset))
 
 
 def kept(rec: FileReport, path: str) -> bool:
@@ -130,19 +135,14 @@ def inspect_span(
         try:
             blob = open_blob(path)
         except InputError as exc:
-            rec = FileReport(path=path, format="unknown", size=0, error=FileError(exc.message, exc.offset))
-            return encoded((rec,), path, encoder, keep, data)
+            return encoded((_unreadable(path, exc),), path, encoder, keep, data)
         try:
             zf = archives.open_zip(blob.stream())
         except InputError:
             zf = None  # inspect_zip_span reports it, as the whole file would
         _ZIP = ((path, key), blob, zf)
     _, blob, zf = _ZIP
-    records = [
-        rec
-        for rec in unchanged(path, blob.size, inspect_zip_span(path, blob, opts, span, zf))
-        if rec.fatbins or rec.error
-    ]
+    records = _worth(unchanged(path, blob.size, inspect_zip_span(path, blob, opts, span, zf)), path)
     return encoded(records, path, encoder, keep, data)
 
 
