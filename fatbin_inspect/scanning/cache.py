@@ -166,15 +166,18 @@ def _usable(directory: str, path: str) -> bool:
 
 
 def _summary_rows(blob: Any) -> list:
-    """The summary column parsed and checked: one ``coverage.FileSummary`` per record, as
-    ``record_data`` stores it (its path relative to the row's file)."""
+    """The summary column parsed and checked: per record, its ``coverage.FileSummary`` as
+    ``record_data`` stores it (its path relative to the row's file), as data."""
     from fatbin_inspect.scanning.coverage import FileSummary
-    from fatbin_inspect.scanning.record_data import rebased_record
+    from fatbin_inspect.scanning.record_data import codec
 
     rows = json.loads(blob)
     if type(rows) is not list:
         raise ValueError("cache row: summary is not a list")
-    return [rebased_record(FileSummary, r, "") for r in rows]
+    check = codec(FileSummary).values
+    for r in rows:
+        check(r)
+    return rows
 
 
 class Hit:
@@ -183,14 +186,12 @@ class Hit:
     __slots__ = ("_cache", "_key", "path", "summary")
 
     def __init__(self, cache: ScanCache, key: bytes, path: str, summary: list):
-        # ``coverage.FileSummary`` records, their paths relative to the row's file
+        # the checked summary items (``summaries_from`` makes them records)
         self._cache, self._key, self.path, self.summary = cache, key, path, summary
 
     def summaries(self, shown: str) -> tuple:
-        """The row's summaries on the path ``shown``."""
-        import dataclasses
-
-        return tuple(dataclasses.replace(s, path=shown + s.path) for s in self.summary)
+        """The row's ``coverage.FileSummary`` records on the path ``shown``."""
+        return summaries_from(self.summary, shown)
 
     def reports(self, shown: str) -> tuple | Any:
         """The full records rebased on ``shown``, or ``MISS``."""
@@ -426,7 +427,7 @@ def encode_record(r, base: str, data: bool = True) -> tuple[list, bytes | None]:
 
 
 def summaries_from(items, shown: str) -> tuple:
-    """``FileSummary`` records from ``encode_record``'s summary items, on ``shown``."""
+    """``FileSummary`` records from summary items (a hit's, or ``encode_record``'s), on ``shown``."""
     from fatbin_inspect.scanning.coverage import FileSummary
     from fatbin_inspect.scanning.record_data import rebased_record
 
