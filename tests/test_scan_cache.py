@@ -324,3 +324,17 @@ def test_a_new_field_is_stored_and_checked_without_an_edit():
         bad[i] = wrong
         with pytest.raises(ValueError):
             rebased_record(Extra, bad, "/c")
+
+
+def test_a_record_that_does_not_encode_leaves_the_others_their_data():
+    """worker.encoded: a record outside the file's path is handed back whole (not cached), and
+    the records after it still carry their packed data for the cache."""
+    from fatbin_inspect.scanning.worker import encoded
+
+    good = _every_field_set()
+    stray = dataclasses.replace(good, path="/elsewhere/x.so")
+    out = encoded([stray, good, good], "/x/w.whl", None, keep=False)
+    assert out[0][0] is None and out[0][1] is None and out[0][3] is stray
+    for item, data, _text, rec in out[1:]:
+        assert item is not None and rec is None
+        assert type(data) is bytes and json.loads(_unpacked(data))[0] == "!a.so"
