@@ -54,12 +54,11 @@ def error_dict(e: ErrorRef | None) -> dict[str, Any] | None:
 
 
 def chosen_dict(c: Chosen | None) -> dict[str, Any] | None:
+    """The image chosen; its offset only where one fatbin chose it (a file's choice has none), its
+    size (for ``compat.jit``) not written."""
     if c is None:
         return None
-    d: dict[str, Any] = {"arch": c.arch, "kind": c.kind, "ptx_isa": c.ptx_isa}
-    if c.offset is not None:
-        d["offset"] = c.offset
-    return d
+    return as_dict(c, omit=("size",) if c.offset is not None else ("offset", "size"))
 
 
 def entry_verdict_dict(e: EntryVerdict) -> dict[str, Any]:
