@@ -238,11 +238,9 @@ def fleet_with_env(tmp_path, env='{ CUDA_DISABLE_PTX_JIT = "1" }'):
 @pytest.mark.parametrize(
     "env", ['{ CUDA_DISABLE_PTX_JIT = "1" }', "{ CUDA_DISABLE_JIT = 1 }", '["CUDA_DISABLE_PTX_JIT=1"]']
 )
-def test_a_target_env_disables_jit_for_that_target_only(tmp_path, capsys, env):
-    code, out, _ = run(
-        ["check", JIT_LIB, "--targets", fleet_with_env(tmp_path, env), "--format", "json"], capsys
-    )
-    doc = json.loads(out)
+def test_a_target_env_disables_jit_for_that_target_only(tmp_path, env):
+    ran = cli("check", JIT_LIB, "--targets", fleet_with_env(tmp_path, env), "--format", "json")
+    code, doc = ran.code, ran.json()
     assert [(t["hosts"], t["env"]["CUDA_DISABLE_PTX_JIT"]) for t in doc["targets"]] == [
         (["jit-ok"], False),
         (["no-jit"], True),
@@ -251,10 +249,8 @@ def test_a_target_env_disables_jit_for_that_target_only(tmp_path, capsys, env):
     assert code == 1
 
 
-def test_gate_judges_each_target_with_its_env(tmp_path, capsys):
-    _code, out, _ = run(
-        ["gate", JIT_LIB, "--isolated", "--targets", fleet_with_env(tmp_path), "--format", "json"], capsys
-    )
+def test_gate_judges_each_target_with_its_env(tmp_path):
+    out = cli("gate", JIT_LIB, "--isolated", "--targets", fleet_with_env(tmp_path), "--format", "json").out
     doc = json.loads(out)
     by_target = {}
     for f in doc["findings"]:
@@ -263,15 +259,14 @@ def test_gate_judges_each_target_with_its_env(tmp_path, capsys):
     assert "FBI001" in by_target[off] and "FBI001" not in by_target[ok]
 
 
-def test_env_of_the_command_line_still_applies_to_every_target(tmp_path, capsys):
+def test_env_of_the_command_line_still_applies_to_every_target(tmp_path):
     toml = tmp_path / "fleet.toml"
     toml.write_text(
         '[[targets]]\nname = "a"\ngpu = "H100"\ndriver = "580"\nenv = { CUDA_FORCE_PTX_JIT = "1" }\n'
     )
-    _code, out, _ = run(
-        ["check", JIT_LIB, "--targets", str(toml), "--env", "CUDA_DISABLE_PTX_JIT=1", "--format", "json"],
-        capsys,
-    )
+    out = cli(
+        "check", JIT_LIB, "--targets", str(toml), "--env", "CUDA_DISABLE_PTX_JIT=1", "--format", "json"
+    ).out
     (t,) = json.loads(out)["targets"]
     assert t["env"] == {"CUDA_FORCE_PTX_JIT": True, "CUDA_DISABLE_PTX_JIT": True}
 
@@ -298,8 +293,9 @@ def test_a_doctor_reports_env_is_its_nodes(tmp_path):
         ("{ CUDA_X = { a = 1 } }", "targets[1]: env.CUDA_X: expected a string"),
     ],
 )
-def test_a_bad_env_is_a_usage_error_naming_file_and_key(tmp_path, capsys, env, needle):
+def test_a_bad_env_is_a_usage_error_naming_file_and_key(tmp_path, env, needle):
     path = fleet_with_env(tmp_path, env)
-    code, out, err = run(["check", JIT_LIB, "--targets", path], capsys)
+    ran = cli("check", JIT_LIB, "--targets", path)
+    code, out, err = ran.code, ran.out, ran.err
     assert code == 2 and out == ""
     assert path in err and needle in err and "Traceback" not in err
