@@ -357,3 +357,21 @@ def test_an_unchecked_write_ahead_log_is_named(tmp_path, rpm_file):
 
     rc, out, err = cli("list", f"{lay}:t")  # the image's notes, where list shows them
     assert rc == 0 and "rpmdb.sqlite-wal: a write-ahead log of" in out, out + err
+
+
+@pytest.mark.slow
+def test_an_image_with_a_berkeley_db_rpm_database_says_so(tmp_path):
+    """CentOS 7's var/lib/rpm/Packages in an image: not read, named in the image's notes."""
+    from tests.test_oci_images import _layer_image
+
+    with open(LIB_SRC, "rb") as fh:
+        lib = fh.read()
+    ref = _layer_image(
+        tmp_path, [("var/lib/rpm/Packages", b"\x00\x06\x15\x61" + bytes(4092)), ("usr/lib64/libx.so", lib)]
+    )
+    rc, doc, _ = scan_json(ref)
+    assert rc == 0 and [(inside(f["path"]), f["distribution"]) for f in doc["files"]] == [
+        ("usr/lib64/libx.so", None)
+    ]
+    rc, out, err = cli("list", ref)
+    assert "var/lib/rpm/Packages: rpm database format Berkeley DB not read" in out, out + err
