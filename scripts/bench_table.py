@@ -31,12 +31,14 @@ import argparse
 import glob
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
@@ -85,11 +87,24 @@ def warm(*paths):
                     pass
 
 
-def timed(cmd, env=None, warm_paths=()):
-    """(seconds, peak tree RSS in MB, peak RSS of its largest process in MB) of one child."""
+class Run(NamedTuple):
+    secs: float
+    peak: float  # MB, the whole process tree
+    largest: float  # MB, its largest process
+    cpu: float  # user + system seconds of the process tree (a loaded machine's second opinion)
+
+
+def children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def timed(cmd, env=None, warm_paths=()) -> Run:
+    """One child process, measured."""
     warm(*warm_paths)
+    cpu = children_cpu()
     secs, peak, largest, _rc = bench_scan.run_measured_each(cmd, env)
-    return secs, peak / 2**20, largest / 2**20
+    return Run(secs, peak / 2**20, largest / 2**20, children_cpu() - cpu)
 
 
 def fi(src: str):
@@ -140,6 +155,17 @@ class Row:
         print(f"row {self.n}: {self.title}")
         for args in pairs:
             print(self.line(*args), flush=True)
+
+    def show_cpu(self, pairs):
+        """The same pairs in CPU seconds (user + system of each process tree), for a loaded machine."""
+        for a, b, label_a, label_b in pairs:
+            rs = self.ratios(f"{a}-cpu", f"{b}-cpu")
+            if rs:
+                print(
+                    f"    cpu: {label_a} {self.med(a + '-cpu'):.3f} s   {label_b} {self.med(b + '-cpu'):.3f} s   "
+                    f"ratio {statistics.median(rs):.3f}x (pairs {min(rs):.3f}-{max(rs):.3f})",
+                    flush=True,
+                )
 
 
 def same_document(a: str, b: str) -> bool:
@@ -212,7 +238,7 @@ def main() -> int:
         for _ in range(n):
             if cuobjdump:
                 warm(tree)
-                t0 = time.monotonic()
+                t0, cpu0 = time.monotonic(), children_cpu()
                 with ThreadPoolExecutor(args.jobs) as pool:
                     list(
                         pool.map(
@@ -221,23 +247,27 @@ def main() -> int:
                         )
                     )
                 r2.add("cuobjdump", time.monotonic() - t0)
+                r2.add("cuobjdump-cpu", children_cpu() - cpu0)
             for who, tool in contenders:
                 cache = os.path.join(args.work, f"cache-{who}")
                 shutil.rmtree(cache, ignore_errors=True)
                 cold_json, warm_json = out_file(f"cold-{who}.json"), out_file(f"warm-{who}.json")
                 cmd, e = scan_cmd(tool, cache, cold_json, tree)
-                r2.add(who, timed(cmd, e, [tree])[0])
+                cold = timed(cmd, e, [tree])
                 cmd, e = scan_cmd(tool, cache, warm_json, tree)
-                r1.add(who, timed(cmd, e, [tree])[0])
-                r1.add(
-                    f"floor-{who}", timed([*FLOOR, tree, cold_json, out_file("floor.json")], env, [tree])[0]
-                )
+                warm_run = timed(cmd, e, [tree])
+                floor = timed([*FLOOR, tree, cold_json, out_file("floor.json")], env, [tree])
+                for row, side, run in ((r2, who, cold), (r1, who, warm_run), (r1, f"floor-{who}", floor)):
+                    row.add(side, run.secs)
+                    row.add(f"{side}-cpu", run.cpu)
                 if not same_document(cold_json, warm_json):
                     print(f"    {who}: the warm document differs from the cold one", flush=True)
         r1.title += f" ({sum(len(fs) for _, _, fs in os.walk(tree))} files)"
         r1.show([(who, f"floor-{who}", f"{who:5} warm", "floor", None) for who, _ in contenders])
+        r1.show_cpu([(who, f"floor-{who}", f"{who:5} warm", "floor") for who, _ in contenders])
         r2.title += f" ({len(files)} ELF files)"
         r2.show([(who, "cuobjdump", f"{who:5} cold", "cuobjdump", None) for who, _ in contenders])
+        r2.show_cpu([(who, "cuobjdump", f"{who:5} cold", "cuobjdump") for who, _ in contenders])
 
     if 3 in rows:
         r3 = Row(
@@ -285,11 +315,11 @@ def main() -> int:
             "--mangled",
         ]
         for _ in range(n):
-            s, m, _ = timed(cub, env, [torch_lib])
+            s, m, _, _ = timed(cub, env, [torch_lib])
             wall.add("cubloaty", s)
             rss.add("cubloaty", m)
             for who, tool in contenders:
-                s, m, _ = timed(
+                s, m, _, _ = timed(
                     tool(torch_lib, "--kernels", "--format", "json", "-o", os.devnull), env, [torch_lib]
                 )
                 wall.add(who, s)
@@ -317,7 +347,7 @@ def main() -> int:
             for who, tool in contenders:
                 for tag, paths in (("1", [tree]), ("2", [tree, copy])):
                     cmd, e = scan_cmd(tool, None, os.devnull, *paths)
-                    _s, total, largest = timed(cmd, e, paths)
+                    _s, total, largest, _ = timed(cmd, e, paths)
                     r7.add(f"{who}-{tag}", largest)
                     r7.add(f"{who}-{tag}-all", total)
         print(f"row 7: {r7.title}")
