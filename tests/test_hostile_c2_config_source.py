@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 from conftest import fixture_path
 from hostile_runner import commands, formats, run_many
 
@@ -26,6 +27,7 @@ def _gate_formats() -> list[str]:
     return formats(dict(commands())["gate"])
 
 
+@pytest.mark.slow
 def test_a_pyproject_above_the_project_root_changes_no_verdict(tmp_path):
     (tmp_path / "pyproject.toml").write_text(FAILING)  # planted above the checkout
     proj = tmp_path / "proj"
@@ -39,6 +41,7 @@ def test_a_pyproject_above_the_project_root_changes_no_verdict(tmp_path):
         assert r.code == 1, (argv, r)
 
 
+@pytest.mark.slow
 def test_untrusted_pyproject_files_are_skipped_with_a_note(tmp_path):
     cases = {}
     writable = tmp_path / "writable"
