@@ -45,23 +45,25 @@ def is_conda_zip(names: list[str]) -> bool:
 
 def declared_cuda(index: dict) -> tuple[str | None, str | None]:
     """(CUDA version, evidence) from an ``index.json``: depends first, then the build string."""
-    depends = index.get("depends")
+    found = _depends_cuda(index.get("depends"))
+    if found[0] is not None:
+        return found
+    build = index.get("build")
+    m = re.search(r"(?:^|[_\-.])cuda_?(\d+)(?:\.(\d+))?(?!\d)", build) if isinstance(build, str) else None
+    v = _build_version(m.group(1), m.group(2)) if m else None
+    return (v, f"conda build string {build}") if v else (None, None)
+
+
+def _depends_cuda(depends) -> tuple[str | None, str | None]:
+    """(CUDA version, evidence) from ``depends``: ``cuda-version``, then ``cudatoolkit`` (the
+    runtime itself, as the older defaults and conda-forge packages pin it), then ``__cuda``."""
     deps = [d for d in depends if isinstance(d, str)] if isinstance(depends, list) else []
-    # cudatoolkit: the runtime itself, as the older (defaults, conda-forge before 12) packages pin it
     for wanted in ("cuda-version", "cudatoolkit", "__cuda"):
         for dep in deps:
             parts = dep.split(None, 1)
-            if parts[0] == wanted and len(parts) > 1:
-                v = _lower_bound(parts[1])
-                if v:
-                    return v, f'conda depends "{dep}"'
-    build = index.get("build")
-    if isinstance(build, str):
-        m = re.search(r"(?:^|[_\-.])cuda_?(\d+)(?:\.(\d+))?(?!\d)", build)
-        if m:
-            v = _build_version(m.group(1), m.group(2))
+            v = _lower_bound(parts[1]) if parts[0] == wanted and len(parts) > 1 else None
             if v:
-                return v, f"conda build string {build}"
+                return v, f'conda depends "{dep}"'
     return None, None
 
 
@@ -214,6 +216,19 @@ class CondaReader:
         else:
             self._paths = doc
 
+    def _listed(self) -> set[str] | None:
+        """The files the package lists: ``paths.json``'s ``_path``s, else ``info/files``' lines;
+        None when it lists none."""
+        if isinstance(self._paths, dict) and isinstance(self._paths.get("paths"), list):
+            return {
+                p["_path"]
+                for p in self._paths["paths"]
+                if isinstance(p, dict) and isinstance(p.get("_path"), str)
+            }
+        if self._files is not None:
+            return set(self._files.decode("utf-8", "replace").splitlines())
+        return None
+
     def _settle(self) -> None:
         if self.package is None and self._index is not None:
             try:
@@ -222,17 +237,8 @@ class CondaReader:
                 self.notes.append(f"{exc}: the package's files are not attributed to it")
                 self._index, self.unread = None, True
                 return
-            n = None
-            if isinstance(self._paths, dict) and isinstance(self._paths.get("paths"), list):
-                self.paths = {
-                    p["_path"]
-                    for p in self._paths["paths"]
-                    if isinstance(p, dict) and isinstance(p.get("_path"), str)
-                }
-                n = len(self.paths)
-            elif self._files is not None:
-                self.paths = set(self._files.decode("utf-8", "replace").splitlines())
-                n = len(self.paths)
+            self.paths = self._listed()
+            n = len(self.paths) if self.paths is not None else None
             p = self.package
             self.notes.append(
                 f"conda package {p.name} {p.version} {p.build} ({p.subdir or 'no subdir'})"
