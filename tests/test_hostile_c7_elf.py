@@ -223,3 +223,24 @@ def test_a_stream_longer_than_its_header_says_is_refused_after_one_byte(pairs, t
     (listed,) = run_many(tmp_path, [["list", "--format", "json", str(path)]], mem=256 << 20, timeout=60)
     notes = json.loads(listed.out)["files"][0]["notes"]
     assert any("decoded to" in n and f".nv_fatbin at {end:#x}" in n for n in notes), notes
+
+
+def test_a_static_archive_of_compressed_objects_is_scanned(pairs, tmp_path):
+    """scan's quick test (no fatbin magic in the clear: no device code) looks into an ``ar``
+    member's compressed sections: a ``.a`` made by GNU ar of the compressed objects is scanned
+    and listed as the ``.a`` of the originals."""
+    ar = shutil.which("ar")
+    if ar is None:
+        pytest.skip("GNU ar not found (apt-get install binutils)")
+    objs = [(o, p) for n, o, p in pairs if n.startswith("obj-")]
+    subprocess.run([ar, "rcs", str(tmp_path / "orig.a"), *[str(o) for o, _p in objs]], check=True)
+    subprocess.run([ar, "rcs", str(tmp_path / "packed.a"), *[str(p) for _o, p in objs]], check=True)
+    runs = [
+        ["scan", str(tmp_path / "orig.a"), "--no-cache", "-j1", "--format", "json"],
+        ["scan", str(tmp_path / "packed.a"), "--no-cache", "-j1", "--format", "json"],
+    ]
+    orig, packed = run_many(tmp_path, runs, mem=1 << 30, timeout=120)
+    want = json.loads(orig.out)["files"]
+    got = json.loads(packed.out)["files"]
+    assert len(got) == len(want) > 1, (orig, packed)
+    assert _facts(got) == _facts(want)

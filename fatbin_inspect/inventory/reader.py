@@ -746,6 +746,8 @@ def magic_ranges(fmt: str, blob: Blob) -> list[tuple[int, int]] | None:
     tables of an ELF or PE/COFF file whose section table reads (the whole blob when it does not,
     or for other formats). None: a section fatbins are read from is compressed (no magic shows
     in it), so only reading the file tells."""
+    if fmt == "ar":
+        return None if _ar_compressed(blob) else [(0, blob.size)]
     try:
         layout = layout_of(fmt, blob)
     except InputError:
@@ -753,6 +755,23 @@ def magic_ranges(fmt: str, blob: Blob) -> list[tuple[int, int]] | None:
     if any(r.compressed is not None for r in layout.regions):
         return None
     return list(gaps(_code(layout), blob.size))
+
+
+def _ar_compressed(blob: Blob) -> bool:
+    """An ``ar`` member is an ELF object with a compressed section fatbins are read from (its
+    members are windows into the archive: nothing is copied)."""
+    try:
+        for m in archives.ar_members(blob):
+            if m.blob is None or detect(m.blob.head(512)) != "elf":
+                continue
+            try:
+                if any(r.compressed is not None for r in layout_of("elf", m.blob).regions):
+                    return True
+            except InputError:
+                continue
+    except InputError:
+        return False
+    return False
 
 
 def _code(layout: Layout) -> list[tuple[int, int]]:
