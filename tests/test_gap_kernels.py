@@ -64,15 +64,28 @@ def test_few_kernels_are_listed():
     assert v.reason.endswith("; they hold 3 kernels: attn_kernel, gemm_kernel, norm_kernel")
 
 
-def test_a_member_is_named_when_its_kernels_are_decoded(tmp_path):
+@pytest.mark.parametrize("kernels", [False, True], ids=["headers", "kernels"])
+@pytest.mark.parametrize("deflated", [False, True], ids=["stored", "deflated"])
+def test_a_wheel_member_is_named(tmp_path, kernels, deflated):
+    """A member of a wheel: that member alone is inflated to decode its gap fatbins (or its
+    payloads were decoded already with --kernels); a member of a tar inside the wheel is not
+    read again, and keeps the plain sentence."""
+    import tarfile
     import zipfile
 
     whl = tmp_path / "lib-1.0-py3-none-manylinux_2_28_x86_64.whl"
-    with zipfile.ZipFile(whl, "w") as z:
+    tgz = tmp_path / "inner.tar"
+    with tarfile.open(tgz, "w") as t:
+        t.add(F6, "libf6.so")
+    method = zipfile.ZIP_DEFLATED if deflated else zipfile.ZIP_STORED
+    with zipfile.ZipFile(whl, "w", method) as z:
         z.write(F6, "lib/libf6.so")
-    doc = check_json(str(whl), "--gpu", "H100", "--kernels")
-    (r,) = doc["results"]
-    assert r["reason"].endswith(NAMED)
+        z.write(tgz, "lib/inner.tar")
+    doc = check_json(str(whl), "--gpu", "H100", *(["--kernels"] if kernels else []))
+    by_path = {r["path"]: r for r in doc["results"]}
+    assert by_path[f"{whl}!lib/libf6.so"]["reason"].endswith(NAMED)
+    inner = by_path[f"{whl}!lib/inner.tar!libf6.so"]["reason"]
+    assert inner.endswith(NAMED) if kernels else "kernels named" not in inner
 
 
 # ------------------------------------------------------------------------------- the sentence
