@@ -6,8 +6,8 @@ import os
 
 import builders as B
 import pytest
+from conftest import cli
 
-from fatbin_inspect.cli.main import main
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.inventory.reader import Options, inspect_path
 from fatbin_inspect.release import policy as P
@@ -30,15 +30,6 @@ def rules_of(report, target=...):
     return sorted(
         (f.rule_id, f.target, f.severity) for f in report.findings if target is ... or f.target == target
     )
-
-
-def cli(args, capsys, monkeypatch, env=None):
-    for k, v in (env or {}).items():
-        monkeypatch.setenv(k, v)
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out = capsys.readouterr()
-    return exc.value.code, out.out, out.err
 
 
 # ------------------------------------------------------------------------------------ policy
@@ -240,9 +231,7 @@ def two_libs(tmp_path):
         ("warning", True, 0, 0),
     ],
 )
-def test_exit_codes_for_every_fail_level(
-    two_libs, capsys, monkeypatch, fail_on, exit_zero, expect_ok, expect_warn
-):
+def test_exit_codes_for_every_fail_level(two_libs, fail_on, exit_zero, expect_ok, expect_warn):
     ok, warn = two_libs
     extra = ["--exit-zero"] if exit_zero else []
     base = [
@@ -255,56 +244,49 @@ def test_exit_codes_for_every_fail_level(
         "--format",
         "json",
     ] + extra
-    assert cli(base + [ok], capsys, monkeypatch)[0] == expect_ok
-    code, out, _ = cli(base + [warn], capsys, monkeypatch)
-    assert code == expect_warn
-    assert json.loads(out)["summary"]["failed"] == (fail_on == "warning")
+    assert cli(*base, ok).code == expect_ok
+    ran = cli(*base, warn)
+    assert ran.code == expect_warn
+    assert ran.json()["summary"]["failed"] == (fail_on == "warning")
 
 
-def test_error_findings_exit_1_and_usage_exits_2(two_libs, tmp_path, capsys, monkeypatch):
+def test_error_findings_exit_1_and_usage_exits_2(two_libs, tmp_path):
     ok, _ = two_libs
-    assert cli(["gate", "--isolated", "--require", "sm_100", ok], capsys, monkeypatch)[0] == 1
-    code, out, err = cli(["gate", "--isolated", "--require", "sm_1oo", ok], capsys, monkeypatch)
-    assert code == 2 and "not an architecture" in err and out == ""
-    code, _, err = cli(["gate", "--isolated", ok], capsys, monkeypatch)
-    assert code == 2 and "nothing to check" in err
-    code, _, err = cli(
-        ["gate", "--isolated", "--require", "sm_80", "--format", "xml", ok], capsys, monkeypatch
-    )
-    assert code == 2
+    assert cli("gate", "--isolated", "--require", "sm_100", ok).code == 1
+    ran = cli("gate", "--isolated", "--require", "sm_1oo", ok)
+    assert ran.code == 2 and "not an architecture" in ran.err and ran.out == ""
+    ran = cli("gate", "--isolated", ok)
+    assert ran.code == 2 and "nothing to check" in ran.err
+    assert cli("gate", "--isolated", "--require", "sm_80", "--format", "xml", ok).code == 2
 
 
-def test_environment_defaults_and_pyproject_in_cwd(two_libs, tmp_path, capsys, monkeypatch):
+def test_environment_defaults_and_pyproject_in_cwd(two_libs, tmp_path, monkeypatch):
     _, warn = two_libs
     env = {
         "FATBIN_INSPECT_REQUIRE": "sm_90",
         "FATBIN_INSPECT_FAIL_ON": "warning",
         "FATBIN_INSPECT_FORMAT": "jsonl",
     }
-    code, out, _ = cli(["gate", "--isolated", warn], capsys, monkeypatch, env)
-    lines = [json.loads(line) for line in out.splitlines()]
-    assert code == 1 and lines[0]["rule_id"] == "FBI005" and lines[-1]["type"] == "summary"
-    monkeypatch.delenv("FATBIN_INSPECT_REQUIRE")
-    monkeypatch.delenv("FATBIN_INSPECT_FAIL_ON")
+    ran = cli("gate", "--isolated", warn, env=env)
+    lines = [json.loads(line) for line in ran.out.splitlines()]
+    assert ran.code == 1 and lines[0]["rule_id"] == "FBI005" and lines[-1]["type"] == "summary"
     (tmp_path / "pyproject.toml").write_text(
         '[tool.fatbin-inspect]\nrequire = ["sm_90"]\ndisable = ["FBI005"]\n'
     )
     monkeypatch.chdir(tmp_path)
-    code, out, _ = cli(["gate", "--fail-on", "warning", warn], capsys, monkeypatch)
-    assert code == 0 and json.loads(out.splitlines()[-1])["counts"]["warning"] == 0
+    ran = cli("gate", "--fail-on", "warning", warn, env={"FATBIN_INSPECT_FORMAT": "jsonl"})
+    assert ran.code == 0 and json.loads(ran.out.splitlines()[-1])["counts"]["warning"] == 0
 
 
-def test_output_file_and_github_step_summary(two_libs, tmp_path, capsys, monkeypatch):
+def test_output_file_and_github_step_summary(two_libs, tmp_path):
     _, warn = two_libs
     summary = tmp_path / "summary.md"
     out_file = tmp_path / "gate.txt"
-    code, out, _ = cli(
-        ["gate", "--isolated", "--require", "sm_90", "--format", "github", "-o", str(out_file), warn],
-        capsys,
-        monkeypatch,
-        {"GITHUB_STEP_SUMMARY": str(summary)},
+    ran = cli(
+        *("gate", "--isolated", "--require", "sm_90", "--format", "github", "-o", out_file, warn),
+        env={"GITHUB_STEP_SUMMARY": str(summary)},
     )
-    assert code == 0 and out == ""
+    assert ran.code == 0 and ran.out == ""
     assert out_file.read_text().startswith("::warning file=")
     assert "FBI005" in summary.read_text()
 
