@@ -4,7 +4,7 @@
 as it does for one inside a scanned folder, and never opens the FIFO (no writer: it would
 block); without ``--strict`` they are skipped and the scan succeeds. Every ``--format`` of scan
 (and ``list --strict``), each in a child under an address-space limit and a timeout. (Lone
-surrogates in every format: ``test_hostile_config`` and ``test_hostile``.)
+surrogates in every format: ``test_hostile_c1_config`` and ``test_hostile``.)
 """
 
 from __future__ import annotations
