@@ -6,7 +6,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import fixture_path
+from conftest import cli, fixture_path
 
 from fatbin_inspect.scanning import ScanOptions, scan
 
@@ -69,16 +69,11 @@ def test_an_installed_package_keeps_its_declared_cuda(tmp_path):
     (installed,) = _records(prefix)
     assert installed.distribution == packed.distribution == "k 1.0"
     assert installed.package.cuda == packed.package.cuda == "12.6"
+
     # the same verdict for both: a CUDA 12.6 package needs a newer driver than R470 (error 35)
-    from click.testing import CliRunner
-
-    from fatbin_inspect.cli.main import cli
-
     def verdict(path):
-        res = CliRunner().invoke(
-            cli, ["scan", str(path), "--gpu", "T4", "--driver", "470", "--no-cache", "-j", "1"]
-        )
-        return [line for line in res.output.splitlines() if line.startswith("  k 1.0")]
+        res = cli("scan", path, "--gpu", "T4", "--driver", "470", "--no-cache", "-j", "1")
+        return [line for line in res.out.splitlines() if line.startswith("  k 1.0")]
 
     assert (
         verdict(prefix)

@@ -1,14 +1,12 @@
 """``diff``: two wheels built here from the committed fixtures (the new one drops sm_75 and sm_90),
 matched member by member; kernel drops on synthesized libraries; ``--fail-on-dropped``."""
 
-import json
 import os
 
 import builders as B
 import pytest
-from conftest import CORPUS, fixture_path
+from conftest import CORPUS, cli, fixture_path
 
-from fatbin_inspect.cli.main import main
 from fatbin_inspect.inventory.reader import Options, inspect_path
 from fatbin_inspect.release import diff as D
 
@@ -93,22 +91,16 @@ def test_match_key_strips_the_version_of_nested_wheels():
 
 
 @needs_fixtures
-def test_cli_fail_on_dropped(wheels, capsys):
+def test_cli_fail_on_dropped(wheels):
     old, new = wheels
     for args, code in (([], 0), (["--fail-on-dropped"], 1)):
-        with pytest.raises(SystemExit) as exc:
-            main(["diff", old, new, "--format", "json"] + args)
-        assert exc.value.code == code
-        doc = json.loads(capsys.readouterr().out)
+        doc = cli("diff", old, new, "--format", "json", *args, codes=code).json()
         assert doc["command"] == "diff" and doc["summary"]["failed"] == (code == 1)
         assert {f["key"]: f["status"] for f in doc["diff"]["files"]} == {
             "demo/lib.so": "changed",
             "demo/extra.so": "dropped",
         }
-    with pytest.raises(SystemExit) as exc:
-        main(["diff", new, new, "--fail-on-dropped", "--format", "junit"])
-    assert exc.value.code == 0
-    assert "<testcase" in capsys.readouterr().out
+    assert "<testcase" in cli("diff", new, new, "--fail-on-dropped", "--format", "junit", codes=0).out
 
 
 @needs_fixtures
@@ -186,14 +178,8 @@ CT2 = [
     not all(map(os.path.exists, CT2)),
     reason="pip download --no-deps ctranslate2==3.24.0 ctranslate2==4.8.5 -d .cache/corpus (scripts/fetch_corpus.sh)",
 )
-def test_ctranslate2_3_24_to_4_8_matches_its_renamed_library(capsys):
-    code = None
-    try:
-        main(["diff", *CT2, "--format", "json", "--no-kernels"])
-    except SystemExit as exc:
-        code = exc.code
-    doc = json.loads(capsys.readouterr().out)
-    assert code == 0  # diff's default --fail-on never
+def test_ctranslate2_3_24_to_4_8_matches_its_renamed_library():
+    doc = cli("diff", *CT2, "--format", "json", "--no-kernels", codes=0).json()  # --fail-on never
     files = {f["key"]: f for f in doc["diff"]["files"]}
     lib = files["ctranslate2.libs/libctranslate2-a7a60d30.so.4.8.5"]
     assert lib["status"] == "changed" and lib["renamed_from"].endswith("libctranslate2-1e22bce9.so.3.24.0")

@@ -15,10 +15,7 @@ import zipfile
 
 import pytest
 from builders import conda_index, conda_package, layer_tar, oci_layout
-from click.testing import CliRunner
-from conftest import CORPUS, fixture_path
-
-from fatbin_inspect.cli.main import cli
+from conftest import CORPUS, cli, fixture_path
 
 pytest.importorskip("cyclonedx", reason="pip install 'cyclonedx-python-lib[json-validation]'")
 
@@ -30,10 +27,8 @@ NS = "fatbin-inspect:"
 
 
 def run(args, env=None, code=0):
-    env = {"SOURCE_DATE_EPOCH": EPOCH, "NO_COLOR": "1", **(env or {})}
-    res = CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
-    assert res.exit_code == code, (res.exit_code, res.stdout, res.stderr)
-    return res.stdout
+    """stdout of conftest's ``cli(*args)`` at a fixed ``SOURCE_DATE_EPOCH``, exit ``code`` asserted."""
+    return cli(*args, env={"SOURCE_DATE_EPOCH": EPOCH, "NO_COLOR": "1", **(env or {})}, codes=code).out
 
 
 def validate(text: str) -> dict:
@@ -223,32 +218,23 @@ def test_the_same_input_gives_the_same_document(tmp_path):
 
 
 def test_a_bad_source_date_epoch_is_one_line(tmp_path):
-    env = {**os.environ, "SOURCE_DATE_EPOCH": "yesterday"}
-    res = subprocess.run(
-        [sys.executable, "-m", "fatbin_inspect", "list", SM80, "--format", "cyclonedx"],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert res.returncode == 2 and res.stdout == ""
-    assert res.stderr.strip().splitlines() == [
+    res = cli("list", SM80, "--format", "cyclonedx", env={"SOURCE_DATE_EPOCH": "yesterday"})
+    assert res.code == 2 and res.out == ""
+    assert res.err.strip().splitlines() == [
         "fatbin-inspect: SOURCE_DATE_EPOCH: not a number of seconds since 1970: 'yesterday'"
     ]
 
 
-def test_without_the_library_it_is_a_usage_error_before_reading(monkeypatch, capsys):
-    from fatbin_inspect.cli.main import main
-
+def test_without_the_library_it_is_a_usage_error_before_reading(monkeypatch):
     monkeypatch.setitem(sys.modules, "cyclonedx.output.json", None)  # import fails
 
     def never(*a, **k):
         raise AssertionError("an input was read")
 
     monkeypatch.setattr("fatbin_inspect.judging.inputs.iter_reports", never)
-    with pytest.raises(SystemExit) as exit_:
-        main(["list", SM80, "--format", "cyclonedx"])
-    assert exit_.value.code == 2
-    assert "pip install 'fatbin-inspect[sbom]'" in capsys.readouterr().err
+    res = cli("list", SM80, "--format", "cyclonedx")  # an input read: an internal error, the test fails
+    assert res.code == 2
+    assert "pip install 'fatbin-inspect[sbom]'" in res.err
 
 
 def test_no_other_format_hashes(tmp_path, monkeypatch):
@@ -406,9 +392,11 @@ def test_gate_carries_its_findings_per_file_and_target(tmp_path):
 def test_check_and_diff_do_not_offer_it():
     import click
 
+    from fatbin_inspect.cli.main import cli as group
+
     choices = {}
     for name in ("check", "diff", "scan", "list", "gate"):
-        cmd = cli.get_command(click.Context(cli), name)
+        cmd = group.get_command(click.Context(group), name)
         opts = {o: p for p in cmd.params for o in getattr(p, "opts", ())}
         choices[name] = list(opts["--format"].type.choices)
     assert all("cyclonedx" in choices[n] for n in ("scan", "list", "gate"))

@@ -1,13 +1,9 @@
 """scan --executor dask: the local pool's work units on a Dask cluster (a LocalCluster here)."""
 
-import json
-
 import pytest
 from builders import conda_index, conda_package, tar_archive, zip_archive
-from click.testing import CliRunner
-from conftest import fixture_path
+from conftest import cli, fixture_path
 
-from fatbin_inspect.cli.main import cli
 from fatbin_inspect.scanning import ScanOptions, scan
 
 pytestmark = pytest.mark.dask
@@ -65,9 +61,7 @@ def test_dask_json_is_identical_and_the_cache_is_consulted_first(cluster, tmp_pa
     monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
 
     def doc(*extra):
-        res = CliRunner().invoke(cli, ["scan", str(root), "--format", "json", *extra])
-        assert res.exit_code == 0, res.output
-        d = json.loads(res.stdout)
+        d = cli("scan", root, "--format", "json", *extra, codes=0).json()
         d["stats"].pop("seconds")
         return d
 
@@ -92,5 +86,5 @@ def _tasks_seen(cluster) -> int:
 
 
 def test_dask_without_a_scheduler_is_a_usage_error(tmp_path):
-    res = CliRunner().invoke(cli, ["scan", str(tmp_path), "--executor", "dask"])
-    assert res.exit_code == 2 and "--scheduler" in res.output
+    res = cli("scan", tmp_path, "--executor", "dask")
+    assert res.code == 2 and "--scheduler" in res.out + res.err

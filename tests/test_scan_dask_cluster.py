@@ -2,7 +2,6 @@
 127.0.0.1, some of them in their own mount namespace (``unshare -m``) with a tmpfs over folders
 they must not see."""
 
-import json
 import os
 import shutil
 import signal
@@ -12,7 +11,7 @@ import sys
 import time
 
 import pytest
-from conftest import fixture_path
+from conftest import cli, fixture_path
 
 pytestmark = [pytest.mark.dask, pytest.mark.slow]
 distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed (extra 'dask')")
@@ -122,38 +121,29 @@ def cluster(tmp_path_factory):
         c.stop()
 
 
-def _cli(args, cwd=None, cache=None, **kw):
-    env = _env()
-    env.pop("FATBIN_INSPECT_CACHE_DIR", None)
-    if cache:
-        env["FATBIN_INSPECT_CACHE_DIR"] = str(cache)
-    return subprocess.run(
-        [sys.executable, "-m", "fatbin_inspect", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        **kw,
-    )
+def _cli(args, cache=None):
+    """The CLI through conftest's ``cli``, its cache only at ``cache`` (none set: the default)."""
+    return cli(*args, env={"FATBIN_INSPECT_CACHE_DIR": str(cache) if cache else None})
 
 
 def _doc(res):
-    d = json.loads(res.stdout)
+    d = res.json()
     d["stats"].pop("seconds")
     return d
 
 
-def test_relative_paths_blind_workers_and_retries_give_the_local_records(cluster, tmp_path):
+def test_relative_paths_blind_workers_and_retries_give_the_local_records(cluster, tmp_path, monkeypatch):
     args = ["scan", "tree/lib", "tree/hidden", "--format", "json", "--no-cache"]
-    local = _cli([*args, "-j", "2"], cwd=cluster.tree.parent)
-    dask = _cli([*args, "--executor", "dask", "--scheduler", cluster.address], cwd=cluster.tree.parent)
-    assert local.returncode == 0, local.stderr
-    assert dask.returncode == 0, dask.stderr
+    monkeypatch.chdir(cluster.tree.parent)
+    local = _cli([*args, "-j", "2"])
+    dask = _cli([*args, "--executor", "dask", "--scheduler", cluster.address])
+    assert local.code == 0, local.err
+    assert dask.code == 0, dask.err
     assert _doc(dask) == _doc(local)
     assert len(_doc(local)["files"]) == 2 * len(BINS)
     assert all(not f.get("error") for f in _doc(dask)["files"])
     # worker C sees no root: left out, with one note naming it
-    notes = [line for line in dask.stderr.splitlines() if "left out" in line]
+    notes = [line for line in dask.err.splitlines() if "left out" in line]
     assert len(notes) == 1 and "does not see" in notes[0]
 
 
@@ -163,14 +153,14 @@ def test_a_file_no_worker_reads_is_an_error_never_cached(cluster, tmp_path):
     dask = _cli(
         ["scan", root, "--format", "json", "--executor", "dask", "--scheduler", cluster.address], cache=cache
     )
-    assert dask.returncode == 3, dask.stderr
+    assert dask.code == 3, dask.err
     files = _doc(dask)["files"]
     assert len(files) == len(BINS)
     assert all("not readable on any Dask worker (2 tried)" in f["error"]["message"] for f in files)
-    assert f"{len(BINS)} files not readable on any Dask worker" in dask.stderr
+    assert f"{len(BINS)} files not readable on any Dask worker" in dask.err
     # the same files scanned here, with the same cache: read now, not the cluster's error
     local = _cli(["scan", root, "--format", "json", "-j", "1"], cache=cache)
-    assert local.returncode == 0, local.stderr
+    assert local.code == 0, local.err
     files = _doc(local)["files"]
     assert len(files) == len(BINS) and all(not f.get("error") for f in files)
     assert _doc(local)["stats"]["cache_hits"] == 0
@@ -191,13 +181,13 @@ def test_scheduler_file_and_connect_options(cluster, tmp_path):
             cluster.scheduler_file,
         ]
     )
-    assert res.returncode == 0, res.stderr
+    assert res.code == 0, res.err
     assert len(_doc(res)["files"]) == len(BINS)
     bad = _cli(["scan", root, "--executor", "dask", "--scheduler", "foo://127.0.0.1:1"])
-    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0
-    assert "unknown scheme 'foo'" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.code == 2 and bad.err.strip().count("\n") == 0
+    assert "unknown scheme 'foo'" in bad.err and "Traceback" not in bad.err
     bad = _cli(["scan", root, "--executor", "dask", "--scheduler", "tcp://127.0.0.1"])
-    assert bad.returncode == 2 and "not an address" in bad.stderr
+    assert bad.code == 2 and "not an address" in bad.err
     nobody = _cli(
         [
             "scan",
@@ -210,8 +200,8 @@ def test_scheduler_file_and_connect_options(cluster, tmp_path):
             "1",
         ]
     )
-    assert nobody.returncode == 2 and "cannot reach the Dask scheduler" in nobody.stderr
-    assert "Traceback" not in nobody.stderr
+    assert nobody.code == 2 and "cannot reach the Dask scheduler" in nobody.err
+    assert "Traceback" not in nobody.err
 
 
 SLOW = """
