@@ -8,14 +8,11 @@ named ncclDevKernel_* and sm_80 SASS only, as NCCL's kernels sit in TensorFlow's
 library. On RTX 5090 and H100 the library's own code JIT-compiles, NCCL's kernels fail.
 """
 
-import json
 
 import pytest
-from click.testing import CliRunner
-from conftest import fixture_path
+from conftest import cli_json, fixture_path
 
 import fatbin_inspect as fi
-from fatbin_inspect.cli.main import cli
 from fatbin_inspect.compat import gap_kernels
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.targets import resolve_targets
@@ -27,9 +24,7 @@ NAMED = "; they hold the 5 kernels named ncclDevKernel_*"
 
 
 def check_json(*args):
-    res = CliRunner().invoke(cli, ["check", *args, "--driver", "580", "--format", "json"])
-    assert res.exit_code in (0, 1), res.output
-    return json.loads(res.stdout)
+    return cli_json("check", *args, "--driver", "580")
 
 
 @pytest.mark.parametrize("kernels", [False, True], ids=["headers", "kernels"])

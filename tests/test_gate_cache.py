@@ -7,10 +7,9 @@ import shutil
 import zipfile
 
 import pytest
-from conftest import fixture_path
+from conftest import cli, fixture_path
 
 from fatbin_inspect import api
-from fatbin_inspect.cli.main import main
 from fatbin_inspect.judging import inputs
 from fatbin_inspect.release.policy import Policy
 from fatbin_inspect.scanning.cache import CACHE_VERSION
@@ -93,37 +92,31 @@ def test_a_record_the_cache_cannot_give_is_read(tmp_path, monkeypatch):
     assert sorted(seen) == sorted(os.listdir(root))
 
 
-def cli(args, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    return exc.value.code, capsys.readouterr().out
-
-
 @pytest.mark.parametrize("fmt", ["json", "sarif", "table"])
-def test_cli_outputs_identical_cold_warm_uncached(tmp_path, monkeypatch, capsys, fmt):
+def test_cli_outputs_identical_cold_warm_uncached(tmp_path, monkeypatch, fmt):
     root, cache = tree(tmp_path), tmp_path / "cache"
     monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(cache))
     args = ["gate", str(root), "--gpu", "H100", "--gpu", "T4", "--min-driver", "535", "--isolated"]
     args += ["--format", fmt]
-    uncached = cli([*args, "--no-cache"], capsys)
+    uncached = cli(*args, "--no-cache")
     assert not cache.exists()  # --no-cache writes nothing
-    cold = cli(args, capsys)
+    cold = cli(*args)
     seen = counting(monkeypatch)
-    warm = cli(args, capsys)
+    warm = cli(*args)
     assert seen == []
-    assert uncached == cold == warm
-    assert cold[0] == 1
+    assert (uncached.code, uncached.out) == (cold.code, cold.out) == (warm.code, warm.out)
+    assert cold.code == 1
 
 
-def test_no_cache_reads_nothing_from_it(tmp_path, monkeypatch, capsys):
+def test_no_cache_reads_nothing_from_it(tmp_path, monkeypatch):
     root, cache = tree(tmp_path), tmp_path / "cache"
     monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(cache))
     args = ["gate", str(root), "--gpu", "H100", "--isolated", "--format", "json"]
-    cli(args, capsys)
+    cli(*args)
     seen = counting(monkeypatch)
-    cli([*args, "--no-cache"], capsys)
+    cli(*args, "--no-cache")
     assert sorted(seen) == sorted(os.listdir(root))
     seen.clear()
     monkeypatch.setenv("FATBIN_INSPECT_NO_CACHE", "1")
-    cli(args, capsys)
+    cli(*args)
     assert sorted(seen) == sorted(os.listdir(root))
