@@ -6,7 +6,9 @@ from __future__ import annotations
 import pathlib
 import re
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+import conftest
+
+ROOT = pathlib.Path(conftest.ROOT)
 SOURCES = [
     *ROOT.glob("fatbin_inspect/**/*.py"),
     *ROOT.glob("tests/*.py"),
