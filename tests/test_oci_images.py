@@ -20,10 +20,8 @@ import tarfile
 import time
 
 import pytest
+from conftest import ROOT, cli, fixture_path
 
-from tests.conftest import fixture_path
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIB = fixture_path("bin", "t12_lib_sm86_c89.so")  # sm_86 SASS + compute_89 PTX, links libcudart 13
 EXE = fixture_path("bin", "t01_exe_sm80")
 
@@ -38,14 +36,16 @@ def run(*args, **kw):
     return subprocess.run(args, check=True, capture_output=True, text=True, **kw)
 
 
-def cli(*args, stdin=None, env=None):
-    """The CLI in a child process: (exit code, stdout, stderr)."""
-    e = dict(os.environ, PYTHONPATH=ROOT, FATBIN_INSPECT_CACHE_DIR=os.devnull)
-    e.update(env or {})
+NO_CACHE = {"FATBIN_INSPECT_CACHE_DIR": os.devnull}  # what a run may cache goes nowhere
+
+
+def child_cli(*args, stdin):
+    """The CLI in a child process reading ``stdin`` (a real pipe or file: what ``-`` is for a
+    user): (exit code, stdout, stderr)."""
     p = subprocess.run(
         [sys.executable, "-m", "fatbin_inspect", *args],
         capture_output=True,
-        env=e,
+        env=dict(os.environ, PYTHONPATH=ROOT, **NO_CACHE),
         stdin=stdin,
         timeout=300,
         cwd=ROOT,
@@ -53,10 +53,16 @@ def cli(*args, stdin=None, env=None):
     return p.returncode, p.stdout.decode(), p.stderr.decode()
 
 
-def scan_json(*args, **kw):
-    rc, out, err = cli("scan", "--no-cache", "--format", "json", *args, **kw)
-    assert "Traceback" not in err, err
-    return rc, json.loads(out), err
+def scan_json(*args, stdin=None, env=None):
+    """``scan --no-cache --format json ARGS``: (exit code, report, stderr); in-process through
+    conftest's ``cli``, in a child when ``stdin`` is given."""
+    argv = ("scan", "--no-cache", "--format", "json", *args)
+    if stdin is not None:
+        rc, out, err = child_cli(*argv, stdin=stdin)
+        assert "Traceback" not in err, err
+        return rc, json.loads(out), err
+    r = cli(*argv, env={**NO_CACHE, **(env or {})})
+    return r.code, r.json(), r.err
 
 
 def inside(path: str) -> str:
@@ -146,11 +152,11 @@ def test_every_image_of_a_umoci_layout_is_scanned_named_and_selectable(tmp_path)
         assert [inside(f["path"]) for f in doc["files"]] == ["usr/lib/liby.so"], form
         assert all(f["path"].startswith(form + "!") and f["path"].count("!") == 2 for f in doc["files"])
         assert [i["name"] for i in doc["images"]] in (["t2"], ["repo:t2"]), form
-    rc, out, err = cli("list", f"{lay}:nope")
-    assert "no image named 'nope' (it holds: base, t, t2)" in err and "Traceback" not in err
-    rc, out, err = cli("scan", "--no-cache", f"{lay}:t", "--layers")
-    assert rc == 0 and "image t  sha256:" in out and "linux/amd64  1 layer" in out
-    assert "  layer 1/1  sha256:" in out and "2 CUDA files" in out and "    usr/lib/liby.so" in out
+    r = cli("list", f"{lay}:nope", env=NO_CACHE)
+    assert "no image named 'nope' (it holds: base, t, t2)" in r.err and "Traceback" not in r.err
+    r = cli("scan", "--no-cache", f"{lay}:t", "--layers", env=NO_CACHE)
+    assert r.code == 0 and "image t  sha256:" in r.out and "linux/amd64  1 layer" in r.out
+    assert "  layer 1/1  sha256:" in r.out and "2 CUDA files" in r.out and "    usr/lib/liby.so" in r.out
 
 
 @pytest.mark.slow
@@ -205,7 +211,7 @@ def test_a_hard_link_whose_target_an_upper_layer_deletes_keeps_the_library(tmp_p
     assert [inside(f["path"]) for f in doc["files"]] == ["usr/lib/liby.so"]
     (f,) = doc["files"]
     assert {e["arch"] for fb in f["fatbins"] for e in fb["entries"]} == {"sm_86", "compute_89"}
-    rc, out_, _ = cli("list", f"{out}:two")
+    out_ = cli("list", f"{out}:two", env=NO_CACHE).out
     assert "1 hard links followed" in out_ and "1 files replaced or deleted" in out_
 
 
@@ -273,7 +279,7 @@ def test_docker_save_on_stdin(tmp_path):
         tmp_path / "d.tar"
     )
     with open(tmp_path / "d.tar", "rb") as fh:  # a file redirected: mapped where it is
-        rc, out, err = cli("list", "-", stdin=fh)
+        rc, out, err = child_cli("list", "-", stdin=fh)
     assert rc == 0 and "-!" in out and "usr/lib/liby.so" in out, err
     assert not [
         n for n in os.listdir(os.environ.get("TMPDIR", "/tmp")) if n.startswith("fatbin-inspect-stdin-")
@@ -354,10 +360,10 @@ def test_scan_straight_from_a_registry_matches_the_layout(tmp_path, registry):
     digest = local["images"][0]["digest"]
     rc, doc, err = scan_json(f"docker://127.0.0.1:{port}/gpu/app@{digest}")
     assert [inside(f["path"]) for f in doc["files"]] == ["usr/lib/liby.so"], err
-    rc, out, err = cli("list", f"docker://127.0.0.1:{port}/gpu/app:nope")
-    assert "GET manifests/nope: HTTP 404" in out + err and "Traceback" not in err
-    rc, out, err = cli("scan", f"docker://127.0.0.1:{port}")
-    assert rc == 2 and "give the registry host" in err
+    r = cli("list", f"docker://127.0.0.1:{port}/gpu/app:nope", env=NO_CACHE)
+    assert "GET manifests/nope: HTTP 404" in r.out + r.err and "Traceback" not in r.err
+    r = cli("scan", f"docker://127.0.0.1:{port}", env=NO_CACHE)
+    assert r.code == 2 and "give the registry host" in r.err
     # a layer the registry serves changed on its disk: the digest check names it
     _d, manifest = _manifest_of(lay, "t2")
     top = manifest["layers"][-1]["digest"][7:]
@@ -479,10 +485,10 @@ def test_bearer_token_auth_from_the_docker_config(tmp_path, registry):
             f"docker://127.0.0.1:{port}/app:t2",
         )
         ref = f"docker://127.0.0.1:{port}/app:t2"
-        rc, out, err = cli(
-            "list", ref, env={"REGISTRY_AUTH_FILE": os.devnull, "DOCKER_CONFIG": str(tmp_path)}
+        r = cli(
+            "list", ref, env={**NO_CACHE, "REGISTRY_AUTH_FILE": os.devnull, "DOCKER_CONFIG": str(tmp_path)}
         )
-        assert "token" in out + err and "liby.so" not in out  # anonymous: the token server refuses
+        assert "token" in r.out + r.err and "liby.so" not in r.out  # anonymous: the token server refuses
         auth = {"auths": {f"127.0.0.1:{port}": {"auth": base64.b64encode(b"alice:s3cret").decode()}}}
         (tmp_path / "auth.json").write_text(json.dumps(auth))
         rc, doc, err = scan_json(ref, env={"REGISTRY_AUTH_FILE": str(tmp_path / "auth.json")})
@@ -569,9 +575,9 @@ def test_stats_count_the_files_of_the_image(tmp_path):
     cache = tmp_path / "cache"
     for form in (f"{lay}:big", f"docker-archive:{tmp_path}/d.tar:app:big"):
         for _warm in (0, 1):
-            rc, out, err = cli("scan", "--format", "json", form, env={"FATBIN_INSPECT_CACHE_DIR": str(cache)})
-            assert rc == 0, err
-            doc = json.loads(out)
+            doc = cli(
+                "scan", "--format", "json", form, env={"FATBIN_INSPECT_CACHE_DIR": str(cache)}, codes=0
+            ).json()
             assert doc["stats"]["files"] == files, (form, _warm)
             stored = (
                 sum(i["size"] for i in doc["images"])
@@ -579,7 +585,7 @@ def test_stats_count_the_files_of_the_image(tmp_path):
                 else os.path.getsize(tmp_path / "d.tar")
             )
             assert doc["stats"]["bytes"] == stored
-        rc, out, err = cli("scan", form, env={"FATBIN_INSPECT_CACHE_DIR": str(cache)})
+        out = cli("scan", form, env={"FATBIN_INSPECT_CACHE_DIR": str(cache)}).out
         assert f"(scanned {files} files," in out, out
     with open(tmp_path / "d.tar", "rb") as fh:
         rc, doc, err = scan_json("-", stdin=fh)
@@ -588,5 +594,5 @@ def test_stats_count_the_files_of_the_image(tmp_path):
     rc, doc, _ = scan_json(lay)
     counts = [_unpacked_files(lay, tag, tmp_path / tag)[0] for tag in ("base", "t", "t2", "big")]
     assert doc["stats"]["files"] == sum(counts) and counts[:3] == [0, 2, 1]
-    rc, out, _ = cli("list", f"{lay}:big")
+    out = cli("list", f"{lay}:big", env=NO_CACHE).out
     assert f"{files} files of " in out and " bytes in its filesystem" in out
