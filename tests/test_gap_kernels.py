@@ -8,7 +8,6 @@ named ncclDevKernel_* and sm_80 SASS only, as NCCL's kernels sit in TensorFlow's
 library. On RTX 5090 and H100 the library's own code JIT-compiles, NCCL's kernels fail.
 """
 
-
 import pytest
 from conftest import cli_json, fixture_path
 
