@@ -107,8 +107,8 @@ def test_a_tls_cluster_gives_the_local_json(tmp_path):
         args = ["scan", str(tree / "lib"), "--format", "json", "--no-cache"]
         local = _cli([*args, "-j", "2"])
         dask = _cli([*args, "--executor", "dask", "--scheduler", c.address, *c.tls("client")])
-        assert local.returncode == 0, local.stderr
-        assert dask.returncode == 0, dask.stderr
+        assert local.code == 0, local.err
+        assert dask.code == 0, dask.err
         assert _doc(dask) == _doc(local)
         assert len(_doc(dask)["files"]) == len(BINS)
         # a certificate another CA signed: the scheduler refuses it; one line, exit 2
@@ -119,8 +119,8 @@ def test_a_tls_cluster_gives_the_local_json(tmp_path):
         bad = _cli(
             [*args, "--executor", "dask", "--scheduler", c.address, "--connect-timeout", "5", *stranger]
         )
-        assert bad.returncode == 2 and "cannot reach the Dask scheduler" in bad.stderr, bad.stderr
-        assert "Traceback" not in bad.stderr
+        assert bad.code == 2 and "cannot reach the Dask scheduler" in bad.err, bad.err
+        assert "Traceback" not in bad.err
     finally:
         c.stop()
 
@@ -130,16 +130,16 @@ def test_tls_options_are_checked_before_anything_is_read(tmp_path):
     res = _cli(
         ["scan", root, "--executor", "dask", "--scheduler", "tls://127.0.0.1:1", "--tls-cert", "x.pem"]
     )
-    assert res.returncode == 2 and "go together" in res.stderr
+    assert res.code == 2 and "go together" in res.err
     res = _cli(
         ["scan", root, "--executor", "dask", "--scheduler", "tls://127.0.0.1:1"]
         + ["--tls-ca-file", str(tmp_path / "none.pem"), "--tls-cert", str(tmp_path / "none.pem")]
     )
-    assert res.returncode == 2 and "--tls-ca-file" in res.stderr and "not a readable file" in res.stderr
+    assert res.code == 2 and "--tls-ca-file" in res.err and "not a readable file" in res.err
     (tmp_path / "a.pem").write_text("x")
     res = _cli(
         ["scan", root, "--executor", "dask", "--scheduler", "tcp://127.0.0.1:1"]
         + ["--tls-ca-file", str(tmp_path / "a.pem"), "--tls-cert", str(tmp_path / "a.pem")]
     )
-    assert res.returncode == 2 and "not a tls:// address" in res.stderr, res.stderr
-    assert "Traceback" not in res.stderr
+    assert res.code == 2 and "not a tls:// address" in res.err, res.err
+    assert "Traceback" not in res.err

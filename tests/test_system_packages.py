@@ -10,12 +10,12 @@ import shutil
 import sqlite3
 
 import pytest
-from conftest import fixture_path
+from conftest import cli, fixture_path
 
 from fatbin_inspect.containers import packagedb
 from fatbin_inspect.errors import CorruptError
 from fatbin_inspect.scanning import ScanOptions, scan
-from tests.test_oci_images import cli, inside, need, run, scan_json
+from tests.test_oci_images import inside, need, run, scan_json
 
 LIB_SRC = fixture_path("bin", "t12_lib_sm86_c89.so")
 RPM_LIB = "usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127"
@@ -297,7 +297,8 @@ def test_the_sbom_names_system_packages_by_their_purl_type(tmp_path, rpm_file):
     root.mkdir()
     rpm_install(root, rpm_file)
     deb_install(tmp_path, root)
-    rc, out, err = cli("scan", "--no-cache", "--format", "cyclonedx", str(root))
+    ran = cli("scan", "--no-cache", "--format", "cyclonedx", str(root))
+    rc, out, err = ran.code, ran.out, ran.err
     assert rc == 0, err
     purls = {c.get("purl") for c in json.loads(out)["components"]}
     assert {"pkg:rpm/cuda-cudart-12-4@12.4.127-1?epoch=2", "pkg:deb/libcublas-12-4@12.4.5.8-1"} <= purls
@@ -355,14 +356,16 @@ def test_an_unchecked_write_ahead_log_is_named(tmp_path, rpm_file):
         RPM_LIB: "cuda-cudart-12-4 2:12.4.127-1"
     }
 
-    rc, out, err = cli("list", f"{lay}:t")  # the image's notes, where list shows them
+    ran = cli("list", f"{lay}:t")  # the image's notes, where list shows them
+
+    rc, out, err = ran.code, ran.out, ran.err
     assert rc == 0 and "rpmdb.sqlite-wal: a write-ahead log of" in out, out + err
 
 
 @pytest.mark.slow
 def test_an_image_with_a_berkeley_db_rpm_database_says_so(tmp_path):
     """CentOS 7's var/lib/rpm/Packages in an image: not read, named in the image's notes."""
-    from tests.test_oci_images import _layer_image
+    from tests.test_hostile_c6_metadata import _layer_image
 
     with open(LIB_SRC, "rb") as fh:
         lib = fh.read()
@@ -373,5 +376,6 @@ def test_an_image_with_a_berkeley_db_rpm_database_says_so(tmp_path):
     assert rc == 0 and [(inside(f["path"]), f["distribution"]) for f in doc["files"]] == [
         ("usr/lib64/libx.so", None)
     ]
-    rc, out, err = cli("list", ref)
+    ran = cli("list", ref)
+    rc, out, err = ran.code, ran.out, ran.err
     assert "var/lib/rpm/Packages: rpm database format Berkeley DB not read" in out, out + err
