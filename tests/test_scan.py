@@ -255,7 +255,7 @@ def test_split_wheel_gives_the_same_records_in_order_and_one_cache_entry(tmp_pat
     assert split and split[0] >= 4
     assert cold.reports == whole.reports
     # the records in member order, as the whole-file inventory gives them (before the sort by path)
-    cached = scan_mod.ScanCache(str(tmp_path / "cache"), scan_mod._options_fingerprint(None))
+    cached = scan_mod.ScanCache(str(tmp_path / "cache"), scan_mod.options_fingerprint(None))
     from fatbin_inspect.scanning.cache import stat_key
 
     key = stat_key(os.stat(whl))
@@ -405,12 +405,12 @@ def test_cached_records_follow_the_path_as_given(site, tmp_path, monkeypatch):
 
 def test_options_given_as_a_dict_share_the_cache_with_options():
     from fatbin_inspect.inventory.reader import Options
-    from fatbin_inspect.scanning import FINGERPRINT_DEFAULTS, _options_fingerprint
+    from fatbin_inspect.scanning import FINGERPRINT_DEFAULTS, options_fingerprint
 
     assert {k: getattr(Options(), k) for k in FINGERPRINT_DEFAULTS} == FINGERPRINT_DEFAULTS
-    assert _options_fingerprint(None) == _options_fingerprint({}) == _options_fingerprint(Options())
-    assert _options_fingerprint({"kernels": True, "jobs": 1}) == _options_fingerprint(Options(kernels=True))
-    assert _options_fingerprint({"probe_small": True}) != _options_fingerprint({})
+    assert options_fingerprint(None) == options_fingerprint({}) == options_fingerprint(Options())
+    assert options_fingerprint({"kernels": True, "jobs": 1}) == options_fingerprint(Options(kernels=True))
+    assert options_fingerprint({"probe_small": True}) != options_fingerprint({})
 
 
 def test_stat_walk_agrees_with_the_plain_walk(site, tmp_path):

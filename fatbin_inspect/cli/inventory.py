@@ -137,11 +137,14 @@ class _Errors:
 
     def __iter__(self):
         for r in self.reports:
-            self.seen.append(r.path)
-            if r.error is not None:
-                note_error(r)
-                self.failed = True
+            self.see(r)
             yield r
+
+    def see(self, r: FileReport) -> None:
+        self.seen.append(r.path)
+        if r.error is not None:
+            note_error(r)
+            self.failed = True
 
 
 def _write_jsonl(out, paths, opts: Options, targets, seen: list) -> bool:
@@ -208,15 +211,8 @@ def _write_json_by_pieces(out, paths, opts: Options, seen: list) -> bool:
     from fatbin_inspect.judging.inputs import iter_pieces
     from fatbin_inspect.render import inventory_json, jsondump
 
-    recs = _Errors((), seen)
-
-    def on_record(r: FileReport) -> None:
-        seen.append(r.path)
-        if r.error is not None:
-            note_error(r)
-            recs.failed = True
-
-    pieces = iter_pieces(paths, opts, jsondump.file_pieces, jsondump.fatbins_fragment, on_record)
+    recs = _Errors((), seen)  # (told of each record by iter_pieces)
+    pieces = iter_pieces(paths, opts, jsondump.file_pieces, jsondump.fatbins_fragment, recs.see)
     doc = {
         "schema_version": inventory_json.SCHEMA_VERSION,
         "tool": inventory_json.tool(),

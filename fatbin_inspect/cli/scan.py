@@ -36,8 +36,6 @@ from fatbin_inspect.judging.torch import torch_mismatches
 def _html(paths, run, images=()) -> str:
     """The HTML report: the table's matrix (rows rolled up the same way), files and fatbins, and
     the findings ``check`` would give for the files of the rows that fail or need JIT."""
-    import dataclasses
-
     from fatbin_inspect.release.gate import check_findings
     from fatbin_inspect.render import findings
 
@@ -201,9 +199,13 @@ def scan_cmd(
         from fatbin_inspect.judging.fleet import resolve_all
 
         targets = resolve_all(gpus, driver, None, target_files, compat=compat, warn=say)
-    opts = _scan_options(fmt, targets, kernels, platform, jobs, no_cache)
-    opts = dataclasses.replace(
-        opts,
+    opts = _scan_options(
+        fmt,
+        targets,
+        kernels,
+        platform,
+        jobs,
+        no_cache,
         executor=executor,
         scheduler=scheduler,
         scheduler_file=scheduler_file,
@@ -267,11 +269,11 @@ def _check_dask(scheduler, scheduler_file) -> None:
         check_address(scheduler)
 
 
-def _scan_options(fmt, targets, kernels, platform, jobs, no_cache):
+def _scan_options(fmt, targets, kernels, platform, jobs, no_cache, **where):
     """The scan's options for this output: the table needs per-file summaries only (a warm scan
     then loads no full record); the JSON of a scan without targets is encoded by the workers and
     streamed (a warm scan copies the cached bytes); the engine's verdicts and the HTML report need
-    the full records."""
+    the full records. ``where``: the ``ScanOptions`` of the executor (local or Dask)."""
     from fatbin_inspect.judging.scan_run import inventory_fields
     from fatbin_inspect.scanning import ScanOptions
 
@@ -290,6 +292,7 @@ def _scan_options(fmt, targets, kernels, platform, jobs, no_cache):
         cache_dir=None if no_cache else "default",
         summary=(fmt == "table" and not targets) or streamed,
         encoder=encoder,
+        **where,
     )
 
 

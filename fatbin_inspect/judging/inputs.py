@@ -79,10 +79,10 @@ class RecordCache:
     KIND = "every-record"
 
     def __init__(self, directory: str | None, opts: Options):
-        from fatbin_inspect.scanning import _options_fingerprint
+        from fatbin_inspect.scanning import options_fingerprint
         from fatbin_inspect.scanning.cache import ScanCache
 
-        self.cache = ScanCache(directory, f"{_options_fingerprint(opts)}|{self.KIND}")
+        self.cache = ScanCache(directory, f"{options_fingerprint(opts)}|{self.KIND}")
         self.hits = 0
         self.files = 0
 

@@ -125,7 +125,7 @@ def _jobs(n: int) -> int:
     return processes(n)
 
 
-def _options_fingerprint(o: Options | Mapping[str, Any] | None) -> str:
+def options_fingerprint(o: Options | Mapping[str, Any] | None) -> str:
     o = o if o is not None else {}
     v = {k: o.get(k, d) if isinstance(o, Mapping) else getattr(o, k) for k, d in FINGERPRINT_DEFAULTS.items()}
     return (
@@ -147,7 +147,7 @@ class _Scanner:
         self.encoder = enc
         self.cache = ScanCache(
             cache_dir,
-            _options_fingerprint(opts.inventory),
+            options_fingerprint(opts.inventory),
             f"{enc.__module__}.{enc.__qualname__}" if enc else None,
         )
         self.full = not opts.summary and enc is None
