@@ -616,3 +616,25 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path):
     _out, err = proc.communicate(timeout=TIMEOUT)
     lines = err.decode().strip().splitlines()
     assert proc.returncode == 130 and lines == ["fatbin-inspect: interrupted"], (proc.returncode, err[-2000:])
+
+
+_FORK_SIGINT = """
+import os, signal, sys
+from fatbin_inspect.inventory import workers
+os.register_at_fork(after_in_child=lambda: os.kill(os.getpid(), signal.SIGINT))
+with workers.pool(2) as ex:
+    print(sorted(f.result() for f in [workers.submit(ex, abs, -n) for n in range(4)]))
+"""
+
+
+def test_ctrl_c_while_a_worker_is_forked_is_not_a_traceback():
+    """The race behind the test above, made certain: the SIGINT reaches each worker the moment it
+    is forked (before its initializer). Without the signal held back over the fork, the child dies
+    in multiprocessing's bootstrap with a traceback and the pool breaks."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _FORK_SIGINT],
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": ROOT},
+        timeout=TIMEOUT,
+    )
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"[0, 1, 2, 3]\n", b"")

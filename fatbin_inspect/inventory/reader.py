@@ -186,14 +186,16 @@ def _inspect_zip_parallel(path: str, spans, opts: Options, jobs: int) -> Iterato
     there, as in one walk)."""
     import concurrent.futures as cf
 
+    from fatbin_inspect.inventory import workers
+
     serial = dataclasses.replace(opts, jobs=1)
     try:
-        pool = cf.ProcessPoolExecutor(max_workers=jobs)
+        pool = workers.pool(jobs)
     except OSError:
         yield from inspect_blob(path, open_blob(path), opts, 0)
         return
     with pool:
-        futures = [pool.submit(_span_records, path, span[:2], serial) for span in spans]
+        futures = [workers.submit(pool, _span_records, path, span[:2], serial) for span in spans]
         notes: list[str] = []
         members: list[FileReport] = []
         own: FileReport | None = None

@@ -5,7 +5,11 @@ SIGTERM or SIGKILL); a Ctrl-C delivered to the whole foreground process group wo
 ``KeyboardInterrupt`` traceback per worker. So every worker starts with ``init``: it asks Linux
 for SIGKILL when its parent dies (``prctl(PR_SET_PDEATHSIG)``, through ctypes; elsewhere a
 daemon thread watches ``getppid``), and ignores SIGINT, which the parent alone handles
-(``stop`` then ends the workers at once instead of waiting for their batches).
+(``stop`` then ends the workers at once instead of waiting for their batches). A Ctrl-C that
+lands while a worker is still being forked would reach it before ``init`` runs (a traceback from
+multiprocessing's bootstrap), so ``submit``, which is where the executor forks, holds SIGINT
+blocked in the calling thread; a child inherits the mask and ``init`` unblocks it only after
+ignoring SIGINT (which drops one already pending); the parent gets its own on unblocking.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ def capped_note(asked: int) -> str | None:
 def init(parent: int) -> None:
     """Pool initializer: die with ``parent``, leave Ctrl-C to it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(AttributeError, OSError):  # no pthread_sigmask: nothing was blocked
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     armed = False
     if sys.platform.startswith("linux"):
         try:
@@ -71,6 +77,18 @@ def pool(jobs: int, mp_context=None):
     from concurrent.futures import ProcessPoolExecutor
 
     return ProcessPoolExecutor(jobs, mp_context=mp_context, initializer=init, initargs=(os.getpid(),))
+
+
+def submit(executor, fn, *args):
+    """``executor.submit(fn, *args)`` with SIGINT held back while it may fork workers."""
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    except (AttributeError, OSError):
+        return executor.submit(fn, *args)
+    try:
+        return executor.submit(fn, *args)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def stop(executor) -> None:

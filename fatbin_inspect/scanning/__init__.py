@@ -377,9 +377,11 @@ class _Scanner:
 
     def _start(self, unit: tuple) -> Any:
         """One unit ``(function, arguments, span or None)`` handed to the local pool: its future."""
+        from fatbin_inspect.inventory import workers
+
         self._ensure_pool()
         fn, args, span = unit
-        fut = self.pool.submit(fn, *args)
+        fut = workers.submit(self.pool, fn, *args)
         self.inflight.add(fut)
         self.units[fut] = unit
         if span is not None:
