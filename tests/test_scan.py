@@ -13,8 +13,8 @@ from conftest import cli, fixture_path
 import fatbin_inspect
 from fatbin_inspect.cli.progress import Progress
 from fatbin_inspect.inventory.reader import inspect_path
+from fatbin_inspect.inventory.roots import interpreter_site_packages, resolve_roots
 from fatbin_inspect.scanning import ScanOptions, coverage, scan
-from fatbin_inspect.scanning.environment import interpreter_site_packages, resolve_roots
 
 SM80 = fixture_path("bin", "t01_exe_sm80")
 MULTI = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")
@@ -414,8 +414,7 @@ def test_options_given_as_a_dict_share_the_cache_with_options():
 
 
 def test_stat_walk_agrees_with_the_plain_walk(site, tmp_path):
-    from fatbin_inspect.inventory.walk import iter_files
-    from fatbin_inspect.scanning.environment import iter_stat
+    from fatbin_inspect.inventory.walk import iter_files, iter_stat
 
     os.symlink(site / "alpha", site / "stray" / "alpha_link")  # followed by neither
     os.symlink(tmp_path / "nowhere", site / "stray" / "dangling")

@@ -20,8 +20,9 @@ from fatbin_inspect.cli.sbom import digests_for, list_sbom
 from fatbin_inspect.formats.model import FileReport
 from fatbin_inspect.inventory.reader import Options
 from fatbin_inspect.judging.inputs import iter_reports
-from fatbin_inspect.judging.verdicts import WheelRuntimes, judge
 
+# The judging step (judging.verdicts, and with it the compatibility engine and its data) is
+# imported only when there are targets: a plain listing does not pay ~20 ms for it.
 PRETTY_MAX_ENTRIES = 2000  # larger inventories are written compact (same document, no indentation)
 
 
@@ -88,8 +89,8 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
 def _check_paths(paths) -> None:
     """Each path exists, each image reference is well formed (else exit 2); WHEEL!MEMBER is read
     in place."""
+    from fatbin_inspect.inventory.roots import resolve_roots
     from fatbin_inspect.judging.inputs import is_member_root
-    from fatbin_inspect.scanning.environment import resolve_roots
 
     on_disk = [p for p in paths if not is_member_root(p)]
     if on_disk:
@@ -116,6 +117,8 @@ def _table(paths, opts: Options, targets, entries: str, output, seen: list) -> b
 
     text = view("list", "table")(reports, entries=entries, kernels=opts.kernels, **look(output))
     if targets:
+        from fatbin_inspect.judging.verdicts import WheelRuntimes, judge
+
         wheels = WheelRuntimes()
         verdicts = [v for r in reports for v in judge(r, targets, wheels)]
         text += view("check", "long")(targets, verdicts, **look(output))
@@ -166,12 +169,16 @@ def _write_json(out, paths, opts: Options, targets, seen: list) -> bool:
 
     recs = _Errors(iter_reports(paths, opts), seen)
     verdicts: list = []
-    wheels = WheelRuntimes()
 
     def judged():
+        if not targets:
+            yield from recs
+            return
+        from fatbin_inspect.judging.verdicts import WheelRuntimes, judge
+
+        wheels = WheelRuntimes()
         for r in recs:
-            if targets:
-                verdicts.extend(judge(r, targets, wheels))
+            verdicts.extend(judge(r, targets, wheels))
             yield r
 
     it = judged()

@@ -10,7 +10,6 @@ import contextlib
 import gc
 import os
 import sys
-import traceback
 from typing import NoReturn
 
 import click
@@ -135,6 +134,8 @@ def main(argv=None) -> None:
 def _internal_error(exc: Exception) -> NoReturn:
     say(f"internal error: {type(exc).__name__}: {exc}")
     if os.environ.get("FATBIN_INSPECT_DEBUG"):
+        import traceback  # here: 5 ms of import no run without an internal error pays
+
         traceback.print_exc()
         click.echo(
             "Please report this with the command line and, if you can, the input file: "

@@ -41,7 +41,6 @@ private temporary file, at most ``packagedb.RPMDB_MAX`` bytes, to be opened).
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -221,6 +220,8 @@ def loads(data: bytes, what: str):
 def check_digest(data: bytes, digest: str | None, what: str) -> None:
     if digest is None:
         return
+    import hashlib  # here, not at the top: OpenSSL's ~4 ms is paid only where images are read
+
     got = "sha256:" + hashlib.sha256(data).hexdigest()
     if got != digest:
         raise CorruptError(f"{what} {digest}: its bytes hash to {got}, not to its digest")
@@ -553,6 +554,8 @@ class Hashing(io.RawIOBase):
     """A read-once stream that hashes (sha256) and counts every byte it gives."""
 
     def __init__(self, raw):
+        import hashlib
+
         self.raw, self.sha, self.total = raw, hashlib.sha256(), 0
 
     def readable(self) -> bool:

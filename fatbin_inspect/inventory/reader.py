@@ -1021,7 +1021,7 @@ def _iter_parallel(path: str, fatbins, opts: Options, jobs: int, fn) -> Iterator
         todo, first = iter(slices), True
         try:
             for sl in todo:
-                inflight.append(pool.submit(_decode_slice, path, sl, serial_opts, fn))
+                inflight.append(workers.submit(pool, _decode_slice, path, sl, serial_opts, fn))
                 if len(inflight) >= jobs * WINDOW_PER_JOB:
                     break
             while inflight:
@@ -1035,7 +1035,7 @@ def _iter_parallel(path: str, fatbins, opts: Options, jobs: int, fn) -> Iterator
                 first = False
                 nxt = next(todo, None)
                 if nxt is not None:
-                    inflight.append(pool.submit(_decode_slice, path, nxt, serial_opts, fn))
+                    inflight.append(workers.submit(pool, _decode_slice, path, nxt, serial_opts, fn))
                 yield result
         except BaseException:  # Ctrl-C, or the consumer gave up: end the workers now
             workers.stop(pool)

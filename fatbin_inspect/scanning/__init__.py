@@ -1,6 +1,6 @@
 """Scan environments, folders, wheels and image tarballs for device code, per distribution.
 
-Pipeline: roots (``environment``) -> walk with the stat of each entry (``environment.iter_stat``)
+Pipeline: roots (``inventory.roots``) -> walk with the stat of each entry (``inventory.walk.iter_stat``)
 -> cache lookup (``cache``) -> quick head test in this process -> misses in batches to a process
 pool (``worker``: magic test outside code, then the inventory) -> attribution (``distributions``).
 Only files that hold device code, or could not be read, come back as records; at most ``jobs + 1``
@@ -27,6 +27,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from fatbin_inspect.formats.model import FileError, FileReport
 from fatbin_inspect.inventory import member_path
+from fatbin_inspect.inventory.roots import Root, resolve_roots
+from fatbin_inspect.inventory.walk import iter_stat
 from fatbin_inspect.scanning.cache import (
     MISS,
     ScanCache,
@@ -38,7 +40,6 @@ from fatbin_inspect.scanning.cache import (
     unpack,
 )
 from fatbin_inspect.scanning.distributions import Attributor, innermost_wheel, wheel_distribution
-from fatbin_inspect.scanning.environment import Root, iter_stat, resolve_roots
 
 if TYPE_CHECKING:  # the parsers are imported only when a file has to be read
     from fatbin_inspect.inventory.reader import Options

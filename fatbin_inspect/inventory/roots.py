@@ -4,7 +4,8 @@ A virtualenv prefix (``pyvenv.cfg``) or conda prefix (``conda-meta/``) is walked
 CUDA libraries in ``lib/`` beside ``lib/pythonX.Y/site-packages``, and a venv's ``lib64`` is a
 symlink the walk does not follow, so nothing is read twice.
 
-The tree walk itself is ``walk.iter_stat`` (re-exported here for the scan).
+Here, not in ``scanning``, because ``list`` checks its roots the same way and must not import the
+scan (``scanning/__init__``) to do so. The tree walk itself is ``walk.iter_stat``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fatbin_inspect.errors import UsageError
-from fatbin_inspect.inventory.walk import StatItem, image_ref, iter_stat  # noqa: F401  (the scan's walk)
+from fatbin_inspect.inventory.walk import image_ref
 
 
 @dataclass(frozen=True)
