@@ -188,6 +188,47 @@ def test_an_rpm_database_that_is_no_sqlite_file_is_a_note(tmp_path):
     assert not any("Berkeley" in n for n in result.notes)
 
 
+def test_a_dpkg_database_that_cannot_be_read_is_a_note(tmp_path):
+    """A real database (``dpkg --root -i``) whose ``status`` is then a FIFO, then gone: the
+    library dpkg installed is unattributed, and the notes say why (not silently)."""
+    root = tmp_path / "root"
+    deb_install(tmp_path, root)
+    recs, result = _cuda_records(root)
+    assert recs[DEB_LIB].distribution == "libcublas-12-4 12.4.5.8-1" and not result.notes
+    status = root / "var/lib/dpkg/status"
+    status.unlink()
+    os.mkfifo(status)  # never opened for reading: it would wait for a writer
+    recs, result = _cuda_records(root)
+    assert recs[DEB_LIB].distribution is None
+    assert [n for n in result.notes if "dpkg" in n] == [
+        f"{status}: not a regular file or unreadable: its dpkg packages' files unattributed"
+    ], result.notes
+    status.unlink()
+    recs, result = _cuda_records(root)
+    assert recs[DEB_LIB].distribution is None
+    assert any(
+        "var/lib/dpkg: no status file: the packages its file lists name unattributed" in n
+        for n in result.notes
+    )
+
+
+@pytest.mark.parametrize(
+    "db, kind",
+    [("var/lib/dpkg/status.d/libcublas", "dpkg status.d (distroless)"), ("usr/lib/apk/db/installed", "apk")],
+)
+def test_package_databases_not_read_are_named(tmp_path, db, kind):
+    """A distroless image's dpkg ``status.d/`` and an apk database (Wolfi: ``lib`` links to
+    ``usr/lib``): not read, so the library stays unattributed, and a note names the database."""
+    root = _tree_with_lib(tmp_path)
+    os.symlink("usr/lib", root / "lib")
+    (root / db).parent.mkdir(parents=True, exist_ok=True)
+    (root / db).write_text("P:libcublas\nV:12.4.5.8-r0\n\n")
+    recs, result = _cuda_records(root)
+    assert recs["usr/lib64/libx.so"].distribution is None
+    where = str(root / db) if kind == "apk" else str(root / "var/lib/dpkg/status.d")
+    assert f"{where}: {kind} package database not read: its files unattributed" in result.notes, result.notes
+
+
 def test_rpm_header_bounds():
     with pytest.raises(CorruptError, match="shorter"):
         packagedb.rpm_header(b"\x00\x00\x00")
@@ -360,6 +401,33 @@ def test_an_unchecked_write_ahead_log_is_named(tmp_path, rpm_file):
 
     rc, out, err = ran.code, ran.out, ran.err
     assert rc == 0 and "rpmdb.sqlite-wal: a write-ahead log of" in out, out + err
+
+
+@pytest.mark.slow
+def test_an_image_with_a_distroless_dpkg_database_says_so(tmp_path):
+    """gcr.io/distroless's var/lib/dpkg/status.d/ (one file per package) in an image: one note."""
+    from tests.test_hostile_c6_metadata import _layer_image
+
+    with open(LIB_SRC, "rb") as fh:
+        lib = fh.read()
+    para = b"Package: libcublas\nVersion: 12.4.5.8-1\nArchitecture: amd64\n"
+    ref = _layer_image(
+        tmp_path,
+        [
+            ("var/lib/dpkg/status.d/libcublas", para),
+            ("var/lib/dpkg/status.d/libcublas.md5sums", b"0" * 32 + b"  usr/lib64/libx.so\n"),
+            ("usr/lib64/libx.so", lib),
+        ],
+    )
+    out = cli("list", ref).out
+    assert out.count("var/lib/dpkg/status.d: dpkg status.d (distroless) package database not read") == 1, out
+    # dpkg's file lists without its status file (a layer removed it): the lists name no version
+    ref = _layer_image(
+        tmp_path / "lists",
+        [("var/lib/dpkg/info/libcublas.list", b"/usr/lib64/libx.so\n"), ("usr/lib64/libx.so", lib)],
+    )
+    out = cli("list", ref).out
+    assert "var/lib/dpkg: no status file: the packages its file lists name unattributed" in out, out
 
 
 @pytest.mark.slow

@@ -595,6 +595,7 @@ class ImageReader:
         self.meta: dict[str, bytes] = {}
         self.meta_left = MAX_META_BYTES // 2  # (the other half: manifests, indexes, configs)
         self.meta_skipped = 0
+        self.meta_over: set[str] = set()  # metadata paths over the bound (a note says so)
         self.rpm: list[tuple[Package, list[str]]] = []  # the packages of its rpm database
         self.links: dict[str, str] = {}  # its top-level merged-/usr links (lib -> usr/lib)
         self.notes: list[str] = []
@@ -679,9 +680,18 @@ class ImageReader:
                     "bytes of layer metadata in all): not read, its files unattributed"
                 )
             self.meta_skipped += 1
+            self.meta_over.add(path)
             return
         self.meta_left -= ti.size
         self.meta[path] = tf.extractfile(ti).read(ti.size)
+
+    def _unread_db(self, path: str) -> None:
+        """A file of a package database not read (``packagedb.NOT_READ``): one note per kind."""
+        kind = packagedb.not_read_kind(path)
+        where = next(r for r, k in packagedb.NOT_READ.items() if k == kind)
+        note = packagedb.not_read_note(kind or "", f"{self.image.label}: {where}")
+        if note not in self.notes:
+            self.notes.append(note)
 
     def _keep_rpmdb(self, tf, ti, path: str) -> None:
         """An rpm database of the final filesystem: an sqlite one read now (spooled to a private
@@ -711,6 +721,13 @@ class ImageReader:
                 self._conda_owners(out, path, data)
         status = self.meta.get(packagedb.DPKG_STATUS)
         versions = packagedb.dpkg_versions(status) if status is not None else {}
+        absent = status is None and packagedb.DPKG_STATUS not in self.meta_over
+        if absent and any(p.startswith(packagedb.DPKG + "/info/") for p in self.meta):
+            note = (
+                f"{self.image.label}: {packagedb.DPKG}: no status file: the packages its file lists "
+                "name unattributed"
+            )
+            self.notes += [] if note in self.notes else [note]
         for path, data in sorted(self.meta.items()):
             name = packagedb.dpkg_list_package(posixpath.basename(path))
             if path.startswith(packagedb.DPKG + "/info/") and name in versions:
@@ -859,6 +876,8 @@ class _LayerWalk:
             self.reader._keep_meta(tf, ti, path)
         elif _RPMDB.match(path):
             self.reader._keep_rpmdb(tf, ti, path)
+        elif packagedb.not_read_kind(path) is not None:
+            self.reader._unread_db(path)
         else:
             m = self._member(tf, ti, path)
             if m is not None:

@@ -14,7 +14,10 @@
   OLDFILENAMES 1027 in headers older than rpm 4.1. Every offset and count is checked against
   the data before a byte is read; a bad header costs its package, with a note.
 * Not read: rpm's Berkeley DB ``Packages`` (CentOS 7/8, RHEL 7/8, Amazon Linux 2) and its ndb
-  ``Packages.db`` (openSUSE before 2021): a note says so, their files stay unattributed.
+  ``Packages.db`` (openSUSE before 2021), a distroless image's ``var/lib/dpkg/status.d/`` (one
+  paragraph per package, no ``status``) and apk's ``lib/apk/db/installed`` (Alpine, Wolfi,
+  Chainguard): a note says so (``not_read_note``), their files stay unattributed. So does a dpkg
+  database that is there but cannot be read (``status`` unreadable or absent beside file lists).
 
 The sqlite file is opened read-only and immutable (``file:PATH?mode=ro&immutable=1``: no lock, no
 journal, nothing written beside it); a write-ahead log beside it (packages installed since its
@@ -40,6 +43,9 @@ RPMDB_MAX = 1 << 30  # a Fedora workstation's rpmdb.sqlite is ~150 MB; an image'
 HEADER_MAX = 32 << 20  # rpm itself refuses a header's data over 256 MB; real ones are < 1 MB
 PACKAGES_MAX = 200_000  # packages one database may hold (a full distribution: ~70,000)
 FILES_MAX = 4_000_000  # file paths all the packages of one database may list together
+
+# databases found but not read: root-relative path -> what the note calls them
+NOT_READ = {f"{DPKG}/status.d": "dpkg status.d (distroless)", "lib/apk/db/installed": "apk"}
 
 _MAGIC = b"\x8e\xad\xe8\x01"
 NAME, VERSION, RELEASE, EPOCH = 1000, 1001, 1002, 1003
@@ -224,6 +230,20 @@ def rpm_sqlite(path: str, what: str) -> tuple[list[tuple[Package, list[str]]], l
     if bad > 1:
         notes.append(f"{what}: {bad} headers that do not parse, their packages unattributed")
     return out, notes
+
+
+def not_read_note(kind: str, what: str) -> str:
+    """The note for a package database of a kind not read (``NOT_READ``), found at ``what``."""
+    return f"{what}: {kind} package database not read: its files unattributed"
+
+
+def not_read_kind(path: str) -> str | None:
+    """The ``NOT_READ`` kind a root-relative member path belongs to (``var/lib/dpkg/status.d/x``:
+    the distroless one; ``lib/apk/db/installed`` or its merged-/usr twin: apk), or None."""
+    for rel, kind in NOT_READ.items():
+        if path == rel or path.startswith(rel + "/") or path == "usr/" + rel:
+            return kind
+    return None
 
 
 def wal_note(size: int, what: str) -> str | None:

@@ -168,32 +168,60 @@ def _conda_paths(meta_file: str, prefix: str) -> tuple[Package | None, list[str]
 DPKG = os.path.join(*packagedb.DPKG.split("/"))
 
 
-def _dpkg_claims(root: str) -> list[tuple[Package, set[str]]]:
+def _dpkg_claims(root: str, notes: list[str]) -> list[tuple[Package, set[str]]]:
     """``[(package, files)]`` of the packages dpkg installed in the system tree ``root`` (an
-    image's root file system, a chroot), read as ``containers.packagedb`` describes."""
-    data = read_regular(os.path.join(root, DPKG, "status"))
-    if data is None:
-        return []
-    versions = packagedb.dpkg_versions(data)
+    image's root file system, a chroot), read as ``containers.packagedb`` describes; a database
+    there that cannot be read is a note (its files would be unattributed without a word)."""
+    status = os.path.join(root, DPKG, "status")
     info = os.path.join(root, DPKG, "info")
+    data = read_regular(status)
     try:
         lists = sorted(os.listdir(info))
-    except OSError:
+    except FileNotFoundError:
+        lists = []
+    except OSError as exc:
+        if data is not None:
+            notes.append(f"{info}: unreadable ({exc.strerror}): its dpkg packages' files unattributed")
+        lists = []
+    if data is None:
+        if os.path.lexists(status):
+            notes.append(f"{status}: not a regular file or unreadable: its dpkg packages' files unattributed")
+        elif any(f.endswith(".list") for f in lists):
+            notes.append(
+                f"{os.path.join(root, DPKG)}: no status file: the packages its file lists name unattributed"
+            )
         return []
-    out, links = [], packagedb.tree_links(root)
+    versions = packagedb.dpkg_versions(data)
+    out, links, lost = [], packagedb.tree_links(root), 0
     for f in lists:
         name = packagedb.dpkg_list_package(f)
         if name not in versions:
             continue
         text = read_regular(os.path.join(info, f))
-        if text:
+        if text is None:
+            lost += 1
+        elif text:
             out.append(
                 (
                     packagedb.dpkg_package(name, versions[name]),
                     _claimed(root, packagedb.dpkg_list_paths(text), links),
                 )
             )
+    if lost:
+        notes.append(f"{info}: {lost} file lists unreadable: those dpkg packages' files unattributed")
     return out
+
+
+def _unread_databases(root: str) -> list[str]:
+    """Notes for the package databases of ``root`` that are there but not read
+    (``packagedb.NOT_READ``), found through its merged-/usr links, never outside it."""
+    notes, links, real_root = [], packagedb.tree_links(root), os.path.realpath(root)
+    for rel, kind in packagedb.NOT_READ.items():
+        path = os.path.join(root, packagedb.in_root(rel, links))
+        real = os.path.realpath(path)
+        if real.startswith(real_root + os.sep) and os.path.lexists(path):
+            notes.append(packagedb.not_read_note(kind, path))
+    return notes
 
 
 def _claimed(root: str, paths, links: dict[str, str]) -> set[str]:
@@ -234,9 +262,11 @@ def _system_claims(d: str, names: list[str], notes: list[str]) -> list[tuple[Pac
     """The dpkg and rpm claims of ``d`` when it is a system tree (its folders ``names``)."""
     found = []
     if "var" in names and os.path.isdir(os.path.join(d, DPKG)):
-        found += _dpkg_claims(d)
+        found += _dpkg_claims(d, notes)
     if "var" in names or "usr" in names:
         found += _rpm_claims(d, notes)
+    if "var" in names or "usr" in names or "lib" in names:
+        notes += _unread_databases(d)
     return found
 
 
