@@ -80,7 +80,10 @@ def main() -> int:
     tree = os.path.join(args.work, "tree")
     cold = os.path.join(args.work, "cold-now.json")
     cache = os.path.join(args.work, "cache-now")
-    dbs = glob.glob(os.path.join(cache, "scan-v*.sqlite3"))
+    sys.path.insert(0, ROOT)
+    from fatbin_inspect.scanning.cache import CACHE_VERSION
+
+    dbs = glob.glob(os.path.join(cache, f"scan-v{CACHE_VERSION}.sqlite3"))  # the one the scan reads
     if not (os.path.isdir(tree) and os.path.isfile(cold) and dbs):
         print("run scripts/bench_table.py --rows 1 first (tree, cold document, cache)", file=sys.stderr)
         return 2

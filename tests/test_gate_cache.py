@@ -120,3 +120,22 @@ def test_no_cache_reads_nothing_from_it(tmp_path, monkeypatch):
     monkeypatch.setenv("FATBIN_INSPECT_NO_CACHE", "1")
     cli(*args)
     assert sorted(seen) == sorted(os.listdir(root))
+
+
+def test_gate_and_scan_keep_rows_of_their_own(tmp_path, monkeypatch):
+    """Alternating gate and scan over the same files: each finds its own rows (one per path and
+    options), so neither reads a file again; before cache v14 each overwrote the other's."""
+    from fatbin_inspect.scanning import ScanOptions, scan
+
+    root, cache = tree(tmp_path), str(tmp_path / "cache")
+    seen = counting(monkeypatch)
+    opts = ScanOptions(jobs=1, cache_dir=cache)
+    cold_scan, cold_gate = scan([str(root)], opts), gate(root, cache)
+    assert cold_scan.stats.cache_hits == 0
+    seen.clear()
+    warm_scan = scan([str(root)], opts)
+    warm_gate = gate(root, cache)
+    assert seen == []  # the gate's rows outlived the scan between them
+    assert warm_scan.stats.cache_hits == warm_scan.stats.inspected > 0  # and the scan's the gate
+    assert warm_gate == cold_gate
+    assert [r.path for r in warm_scan.reports] == [r.path for r in cold_scan.reports]

@@ -1,8 +1,9 @@
 """Persistent scan cache: one SQLite file in the user cache dir, safe to delete at any time.
 
-A row holds what one file on disk gave (nothing, when it holds no device code), valid while the
-file's device, inode, size, mtime (ns) and ctime (ns) are unchanged and the scan options match
-(``touch`` can put an mtime back; nobody can set the ctime). A row holds data only, never code:
+A row holds what one file on disk gave under one set of options (nothing, when it holds no device
+code), keyed by path and options, valid while the file's device, inode, size, mtime (ns) and
+ctime (ns) are unchanged (``touch`` can put an mtime back; nobody can set the ctime). A row holds
+data only, never code:
 
 - ``summary``: per record, its ``coverage.FileSummary`` as JSON lists (all a table scan reads);
   ``preload`` reads the keys and summaries of a whole tree in one query;
@@ -43,8 +44,10 @@ from fatbin_inspect.version import __version__
 # 7: records and texts zstd-packed; 8: one frame per record, packed by the worker; 9: a table
 # without rowid (the path is the key: one B-tree, not a table and an index); 10: sha256; 11: machine;
 # 12: records in the field order of their dataclasses (record_data derives the encoding from them);
-# 13: an image input's final-filesystem contents (files, bytes)
-CACHE_VERSION = 13
+# 13: an image input's final-filesystem contents (files, bytes); 14: a row per (path, options):
+# gate's rows (archive and host records too) and scan's, or scans with other options, of one
+# file no longer replace each other (alternating gate and scan read every file again each time)
+CACHE_VERSION = 14
 ENV_DIR = "FATBIN_INSPECT_CACHE_DIR"
 COMMIT_EVERY = 4096  # rows per statement and commit (a cold scan of 15,000 files: 4 commits)
 COMMIT_BYTES = 64 << 20  # or fewer, when their packed data and texts reach this
@@ -197,7 +200,10 @@ class Hit:
         """The full records rebased on ``shown``, or ``MISS``."""
         from fatbin_inspect.scanning.record_data import report_from_data
 
-        row = self._cache._query("SELECT records, records_at FROM files WHERE path=?", (self._key,))
+        row = self._cache._query(
+            "SELECT records, records_at FROM files WHERE path=? AND options=?",
+            (self._key, self._cache.options),
+        )
         frames = _frames(row[0], row[1], len(self.summary)) if row else None
         if frames is None:
             return MISS
@@ -208,7 +214,9 @@ class Hit:
 
     def has_texts(self) -> bool:
         """Texts for this encoder are stored, one per record (their bytes are checked by ``texts``)."""
-        row = self._cache._query("SELECT encoder, texts_at FROM files WHERE path=?", (self._key,))
+        row = self._cache._query(
+            "SELECT encoder, texts_at FROM files WHERE path=? AND options=?", (self._key, self._cache.options)
+        )
         if not row or row[0] is None or row[0] != self._cache.encoder:
             return False
         try:
@@ -219,7 +227,10 @@ class Hit:
 
     def texts(self) -> list[bytes] | Any:
         """The stored texts, one per record, or ``MISS`` (none stored for this encoder, or invalid)."""
-        row = self._cache._query("SELECT encoder, texts_at, texts FROM files WHERE path=?", (self._key,))
+        row = self._cache._query(
+            "SELECT encoder, texts_at, texts FROM files WHERE path=? AND options=?",
+            (self._key, self._cache.options),
+        )
         if not row or row[0] != self._cache.encoder or row[0] is None:
             return MISS
         texts = _frames(row[2], row[1], len(self.summary))
@@ -268,9 +279,10 @@ class ScanCache:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(
-                "CREATE TABLE IF NOT EXISTS files (path BLOB PRIMARY KEY, dev INTEGER, ino INTEGER,"
+                "CREATE TABLE IF NOT EXISTS files (path BLOB, dev INTEGER, ino INTEGER,"
                 " size INTEGER, mtime INTEGER, ctime INTEGER, options TEXT, summary TEXT, records BLOB,"
-                " records_at TEXT, encoder TEXT, texts_at TEXT, texts BLOB) WITHOUT ROWID"
+                " records_at TEXT, encoder TEXT, texts_at TEXT, texts BLOB, PRIMARY KEY (path, options))"
+                " WITHOUT ROWID"
             )
         finally:
             os.umask(old)
