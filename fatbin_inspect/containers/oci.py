@@ -685,13 +685,13 @@ class ImageReader:
         self.meta_left -= ti.size
         self.meta[path] = tf.extractfile(ti).read(ti.size)
 
-    def _unread_db(self, path: str) -> None:
-        """A file of a package database not read (``packagedb.NOT_READ``): one note per kind."""
-        kind = packagedb.not_read_kind(path)
-        where = next(r for r, k in packagedb.NOT_READ.items() if k == kind)
-        note = packagedb.not_read_note(kind or "", f"{self.image.label}: {where}")
+    def _note_once(self, note: str) -> None:
         if note not in self.notes:
             self.notes.append(note)
+
+    def _unread_db(self, rel: str) -> None:
+        """A file of the package database ``rel`` (a ``packagedb.NOT_READ`` key): one note for it."""
+        self._note_once(packagedb.not_read_note(packagedb.NOT_READ[rel], f"{self.image.label}: {rel}"))
 
     def _keep_rpmdb(self, tf, ti, path: str) -> None:
         """An rpm database of the final filesystem: an sqlite one read now (spooled to a private
@@ -723,11 +723,7 @@ class ImageReader:
         versions = packagedb.dpkg_versions(status) if status is not None else {}
         absent = status is None and packagedb.DPKG_STATUS not in self.meta_over
         if absent and any(p.startswith(packagedb.DPKG + "/info/") for p in self.meta):
-            note = (
-                f"{self.image.label}: {packagedb.DPKG}: no status file: the packages its file lists "
-                "name unattributed"
-            )
-            self.notes += [] if note in self.notes else [note]
+            self._note_once(packagedb.dpkg_no_status_note(f"{self.image.label}: {packagedb.DPKG}"))
         for path, data in sorted(self.meta.items()):
             name = packagedb.dpkg_list_package(posixpath.basename(path))
             if path.startswith(packagedb.DPKG + "/info/") and name in versions:
@@ -876,8 +872,8 @@ class _LayerWalk:
             self.reader._keep_meta(tf, ti, path)
         elif _RPMDB.match(path):
             self.reader._keep_rpmdb(tf, ti, path)
-        elif packagedb.not_read_kind(path) is not None:
-            self.reader._unread_db(path)
+        elif (db := packagedb.not_read_db(path)) is not None:
+            self.reader._unread_db(db)
         else:
             m = self._member(tf, ti, path)
             if m is not None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import struct
 from collections.abc import Iterator
 
@@ -44,8 +45,10 @@ HEADER_MAX = 32 << 20  # rpm itself refuses a header's data over 256 MB; real on
 PACKAGES_MAX = 200_000  # packages one database may hold (a full distribution: ~70,000)
 FILES_MAX = 4_000_000  # file paths all the packages of one database may list together
 
-# databases found but not read: root-relative path -> what the note calls them
+# databases found but not read: root-relative path -> what the note calls them; an image member
+# belongs to one when it is a file under status.d/, or apk's file (or its merged-/usr twin)
 NOT_READ = {f"{DPKG}/status.d": "dpkg status.d (distroless)", "lib/apk/db/installed": "apk"}
+_NOT_READ_MEMBER = re.compile(r"^(?:(var/lib/dpkg/status\.d)/.+|(?:usr/)?(lib/apk/db/installed))$")
 
 _MAGIC = b"\x8e\xad\xe8\x01"
 NAME, VERSION, RELEASE, EPOCH = 1000, 1001, 1002, 1003
@@ -237,13 +240,26 @@ def not_read_note(kind: str, what: str) -> str:
     return f"{what}: {kind} package database not read: its files unattributed"
 
 
-def not_read_kind(path: str) -> str | None:
-    """The ``NOT_READ`` kind a root-relative member path belongs to (``var/lib/dpkg/status.d/x``:
-    the distroless one; ``lib/apk/db/installed`` or its merged-/usr twin: apk), or None."""
+def not_read_db(path: str) -> str | None:
+    """The ``NOT_READ`` database (its key) a root-relative image member belongs to, or None."""
+    m = _NOT_READ_MEMBER.match(path)
+    return None if m is None else m.group(m.lastindex or 0)
+
+
+def unread_databases(root: str, links: dict[str, str]) -> list[str]:
+    """Notes for the ``NOT_READ`` databases of the system tree ``root`` (through its merged-/usr
+    ``links``, never outside it)."""
+    real_root, out = os.path.realpath(root), []
     for rel, kind in NOT_READ.items():
-        if path == rel or path.startswith(rel + "/") or path == "usr/" + rel:
-            return kind
-    return None
+        path = os.path.join(root, in_root(rel, links))
+        if _inside(real_root, os.path.realpath(path)) and os.path.lexists(path):
+            out.append(not_read_note(kind, path))
+    return out
+
+
+def dpkg_no_status_note(what: str) -> str:
+    """The note for a dpkg database (``what``) with file lists but no ``status``: no versions."""
+    return f"{what}: no status file: the packages its file lists name unattributed"
 
 
 def wal_note(size: int, what: str) -> str | None:
@@ -302,10 +318,15 @@ def rpm_databases(root: str) -> Iterator[tuple[str, str]]:
         for name in (RPM_SQLITE, *RPM_NOT_READ):
             path = os.path.join(root, d, name)
             real = os.path.realpath(path)
-            if real in seen or not real.startswith(real_root + os.sep) or not _regular(real):
+            if real in seen or not _inside(real_root, real) or not _regular(real):
                 continue
             seen.add(real)
             yield real, name
+
+
+def _inside(real_root: str, real: str) -> bool:
+    """The resolved path ``real`` lies under the resolved root ``real_root``."""
+    return real.startswith(real_root + os.sep)
 
 
 def _regular(path: str) -> bool:

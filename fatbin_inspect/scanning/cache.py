@@ -192,6 +192,12 @@ class Hit:
         # the checked summary items (``summaries_from`` makes them records)
         self._cache, self._key, self.path, self.summary = cache, key, path, summary
 
+    def _row(self, columns: str):
+        """The ``columns`` of this row (path and options), or None."""
+        return self._cache._query(
+            f"SELECT {columns} FROM files WHERE path=? AND options=?", (self._key, self._cache.options)
+        )
+
     def summaries(self, shown: str) -> tuple:
         """The row's ``coverage.FileSummary`` records on the path ``shown``."""
         return summaries_from(self.summary, shown)
@@ -200,10 +206,7 @@ class Hit:
         """The full records rebased on ``shown``, or ``MISS``."""
         from fatbin_inspect.scanning.record_data import report_from_data
 
-        row = self._cache._query(
-            "SELECT records, records_at FROM files WHERE path=? AND options=?",
-            (self._key, self._cache.options),
-        )
+        row = self._row("records, records_at")
         frames = _frames(row[0], row[1], len(self.summary)) if row else None
         if frames is None:
             return MISS
@@ -214,9 +217,7 @@ class Hit:
 
     def has_texts(self) -> bool:
         """Texts for this encoder are stored, one per record (their bytes are checked by ``texts``)."""
-        row = self._cache._query(
-            "SELECT encoder, texts_at FROM files WHERE path=? AND options=?", (self._key, self._cache.options)
-        )
+        row = self._row("encoder, texts_at")
         if not row or row[0] is None or row[0] != self._cache.encoder:
             return False
         try:
@@ -227,10 +228,7 @@ class Hit:
 
     def texts(self) -> list[bytes] | Any:
         """The stored texts, one per record, or ``MISS`` (none stored for this encoder, or invalid)."""
-        row = self._cache._query(
-            "SELECT encoder, texts_at, texts FROM files WHERE path=? AND options=?",
-            (self._key, self._cache.options),
-        )
+        row = self._row("encoder, texts_at, texts")
         if not row or row[0] != self._cache.encoder or row[0] is None:
             return MISS
         texts = _frames(row[2], row[1], len(self.summary))

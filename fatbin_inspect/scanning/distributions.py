@@ -168,7 +168,7 @@ def _conda_paths(meta_file: str, prefix: str) -> tuple[Package | None, list[str]
 DPKG = os.path.join(*packagedb.DPKG.split("/"))
 
 
-def _dpkg_claims(root: str, notes: list[str]) -> list[tuple[Package, set[str]]]:
+def _dpkg_claims(root: str, links: dict[str, str], notes: list[str]) -> list[tuple[Package, set[str]]]:
     """``[(package, files)]`` of the packages dpkg installed in the system tree ``root`` (an
     image's root file system, a chroot), read as ``containers.packagedb`` describes; a database
     there that cannot be read is a note (its files would be unattributed without a word)."""
@@ -187,12 +187,10 @@ def _dpkg_claims(root: str, notes: list[str]) -> list[tuple[Package, set[str]]]:
         if os.path.lexists(status):
             notes.append(f"{status}: not a regular file or unreadable: its dpkg packages' files unattributed")
         elif any(f.endswith(".list") for f in lists):
-            notes.append(
-                f"{os.path.join(root, DPKG)}: no status file: the packages its file lists name unattributed"
-            )
+            notes.append(packagedb.dpkg_no_status_note(os.path.join(root, DPKG)))
         return []
     versions = packagedb.dpkg_versions(data)
-    out, links, lost = [], packagedb.tree_links(root), 0
+    out, lost = [], 0
     for f in lists:
         name = packagedb.dpkg_list_package(f)
         if name not in versions:
@@ -212,18 +210,6 @@ def _dpkg_claims(root: str, notes: list[str]) -> list[tuple[Package, set[str]]]:
     return out
 
 
-def _unread_databases(root: str) -> list[str]:
-    """Notes for the package databases of ``root`` that are there but not read
-    (``packagedb.NOT_READ``), found through its merged-/usr links, never outside it."""
-    notes, links, real_root = [], packagedb.tree_links(root), os.path.realpath(root)
-    for rel, kind in packagedb.NOT_READ.items():
-        path = os.path.join(root, packagedb.in_root(rel, links))
-        real = os.path.realpath(path)
-        if real.startswith(real_root + os.sep) and os.path.lexists(path):
-            notes.append(packagedb.not_read_note(kind, path))
-    return notes
-
-
 def _claimed(root: str, paths, links: dict[str, str]) -> set[str]:
     """The absolute paths a system package lists, as paths under ``root`` through its merged-/usr
     ``links`` (``/lib/x`` is ``ROOT/usr/lib/x`` where ``lib`` links to ``usr/lib``)."""
@@ -234,7 +220,7 @@ def _claimed(root: str, paths, links: dict[str, str]) -> set[str]:
     }
 
 
-def _rpm_claims(root: str, notes: list[str]) -> list[tuple[Package, set[str]]]:
+def _rpm_claims(root: str, links: dict[str, str], notes: list[str]) -> list[tuple[Package, set[str]]]:
     """``[(package, files)]`` of the rpm database of the system tree ``root`` (see
     ``containers.packagedb``: the sqlite one is read, other formats get a note)."""
     out = []
@@ -245,7 +231,6 @@ def _rpm_claims(root: str, notes: list[str]) -> list[tuple[Package, set[str]]]:
             continue
         packages, more = packagedb.rpm_sqlite(path, path)
         notes += more + _wal_notes(path)
-        links = packagedb.tree_links(root)
         out += [(package, _claimed(root, files, links)) for package, files in packages]
     return out
 
@@ -260,13 +245,13 @@ def _wal_notes(db: str) -> list[str]:
 
 def _system_claims(d: str, names: list[str], notes: list[str]) -> list[tuple[Package, set[str]]]:
     """The dpkg and rpm claims of ``d`` when it is a system tree (its folders ``names``)."""
-    found = []
+    if "var" not in names and "usr" not in names:  # (Alpine and Wolfi have usr/ too)
+        return []
+    found, links = [], packagedb.tree_links(d)
     if "var" in names and os.path.isdir(os.path.join(d, DPKG)):
-        found += _dpkg_claims(d, notes)
-    if "var" in names or "usr" in names:
-        found += _rpm_claims(d, notes)
-    if "var" in names or "usr" in names or "lib" in names:
-        notes += _unread_databases(d)
+        found += _dpkg_claims(d, links, notes)
+    found += _rpm_claims(d, links, notes)
+    notes += packagedb.unread_databases(d, links)
     return found
 
 
