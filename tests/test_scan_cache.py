@@ -54,6 +54,17 @@ def _packed(data: bytes) -> bytes:
     return zstandard.ZstdCompressor().compress(data)
 
 
+def _checksummed(data: bytes) -> bytes:
+    """A frame as ``cache.pack_text`` makes one of a text it checked (zstd's XXH64 of the content)."""
+    return zstandard.ZstdCompressor(write_checksum=True).compress(data)
+
+
+def _forged_checksum(text: bytes) -> bytes:
+    """Other (printable) bytes of the same size in a frame that keeps ``text``'s checksum."""
+    frame = _checksummed(text.replace(b"null", b"nil!"))
+    return frame[:-4] + _checksummed(text)[-4:]
+
+
 def _every_field_set():
     """A record with a value other than the default in every field of every record type."""
     k = model.Kernel("_Z1kv", "k()", 32, 1024, 360, (128, 1, 1), 16)
@@ -191,7 +202,8 @@ def test_hostile_texts_are_a_miss(tree, tmp_path, monkeypatch):
     n = db.execute("SELECT count(*) FROM files WHERE texts IS NOT NULL").fetchone()[0]
     assert n == 2
     for path, texts in db.execute("SELECT path, texts FROM files WHERE texts IS NOT NULL").fetchall():
-        hostile = _packed(_unpacked(texts).replace(b"null", b"nul\x1b"))  # the row's sizes hold
+        # a frame with a checksum (as this tool writes), the row's sizes hold: the read refuses ESC
+        hostile = _checksummed(_unpacked(texts).replace(b"null", b"nul\x1b"))
         at = json.dumps([[len(hostile), len(_unpacked(texts))]])
         db.execute("UPDATE files SET texts = ?, texts_at = ? WHERE path = ?", (hostile, at, path))
     db.commit()
@@ -214,6 +226,10 @@ def test_hostile_texts_are_a_miss(tree, tmp_path, monkeypatch):
         lambda text: _packed(text)[:-3],  # cut short
         lambda text: b"\x28\xb5\x2f\xfd\xc4" + (1 << 62).to_bytes(8, "little") + b"\0" * 8,  # 4 EiB
         lambda text: text,  # not packed at all
+        # other printable bytes of the same size: in a frame without a checksum (not made by
+        # pack_text, so never checked), and in one whose checksum is the true text's
+        lambda text: _packed(text.replace(b"null", b"nil!")),
+        _forged_checksum,
     ],
 )
 def test_packed_texts_that_do_not_declare_their_size_are_a_miss(tree, tmp_path, monkeypatch, frame):
@@ -234,6 +250,22 @@ def test_packed_texts_that_do_not_declare_their_size_are_a_miss(tree, tmp_path, 
     db.close()
     again = cli(*args).out_bytes
     assert again.split(b'"files": [')[1] == first.split(b'"files": [')[1]
+
+
+def test_a_text_is_checked_when_packed_and_only_a_checked_one_is_read_back():
+    """``pack_text`` checks a text once; only a text that passed gets a checksummed frame, and
+    ``unpack_texts`` takes only such frames, so a warm scan copies checked bytes unchecked."""
+    from fatbin_inspect.scanning.cache import MISS, pack_text, unpack_texts
+
+    good, bad = b'{"a": [1, 2]}\n', b'{"a": "\x1b[2J"}'
+    for text, checked in ((good, True), (bad, False)):
+        frame = pack_text(text)
+        assert zstandard.get_frame_parameters(frame).has_checksum is checked
+        at = json.dumps([[len(frame), len(text)]])
+        assert unpack_texts((frame, at), 1) == ([text] if checked else MISS)
+    frame = pack_text(good)
+    flipped = frame[:-1] + bytes([frame[-1] ^ 1])  # the checksum no longer matches
+    assert unpack_texts((flipped, json.dumps([[len(frame), len(good)]])), 1) is MISS
 
 
 def test_cache_dir_is_private_and_a_shared_one_is_not_used(tree, tmp_path):
@@ -338,3 +370,25 @@ def test_a_record_that_does_not_encode_leaves_the_others_their_data():
     for item, data, _text, rec in out[1:]:
         assert item is not None and rec is None
         assert type(data) is bytes and json.loads(_unpacked(data))[0] == "!a.so"
+
+
+def test_a_warm_document_mixing_cached_and_fresh_files_is_the_uncached_one(tmp_path, monkeypatch):
+    """Cached texts (unpacked a row ahead, by a thread) and fresh ones (the spill file) interleave
+    in path order: changed files between unchanged ones give the bytes of a scan without cache."""
+    monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    t = tmp_path / "t"
+    t.mkdir()
+    for i, src in enumerate([MULTI, SM80] * 3):
+        shutil.copyfile(src, t / f"lib{i}.so")
+    args = ["scan", str(t), "--format", "json", "-j", "1"]
+
+    def files(res):
+        return res.out_bytes.split(b'"files": [')[1]
+
+    cli(*args)
+    for i in (1, 4):  # every other run of cached files is cut by a fresh one
+        shutil.copyfile(MULTI, t / f"lib{i}.so")
+    warm = cli(*args)
+    assert warm.json()["stats"]["cache_hits"] == 4
+    assert files(warm) == files(cli(*args, "--no-cache"))
+    assert files(cli(*args)) == files(warm)  # all six from the cache now

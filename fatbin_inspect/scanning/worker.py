@@ -31,7 +31,7 @@ from fatbin_inspect.inventory.reader import (
     zip_spans as zip_spans,  # re-exported: scan and its tests call worker.zip_spans
 )
 from fatbin_inspect.inventory.walk import image_ref
-from fatbin_inspect.scanning.cache import encode_record, pack
+from fatbin_inspect.scanning.cache import encode_record, pack_text
 
 CHUNK = 32 << 20
 HEAD = 512
@@ -115,7 +115,7 @@ def encoded(records, base: str, encoder, keep: bool, data: bool = True) -> list[
             item, packed = encode_record(r, base, data)
         except (ValueError, TypeError):
             item = packed = None
-        text = pack(encoder(r)) if encoder else None
+        text = pack_text(encoder(r)) if encoder else None
         out.append((item, packed, text, r if keep or item is None else None))
     return out
 
