@@ -990,7 +990,7 @@ def _is_whole_file(blob: Blob, path: str) -> bool:
         return False
 
 
-SLICES_PER_JOB = 16  # small slices: a few MB of results each, so few are ever held at once
+SLICES_PER_JOB = 48  # small slices: ~1 MB of JSON each (16: 13 MB pieces, held 3 times over by the parent)
 WINDOW_PER_JOB = 2  # slices in flight (or finished, not yet consumed) per worker
 
 

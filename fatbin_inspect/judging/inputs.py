@@ -199,7 +199,7 @@ def iter_pieces(
     paths: Iterable[str],
     opts: Options,
     file_pieces: Callable[..., Iterator[bytes]],
-    fatbins_fragment: Callable[..., str],
+    fatbins_fragment: Callable[..., bytes],
     on_record: Callable[[FileReport], None],
 ) -> Iterator[Iterator[bytes]]:
     """``--kernels`` of large inputs: the encoded ``files[]`` elements under ``paths``, one

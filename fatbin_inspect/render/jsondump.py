@@ -220,12 +220,14 @@ def dumps_line(record: dict[str, Any]) -> str:
 
 
 # -- the same document assembled from pre-encoded pieces (large decoded inventories) ------------
-def fatbins_fragment(fatbins) -> str:
-    """Compact JSON of some fatbins, comma-joined: a piece of one file's ``"fatbins"`` array.
-    Module-level so worker processes can encode the slice they decoded (inventory.map_decoded)."""
+def fatbins_fragment(fatbins) -> bytes:
+    """Compact JSON of some fatbins, comma-joined: a piece of one file's ``"fatbins"`` array, as
+    bytes (the worker that decoded the slice encodes it, and the bytes cross the pipe and are
+    written as they are, not copied again). Module-level for the worker processes
+    (``inventory.reader.iter_decoded``)."""
     from fatbin_inspect.render.inventory_json import fatbin_dict
 
-    return ",".join(to_json(fatbin_dict(fb), separators=(",", ":")) for fb in fatbins)
+    return ",".join(to_json(fatbin_dict(fb), separators=(",", ":")) for fb in fatbins).encode()
 
 
 def file_pieces(report, fragments=None) -> Iterator[bytes]:
@@ -243,6 +245,8 @@ def file_pieces(report, fragments=None) -> Iterator[bytes]:
     first = True
     for f in fragments:
         if f:
-            yield f.encode() if first else b"," + f.encode()
+            if not first:
+                yield b","
+            yield f
             first = False
     yield b"]}"
