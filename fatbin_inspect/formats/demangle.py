@@ -6,7 +6,7 @@ mangled name then.
 
 from __future__ import annotations
 
-import ctypes  # (ctypes.util, which imports subprocess, only when the runtime is looked for)
+import ctypes  # (ctypes.util, which imports subprocess, only when no soname is found)
 from functools import lru_cache
 from typing import Any
 
@@ -15,24 +15,44 @@ _free: Any = None
 _loaded = False
 
 
+def _libraries(name: str):
+    """Where the C++ runtime ``name`` may be: its sonames first (``dlopen`` finds them as the
+    linker would), then ``ctypes.util.find_library``, whose import and ``ldconfig -p`` subprocess
+    cost each worker process ~15 ms, only when those fail."""
+    yield f"lib{name}.so.6"
+    yield f"lib{name}.so.1"
+    from ctypes import util
+
+    path = util.find_library(name)
+    if path:
+        yield path
+
+
+def _free_fn():
+    """``free`` of the C library: this process's own symbols first (glibc, macOS), then by name."""
+    try:
+        return ctypes.CDLL(None).free
+    except (OSError, AttributeError, TypeError):
+        from ctypes import util
+
+        return ctypes.CDLL(util.find_library("c")).free
+
+
 def _load():
     global _fn, _free, _loaded
-    import ctypes.util
-
     _loaded = True
     for name in ("stdc++", "c++"):
-        path = ctypes.util.find_library(name)
-        for candidate in filter(None, (path, f"lib{name}.so.6", f"lib{name}.so.1")):
+        for candidate in _libraries(name):
             try:
                 lib = ctypes.CDLL(candidate)
                 fn = lib.__cxa_demangle
-            except (OSError, AttributeError):
+                free = _free_fn()
+            except (OSError, AttributeError, TypeError):
                 continue
             fn.restype = ctypes.c_void_p
             fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
-            libc.free.argtypes = [ctypes.c_void_p]
-            _fn, _free = fn, libc.free
+            free.argtypes = [ctypes.c_void_p]
+            _fn, _free = fn, free
             return
 
 
