@@ -372,9 +372,15 @@ def test_a_record_that_does_not_encode_leaves_the_others_their_data():
         assert type(data) is bytes and json.loads(_unpacked(data))[0] == "!a.so"
 
 
-def test_a_warm_document_mixing_cached_and_fresh_files_is_the_uncached_one(tmp_path, monkeypatch):
-    """Cached texts (unpacked a row ahead, by a thread) and fresh ones (the spill file) interleave
-    in path order: changed files between unchanged ones give the bytes of a scan without cache."""
+@pytest.mark.parametrize("ahead", [None, 1])
+def test_a_warm_document_mixing_cached_and_fresh_files_is_the_uncached_one(tmp_path, monkeypatch, ahead):
+    """Cached texts (unpacked by a thread during the walk, at most ``AHEAD`` bytes of them held;
+    1: one row at a time) and fresh ones (the spill file) interleave in path order: changed files
+    between unchanged ones give the bytes of a scan without cache."""
+    from fatbin_inspect.scanning import _Unpacker
+
+    if ahead is not None:
+        monkeypatch.setattr(_Unpacker, "AHEAD", ahead)
     monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
     t = tmp_path / "t"
     t.mkdir()

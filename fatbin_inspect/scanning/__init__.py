@@ -37,6 +37,7 @@ from fatbin_inspect.scanning.cache import (
     packed_size,
     stat_key,
     summaries_from,
+    texts_size,
     unpack,
     unpack_texts,
 )
@@ -155,9 +156,10 @@ class _Scanner:
         self.full = not opts.summary and enc is None
         self.keep = self.full  # the workers hand back whole records
         self.spill: IO[bytes] | None = None  # with an encoder: the unlinked file holding the texts
-        # where each record's text is: (offset, length) in ``spill``, or (cache hit, index, path
-        # shown, absolute path, key) for a text still in its cache row
+        # where each record's text is: (offset, length) in ``spill``, or (``_Job`` of its cache
+        # row, index, path shown, absolute path, key) for a text still in its cache row
         self.locs: list[tuple] = []
+        self.unpacker = _Unpacker()
         self.attributor = Attributor()
         self.reports: list[Any] = []  # FileReport, or coverage.FileSummary
         self.stats = dict(files=0, bytes=0, inspected=0, cache_hits=0, skipped=0)
@@ -321,8 +323,9 @@ class _Scanner:
                 return False
             self._accept(path, reports)
             return True
-        if hit.has_texts():  # read (and checked) when written out, not held nor copied
-            where = [(hit, i, path, apath, key) for i in range(len(hit.summary))]
+        job = self.unpacker.add(hit)  # its texts, unpacked ahead by a thread while the walk goes on
+        if job is not None:
+            where = [(job, i, path, apath, key) for i in range(len(hit.summary))]
             self._accept(path, hit.summaries(path), where)
             return True
         reports = hit.reports(path)  # cached by a scan that kept no texts: encode here, keep them
@@ -829,15 +832,8 @@ class _Scanner:
     def _texts(self, locs: list[tuple], encoder: Callable[[FileReport], bytes]) -> Iterator[bytes]:
         """The texts at ``locs`` in that order, from the spill file or a cache row (checked as it
         is read: one that no longer validates is encoded again from the row's records); then the
-        spill file (unlinked) and the cache are closed. The next row's texts are unpacked by a
-        thread while this row's are written (``_Unpacking``): a warm scan's 35 MB unpack beside
-        its writes, not before them."""
-        rows: list = []  # each cached row, once per run of its texts, in the order written
-        for loc in locs:
-            if len(loc) == 5 and (not rows or loc[0] is not rows[-1]):
-                rows.append(loc[0])
-        ahead = iter(rows)
-        coming = _Unpacking.of(next(ahead, None))
+        spill file (unlinked) and the cache are closed. A cache row's texts were unpacked by the
+        ``_Unpacker``'s thread, most of them while the walk went on."""
         row: Any = None
         texts: Any = None
         try:
@@ -845,15 +841,15 @@ class _Scanner:
                 if len(loc) == 3:  # (offset, frame bytes, text bytes) in the spill file
                     yield self._spilled(*loc)
                     continue
-                hit, i, shown, apath, key = loc
-                if hit is not row:
-                    row, unpacked = hit, coming.result() if coming is not None else MISS
-                    coming = _Unpacking.of(next(ahead, None))
-                    texts = self._cached(hit, unpacked, shown, apath, key, encoder)
+                job, i, shown, apath, key = loc
+                if job is not row:
+                    if row is not None:
+                        self.unpacker.done(row)
+                    row = job
+                    texts = self._cached(job.hit, job.result(), shown, apath, key, encoder)
                 yield texts[i]
         finally:
-            if coming is not None:
-                coming.result()  # (a thread left running would unpack into a closed scan)
+            self.unpacker.close()
             if self.spill is not None:
                 self.spill.close()
             self.cache.close()
@@ -887,38 +883,89 @@ class _Scanner:
         return texts
 
 
-class _Unpacking:
-    """One cache row's texts being unpacked by a thread (``cache.unpack_texts``); the row's query
-    runs here, as the database connection belongs to this thread."""
+class _Job:
+    """One cache row's texts: packed (``Hit.packed_texts``), and unpacked once ``ready``."""
 
-    __slots__ = ("_out", "_thread")
+    __slots__ = ("hit", "n", "out", "packed", "ready", "sent", "size")
 
-    def __init__(self, hit):
-        self._out: list = []
-        self._thread = None
-        packed = hit.packed_texts()
-        if packed is MISS:
-            self._out.append(MISS)
-            return
+    def __init__(self, hit, packed: tuple, size: int):
         import threading
 
-        self._thread = threading.Thread(target=self._run, args=(packed, len(hit.summary)), daemon=True)
-        self._thread.start()
-
-    @classmethod
-    def of(cls, hit) -> _Unpacking | None:
-        return None if hit is None else cls(hit)
-
-    def _run(self, packed: tuple, n: int) -> None:
-        try:
-            self._out.append(unpack_texts(packed, n))
-        except MemoryError:  # (unpack_texts catches everything else a row can cause)
-            self._out.append(MISS)
+        self.hit, self.packed, self.n, self.size = hit, packed, len(hit.summary), size
+        self.out: Any = None
+        self.sent = False  # handed to the thread (its bytes held against ``_Unpacker.AHEAD``)
+        self.ready = threading.Event()
 
     def result(self) -> Any:
-        if self._thread is not None:
-            self._thread.join()
-        return self._out[0] if self._out else MISS
+        """The texts (``cache.unpack_texts``), or ``MISS``; unpacked here when the thread has
+        not got to them, or they were let go (a row whose texts are written in two runs)."""
+        if self.sent:
+            self.ready.wait()
+        out = self.out
+        return unpack_texts(self.packed, self.n) if out is None else out
+
+
+class _Unpacker:
+    """Unpacks cache rows' texts on one thread, in the order the walk found them, while the walk
+    goes on (libzstd lets go of the GIL, so a warm scan's 35 MB unpack on the second core, not
+    after the walk); at most ``AHEAD`` unpacked bytes are held that were not yet written, so
+    memory does not grow with the tree. The rows' queries run on the scan's thread, which owns
+    the database connection."""
+
+    AHEAD = 64 << 20
+
+    def __init__(self):
+        self.held = 0
+        self.waiting: collections.deque[_Job] = collections.deque()
+        self.jobs: Any = None  # a queue.SimpleQueue, with the thread, at the first row
+        self.closed = False
+
+    def add(self, hit) -> _Job | None:
+        """A job for ``hit``'s texts; None when the row holds none for this encoder (or sizes
+        that do not parse: its texts are made from its records instead)."""
+        packed = hit.packed_texts()
+        size = None if packed is MISS else texts_size(packed, len(hit.summary))
+        if size is None:
+            return None
+        job = _Job(hit, packed, size)
+        self.waiting.append(job)
+        self._send()
+        return job
+
+    def done(self, job: _Job) -> None:
+        """``job``'s texts are written: its bytes let go, and more rows sent."""
+        if job.sent and job.out is not None:
+            self.held -= job.size
+            job.out = None
+        self._send()
+
+    def _send(self) -> None:
+        while self.waiting and (self.held + self.waiting[0].size <= self.AHEAD or not self.held):
+            job = self.waiting.popleft()
+            if self.jobs is None:
+                import queue
+                import threading
+
+                self.jobs = queue.SimpleQueue()
+                threading.Thread(target=self._run, args=(self.jobs,), daemon=True).start()
+            job.sent = True
+            self.held += job.size
+            self.jobs.put(job)
+
+    def _run(self, jobs) -> None:
+        while (job := jobs.get()) is not None:
+            try:
+                job.out = MISS if self.closed else unpack_texts(job.packed, job.n)
+            except MemoryError:  # (unpack_texts catches everything else a row can cause)
+                job.out = MISS
+            job.ready.set()
+
+    def close(self) -> None:
+        """No more rows: the thread skips what is left and ends."""
+        self.closed = True
+        self.waiting.clear()
+        if self.jobs is not None:
+            self.jobs.put(None)
 
 
 def _rebase(rec, sent: str, shown: str):

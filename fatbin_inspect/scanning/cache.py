@@ -146,6 +146,15 @@ def _frames(blob: Any, at: Any, n: int, checked: bool = False) -> list[bytes] | 
     return out if pos == len(blob) else None
 
 
+def texts_size(packed: tuple, n: int) -> int | None:
+    """The bytes the ``n`` texts of a row's ``Hit.packed_texts`` declare, or None when their
+    sizes do not parse (``unpack_texts`` then gives ``MISS``; nothing is allocated here)."""
+    sizes = _sizes(packed[1], n)
+    if sizes is None or not all(type(s[1]) is int and 0 <= s[1] <= MAX_UNPACKED for s in sizes):
+        return None
+    return sum(s[1] for s in sizes)
+
+
 def unpack_texts(packed: tuple, n: int) -> list[bytes] | Any:
     """The ``n`` texts of a row's ``Hit.packed_texts``, or ``MISS``: what ``Hit.texts`` does
     after its query, for a thread to run while the scan writes the previous row (libzstd lets
@@ -242,17 +251,6 @@ class Hit:
             return tuple(report_from_data(json.loads(f), shown) for f in frames)
         except (ValueError, TypeError, RecursionError):
             return MISS
-
-    def has_texts(self) -> bool:
-        """Texts for this encoder are stored, one per record (their bytes are checked by ``texts``)."""
-        row = self._row("encoder, texts_at")
-        if not row or row[0] is None or row[0] != self._cache.encoder:
-            return False
-        try:
-            at = json.loads(row[1])
-        except (ValueError, TypeError):
-            return False
-        return type(at) is list and len(at) == len(self.summary)
 
     def packed_texts(self) -> tuple | Any:
         """The stored texts as ``(frames, texts_at)``, still packed, or ``MISS`` (none stored
