@@ -6,7 +6,9 @@ The "design floor" process does only what no warm scan here can skip: it imports
 command line), sqlite3 and zstandard (the cache), walks and lstats the tree as the floor does,
 reads every cached key under the root in one query and compares it with the lstat, reads the
 texts of the files with device code, unpacks them (libzstd verifies each frame's checksum) and
-checks them as the cache does (ASCII, no ESC), and writes them with the document's frame. No judging, no
+checks them as the cache does (ASCII, no ESC), and writes them with the document's frame. The
+"imports" process only imports every module a warm scan imports (found by running one) and
+exits: what the command line costs before it does anything. No judging, no
 coverage, no record decoding, no options. Median of ``--runs``; the three alternate.
 
     python scripts/bench_warm_floor.py [--runs 5] [--work .cache/bench_scan]
@@ -65,6 +67,20 @@ with open(out, "wb") as fh:
 """
 
 
+# a warm scan in-process, then the modules it imported beyond a bare interpreter's, one per line
+MODULES_PROBE = r"""
+import sys
+bare = set(sys.modules)
+from fatbin_inspect.cli.main import main
+try:
+    main(["scan", "--format", "json", "-o", sys.argv[1], sys.argv[2]])
+except SystemExit:
+    pass
+print("\n".join(sorted(m for m in set(sys.modules) - bare if not m.startswith("__"))))
+"""
+IMPORTS = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n"
+
+
 def timed(cmd, env) -> float:
     t0 = time.monotonic()
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
@@ -93,8 +109,11 @@ def main() -> int:
         return os.path.join(args.work, f"warm-floor-{name}.json")
 
     scan = [sys.executable, "-m", "fatbin_inspect", "scan", "--format", "json", "-o", out("scan"), tree]
+    probe = [sys.executable, "-c", MODULES_PROBE, out("probe"), tree]
+    modules = subprocess.run(probe, env=env, check=True, capture_output=True, text=True).stdout.split()
     sides = {
         "floor": [*FLOOR, tree, cold, out("floor")],
+        "imports": [sys.executable, "-c", IMPORTS, *modules],
         "design floor": [sys.executable, "-c", DESIGN_FLOOR, tree, dbs[0], out("design")],
         "warm scan": scan,
     }

@@ -258,7 +258,8 @@ def test_a_text_is_checked_when_packed_and_only_a_checked_one_is_read_back():
     from fatbin_inspect.scanning.cache import MISS, pack_text, unpack_texts
 
     good, bad = b'{"a": [1, 2]}\n', b'{"a": "\x1b[2J"}'
-    for text, checked in ((good, True), (bad, False)):
+    late = b"[" + b"0," * (3 << 19) + b"\x07]"  # a control byte past the first MiB checked
+    for text, checked in ((good, True), (bad, False), (late, False), (late[:-2] + b"]", True)):
         frame = pack_text(text)
         assert zstandard.get_frame_parameters(frame).has_checksum is checked
         at = json.dumps([[len(frame), len(text)]])
