@@ -830,10 +830,10 @@ class _Scanner:
             self.cache.flush()
 
     def _texts(self, locs: list[tuple], encoder: Callable[[FileReport], bytes]) -> Iterator[bytes]:
-        """The texts at ``locs`` in that order, from the spill file or a cache row (checked as it
-        is read: one that no longer validates is encoded again from the row's records); then the
-        spill file (unlinked) and the cache are closed. A cache row's texts were unpacked by the
-        ``_Unpacker``'s thread, most of them while the walk went on."""
+        """The texts at ``locs`` in that order, from the spill file or a cache row (unpacked by
+        the ``_Unpacker``'s thread, most of them while the walk went on; a row whose texts do not
+        validate is encoded again from its records); then the spill file (unlinked) and the cache
+        are closed."""
         row: Any = None
         texts: Any = None
         try:

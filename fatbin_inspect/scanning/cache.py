@@ -68,7 +68,7 @@ MAX_UNPACKED = 1 << 31  # the records of one file as JSON (libtorch_cuda.so --ke
 
 
 def pack(data: bytes) -> bytes:
-    """One record's data or text as the cache keeps it and a worker hands it over."""
+    """One record's data as the cache keeps it and a worker hands it over (a text: ``pack_text``)."""
     import zstandard
 
     return zstandard.ZstdCompressor(level=1).compress(data)
@@ -165,9 +165,9 @@ def texts_size(packed: tuple, n: int) -> int | None:
 
 
 def unpack_texts(packed: tuple, n: int) -> list[bytes] | Any:
-    """The ``n`` texts of a row's ``Hit.packed_texts``, or ``MISS``: what ``Hit.texts`` does
-    after its query, for a thread to run while the scan writes the previous row (libzstd lets
-    go of the GIL as it unpacks; this touches no database)."""
+    """The ``n`` texts of a row's ``Hit.packed_texts``, or ``MISS``: frames from ``pack_text``
+    only (libzstd verifies their checksums), each ASCII without ESC. Touches no database, so the
+    scan's unpacking thread runs it (libzstd lets go of the GIL as it unpacks)."""
     texts = _frames(packed[0], packed[1], n, checked=True)
     if texts is None or not all(t.isascii() and b"\x1b" not in t for t in texts):
         return MISS
@@ -263,16 +263,11 @@ class Hit:
 
     def packed_texts(self) -> tuple | Any:
         """The stored texts as ``(frames, texts_at)``, still packed, or ``MISS`` (none stored
-        for this encoder); ``unpack_texts`` unpacks and checks them."""
+        for this encoder); ``unpack_texts`` unpacks and checks them, one per record."""
         row = self._row("encoder, texts_at, texts")
         if not row or row[0] != self._cache.encoder or row[0] is None:
             return MISS
         return row[2], row[1]
-
-    def texts(self) -> list[bytes] | Any:
-        """The stored texts, one per record, or ``MISS`` (none stored for this encoder, or invalid)."""
-        packed = self.packed_texts()
-        return MISS if packed is MISS else unpack_texts(packed, len(self.summary))
 
 
 class ScanCache:
