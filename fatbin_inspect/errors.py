@@ -46,6 +46,11 @@ class UnreadableError(InputError):
     """The operating system refused to give us the bytes (permissions, FIFO, device...)."""
 
 
+class NotLoaded(FatbinInspectError):
+    """A parser asked a sparse image (``formats/cubin.py``'s ``sparse_image``) for bytes it did not
+    keep. Never escapes the reader: it decodes the whole payload and parses again."""
+
+
 class UsageError(FatbinInspectError):
     """The user asked for something that cannot be done (bad GPU name, bad option value)."""
 

@@ -106,14 +106,18 @@ def elf64(
     osabi: int = 0,
     abiversion: int = 0,
     extra_shdr=None,
+    shstrtab_first: bool = False,
 ) -> bytes:
-    """An ELF64 LE file with the given (name, sh_type, data) sections (+ .shstrtab), no segments.
+    """An ELF64 LE file with the given (name, sh_type, data) sections (+ .shstrtab, after them,
+    or ``shstrtab_first`` as in NVIDIA's cubins), no segments.
 
     ``extra_shdr(name) -> dict`` may override sh_link/sh_info/sh_entsize for a section.
     """
     sections = list(sections)
     names = b"\0" + b"".join(n.encode() + b"\0" for n, _t, _d in sections) + b".shstrtab\0"
     body = bytearray(b"\0" * 64)
+    if shstrtab_first:
+        body += names
     offsets = []
     for _n, t, d in sections:
         while len(body) % 8:
@@ -121,8 +125,9 @@ def elf64(
         offsets.append(len(body))
         if t != 8:
             body += d
-    shstr_off = len(body)
-    body += names
+    shstr_off = 64 if shstrtab_first else len(body)
+    if not shstrtab_first:
+        body += names
     while len(body) % 8:
         body.append(0)
     shoff = len(body)

@@ -118,10 +118,14 @@ def test_list_json_over_the_pretty_limit_is_compact(monkeypatch):
     )
 
 
-def test_list_kernels_json_streamed_from_parallel_slices_equals_the_document(monkeypatch):
-    """The --kernels writer: slices decoded and encoded by worker processes, written in order."""
+@pytest.mark.parametrize("pack_over", [2 << 20, 64], ids=["plain", "packed"])
+def test_list_kernels_json_streamed_from_parallel_slices_equals_the_document(monkeypatch, pack_over):
+    """The --kernels writer: slices decoded and encoded by worker processes, written in order;
+    ``packed``: every fragment crosses the pipe zstd-compressed (``jsondump.Packed``)."""
     from fatbin_inspect.inventory import reader as core
 
+    monkeypatch.setattr(jsondump, "PACK_OVER", pack_over)
+    monkeypatch.setattr(jsondump, "PIECE", 100)  # a packed fragment is written in many pieces
     monkeypatch.setattr(core, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(core, "SLICES_PER_JOB", 3)
     monkeypatch.setattr(core, "WINDOW_PER_JOB", 1)

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import struct
 
-from fatbin_inspect.errors import CorruptError, TruncatedError
-from fatbin_inspect.formats.elf64 import EHDR64, ELF_MAGIC, SHDR64, SHT_NOBITS, SYM64
+from fatbin_inspect.errors import CorruptError, NotLoaded, TruncatedError
+from fatbin_inspect.formats.elf64 import E_SHNUM, E_SHOFF, EHDR64, ELF_MAGIC, SHDR64, SHT_NOBITS, SYM64
 from fatbin_inspect.formats.model import CubinInfo, Kernel
 
 EM_CUDA = 190
@@ -54,11 +54,53 @@ def is_cubin(head: bytes) -> bool:
     )
 
 
-class _Elf:
-    """Section table of one cubin, bounds-checked."""
+SPARSE_PREFIX = 8 << 20  # what a SparseImage holds of a large cubin's start
 
-    def __init__(self, data: bytes):
-        if len(data) < EHDR64.size or data[:4] != ELF_MAGIC:
+
+def table_span(head: bytes, size: int) -> tuple[int, int]:
+    """Where the section table of a cubin of ``size`` bytes starting with ``head`` lies."""
+    if len(head) < EHDR64.size or head[:4] != ELF_MAGIC:
+        return size, size
+    fields = EHDR64.unpack_from(head, 0)
+    shoff = fields[E_SHOFF]
+    return min(shoff, size), min(shoff + fields[E_SHNUM] * SHDR64.size, size)
+
+
+class SparseImage:
+    """A cubin of ``size`` bytes of which only the first ``head`` bytes (in ``buf``) and
+    ``tail`` (from ``start``: its section table) are at hand; reading any other byte raises
+    ``NotLoaded``. In NVIDIA's cubins the section table comes last and what the parser reads
+    (symbols, notes, ``.nv.info``) first, the code (90 % of a large cubin) in between:
+    libtorch_cuda.so's largest cubin is 41 MB, of which the parser reads the first 4.8 MB and
+    the last 0.4 MB; none of the 650 cubins over 2 MB of libtorch_cuda.so, cuBLAS and cuBLASLt 13
+    needs a byte past 6.5 MB before its table. One laid out otherwise is decoded whole."""
+
+    __slots__ = ("buf", "head", "size", "start", "tail")
+
+    def __init__(self, buf, head: int, tail: bytes, start: int, size: int):
+        self.buf, self.head, self.tail, self.start, self.size = buf, head, tail, start, size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, key: slice) -> bytes:
+        a, b, _step = key.indices(self.size)
+        if b <= self.head:
+            return self.buf[a:b]
+        if self.start <= a and b <= self.start + len(self.tail):
+            return self.tail[a - self.start : b - self.start]
+        if a >= b:
+            return b""
+        raise NotLoaded(f"[{a:#x}, {b:#x}) of a {self.size}-byte cubin is not in its sparse image")
+
+
+class _Elf:
+    """Section table of one cubin, bounds-checked. ``size``: the image's length when ``data`` is
+    longer (a reused buffer)."""
+
+    def __init__(self, data, size: int | None = None):
+        self.size = size = len(data) if size is None else size
+        if size < EHDR64.size or data[:4] != ELF_MAGIC:
             raise CorruptError("not an ELF image", 0)
         (
             ident,
@@ -75,7 +117,7 @@ class _Elf:
             shentsize,
             shnum,
             shstrndx,
-        ) = EHDR64.unpack_from(data, 0)
+        ) = EHDR64.unpack_from(data[: EHDR64.size])
         if ident[4] != 2 or ident[5] != 1:
             raise CorruptError("device ELF must be 64-bit little-endian", 4)
         if machine != EM_CUDA:
@@ -85,9 +127,9 @@ class _Elf:
         self.data = data
         if shnum and shentsize != SHDR64.size:
             raise CorruptError(f"section header size {shentsize}, expected 64", 0x3A)
-        if shoff + shnum * SHDR64.size > len(data):
+        if shoff + shnum * SHDR64.size > size:
             raise TruncatedError(f"section table ({shnum} entries) runs past the image end", shoff)
-        if phnum and phoff + phnum * phentsize > len(data):  # unused, but a cut image is no image
+        if phnum and phoff + phnum * phentsize > size:  # unused, but a cut image is no image
             raise TruncatedError(f"program headers ({phnum} entries) run past the image end", phoff)
         self.sections = list(SHDR64.iter_unpack(data[shoff : shoff + shnum * SHDR64.size]))
         self.names: list[str] = []
@@ -107,7 +149,7 @@ class _Elf:
         if sh[1] == SHT_NOBITS:
             return b""
         off, size = sh[4], sh[5]
-        if off + size > len(self.data):
+        if off + size > self.size:
             raise TruncatedError(f"section {idx} [{off:#x}+{size}] runs past the image end", off)
         return self.data[off : off + size]
 
@@ -165,11 +207,13 @@ def _tkinfo(desc: bytes) -> tuple[str | None, str | None]:
 
 
 def parse_cubin(
-    data: bytes, kernels: bool = False, resources: bool = False, demangle=None
+    data, kernels: bool = False, resources: bool = False, demangle=None, size=None
 ) -> tuple[CubinInfo, tuple[Kernel, ...] | None]:
     """Decode a cubin's identity and, on request, its kernels and their resource usage.
-    ``demangle(name) -> str | None`` fills ``Kernel.demangled``."""
-    elf = _Elf(data)
+    ``demangle(name) -> str | None`` fills ``Kernel.demangled``. ``data`` may be longer than the
+    image (``size``: its length) or a ``SparseImage`` (``NotLoaded``: it lacks bytes this cubin
+    needs); nothing returned refers to ``data``."""
+    elf = _Elf(data, size)
     flags = elf.e_flags
     sm, arch_specific, virtual_sm = _target_of(elf)
     toolkit, cmdline, note_sm = _notes_of(elf)

@@ -8,7 +8,9 @@ device code (named ``CONTAINER!MEMBER``, see ``member_path``). Errors become the
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import mmap
 import os
 from collections.abc import Iterable, Iterator
@@ -32,6 +34,7 @@ from fatbin_inspect.errors import (
     CorruptError,
     InputError,
     LimitExceeded,
+    NotLoaded,
     TruncatedError,
     UnreadableError,
 )
@@ -40,7 +43,7 @@ from fatbin_inspect.formats import fatbin as fatbin_mod
 from fatbin_inspect.formats import mapguard
 from fatbin_inspect.formats import ptx as ptx_mod
 from fatbin_inspect.formats.binio import Blob, gaps, open_blob
-from fatbin_inspect.formats.decompress import Budget, decode
+from fatbin_inspect.formats.decompress import MAX_DECODED, Budget, decode, zstd_parts, zstd_reused
 from fatbin_inspect.formats.demangle import demangle
 from fatbin_inspect.formats.model import (
     KIND_PTX,
@@ -837,12 +840,37 @@ def _standalone_ptx(blob: Blob) -> Fatbin:
 # ------------------------------------------------------------------------------- payloads
 def payload(blob: Blob, entry: Entry, budget: Budget | None = None) -> bytes:
     """The entry's image, decompressed (LTO-IR is opaque and returned as stored)."""
-    raw = blob.read(entry.payload_offset, entry.stored_size, "entry payload")
-    if budget is not None and entry.compression != "none" and entry.kind in (KIND_SASS, KIND_PTX, KIND_TILE):
-        budget.spend(entry.size, entry.offset)
+    raw = _stored(blob, entry, budget)
     if entry.kind not in (KIND_SASS, KIND_PTX, KIND_TILE):  # Tile IR is zstd/LZ4-compressed like PTX
         return raw
     return decode(entry.compression, raw, entry.size, entry.offset)
+
+
+def _stored(blob: Blob, entry: Entry, budget: Budget | None) -> bytes:
+    raw = blob.read(entry.payload_offset, entry.stored_size, "entry payload")
+    if budget is not None and entry.compression != "none" and entry.kind in (KIND_SASS, KIND_PTX, KIND_TILE):
+        budget.spend(entry.size, entry.offset)
+    return raw
+
+
+def _parsed_cubin(blob: Blob, entry: Entry, kernels: bool, resources: bool, budget: Budget | None):
+    """``parse_cubin`` of a SASS entry. A zstd one is decoded into a reused buffer
+    (``zstd_reused``), one larger than that into a ``SparseImage`` (``docs/format.md`` §2.5):
+    a worker decoding libtorch_cuda.so held its largest cubin whole (41 MB), and now 8 MB of
+    it. What these cannot answer as the whole image would (another layout, a frame that does
+    not decode) is decoded and parsed whole, so the record is the same either way."""
+    raw = _stored(blob, entry, budget)
+    if entry.compression == "zstd" and entry.size <= MAX_DECODED:
+        if (buf := zstd_reused(raw, entry.size)) is not None:
+            return cubin_mod.parse_cubin(buf, kernels, resources, demangle, entry.size)
+        span = functools.partial(cubin_mod.table_span, size=entry.size)
+        parts = zstd_parts(raw, entry.size, cubin_mod.SPARSE_PREFIX, span)
+        if parts is not None:
+            img = cubin_mod.SparseImage(parts[0], cubin_mod.SPARSE_PREFIX, parts[1], parts[2], entry.size)
+            with contextlib.suppress(NotLoaded):
+                return cubin_mod.parse_cubin(img, kernels, resources, demangle)
+    data = decode(entry.compression, raw, entry.size, entry.offset)
+    return cubin_mod.parse_cubin(data, kernels=kernels, resources=resources, demangle=demangle)
 
 
 def decode_entry(
@@ -853,14 +881,14 @@ def decode_entry(
     if entry.kind not in (KIND_SASS, KIND_PTX):
         return entry
     try:
-        data = _mapped_text(blob, entry) or payload(blob, entry, budget)
         if entry.kind == KIND_SASS:
-            info, ks = cubin_mod.parse_cubin(data, kernels=kernels, resources=resources, demangle=demangle)
+            info, ks = _parsed_cubin(blob, entry, kernels, resources, budget)
             if info.sm != entry.sm and entry.header_size:
                 raise InputError(
                     f"cubin e_flags say sm_{info.sm}, fatbin header says sm_{entry.sm}", entry.offset
                 )
             return dataclasses.replace(entry, cubin=info, kernels=ks)
+        data = _mapped_text(blob, entry) or payload(blob, entry, budget)
         hdr = ptx_mod.parse_header(data)
         ks = _demangled(ptx_mod.kernels(data)) if kernels else None
         return dataclasses.replace(entry, ptx_target=hdr.target, kernels=ks)
@@ -960,27 +988,38 @@ def map_decoded(
 def iter_decoded(
     blob: Blob, fatbins, opts: Options, path: str | None, fn, budget: Budget | None = None
 ) -> Iterator:
-    """Decode ``fatbins`` (kernels/details per ``opts``) and yield ``fn(decoded_slice)`` for each
-    slice, in file order, as they are ready. A large file on disk is decoded by worker processes,
-    each applying ``fn`` to its slice where it decoded it, so a caller can turn records into their
-    final form (JSON text) without shipping 150k kernel records back, and write each piece before
-    the next arrives; ``fn`` must be a module-level function."""
+    """Decode ``fatbins`` (kernels/details per ``opts``) and yield ``fn(list of decoded fatbins)``
+    for consecutive runs of them, in file order, as they are ready: all of them at once, or, for a
+    large file on disk decoded by worker processes, one fatbin at a time, each worker applying
+    ``fn`` where it decoded it, so a caller can turn records into their final form (JSON text)
+    without shipping 150k kernel records back, and write each piece before the next arrives;
+    ``fn`` must be a module-level function."""
     if path is not None and parallel_worthwhile(blob, fatbins, opts, path):
         yield from _iter_parallel(path, fatbins, opts, workers.processes(opts.jobs), fn)
         return
     yield fn(_decode_serial(blob, fatbins, opts, budget))
 
 
-def _decode_serial(blob: Blob, fatbins, opts: Options, budget: Budget | None = None):
+def _decode_serial(blob: Blob, fatbins, opts: Options, budget: Budget | None = None, release: bool = False):
+    """Decode ``fatbins``; ``release``: let the pages read go every ``RELEASE_STEP`` bytes
+    (one of libtorch_cuda.so's fatbins holds 30 MB of compressed cubins)."""
     out = []
     budget = budget if budget is not None else Budget(blob.size)
     for fb in fatbins:
-        entries = tuple(
-            decode_entry(blob, e, kernels=opts.kernels, resources=opts.resources, budget=budget)
-            for e in fb.entries
-        )
-        out.append(dataclasses.replace(fb, entries=entries))
+        done, lo = [], fb.offset
+        for e in fb.entries:
+            done.append(decode_entry(blob, e, kernels=opts.kernels, resources=opts.resources, budget=budget))
+            end = e.payload_offset + e.stored_size
+            if release and end - lo >= RELEASE_STEP:
+                blob.release(lo, end)
+                lo = end - (blob.base + end) % mmap.PAGESIZE  # the page it ends in: next time
+        if release:
+            blob.release(lo, fb.offset + 16 + fb.size)
+        out.append(dataclasses.replace(fb, entries=tuple(done)))
     return out
+
+
+RELEASE_STEP = 4 << 20
 
 
 def _is_whole_file(blob: Blob, path: str) -> bool:
@@ -990,7 +1029,7 @@ def _is_whole_file(blob: Blob, path: str) -> bool:
         return False
 
 
-SLICES_PER_JOB = 48  # small slices: ~1 MB of JSON each (16: 13 MB pieces, held 3 times over by the parent)
+SLICES_PER_JOB = 96  # small slices: ~0.7 MB of JSON each (16: 13 MB pieces, held 3 times over by the parent)
 WINDOW_PER_JOB = 2  # slices in flight (or finished, not yet consumed) per worker
 
 
@@ -1011,6 +1050,7 @@ def _iter_parallel(path: str, fatbins, opts: Options, jobs: int, fn) -> Iterator
         done += sum(e.size for e in fb.entries)
     slices = [sl for sl in slices if sl]
     serial_opts = dataclasses.replace(opts, jobs=1)
+    workers.trim_heap()  # the workers start with what this process holds, freed pages included
     try:
         pool = workers.pool(jobs)  # workers die with this process and leave Ctrl-C to it
     except OSError:  # no fork/spawn here: decode in-process
@@ -1036,7 +1076,7 @@ def _iter_parallel(path: str, fatbins, opts: Options, jobs: int, fn) -> Iterator
                 nxt = next(todo, None)
                 if nxt is not None:
                     inflight.append(workers.submit(pool, _decode_slice, path, nxt, serial_opts, fn))
-                yield result
+                yield from result
         except BaseException:  # Ctrl-C, or the consumer gave up: end the workers now
             workers.stop(pool)
             raise
@@ -1053,12 +1093,14 @@ def _decode_slice(path: str, fatbins, opts: Options, fn=_same):
     try:
         blob = open_blob(path)
         before = mapguard.faults()
-        out = fn(_decode_serial(blob, fatbins, opts))
+        # each fatbin turned into its final form (JSON) at once: a slice's records together were
+        # most of a worker's peak (one of libtorch_cuda.so's: 5 fatbins, 11 MB of JSON); the
+        # pages read stay cached, not resident here
+        out = [fn(_decode_serial(blob, [fb], opts, release=True)) for fb in fatbins]
         if mapguard.faults() != before:  # decoded from zeros: the parent's record says so
             shrank = changed_record(path, blob.size).error
             raise TruncatedError(shrank.message if shrank is not None else "the file shrank")
-        for fb in fatbins:  # the pages read stay cached, not resident in this worker
-            blob.release(fb.offset, fb.offset + 16 + fb.size)
+        workers.trim_heap()
         return out
     finally:
         gc.set_threshold(*old)

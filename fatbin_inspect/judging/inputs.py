@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.formats.model import FileError, FileReport
@@ -199,7 +200,7 @@ def iter_pieces(
     paths: Iterable[str],
     opts: Options,
     file_pieces: Callable[..., Iterator[bytes]],
-    fatbins_fragment: Callable[..., bytes],
+    fatbins_fragment: Callable[..., Any],
     on_record: Callable[[FileReport], None],
 ) -> Iterator[Iterator[bytes]]:
     """``--kernels`` of large inputs: the encoded ``files[]`` elements under ``paths``, one

@@ -9,6 +9,7 @@ by replacing each newline with a newline and the indentation of its depth).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
@@ -220,14 +221,76 @@ def dumps_line(record: dict[str, Any]) -> str:
 
 
 # -- the same document assembled from pre-encoded pieces (large decoded inventories) ------------
-def fatbins_fragment(fatbins) -> bytes:
-    """Compact JSON of some fatbins, comma-joined: a piece of one file's ``"fatbins"`` array, as
-    bytes (the worker that decoded the slice encodes it, and the bytes cross the pipe and are
-    written as they are, not copied again). Module-level for the worker processes
-    (``inventory.reader.iter_decoded``)."""
-    from fatbin_inspect.render.inventory_json import fatbin_dict
+PACK_OVER = 2 << 20  # a fragment larger than this crosses the pipe zstd-compressed (Packed)
+PIECE = 1 << 20  # what Packed.pieces yields at a time
 
-    return ",".join(to_json(fatbin_dict(fb), separators=(",", ":")) for fb in fatbins).encode()
+
+class Packed:
+    """A large fragment as one zstd frame, made as it was written: neither the worker that
+    encodes it nor the process that writes it holds its text whole. One of libtorch_cuda.so's
+    fatbins is 11.5 MB of JSON (a ~1 MB frame): held as text, then pickled, then received and
+    unpickled, it was the largest part of both processes' peaks."""
+
+    __slots__ = ("frame",)
+
+    def __init__(self, frame: bytes):
+        self.frame = frame
+
+    def pieces(self) -> Iterator[bytes]:
+        import zstandard
+
+        with zstandard.ZstdDecompressor().stream_reader(self.frame) as reader:
+            while piece := reader.read(PIECE):
+                yield piece
+
+
+class _Fragment:
+    """Bytes written in order: kept as they are up to ``PACK_OVER``, compressed past it."""
+
+    def __init__(self):
+        self.plain = bytearray()
+        self.packer = None
+        self.frame = bytearray()
+
+    def write(self, data: bytes) -> None:
+        if self.packer is not None:
+            self.frame += self.packer.compress(data)
+            return
+        self.plain += data
+        if len(self.plain) > PACK_OVER:
+            import zstandard
+
+            self.packer = zstandard.ZstdCompressor(level=1).compressobj()
+            self.frame += self.packer.compress(bytes(self.plain))
+            self.plain = bytearray()
+
+    def result(self) -> bytearray | Packed:
+        if self.packer is None:
+            return self.plain
+        self.frame += self.packer.flush()
+        return Packed(bytes(self.frame))
+
+
+def fatbins_fragment(fatbins) -> bytearray | Packed:
+    """Compact JSON of some fatbins, comma-joined: a piece of one file's ``"fatbins"`` array
+    (``Packed`` when large), made by the worker that decoded them; the bytes cross the pipe and
+    are written as they are, not copied again. Module-level for the worker processes
+    (``inventory.reader.iter_decoded``). Written one entry at a time: a fatbin's dicts and
+    text at once were most of a worker's peak."""
+    from fatbin_inspect.render.inventory_json import entry_dict, fatbin_dict
+
+    out = _Fragment()
+    for i, fb in enumerate(fatbins):
+        d = fatbin_dict(dataclasses.replace(fb, entries=()))
+        keys = list(d)
+        k = keys.index("entries")
+        before = to_json({n: d[n] for n in keys[:k]}, separators=_COMPACT)[:-1]
+        after = to_json({n: d[n] for n in keys[k + 1 :]}, separators=_COMPACT)[1:]
+        out.write((("," if i else "") + before + ("," if k else "") + '"entries":[').encode())
+        for j, e in enumerate(fb.entries):
+            out.write((("," if j else "") + to_json(entry_dict(e), separators=_COMPACT)).encode())
+        out.write(("]" + ("," if after != "}" else "") + after).encode())
+    return out.result()
 
 
 def file_pieces(report, fragments=None) -> Iterator[bytes]:
@@ -247,6 +310,9 @@ def file_pieces(report, fragments=None) -> Iterator[bytes]:
         if f:
             if not first:
                 yield b","
-            yield f
+            if isinstance(f, Packed):
+                yield from f.pieces()
+            else:
+                yield f
             first = False
     yield b"]}"
