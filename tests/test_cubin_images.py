@@ -40,7 +40,10 @@ def big_cubin(code_size: int, info_last: bool = False, kernels=("_Z4bigkv", "_Z5
         for i in range(len(kernels))
     ]
     regs = b"".join(struct.pack("<BBHII", 4, C.NVI_REGCOUNT, 8, i + 1, 40 + i) for i in range(len(kernels)))
-    infos = [(f".nv.info.{k}", C.SHT_NV_INFO, struct.pack("<BBHIII", 4, C.NVI_MAX_THREADS, 12, 256, 1, 1)) for k in kernels]
+    infos = [
+        (f".nv.info.{k}", C.SHT_NV_INFO, struct.pack("<BBHIII", 4, C.NVI_MAX_THREADS, 12, 256, 1, 1))
+        for k in kernels
+    ]
     head = [(".strtab", 3, strtab), (".symtab", 2, b"".join(syms)), (".nv.info", C.SHT_NV_INFO, regs)]
     code = [(".text._Z4bigkv", 1, _code(code_size))]
     secs = head + code + infos if info_last else head + infos + code
