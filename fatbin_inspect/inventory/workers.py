@@ -15,12 +15,12 @@ ignoring SIGINT (which drops one already pending); the parent gets its own on un
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import sys
 import threading
 import time
-from typing import Any
 
 PR_SET_PDEATHSIG = 1
 PER_CPU = 4  # the most worker processes asked for (-j, FATBIN_INSPECT_JOBS, the API) per CPU
@@ -71,21 +71,21 @@ def trim_heap() -> None:
     """Give the C heap's free pages back to the system (glibc ``malloc_trim(0)``; elsewhere
     nothing). A worker that decoded a slice of thousands of cubins had freed ~35 MB that glibc
     kept: free chunks between live ones are returned only by ``malloc_trim``, not by ``free``."""
-    global _trim
-    if _trim is None:
-        _trim = False
-        if sys.platform.startswith("linux"):
-            try:
-                import ctypes
-
-                _trim = ctypes.CDLL(None).malloc_trim
-            except (OSError, AttributeError):
-                pass
-    if _trim:
-        _trim(0)
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
-_trim: Any = None  # malloc_trim, False where there is none, None until looked up
+@functools.cache
+def _malloc_trim():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 def _watch(parent: int) -> None:

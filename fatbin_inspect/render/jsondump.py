@@ -233,7 +233,7 @@ class Packed:
 
     __slots__ = ("frame",)
 
-    def __init__(self, frame: bytes):
+    def __init__(self, frame: bytes | bytearray):
         self.frame = frame
 
     def pieces(self) -> Iterator[bytes]:
@@ -261,14 +261,14 @@ class _Fragment:
             import zstandard
 
             self.packer = zstandard.ZstdCompressor(level=1).compressobj()
-            self.frame += self.packer.compress(bytes(self.plain))
+            self.frame += self.packer.compress(self.plain)
             self.plain = bytearray()
 
     def result(self) -> bytearray | Packed:
         if self.packer is None:
             return self.plain
         self.frame += self.packer.flush()
-        return Packed(bytes(self.frame))
+        return Packed(self.frame)
 
 
 def fatbins_fragment(fatbins) -> bytearray | Packed:
