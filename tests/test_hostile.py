@@ -638,3 +638,55 @@ def test_ctrl_c_while_a_worker_is_forked_is_not_a_traceback():
         timeout=TIMEOUT,
     )
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"[0, 1, 2, 3]\n", b"")
+
+
+@pytest.mark.parametrize("swap", [True, False])
+def test_a_report_over_an_old_one_replaces_its_name_only(tmp_path, monkeypatch, swap):
+    """Over an existing report the names are swapped (``renameat2``) and the old bytes unlinked,
+    or, without the swap, renamed over: either way a hard link to the old report keeps the old
+    bytes (never written through), the new one is whole, and no temporary is left."""
+    from fatbin_inspect.cli import outfile
+
+    if not swap:
+        monkeypatch.setattr(outfile, "_renameat2", lambda: None)
+    elif outfile._renameat2() is None:
+        pytest.skip("no renameat2 here (not Linux, or glibc < 2.28)")
+    out, kept = tmp_path / "r.json", tmp_path / "kept.json"
+    out.write_text("old report")
+    os.link(out, kept)
+    with outfile.open_report(str(out)) as fh:
+        fh.write(b"new report")
+    assert out.read_bytes() == b"new report" and kept.read_bytes() == b"old report"
+    assert os.stat(out).st_ino != os.stat(kept).st_ino
+    fresh = tmp_path / "fresh.json"  # nothing there: a plain rename
+    with outfile.open_report(str(fresh)) as fh:
+        fh.write(b"first")
+    assert fresh.read_bytes() == b"first"
+    assert sorted(os.listdir(tmp_path)) == ["fresh.json", "kept.json", "r.json"]
+
+
+def test_what_a_swap_finds_not_to_be_a_file_is_swapped_back(tmp_path, monkeypatch):
+    """A folder that took the report's name after it was checked: swapped back, then refused
+    as a rename over a folder is (the folder and its contents untouched)."""
+    from fatbin_inspect.cli import outfile
+    from fatbin_inspect.errors import UsageError
+
+    if outfile._renameat2() is None:
+        pytest.skip("no renameat2 here (not Linux, or glibc < 2.28)")
+    out = tmp_path / "r.json"
+    out.write_text("old report")
+    real, calls = outfile.refuse_inputs, []
+
+    def plant(output, inputs):  # its second call: after the body, just before the rename
+        calls.append(output)
+        if len(calls) == 2:
+            os.unlink(output)
+            os.mkdir(output)
+            (tmp_path / "r.json" / "inside").write_text("x")
+        return real(output, inputs)
+
+    monkeypatch.setattr(outfile, "refuse_inputs", plant)
+    with pytest.raises(UsageError, match="cannot write"), outfile.open_report(str(out)) as fh:
+        fh.write(b"new report")
+    assert len(calls) == 2 and (out / "inside").read_text() == "x"
+    assert sorted(os.listdir(tmp_path)) == ["r.json"]

@@ -1,7 +1,10 @@
 """The one place that writes files: reports (``--output``), extracted images, the job summary.
 
 - A report is written to a temporary file beside the target and renamed over it, so a reader
-  never sees half a report and a failed run leaves the old one. A target that is a symbolic
+  never sees half a report and a failed run leaves the old one. Over an existing file, Linux's
+  ``renameat2(RENAME_EXCHANGE)`` swaps the two names and the old bytes are then unlinked: on
+  ext4 a rename over a file first writes back the new file's data (``auto_da_alloc``), ~20 ms
+  for a 33 MB scan document, which the swap does not ask for; elsewhere ``os.replace``. A target that is a symbolic
   link, a FIFO, a device or a socket is refused (``refuse_special``): never written through,
   never waited on (``-o -`` is standard output; ``os.devnull`` alone is let through).
 - No output may be one of the inputs (same device and inode): ``list x.so -o x.so`` is refused
@@ -20,6 +23,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import stat
 import sys
@@ -143,7 +147,7 @@ def _renamed_into_place(output: str, inputs: list) -> Iterator[IO[bytes]]:
         with os.fdopen(fd, "wb") as fh:
             yield fh
         refuse_inputs(output, inputs)
-        os.replace(made, output)
+        _into_place(made, output)
         tmp = None
     except OSError as exc:
         raise UsageError(f"cannot write {shown(output)}: {exc.strerror or exc}") from None
@@ -151,6 +155,49 @@ def _renamed_into_place(output: str, inputs: list) -> Iterator[IO[bytes]]:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+def _into_place(made: str, output: str) -> None:
+    """``made`` renamed to ``output`` atomically: swapped with an existing regular file, whose
+    bytes (now named ``made``) are unlinked; else (nothing there, no ``renameat2``, a file
+    system without the swap, or what was there turned out not to be a regular file, which is
+    swapped back) ``os.replace``."""
+    if _exchange(made, output):
+        try:
+            regular = stat.S_ISREG(os.lstat(made).st_mode)
+        except OSError:
+            regular = False
+        if regular:
+            with contextlib.suppress(OSError):
+                os.unlink(made)
+            return
+        if not _exchange(made, output):
+            raise OSError(f"{made}: could not be swapped back")
+    os.replace(made, output)
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Swap the names ``a`` and ``b`` (both in one folder), or False."""
+    call = _renameat2()
+    if call is None:
+        return False
+    return call(-100, os.fsencode(a), -100, os.fsencode(b), 2) == 0  # AT_FDCWD, RENAME_EXCHANGE
+
+
+@functools.cache
+def _renameat2():
+    """glibc's ``renameat2`` (2.28 and newer), or None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        call = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    call.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    call.restype = ctypes.c_int
+    return call
 
 
 def write_report(text: str, output: str | None, inputs: Iterable[str] = ()) -> None:

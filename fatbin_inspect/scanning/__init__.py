@@ -31,12 +31,15 @@ from fatbin_inspect.inventory.roots import Root, resolve_roots
 from fatbin_inspect.inventory.walk import iter_stat
 from fatbin_inspect.scanning.cache import (
     MISS,
+    Answer,
     ScanCache,
     default_dir,
+    has_checksum,
     pack_text,
     packed_size,
     stat_key,
     summaries_from,
+    text_frames,
     texts_size,
     unpack,
     unpack_texts,
@@ -56,6 +59,50 @@ SPLIT_BYTES = 64 << 20  # as inventory.reader's for one file (not imported: a wa
 SPAN_BYTES = 32 << 20
 
 ProgressFn = Callable[[int, int, int], None]  # (files done, files seen, bytes done)
+
+
+# roots a scan walks file by file: a scan of these alone can keep its whole answer (``cache.Answer``)
+WALKED = ("directory", "site-packages", "venv", "conda")
+
+
+class _Walk:
+    """The digest of what a walk gave: every entry's path as shown with its stat key, or with why
+    it was skipped (BLAKE2b over ``marshal`` version 2 of them, 4,096 at a time: version 2
+    writes values only, never back-references, so equal entries give equal bytes; ~0.5 us an
+    entry, where formatting each as text took twice that)."""
+
+    CHUNK = 4096
+
+    def __init__(self):
+        import hashlib
+
+        self._hash = hashlib.blake2b(digest_size=32)
+        self._chunk: list[tuple] = []
+        self.whole = True  # False once an entry is one no answer may be kept for (an image layout)
+
+    def items(self, root: str) -> Iterator:
+        """``iter_stat(root)``, each entry counted into the digest."""
+        chunk = self._chunk
+        for item in iter_stat(root):
+            path, _apath, st, skip = item
+            if st is None:
+                self.whole = self.whole and skip is not None
+                chunk.append((path, skip))
+            else:
+                chunk.append((path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+            if len(chunk) >= self.CHUNK:
+                self._add()
+            yield item
+
+    def _add(self) -> None:
+        import marshal
+
+        self._hash.update(marshal.dumps(self._chunk, 2))
+        self._chunk.clear()
+
+    def digest(self) -> bytes:
+        self._add()
+        return self._hash.digest()
 
 
 # the ``inventory.Options`` fields the records depend on (the cache fingerprint), with their
@@ -210,6 +257,10 @@ class _Scanner:
         # token -> [path, key, records of each span (None until done), spans left, error or None]
         self.split: dict[int, list[Any]] = {}
         self.tokens = 0
+        # (path, summary items) of each file, in the order accepted: the scan's ``cache.Answer``,
+        # kept unless something is met that a rescan must read again (``answerable`` False)
+        self.kept: list[tuple[str, list]] = []
+        self.answerable = True
 
     # ------------------------------------------------------------------ results
     def _tick(self, n: int, nbytes: int) -> None:
@@ -297,13 +348,21 @@ class _Scanner:
             if all(e[0] is not None for e in encs):
                 self.cache.put_encoded(apath, key, [e[:2] for e in encs], texts)
                 summaries = summaries_from([e[0] for e in encs], path)
+                self._kept(path, [e[0] for e in encs])
             else:  # some record does not encode: not cached, summarized here
                 from fatbin_inspect.scanning.coverage import summarize
 
                 summaries = [summarize(e[3]) for e in encs]
+                self.answerable = False
             records = [e[3] for e in encs] if self.keep else summaries
             self._accept(path, records, texts, summaries)
             self._tick(1, key[2])
+
+    def _kept(self, path: str, items: list) -> None:
+        """A file's summary items, for the scan's answer (``_keep_answer`` keeps none unless
+        every item became a record with a text: an image's own record may not)."""
+        if self.answerable:
+            self.kept.append((path, items))
 
     def _shown_on(self, sent: str, encs: list) -> tuple[str, list]:
         """A Dask unit's records, made on the absolute path ``sent``, on the path the scan shows."""
@@ -326,11 +385,13 @@ class _Scanner:
         job = self.unpacker.add(hit)  # its texts, unpacked ahead by a thread while the walk goes on
         if job is not None:
             where = [(job, i, path, apath, key) for i in range(len(hit.summary))]
+            self._kept(path, hit.summary)
             self._accept(path, hit.summaries(path), where)
             return True
         reports = hit.reports(path)  # cached by a scan that kept no texts: encode here, keep them
         if reports is MISS:
             return False
+        self.answerable = False
         texts = [pack_text(self.encoder(r)) for r in reports]
         self.cache.put(apath, key, reports, texts, base=path)
         self._accept(path, reports, texts)
@@ -634,6 +695,7 @@ class _Scanner:
 
     def _error(self, path: str, size: int, message: str) -> None:
         """A file that cannot be read: one record with the error (its text encoded here)."""
+        self.answerable = False  # (read again by the next scan)
         rec = FileReport(path=path, format="unknown", size=size, error=FileError(message))
         self._accept(path, (rec,), [pack_text(self.encoder(rec))] if self.encoder else None, attribute=False)
 
@@ -709,12 +771,13 @@ class _Scanner:
         self._accept(path, records, texts, attribute=False)
         self._tick(1, blob.size)
 
-    def _root(self, root: Root) -> None:
+    def _root(self, root: Root, walk: _Walk | None = None) -> None:
         if self._image_root(root):
             return
         known = self.cache.preload(os.path.abspath(root.path))
         n = nbytes = 0  # files settled by their stat alone, not yet counted: the warm path of a
-        for path, apath, st, skip in iter_stat(root.path):  # tree is this loop and nothing else
+        items = iter_stat(root.path) if walk is None else walk.items(root.path)
+        for path, apath, st, skip in items:  # tree is this loop and nothing else
             if st is not None:
                 size = st.st_size
                 if size >= MIN_SIZE:
@@ -755,18 +818,24 @@ class _Scanner:
         self.attributor = Attributor(r.path for r in roots)  # metadata read up to each root's ceiling
         if self.client is not None:
             self._probe_workers(roots)
+        scan_key = self._scan_key(roots)
+        walk = None
         try:
-            for root in _largest_files_first(roots):
-                self._root(root)
-            self._flush()
-            self._pump()
-            while self.inflight or self.suspects:
-                self._drain()
+            if scan_key is None or not self._answer(scan_key, roots):
+                walk = None if scan_key is None else _Walk()
+                for root in _largest_files_first(roots):
+                    self._root(root, walk)
+                self._flush()
+                self._pump()
+                while self.inflight or self.suspects:
+                    self._drain()
         except BaseException:  # Ctrl-C, or an error: end the workers now, not after their batches
             self._abandon()
             raise
         finally:
             self._close()
+        if walk is not None and scan_key is not None:
+            self._keep_answer(scan_key, walk)
         order = sorted(range(len(self.reports)), key=lambda i: self.reports[i].path)
         texts = None
         if self.encoder is not None:
@@ -782,6 +851,92 @@ class _Scanner:
             unread=tuple(sorted(self.unread)),
             images=tuple(self.images),
         )
+
+    # ------------------------------------------------------------- whole answers
+    def _scan_key(self, roots: tuple[Root, ...]) -> str | None:
+        """The key of this scan's ``cache.Answer`` (with the cache's options), or None when it
+        keeps none: not streamed texts, no cache, a Dask cluster, or a root that is not a folder
+        walked file by file (an image, a wheel, a file, stdin)."""
+        if self.encoder is None or self.client is not None or not self.cache.enabled:
+            return None
+        if not roots or any(r.kind not in WALKED for r in roots):
+            return None
+        import json
+
+        where = [[r.path, os.path.abspath(r.path), r.kind] for r in roots]
+        return json.dumps([self.cache.options, self.cache.encoder, where])
+
+    def _answer(self, scan_key: str, roots: tuple[Root, ...]) -> bool:
+        """Answer from the scan's kept answer when the walk gives what it gave then (its texts
+        unpacked on the unpacker's thread while the walk goes on, and checked before anything
+        is kept); False, with nothing changed, otherwise."""
+        answer = self.cache.answer(scan_key)
+        job = None if answer is None else self.unpacker.add(answer)  # (unpacked as the walk goes)
+        if answer is None or job is None:
+            return False
+        walk = _Walk()
+        for root in _largest_files_first(roots):
+            for _item in walk.items(root.path):
+                pass
+        if walk.digest() != answer.walk:
+            job.result()  # (its bytes let go, not held against the unpacker's budget)
+            self.unpacker.done(job)
+            return False
+        i = 0
+        for path, items in answer.files:
+            where = [(job, i + k, path, None, None) for k in range(len(items))]
+            summaries = summaries_from(items, path)
+            self._accept(path, summaries, where, summaries)
+            i += len(items)
+        if job.result() is MISS or len(self.reports) != i:
+            self.unpacker.done(job)
+            self.reports, self.locs = [], []
+            return False
+        self.stats.update(answer.stats, cache_hits=answer.stats["inspected"])
+        self.skipped = list(answer.skipped)
+        self._tick(answer.stats["files"], answer.stats["bytes"])
+        return True
+
+    def _keep_answer(self, scan_key: str, walk: _Walk) -> None:
+        """Keep this scan's answer (``cache.Answer``) when nothing in it must be read again and
+        its texts fit one unpacking (``_Unpacker.AHEAD``)."""
+        digest = walk.digest()
+        if not (self.answerable and walk.whole) or self.unread or len(self.locs) != len(self.reports):
+            return
+        if sum(len(items) for _, items in self.kept) != len(self.locs):
+            return
+        if sum(loc[-1] if len(loc) == 3 else loc[0].size for loc in self._rows()) > _Unpacker.AHEAD:
+            return
+        frames: list[bytes] = []
+        rows: dict[int, list[bytes] | None] = {}
+        for loc in self.locs:
+            if len(loc) == 3:  # (offset, frame bytes, text bytes) in the spill file
+                assert self.spill is not None
+                self.spill.seek(loc[0])
+                frames.append(self.spill.read(loc[1]))
+                continue
+            job, i = loc[0], loc[1]
+            if id(job) not in rows:
+                rows[id(job)] = text_frames(job.packed, job.n)
+            row = rows[id(job)]
+            if row is None:
+                return
+            frames.append(row[i])
+        if not all(has_checksum(f) for f in frames):  # (a text that failed its check when packed)
+            return
+        stats = {k: self.stats[k] for k in Answer.STATS}
+        answer = {"stats": stats, "skipped": [list(p) for p in self.skipped], "files": self.kept}
+        self.cache.put_answer(scan_key, digest, answer, frames)
+
+    def _rows(self) -> Iterator[tuple]:
+        """Each text's location once per spilled text and once per cache row."""
+        seen: set[int] = set()
+        for loc in self.locs:
+            if len(loc) == 3:
+                yield loc
+            elif id(loc[0]) not in seen:
+                seen.add(id(loc[0]))
+                yield loc
 
     def _probe_workers(self, roots: tuple[Root, ...]) -> None:
         """The Dask workers that see the roots (the others are left out, with a note)."""

@@ -52,8 +52,9 @@ from fatbin_inspect.version import __version__
 # 13: an image input's final-filesystem contents (files, bytes); 14: a row per (path, options):
 # gate's rows (archive and host records too) and scan's, or scans with other options, of one
 # file no longer replace each other (alternating gate and scan read every file again each time);
-# 15: texts checked when packed and carrying zstd's checksum (``pack_text``), not when read
-CACHE_VERSION = 15
+# 15: texts checked when packed and carrying zstd's checksum (``pack_text``), not when read;
+# 16: ``answers``, a whole scan's answer in one row
+CACHE_VERSION = 16
 ENV_DIR = "FATBIN_INSPECT_CACHE_DIR"
 COMMIT_EVERY = 4096  # rows per statement and commit (a cold scan of 15,000 files: 4 commits)
 COMMIT_BYTES = 64 << 20  # or fewer, when their packed data and texts reach this
@@ -96,6 +97,16 @@ def packed_size(frame: bytes) -> int:
     import zstandard
 
     return zstandard.frame_content_size(frame)
+
+
+def has_checksum(frame: bytes) -> bool:
+    """A frame ``pack_text`` made of a text that passed its check (one ``unpack_texts`` accepts)."""
+    import zstandard
+
+    try:
+        return zstandard.get_frame_parameters(frame).has_checksum
+    except zstandard.ZstdError:
+        return False
 
 
 def unpack(frame: Any, size: int, checked: bool = False) -> bytes | None:
@@ -270,6 +281,59 @@ class Hit:
         return row[2], row[1]
 
 
+class Answer:
+    """A scan's whole answer as ``answers`` keeps it, checked: ``walk`` the digest of its walk;
+    ``stats`` its ``ScanStats`` counts (ints); ``skipped`` its ``(path, why)`` pairs; ``files``
+    ``(path, summary items)`` per file, in the order the scan accepted them. Its texts are read
+    the way a ``Hit``'s are (``summary``: all the items, ``packed_texts``); it has no records."""
+
+    __slots__ = ("_packed", "files", "skipped", "stats", "summary", "walk")
+    STATS = ("files", "bytes", "inspected", "skipped")
+
+    def __init__(self, walk: bytes, answer: Any, packed: tuple):
+        from fatbin_inspect.scanning.coverage import FileSummary
+        from fatbin_inspect.scanning.record_data import codec
+
+        stats, skipped, files = answer["stats"], answer["skipped"], answer["files"]
+        if type(skipped) is not list or type(files) is not list:
+            raise ValueError("answer: not lists")
+        if type(stats) is not dict or set(stats) != set(self.STATS):
+            raise ValueError("answer: stats")
+        if not all(type(v) is int and v >= 0 for v in stats.values()):
+            raise ValueError("answer: stats")
+        for pair in (*skipped, *files):
+            if type(pair) is not list or len(pair) != 2 or type(pair[0]) is not str:
+                raise ValueError("answer: a file")
+        if not all(type(why) is str for _, why in skipped) or not all(type(i) is list for _, i in files):
+            raise ValueError("answer: a file")
+        check = codec(FileSummary).values
+        self.summary = [item for _, items in files for item in items]
+        for item in self.summary:
+            check(item)
+        self.walk, self.stats, self._packed = walk, stats, packed
+        self.skipped = [(p, why) for p, why in skipped]
+        self.files = [(p, items) for p, items in files]
+
+    def packed_texts(self) -> tuple:
+        return self._packed
+
+    def reports(self, shown: str) -> Any:
+        return MISS
+
+
+def text_frames(packed: tuple, n: int) -> list[bytes] | None:
+    """The ``n`` frames of a row's ``Hit.packed_texts``, still packed, or None when its sizes
+    do not add up."""
+    sizes = _sizes(packed[1], n)
+    if sizes is None or packed[0] is None:
+        return None
+    blob, out, pos = bytes(packed[0]), [], 0
+    for frame, _size in sizes:
+        out.append(blob[pos : pos + frame])
+        pos += frame
+    return out if pos == len(blob) else None
+
+
 class ScanCache:
     """``get``/``put`` by absolute path; ``options`` is a fingerprint of what the records contain;
     ``encoder`` names the text encoding the ``texts`` column holds (None: texts are not kept)."""
@@ -315,6 +379,10 @@ class ScanCache:
                 " records_at TEXT, encoder TEXT, texts_at TEXT, texts BLOB, PRIMARY KEY (path, options))"
                 " WITHOUT ROWID"
             )
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS answers (scan TEXT PRIMARY KEY, walk BLOB, answer TEXT,"
+                " texts_at TEXT, texts BLOB) WITHOUT ROWID"
+            )
         finally:
             os.umask(old)
         return db
@@ -356,6 +424,31 @@ class ScanCache:
                 found[decode(r[0], enc, "surrogateescape")] = r[1:]
         self._preloaded.append(os.fsdecode(lo))
         return found
+
+    def answer(self, scan: str) -> Answer | None:
+        """The kept answer of the scan ``scan`` names (``Answer``), checked, or None."""
+        row = self._query("SELECT walk, answer, texts_at, texts FROM answers WHERE scan=?", (scan,))
+        if row is None or type(row[0]) is not bytes:
+            return None
+        try:
+            return Answer(row[0], json.loads(row[1]), (row[3], row[2]))
+        except (ValueError, TypeError, KeyError, RecursionError):
+            return None
+
+    def put_answer(self, scan: str, walk: bytes, answer: dict, texts: list[bytes]) -> None:
+        """Keep a scan's whole answer (``Answer``'s fields; ``texts``: its ``pack_text`` frames in
+        the order of ``answer["files"]``'s items), replacing the one it had."""
+        if self._db is None:
+            return
+        blob, texts_at = _column(texts)
+        try:
+            self._db.execute(
+                "INSERT OR REPLACE INTO answers VALUES (?,?,?,?,?)",
+                (scan, walk, json.dumps(answer, separators=(",", ":")), texts_at, blob),
+            )
+            self._db.commit()
+        except sqlite3.Error:
+            self._db = None
 
     def get(self, path: str, key: Key):
         """``Hit`` for a valid row of a file with device code, None for one without, else ``MISS``."""
