@@ -143,10 +143,37 @@ def test_list_kernels_json_streamed_from_parallel_slices_equals_the_document(mon
     blob = open_blob(blob_path)
     fatbins = next(iter(iter_reports([blob_path], Options()))).fatbins
     parts = list(
-        core.iter_decoded(blob, fatbins, Options(kernels=True, details=True, jobs=2), blob_path, list)
+        core.iter_decoded(blob, fatbins, Options(kernels=True, details=True, jobs=2), blob_path, core._same)
     )
     whole = next(iter(iter_reports([blob_path], opts))).fatbins
     assert len(parts) > 1 and tuple(fb for p in parts for fb in p) == whole
+
+
+def test_a_fragment_writes_each_entry_before_the_next_is_decoded(monkeypatch):
+    """The worker's encoder takes a fatbin's entries one at a time, each written before the next
+    is decoded (a fatbin's records are never all held), and gives what the whole records give."""
+    from fatbin_inspect.formats.binio import open_blob
+    from fatbin_inspect.inventory import reader as core
+
+    path = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")
+    fatbins = next(iter(iter_reports([path], Options()))).fatbins
+    assert sum(len(fb.entries) for fb in fatbins) >= 3
+    opts = Options(kernels=True, details=True, jobs=1)
+    events = []
+    real_write = jsondump._Fragment.write
+    monkeypatch.setattr(
+        jsondump._Fragment, "write", lambda self, data: events.append("w") or real_write(self, data)
+    )
+
+    def watched(pairs):
+        for fb, entries in pairs:
+            yield fb, (events.append("d") or e for e in entries)
+
+    lazy = jsondump.fatbins_fragment(watched(core._pairs(open_blob(path), fatbins, opts)))
+    decoded = events.count("d")
+    assert decoded >= 3 and "".join(events).count("dd") == 0  # never two decoded in a row
+    whole = core._same(core._pairs(open_blob(path), fatbins, opts))
+    assert bytes(lazy) == bytes(jsondump.fatbins_fragment((fb, fb.entries) for fb in whole))
 
 
 def test_check_json_streamed_equals_the_document():

@@ -965,8 +965,9 @@ def _probed(blob: Blob, fatbins, toolkit_probe: bool, budget: Budget) -> list[Fa
     ]
 
 
-def _same(fatbins):
-    return fatbins
+def _same(pairs):
+    """The decoded fatbins, whole (an ``iter_decoded`` function)."""
+    return [dataclasses.replace(fb, entries=tuple(entries)) for fb, entries in pairs]
 
 
 def parallel_worthwhile(blob: Blob, fatbins, opts: Options, path: str | None) -> bool:
@@ -988,35 +989,38 @@ def map_decoded(
 def iter_decoded(
     blob: Blob, fatbins, opts: Options, path: str | None, fn, budget: Budget | None = None
 ) -> Iterator:
-    """Decode ``fatbins`` (kernels/details per ``opts``) and yield ``fn(list of decoded fatbins)``
-    for consecutive runs of them, in file order, as they are ready: all of them at once, or, for a
-    large file on disk decoded by worker processes, one fatbin at a time, each worker applying
-    ``fn`` where it decoded it, so a caller can turn records into their final form (JSON text)
-    without shipping 150k kernel records back, and write each piece before the next arrives;
-    ``fn`` must be a module-level function."""
+    """Decode ``fatbins`` (kernels/details per ``opts``) and yield ``fn(pairs)`` for consecutive
+    runs of them, in file order, as they are ready: all of them at once, or, for a large file on
+    disk decoded by worker processes, one fatbin at a time, each worker applying ``fn`` where it
+    decoded it, so a caller can turn records into their final form (JSON text) without shipping
+    150k kernel records back, and write each piece before the next arrives. ``pairs``: each
+    fatbin as listed with an iterator of its entries, decoded as they are taken, so ``fn`` can
+    let each entry's records go before the next is decoded (``_same``: the decoded fatbins
+    whole); ``fn`` must be a module-level function and take the entries in order."""
     if path is not None and parallel_worthwhile(blob, fatbins, opts, path):
         yield from _iter_parallel(path, fatbins, opts, workers.processes(opts.jobs), fn)
         return
-    yield fn(_decode_serial(blob, fatbins, opts, budget))
+    yield fn(_pairs(blob, fatbins, opts, budget))
 
 
-def _decode_serial(blob: Blob, fatbins, opts: Options, budget: Budget | None = None, release: bool = False):
-    """Decode ``fatbins``; ``release``: let the pages read go every ``RELEASE_STEP`` bytes
-    (one of libtorch_cuda.so's fatbins holds 30 MB of compressed cubins)."""
-    out = []
+def _pairs(blob: Blob, fatbins, opts: Options, budget: Budget | None = None, release: bool = False) -> list:
+    """``(fatbin, its entries decoded one at a time)`` of each of ``fatbins``; ``release``: let
+    the pages read go every ``RELEASE_STEP`` bytes (one of libtorch_cuda.so's fatbins holds 30 MB
+    of compressed cubins)."""
     budget = budget if budget is not None else Budget(blob.size)
-    for fb in fatbins:
-        done, lo = [], fb.offset
-        for e in fb.entries:
-            done.append(decode_entry(blob, e, kernels=opts.kernels, resources=opts.resources, budget=budget))
-            end = e.payload_offset + e.stored_size
-            if release and end - lo >= RELEASE_STEP:
-                blob.release(lo, end)
-                lo = end - (blob.base + end) % mmap.PAGESIZE  # the page it ends in: next time
-        if release:
-            blob.release(lo, fb.offset + 16 + fb.size)
-        out.append(dataclasses.replace(fb, entries=tuple(done)))
-    return out
+    return [(fb, _decoded(blob, fb, opts, budget, release)) for fb in fatbins]
+
+
+def _decoded(blob: Blob, fb: Fatbin, opts: Options, budget: Budget, release: bool) -> Iterator[Entry]:
+    lo = fb.offset
+    for e in fb.entries:
+        yield decode_entry(blob, e, kernels=opts.kernels, resources=opts.resources, budget=budget)
+        end = e.payload_offset + e.stored_size
+        if release and end - lo >= RELEASE_STEP:
+            blob.release(lo, end)
+            lo = end - (blob.base + end) % mmap.PAGESIZE  # the page it ends in: next time
+    if release:
+        blob.release(lo, fb.offset + 16 + fb.size)
 
 
 RELEASE_STEP = 4 << 20
@@ -1054,7 +1058,7 @@ def _iter_parallel(path: str, fatbins, opts: Options, jobs: int, fn) -> Iterator
     try:
         pool = workers.pool(jobs)  # workers die with this process and leave Ctrl-C to it
     except OSError:  # no fork/spawn here: decode in-process
-        yield fn(_decode_serial(open_blob(path), fatbins, serial_opts))
+        yield fn(_pairs(open_blob(path), fatbins, serial_opts))
         return
     with pool:
         inflight: deque[cf.Future] = deque()
@@ -1070,7 +1074,7 @@ def _iter_parallel(path: str, fatbins, opts: Options, jobs: int, fn) -> Iterator
                 except cf.process.BrokenProcessPool:
                     if not first:
                         raise
-                    yield fn(_decode_serial(open_blob(path), fatbins, serial_opts))  # no workers here
+                    yield fn(_pairs(open_blob(path), fatbins, serial_opts))  # no workers here
                     return
                 first = False
                 nxt = next(todo, None)
@@ -1093,10 +1097,11 @@ def _decode_slice(path: str, fatbins, opts: Options, fn=_same):
     try:
         blob = open_blob(path)
         before = mapguard.faults()
-        # each fatbin turned into its final form (JSON) at once: a slice's records together were
-        # most of a worker's peak (one of libtorch_cuda.so's: 5 fatbins, 11 MB of JSON); the
-        # pages read stay cached, not resident here
-        out = [fn(_decode_serial(blob, [fb], opts, release=True)) for fb in fatbins]
+        # each fatbin turned into its final form (JSON) at once, entry by entry: a slice's
+        # records together were most of a worker's peak (one of libtorch_cuda.so's: 5 fatbins,
+        # 11 MB of JSON), then one fatbin's (4,320 kernels); the pages read stay cached, not
+        # resident here
+        out = [fn(_pairs(blob, [fb], opts, release=True)) for fb in fatbins]
         if mapguard.faults() != before:  # decoded from zeros: the parent's record says so
             shrank = changed_record(path, blob.size).error
             raise TruncatedError(shrank.message if shrank is not None else "the file shrank")
