@@ -4,9 +4,10 @@
   never sees half a report and a failed run leaves the old one. Over an existing file, Linux's
   ``renameat2(RENAME_EXCHANGE)`` swaps the two names and the old bytes are then unlinked: on
   ext4 a rename over a file first writes back the new file's data (``auto_da_alloc``), ~20 ms
-  for a 33 MB scan document, which the swap does not ask for; elsewhere ``os.replace``. A target that is a symbolic
-  link, a FIFO, a device or a socket is refused (``refuse_special``): never written through,
-  never waited on (``-o -`` is standard output; ``os.devnull`` alone is let through).
+  for a 33 MB scan document, which the swap does not ask for; elsewhere ``os.replace``. A
+  target that is a symbolic link, a FIFO, a device or a socket is refused (``refuse_special``):
+  never written through, never waited on (``-o -`` is standard output; ``os.devnull`` alone is
+  let through).
 - No output may be one of the inputs (same device and inode): ``list x.so -o x.so`` is refused
   before anything is written.
 - An extracted image is created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` relative to the output

@@ -286,7 +286,7 @@ def fatbins_fragment(pairs) -> bytearray | Packed:
 
     out = _Fragment()
     for i, (fb, entries) in enumerate(pairs):
-        d = fatbin_dict(dataclasses.replace(fb.fb if hasattr(fb, "fb") else fb, entries=()))
+        d = fatbin_dict(dataclasses.replace(fb, entries=()))
         keys = list(d)
         k = keys.index("entries")
         before = to_json({n: d[n] for n in keys[:k]}, separators=_COMPACT)[:-1]

@@ -871,8 +871,10 @@ class _Scanner:
         unpacked on the unpacker's thread while the walk goes on, and checked before anything
         is kept); False, with nothing changed, otherwise."""
         answer = self.cache.answer(scan_key)
-        job = None if answer is None else self.unpacker.add(answer)  # (unpacked as the walk goes)
-        if answer is None or job is None:
+        if answer is None:
+            return False
+        job = self.unpacker.add(answer)  # (unpacked on the unpacker's thread as the walk goes)
+        if job is None:
             return False
         walk = _Walk()
         for root in _largest_files_first(roots):
@@ -905,8 +907,6 @@ class _Scanner:
             return
         if sum(len(items) for _, items in self.kept) != len(self.locs):
             return
-        if sum(loc[-1] if len(loc) == 3 else loc[0].size for loc in self._rows()) > _Unpacker.AHEAD:
-            return
         frames: list[bytes] = []
         rows: dict[int, list[bytes] | None] = {}
         for loc in self.locs:
@@ -924,19 +924,11 @@ class _Scanner:
             frames.append(row[i])
         if not all(has_checksum(f) for f in frames):  # (a text that failed its check when packed)
             return
+        if sum(packed_size(f) for f in frames) > _Unpacker.AHEAD:
+            return
         stats = {k: self.stats[k] for k in Answer.STATS}
         answer = {"stats": stats, "skipped": [list(p) for p in self.skipped], "files": self.kept}
         self.cache.put_answer(scan_key, digest, answer, frames)
-
-    def _rows(self) -> Iterator[tuple]:
-        """Each text's location once per spilled text and once per cache row."""
-        seen: set[int] = set()
-        for loc in self.locs:
-            if len(loc) == 3:
-                yield loc
-            elif id(loc[0]) not in seen:
-                seen.add(id(loc[0]))
-                yield loc
 
     def _probe_workers(self, roots: tuple[Root, ...]) -> None:
         """The Dask workers that see the roots (the others are left out, with a note)."""

@@ -120,7 +120,7 @@ def unpack(frame: Any, size: int, checked: bool = False) -> bytes | None:
     try:
         if zstandard.frame_content_size(frame) != size:
             return None
-        if checked and not zstandard.get_frame_parameters(frame).has_checksum:
+        if checked and not has_checksum(frame):
             return None
         out = zstandard.ZstdDecompressor().decompress(frame, max_output_size=size)
     except (zstandard.ZstdError, ValueError, TypeError, MemoryError):
@@ -149,21 +149,33 @@ def _sizes(at: Any, n: int) -> list | None:
     return sizes
 
 
-def _frames(blob: Any, at: Any, n: int, checked: bool = False) -> list[bytes] | None:
-    """The ``n`` frames of a packed column, unpacked; ``at``: its ``[[frame bytes, bytes], ...]``
-    as JSON; ``checked``: frames of ``pack_text``. None when anything does not add up."""
+def _split(blob: Any, at: Any, n: int) -> list[tuple[bytes, Any]] | None:
+    """The ``n`` frames of a packed column, still packed, each with the bytes ``at`` (its
+    ``[[frame bytes, bytes], ...]`` as JSON) says it unpacks to; None when they do not add up."""
     sizes = _sizes(at, n)
     if sizes is None or blob is None:
         return None
     blob = bytes(blob)
     out, pos = [], 0
     for frame, size in sizes:
-        data = unpack(blob[pos : pos + frame], size, checked)
+        out.append((blob[pos : pos + frame], size))
+        pos += frame
+    return out if pos == len(blob) else None
+
+
+def _frames(blob: Any, at: Any, n: int, checked: bool = False) -> list[bytes] | None:
+    """The ``n`` frames of a packed column (``_split``), unpacked; ``checked``: frames of
+    ``pack_text``. None when anything does not add up."""
+    split = _split(blob, at, n)
+    if split is None:
+        return None
+    out = []
+    for frame, size in split:
+        data = unpack(frame, size, checked)
         if data is None:
             return None
         out.append(data)
-        pos += frame
-    return out if pos == len(blob) else None
+    return out
 
 
 def texts_size(packed: tuple, n: int) -> int | None:
@@ -226,12 +238,16 @@ def _usable(directory: str, path: str) -> bool:
 
 
 def _summary_rows(blob: Any) -> list:
-    """The summary column parsed and checked: per record, its ``coverage.FileSummary`` as
-    ``record_data`` stores it (its path relative to the row's file), as data."""
+    """The summary column parsed and checked (``_checked_summaries``)."""
+    return _checked_summaries(json.loads(blob))
+
+
+def _checked_summaries(rows: Any) -> list:
+    """Per record, its ``coverage.FileSummary`` as ``record_data`` stores it (its path relative
+    to the row's file), as data, checked: ``ValueError`` otherwise."""
     from fatbin_inspect.scanning.coverage import FileSummary
     from fatbin_inspect.scanning.record_data import codec
 
-    rows = json.loads(blob)
     if type(rows) is not list:
         raise ValueError("cache row: summary is not a list")
     check = codec(FileSummary).values
@@ -291,9 +307,6 @@ class Answer:
     STATS = ("files", "bytes", "inspected", "skipped")
 
     def __init__(self, walk: bytes, answer: Any, packed: tuple):
-        from fatbin_inspect.scanning.coverage import FileSummary
-        from fatbin_inspect.scanning.record_data import codec
-
         stats, skipped, files = answer["stats"], answer["skipped"], answer["files"]
         if type(skipped) is not list or type(files) is not list:
             raise ValueError("answer: not lists")
@@ -306,10 +319,7 @@ class Answer:
                 raise ValueError("answer: a file")
         if not all(type(why) is str for _, why in skipped) or not all(type(i) is list for _, i in files):
             raise ValueError("answer: a file")
-        check = codec(FileSummary).values
-        self.summary = [item for _, items in files for item in items]
-        for item in self.summary:
-            check(item)
+        self.summary = _checked_summaries([item for _, items in files for item in items])
         self.walk, self.stats, self._packed = walk, stats, packed
         self.skipped = [(p, why) for p, why in skipped]
         self.files = [(p, items) for p, items in files]
@@ -322,16 +332,9 @@ class Answer:
 
 
 def text_frames(packed: tuple, n: int) -> list[bytes] | None:
-    """The ``n`` frames of a row's ``Hit.packed_texts``, still packed, or None when its sizes
-    do not add up."""
-    sizes = _sizes(packed[1], n)
-    if sizes is None or packed[0] is None:
-        return None
-    blob, out, pos = bytes(packed[0]), [], 0
-    for frame, _size in sizes:
-        out.append(blob[pos : pos + frame])
-        pos += frame
-    return out if pos == len(blob) else None
+    """The ``n`` frames of a row's ``Hit.packed_texts``, still packed (``_split``), or None."""
+    split = _split(packed[0], packed[1], n)
+    return None if split is None else [frame for frame, _size in split]
 
 
 class ScanCache:
