@@ -103,7 +103,7 @@ SPCONV = os.path.join(CORPUS, "spconv_cu120-2.3.6-cp311-cp311-manylinux_2_17_x86
     reason="no spconv-cu120 2.3.6 in .cache/corpus (scripts/fetch_corpus.sh)",
 )
 def test_spconv_jit_cells_name_the_mix():
-    out = cli("check", SPCONV, "--gpu", "H100", "--gpu", "RTX 5090", "--driver", "580", env=WIDE).out.out
+    out = cli("check", SPCONV, "--gpu", "H100", "--gpu", "RTX 5090", "--driver", "580", env=WIDE).out
     notes = " ".join(out[out.index("Notes") :].split())
     assert (
         "195 of 606 fatbins JIT-compile PTX at the first launch (compute_52 ×195); 411 load a cubin (sm_90)"
