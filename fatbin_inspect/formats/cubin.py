@@ -18,11 +18,15 @@ Facts a reader cannot guess:
 
 from __future__ import annotations
 
+import array
+import functools
+import re
 import struct
+import sys
 
 from fatbin_inspect.errors import CorruptError, NotLoaded, TruncatedError
 from fatbin_inspect.formats.elf64 import E_SHNUM, E_SHOFF, EHDR64, ELF_MAGIC, SHDR64, SHT_NOBITS, SYM64
-from fatbin_inspect.formats.model import CubinInfo, Kernel
+from fatbin_inspect.formats.model import CubinInfo, Kernel, fast_kernel
 
 EM_CUDA = 190
 OSABI_CUDA_V1 = 0x33
@@ -131,24 +135,23 @@ class _Elf:
             raise TruncatedError(f"section table ({shnum} entries) runs past the image end", shoff)
         if phnum and phoff + phnum * phentsize > size:  # unused, but a cut image is no image
             raise TruncatedError(f"program headers ({phnum} entries) run past the image end", phoff)
-        self.sections = list(SHDR64.iter_unpack(data[shoff : shoff + shnum * SHDR64.size]))
-        self.names: list[str] = []
+        table = data[shoff : shoff + shnum * SHDR64.size]
+        self.shnum = shnum
+        # the section headers by column (C arrays of the fields read: a large cubin has thousands
+        # of sections, of which a listing reads five per kernel, so no tuple per header)
+        words, quads = _columns(table, "I"), _columns(table, "Q")
+        self.sh_type, self.sh_link = words[1::16], words[10::16]
+        self.sh_offset, self.sh_size = quads[3::8], quads[4::8]
+        self.by_name: dict[str, int] = {}
         if shnum and shstrndx < shnum:
-            strtab = self._bytes(shstrndx).decode("latin-1")  # one decode; str.find is as fast
-            find = strtab.find
-            self.names = [
-                strtab[sh[0] : e] if (e := find("\0", sh[0])) >= 0 else strtab[sh[0] :]
-                for sh in self.sections
-            ]
-        else:
-            self.names = [""] * shnum
-        self.by_name: dict[str, int] = {n: i for i, n in enumerate(self.names)}
+            self.by_name = _names(self._bytes(shstrndx), words[0::16])
+        elif shnum:
+            self.by_name = {"": shnum - 1}
 
     def _bytes(self, idx: int) -> bytes:
-        sh = self.sections[idx]
-        if sh[1] == SHT_NOBITS:
+        if self.sh_type[idx] == SHT_NOBITS:
             return b""
-        off, size = sh[4], sh[5]
+        off, size = self.sh_offset[idx], self.sh_size[idx]
         if off + size > self.size:
             raise TruncatedError(f"section {idx} [{off:#x}+{size}] runs past the image end", off)
         return self.data[off : off + size]
@@ -156,6 +159,28 @@ class _Elf:
     def section(self, name: str) -> bytes | None:
         idx = self.by_name.get(name)
         return None if idx is None else self._bytes(idx)
+
+
+def _columns(table: bytes, code: str) -> array.array | list[int]:
+    """``table`` as an array of little-endian unsigned integers (``code`` "I": 4 bytes, "Q": 8):
+    a 64-byte section header is 16 or 8 of them."""
+    width = {"I": 4, "Q": 8}[code]
+    out = array.array(code)
+    if out.itemsize != width:  # pragma: no cover - no such CPython build known
+        return list(struct.unpack(f"<{len(table) // width}{code}", table))
+    out.frombytes(table)
+    if sys.byteorder != "little":  # pragma: no cover - big-endian hosts
+        out.byteswap()
+    return out
+
+
+def _names(raw: bytes, offsets) -> dict[str, int]:
+    """Section name -> index (the last section of a name wins) from the section-name table and
+    each section's offset into it: a name runs to the next NUL (or the table's end)."""
+    strtab = raw.decode("latin-1")  # one decode; str.find is as fast
+    find = strtab.find
+    names = [strtab[o:e] if (e := find("\0", o)) >= 0 else strtab[o:] for o in offsets]
+    return dict(zip(names, range(len(names))))
 
 
 def _nv_records(data: bytes):
@@ -267,54 +292,95 @@ def _notes_of(elf: _Elf) -> tuple[str | None, str | None, int | None]:
     return toolkit, cmdline, virtual_sm
 
 
+# st_info's type nibble is STT_FUNC / st_other has STO_CUDA_ENTRY: 1, else 0 (bytes.translate)
+_IS_FUNC = bytes(int(b & 0xF == STT_FUNC) for b in range(256))
+_IS_ENTRY = bytes(int(bool(b & STO_CUDA_ENTRY)) for b in range(256))
+_U32 = struct.Struct("<I")
+
+
 def _kernel_symbols(elf: _Elf) -> list[tuple[int, str]]:
+    """(symbol index, name) of each kernel, in symbol order. The symbols are sifted without a
+    loop in bytecode (one cubin has thousands, a fifth of them kernels): the st_info and st_other
+    bytes of every 24-byte symbol are taken as two strided slices, mapped to 0/1 by
+    ``translate`` and ANDed as integers."""
     idx = elf.by_name.get(".symtab")
     if idx is None:
         return []
     symtab = elf._bytes(idx)
-    link = elf.sections[idx][6]
-    if link >= len(elf.sections):
-        raise CorruptError(".symtab links to a missing string table", elf.sections[idx][4])
+    link = elf.sh_link[idx]
+    if link >= elf.shnum:
+        raise CorruptError(".symtab links to a missing string table", elf.sh_offset[idx])
     strtab = elf._bytes(link)
-    out = []
     usable = len(symtab) - len(symtab) % SYM64.size
-    for i, (st_name, st_info, st_other, _shndx, _val, _size) in enumerate(SYM64.iter_unpack(symtab[:usable])):
-        if st_info & 0xF == STT_FUNC and st_other & STO_CUDA_ENTRY:
-            end = strtab.find(b"\0", st_name)
-            out.append((i, strtab[st_name : end if end >= 0 else None].decode("utf-8", "replace")))
+    count = usable // SYM64.size
+    funcs = int.from_bytes(symtab[4:usable:24].translate(_IS_FUNC), "little")
+    entries = int.from_bytes(symtab[5:usable:24].translate(_IS_ENTRY), "little")
+    marks = (funcs & entries).to_bytes(count, "little")
+    out = []
+    find, unpack, i = strtab.find, _U32.unpack_from, marks.find(1)
+    while i >= 0:
+        (st_name,) = unpack(symtab, i * SYM64.size)
+        end = find(b"\0", st_name)
+        out.append((i, strtab[st_name : end if end >= 0 else None].decode("utf-8", "replace")))
+        i = marks.find(1, i + 1)
     return out
 
 
-def _with_resources(elf: _Elf, syms: list[tuple[int, str]], demangle=None) -> tuple[Kernel, ...]:
+# a run of .nv.info records that are all SVAL with 8 data bytes (every record of the global
+# .nv.info of most cubins: register count, frame size, stack sizes, one of each per kernel)
+_SVAL8_RUN = re.compile(rb"(?:\x04.\x08\x00.{8})+", re.DOTALL)
+
+
+def _global_resources(glob: bytes) -> tuple[dict[int, int], dict[int, int]]:
+    """Register count and frame size by symbol index, from the global ``.nv.info`` (the last
+    record for a symbol wins). In a run of 8-byte SVAL records (a pattern finds where it ends)
+    the attribute bytes are one strided slice, searched for the two attributes; other records
+    are walked one by one."""
     regs: dict[int, int] = {}
     frame: dict[int, int] = {}
+    pos, n, unpack, run = 0, len(glob), _II.unpack_from, _SVAL8_RUN.match
+    while pos + 4 <= n:
+        m = run(glob, pos)
+        if m is not None:
+            end = m.end()
+            attrs = glob[pos + 1 : end : 12]
+            for attr, into in ((NVI_REGCOUNT, regs), (NVI_FRAME_SIZE, frame)):
+                j = attrs.find(attr)
+                while j >= 0:
+                    sym, amount = unpack(glob, pos + 12 * j + 4)
+                    into[sym] = amount
+                    j = attrs.find(attr, j + 1)
+            pos = end
+            continue
+        if glob[pos] != 4:
+            pos += 4
+            continue
+        attr, v = glob[pos + 1], glob[pos + 2] | glob[pos + 3] << 8
+        if (attr == NVI_REGCOUNT or attr == NVI_FRAME_SIZE) and v >= 8 and pos + 12 <= n:  # noqa: SIM109 - no tuple per record
+            sym, amount = unpack(glob, pos + 4)
+            (regs if attr == NVI_REGCOUNT else frame)[sym] = amount
+        pos += 4 + v
+    return regs, frame
+
+
+def _with_resources(elf: _Elf, syms: list[tuple[int, str]], demangle=None) -> tuple[Kernel, ...]:
     glob = elf.section(".nv.info")
-    if glob:  # hot: hundreds of records per cubin, thousands of cubins; walked by index
-        pos, n, unpack = 0, len(glob), _II.unpack_from
-        while pos + 4 <= n:
-            if glob[pos] != 4:
-                pos += 4
-                continue
-            attr, v = glob[pos + 1], glob[pos + 2] | glob[pos + 3] << 8
-            if (attr == NVI_REGCOUNT or attr == NVI_FRAME_SIZE) and v >= 8 and pos + 12 <= n:  # noqa: SIM109 - no tuple per record
-                sym, amount = unpack(glob, pos + 4)
-                (regs if attr == NVI_REGCOUNT else frame)[sym] = amount
-            pos += 4 + v
+    regs, frame = _global_resources(glob) if glob else ({}, {})
     kernels = []
-    by_name, sections, section = elf.by_name, elf.sections, elf._bytes  # hot loop: locals
+    by_name, sizes, section = elf.by_name.get, elf.sh_size, elf._bytes  # hot loop: locals
     for idx, name in syms:
         max_threads = None
-        i = by_name.get(".nv.info." + name)
+        i = by_name(".nv.info." + name)
         if i is not None:
             val = _sval(section(i), NVI_MAX_THREADS)
             if val is not None and len(val) >= 12:
                 max_threads = _III.unpack_from(val, 0)
-        i = by_name.get(".nv.shared." + name)
-        shared = sections[i][5] if i is not None else 0
-        i = by_name.get(".nv.constant0." + name)
-        const0 = sections[i][5] if i is not None else None
+        i = by_name(".nv.shared." + name)
+        shared = sizes[i] if i is not None else 0
+        i = by_name(".nv.constant0." + name)
+        const0 = sizes[i] if i is not None else None
         kernels.append(
-            Kernel(
+            fast_kernel(
                 name,
                 demangle(name) if demangle else None,
                 regs.get(idx),
@@ -327,13 +393,28 @@ def _with_resources(elf: _Elf, syms: list[tuple[int, str]], demangle=None) -> tu
     return tuple(kernels)
 
 
+@functools.cache
+def _skipper(attribute: int):
+    """A pattern matching a run of ``.nv.info`` records none of which is an SVAL record of
+    ``attribute``: any record of another format (4 bytes) and SVAL records of other attributes
+    with 0-64 data bytes (a multiple of 4: the lengths ptxas writes); what it stops at (the record
+    asked for, a longer one, the end) is read by ``_sval``'s own walk."""
+    other = re.escape(bytes((attribute,)))
+    sizes = b"|".join(re.escape(bytes((v, 0))) + b".{%d}" % v for v in range(0, 65, 4))
+    return re.compile(b"(?:[^\\x04]...|\\x04[^" + other + b"](?:" + sizes + b"))*", re.DOTALL).match
+
+
 def _sval(data: bytes, attribute: int) -> bytes | None:
-    """Data of the first SVAL (format 4) record with ``attribute``: a bare index walk, since this
-    runs for every kernel (150k in libtorch_cuda.so) and a generator of tuples costs 3x more."""
+    """Data of the first SVAL (format 4) record with ``attribute``. This runs for every kernel
+    (150k in libtorch_cuda.so, whose per-kernel ``.nv.info`` hold ~12 records each): the records
+    before it are skipped by a pattern, the rest walked by index."""
     if data.find(bytes((4, attribute))) < 0:  # no such record can exist: skip the walk
         return None
-    pos, n = 0, len(data)
+    pos, n, skip = 0, len(data), _skipper(attribute)
     while pos + 4 <= n:
+        pos = skip(data, pos).end()  # (a run of none always matches)
+        if pos + 4 > n:
+            break
         size = data[pos + 2] | data[pos + 3] << 8 if data[pos] == 4 else 0
         if data[pos + 1] == attribute and data[pos] == 4:
             return data[pos + 4 : pos + 4 + size]

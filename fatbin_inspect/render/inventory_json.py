@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
+from json.encoder import encode_basestring_ascii as _str_json  # json.dumps' own (C)
 from typing import Any
 
 from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport, Kernel, Package
@@ -34,6 +35,38 @@ def kernel_dict(k: Kernel) -> dict[str, Any]:
     if k.max_threads is not None:
         d["max_threads"] = list(k.max_threads)
     return d
+
+
+def kernels_json(kernels: tuple[Kernel, ...]) -> str:
+    """``json.dumps([kernel_dict(k) for k in kernels], separators=(",", ":"))``, byte for byte, in
+    a third of the time: written with the C string encoder ``json.dumps`` uses, without a dict per
+    kernel (libtorch_cuda.so: 150k kernels, most of ``list --kernels --format json``'s encoding).
+    Pass the text through ``escape.utf8_json`` as ``json.dumps``' own. Each field written as
+    ``kernel_dict`` writes it: tests/test_streaming.py compares the two."""
+    out: list[str] = []
+    put = out.append
+    for k in kernels:  # (f-strings: one copy of the text; `+` copied each partial string again)
+        dm, r, sh, c, lo, mt = k.demangled, k.registers, k.shared, k.constant0, k.local, k.max_threads
+        name, demangled = _str_json(k.name), "null" if dm is None else _str_json(dm)
+        if r is not None and sh is not None and c is not None and lo is not None and mt is None:
+            put(
+                f'{{"name":{name},"demangled":{demangled},"registers":{r},"shared":{sh},"constant0":{c},"local":{lo}}}'
+            )
+            continue
+        parts = [f'{{"name":{name},"demangled":{demangled}']
+        if r is not None:
+            parts.append(f',"registers":{r}')
+        if sh is not None:
+            parts.append(f',"shared":{sh}')
+        if c is not None:
+            parts.append(f',"constant0":{c}')
+        if lo is not None:
+            parts.append(f',"local":{lo}')
+        if mt is not None:
+            parts.append(',"max_threads":[' + ",".join(map(int.__repr__, mt)) + "]")
+        parts.append("}")
+        put("".join(parts))
+    return "[" + ",".join(out) + "]"
 
 
 def cubin_dict(c: CubinInfo | None) -> dict[str, Any] | None:

@@ -282,7 +282,7 @@ def fatbins_fragment(pairs) -> bytearray | Packed:
     (``inventory.reader.iter_decoded``: ``(fatbin, its decoded entries)`` pairs). Written one
     entry at a time, each as it is decoded: a fatbin's dicts and text at once were most of a
     worker's peak, then its records."""
-    from fatbin_inspect.render.inventory_json import entry_dict, fatbin_dict
+    from fatbin_inspect.render.inventory_json import fatbin_dict
 
     out = _Fragment()
     for i, (fb, entries) in enumerate(pairs):
@@ -293,9 +293,24 @@ def fatbins_fragment(pairs) -> bytearray | Packed:
         after = to_json({n: d[n] for n in keys[k + 1 :]}, separators=_COMPACT)[1:]
         out.write((("," if i else "") + before + ("," if k else "") + '"entries":[').encode())
         for j, e in enumerate(entries):
-            out.write((("," if j else "") + to_json(entry_dict(e), separators=_COMPACT)).encode())
+            out.write((("," if j else "") + entry_json(e)).encode())
         out.write(("]" + ("," if after != "}" else "") + after).encode())
     return out.result()
+
+
+_NO_KERNELS = '"kernels":null}'
+
+
+def entry_json(e) -> str:
+    """Compact JSON of one entry, as ``to_json(entry_dict(e))`` writes it: its kernels (last of its
+    keys) by ``inventory_json.kernels_json``."""
+    from fatbin_inspect.render.inventory_json import entry_dict, kernels_json
+
+    if e.kernels:
+        head = to_json(entry_dict(dataclasses.replace(e, kernels=None)), separators=_COMPACT)
+        if head.endswith(_NO_KERNELS):  # (entry_dict writes the kernels last)
+            return head[: -len(_NO_KERNELS)] + '"kernels":' + utf8_json(kernels_json(e.kernels)) + "}"
+    return to_json(entry_dict(e), separators=_COMPACT)
 
 
 def file_pieces(report, fragments=None) -> Iterator[bytes]:
