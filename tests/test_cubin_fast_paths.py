@@ -65,13 +65,13 @@ def _section(draw) -> bytes:
     return (data if cut is None else data[:cut]) + tail
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_section(), st.sampled_from([C.NVI_MAX_THREADS, 0x17, 0x04]))
 def test_sval_finds_the_record_the_walk_finds(data, attribute):
     assert C._sval(data, attribute) == _sval_spec(data, attribute)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_section())
 def test_global_resources_equal_the_walk(data):
     assert C._global_resources(data) == _resources_spec(data)
@@ -89,7 +89,7 @@ def test_global_resources_of_a_long_uniform_run_with_one_other_record():
     assert regs[297] == 397 and frame[298] == 398 and len(regs) == 100
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     st.lists(st.text(alphabet=".abcnvifo_\xe9", max_size=12), max_size=8),
     st.booleans(),
@@ -148,7 +148,7 @@ _NAMES = st.text(
 _INT = st.none() | st.integers(0, 2**40)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     st.lists(
         st.builds(
