@@ -33,6 +33,7 @@ OSABI_CUDA_V1 = 0x33
 OSABI_CUDA_V2 = 0x41
 
 _NOTE = struct.Struct("<III")
+_U32 = struct.Struct("<I")
 _II = struct.Struct("<II")
 _III = struct.Struct("<III")
 
@@ -161,14 +162,10 @@ class _Elf:
         return None if idx is None else self._bytes(idx)
 
 
-def _columns(table: bytes, code: str) -> array.array | list[int]:
-    """``table`` as an array of little-endian unsigned integers (``code`` "I": 4 bytes, "Q": 8):
-    a 64-byte section header is 16 or 8 of them."""
-    width = {"I": 4, "Q": 8}[code]
-    out = array.array(code)
-    if out.itemsize != width:  # pragma: no cover - no such CPython build known
-        return list(struct.unpack(f"<{len(table) // width}{code}", table))
-    out.frombytes(table)
+def _columns(table: bytes, code: str) -> array.array:
+    """``table`` as an array of little-endian unsigned integers (``code`` "I": 4 bytes, "Q": 8,
+    their size on every platform CPython runs on): a 64-byte section header is 16 or 8 of them."""
+    out = array.array(code, table)
     if sys.byteorder != "little":  # pragma: no cover - big-endian hosts
         out.byteswap()
     return out
@@ -295,7 +292,6 @@ def _notes_of(elf: _Elf) -> tuple[str | None, str | None, int | None]:
 # st_info's type nibble is STT_FUNC / st_other has STO_CUDA_ENTRY: 1, else 0 (bytes.translate)
 _IS_FUNC = bytes(int(b & 0xF == STT_FUNC) for b in range(256))
 _IS_ENTRY = bytes(int(bool(b & STO_CUDA_ENTRY)) for b in range(256))
-_U32 = struct.Struct("<I")
 
 
 def _kernel_symbols(elf: _Elf) -> list[tuple[int, str]]:

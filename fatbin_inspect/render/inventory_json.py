@@ -38,11 +38,12 @@ def kernel_dict(k: Kernel) -> dict[str, Any]:
 
 
 def kernels_json(kernels: tuple[Kernel, ...]) -> str:
-    """``json.dumps([kernel_dict(k) for k in kernels], separators=(",", ":"))``, byte for byte, in
-    a third of the time: written with the C string encoder ``json.dumps`` uses, without a dict per
-    kernel (libtorch_cuda.so: 150k kernels, most of ``list --kernels --format json``'s encoding).
-    Pass the text through ``escape.utf8_json`` as ``json.dumps``' own. Each field written as
-    ``kernel_dict`` writes it: tests/test_streaming.py compares the two."""
+    """``json.dumps([kernel_dict(k) for k in kernels], separators=(",", ":"))``, byte for byte,
+    ~25 % faster (3.1 against 4.2 us a kernel): written with the C string encoder ``json.dumps``
+    uses, without a dict per kernel (libtorch_cuda.so: 145k kernels, most of ``list --kernels
+    --format json``'s encoding). Pass the text through ``escape.utf8_json`` as ``json.dumps``'
+    own. Each field written as ``kernel_dict`` writes it: tests/test_cubin_fast_paths.py compares
+    the two."""
     out: list[str] = []
     put = out.append
     for k in kernels:  # (f-strings: one copy of the text; `+` copied each partial string again)
