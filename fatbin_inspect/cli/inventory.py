@@ -190,16 +190,23 @@ def _write_json(out, paths, opts: Options, targets, seen: list) -> bool:
         if entries > PRETTY_MAX_ENTRIES:
             break
 
+    pretty = entries <= PRETTY_MAX_ENTRIES
+
+    def encoded(r: FileReport) -> bytes:
+        if pretty:
+            return jsondump.file_pretty(r, 2).encode()
+        return jsondump.to_json(inventory_json.file_dict(r), separators=(",", ":")).encode()
+
     def files():
         while held:
-            yield inventory_json.file_dict(held.popleft())
+            yield encoded(held.popleft())
         for r in it:
-            yield inventory_json.file_dict(r)
+            yield encoded(r)
 
     doc = {
         "schema_version": inventory_json.SCHEMA_VERSION,
         "tool": inventory_json.tool(),
-        "files": jsondump.Items(files()),
+        "files": jsondump.Items(files(), encoded=True),
     }
     if targets:
         from fatbin_inspect.render.check_json import result_dict, target_dict
@@ -207,7 +214,7 @@ def _write_json(out, paths, opts: Options, targets, seen: list) -> bool:
         index = {t: i for i, t in enumerate(targets)}
         doc["targets"] = [target_dict(t) for t in targets]
         doc["results"] = jsondump.Items(result_dict(v, index[v.target]) for v in verdicts)
-    jsondump.write(out, doc, pretty=entries <= PRETTY_MAX_ENTRIES)
+    jsondump.write(out, doc, pretty=pretty)
     return recs.failed
 
 

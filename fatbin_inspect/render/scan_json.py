@@ -82,7 +82,7 @@ def file_rest(report) -> bytes:
 
     if report.distribution is not None:
         report = dataclasses.replace(report, distribution=None)
-    text = jsondump.pretty(file_dict(report), 2)
+    text = jsondump.file_pretty(report, 2)
     return text[text.index(_HEAD_END) + len(_HEAD_END) :].encode()
 
 
