@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileError, FileReport, Kernel, Package
-from fatbin_inspect.render import jsondump
+from fatbin_inspect.render import inventory_json, jsondump
 from fatbin_inspect.render.inventory_json import entry_dict, entry_pretty, file_dict
 
 # strings as file names and header fields hold them: os.fsdecode's lone surrogates included
@@ -136,7 +136,7 @@ def test_a_fatbin_field_the_fast_path_does_not_write_sends_it_to_the_general_pat
     write (a future one) is written by ``pretty`` of its dict, never without the field."""
     e = Entry(1, "sass", 2, 90, "a", "none", 8, 8, 0, (1, 8), 64, 65, "linux", False, None, None)
     report = FileReport("lib.so", "elf", 100, fatbins=(Fatbin(0, 8, ".nv_fatbin", (e,), "scan"),))
-    assert set(jsondump._FATBIN_FIELDS) == {f.name for f in dataclasses.fields(Fatbin)}
-    monkeypatch.setattr(jsondump, "_FATBIN_FIELDS", ("section", "offset", "size", "entries"))
+    assert set(inventory_json.FATBIN_PRETTY_FIELDS) == {f.name for f in dataclasses.fields(Fatbin)}
+    monkeypatch.setattr(inventory_json, "FATBIN_PRETTY_FIELDS", ("section", "offset", "size", "entries"))
     assert jsondump.file_pretty(report, 2) == jsondump.pretty(file_dict(report), 2)
     assert '"found_by": "scan"' in jsondump.file_pretty(report, 2)

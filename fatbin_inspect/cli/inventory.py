@@ -192,10 +192,8 @@ def _write_json(out, paths, opts: Options, targets, seen: list) -> bool:
 
     pretty = entries <= PRETTY_MAX_ENTRIES
 
-    def encoded(r: FileReport) -> bytes:
-        if pretty:
-            return jsondump.file_pretty(r, 2).encode()
-        return jsondump.to_json(inventory_json.file_dict(r), separators=(",", ":")).encode()
+    def encoded(r: FileReport):
+        return (jsondump.file_pretty(r, 2).encode(),) if pretty else jsondump.file_pieces(r)
 
     def files():
         while held:

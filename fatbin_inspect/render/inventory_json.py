@@ -108,20 +108,18 @@ def entry_pretty(e: Entry, ind: str) -> str | None:
     dict and the general encoder (a scan's cold JSON of the six wheels' 37,500 entries was as
     much CPU as parsing them). Each field written as ``entry_dict`` writes it:
     tests/test_render_fast_paths.py compares the two."""
-    cv = e.code_version
-    if e.cubin is not None or e.kernels is not None or len(cv) != 2:
+    if e.cubin is not None or e.kernels is not None:
         return None
-    kind, v = e.kind, e.variant
-    sass = kind == "sass"
+    cv, v = e.code_version, e.variant
     cvi = ind + "  "
     return (
-        f'{{{ind}"offset": {e.offset},{ind}"kind": {_str_json(kind)},{ind}"arch": {_str_json(e.arch)},'
+        f'{{{ind}"offset": {e.offset},{ind}"kind": {_str_json(e.kind)},{ind}"arch": {_str_json(e.arch)},'
         f'{ind}"sm": {e.sm},{ind}"variant": {_str_json(v) if v else "null"},'
         f'{ind}"compression": {_str_json(e.compression)},{ind}"stored_size": {e.stored_size},'
         f'{ind}"size": {e.size},{ind}"ptx_isa": {_opt_str(e.ptx_isa)},'
         f'{ind}"tile_ir_version": {_opt_str(e.tile_ir_version)},'
         f'{ind}"code_version": [{cvi}{cv[0]},{cvi}{cv[1]}{ind}],'
-        f'{ind}"elf_abi": {cv[1] if sass else "null"},'
+        f'{ind}"elf_abi": {cv[1] if e.kind == "sass" else "null"},'
         f'{ind}"relocatable_ptx": {"true" if e.relocatable_ptx else "false"},'
         f'{ind}"host": {_opt_str(e.host)},{ind}"debug": {"true" if e.debug else "false"},'
         f'{ind}"identifier": {_opt_str(e.identifier)},{ind}"options": {_opt_str(e.options)},'
@@ -135,6 +133,23 @@ def _opt_str(s: str | None) -> str:
 
 
 _FATBIN_LEAD = ("section", "offset", "size", "found_by")  # then the other fields: entries
+FATBIN_PRETTY_FIELDS = (*_FATBIN_LEAD, "entries")  # the fields fatbin_pretty writes, by name
+
+
+def fatbin_pretty(fb: Fatbin, ind: str) -> str:
+    """``jsondump.pretty(fatbin_dict(fb))`` at the depth whose keys' lines start with ``ind``,
+    before ``escape.utf8_json``, when the record's fields are ``FATBIN_PRETTY_FIELDS`` (the
+    caller checks); each entry by ``entry_pretty``, else by ``pretty`` of its dict."""
+    from fatbin_inspect.render.jsondump import pretty
+
+    ei = ind + "  "
+    texts = [entry_pretty(e, ei + "  ") or pretty(entry_dict(e), len(ei) // 2) for e in fb.entries]
+    entries = "[" + ei + ("," + ei).join(texts) + ind + "]" if texts else "[]"
+    section = "null" if fb.section is None else _str_json(fb.section)
+    return (
+        f'{{{ind}"section": {section},{ind}"offset": {fb.offset},{ind}"size": {fb.size},'
+        f'{ind}"found_by": {_str_json(fb.found_by)},{ind}"entries": {entries}{ind[:-2]}}}'
+    )
 
 
 def fatbin_dict(fb: Fatbin) -> dict[str, Any]:

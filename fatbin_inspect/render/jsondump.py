@@ -313,40 +313,24 @@ def entry_json(e) -> str:
     return to_json(entry_dict(e), separators=_COMPACT)
 
 
-_FATBIN_FIELDS = ("section", "offset", "size", "found_by", "entries")  # as file_pretty writes them
-
-
 def file_pretty(report, depth: int) -> str:
-    """``pretty(file_dict(report), depth)``, byte for byte, its fatbins and entries written from
-    the records by ``inventory_json.entry_pretty`` (the scan document's ``files[]``, depth 2, and
-    ``list --format json`` of small inventories): the file's other fields by ``pretty``, an entry
-    it cannot write (decoded cubin or kernels) by ``pretty`` of its dict; a fatbin record with
-    fields other than ``_FATBIN_FIELDS`` (the fast path writes those by name) by ``pretty``."""
-    from fatbin_inspect.render.inventory_json import entry_dict, entry_pretty, file_dict
+    """``pretty(file_dict(report), depth)``, byte for byte: the file's other fields by ``pretty``,
+    its fatbins from the records by ``inventory_json.fatbin_pretty`` (the scan document's
+    ``files[]``, depth 2, and ``list --format json`` of small inventories); all by ``pretty``
+    when the fatbin record has fields ``fatbin_pretty`` does not write."""
+    from fatbin_inspect.render import inventory_json as inv
 
     fatbins = report.fatbins
-    ind = "\n" + "  " * depth
-    if fatbins and frozenset(f.name for f in dataclasses.fields(fatbins[0])) == frozenset(_FATBIN_FIELDS):
-        head = _pretty(file_dict(dataclasses.replace(report, fatbins=())), depth)
+    fields = frozenset(f.name for f in dataclasses.fields(fatbins[0])) if fatbins else None
+    if fields == frozenset(inv.FATBIN_PRETTY_FIELDS):
+        ind = "\n" + "  " * depth  # the file's braces; its keys one level in, its fatbins two
+        head = _pretty(inv.file_dict(dataclasses.replace(report, fatbins=())), depth)
         end = '"fatbins": []' + ind + "}"
         if head.endswith(end):  # (file_dict writes the fatbins last)
-            fi = ind + "    " + "  "  # a fatbin's keys: the file's keys' depth + 2
-            ei = fi + "  "  # its entries
-            items = []
-            for fb in fatbins:
-                texts = [
-                    entry_pretty(e, ei + "  ") or _pretty(entry_dict(e), len(ei) // 2) for e in fb.entries
-                ]
-                sec = "null" if fb.section is None else _ascii(fb.section)
-                entries = "[" + ei + ("," + ei).join(texts) + fi + "]" if texts else "[]"
-                items.append(
-                    f'{{{fi}"section": {sec},{fi}"offset": {fb.offset},{fi}"size": {fb.size},'
-                    f'{fi}"found_by": {_ascii(fb.found_by)},{fi}"entries": {entries}{fi[:-2]}}}'
-                )
-            fbi = fi[:-2]
-            body = "[" + fbi + ("," + fbi).join(items) + fbi[:-2] + "]"
-            return head[: -len(end)] + '"fatbins": ' + utf8_json(body) + ind + "}"
-    return _pretty(file_dict(report), depth)
+            fbi = ind + "    "
+            body = "[" + fbi + ("," + fbi).join(inv.fatbin_pretty(fb, fbi + "  ") for fb in fatbins)
+            return head[: -len(end)] + '"fatbins": ' + utf8_json(body + ind + "  ]") + ind + "}"
+    return _pretty(inv.file_dict(report), depth)
 
 
 def file_pieces(report, fragments=None) -> Iterator[bytes]:
