@@ -41,6 +41,7 @@ from fatbin_inspect.formats.model import (
     KIND_UNKNOWN,
     Entry,
     Fatbin,
+    fast_entry,
 )
 
 MAGIC = 0xBA55ED50
@@ -152,7 +153,7 @@ def parse_entry(blob: Blob, off: int, end: int) -> tuple[Entry, int]:
         elif opt_off + opt_len > header_size:
             raise CorruptError("compat blob lies outside the entry header", off)
     variant = "a" if flags & FLAG_ARCH_SPECIFIC else "f" if flags & FLAG_FAMILY_SPECIFIC else ""
-    return Entry(
+    return fast_entry(
         offset=off,
         kind=kind,
         kind_code=kind_code,

@@ -14,6 +14,7 @@ KIND_PTX = "ptx"
 KIND_LTOIR = "ltoir"
 KIND_TILE = "tile"  # cuda_tile IR bytecode (nvcc 13.3+ -enable-tile, nvFatbin AddTileIR)
 KIND_UNKNOWN = "unknown"
+_ARCH_PREFIX = {KIND_SASS: "sm_", KIND_PTX: "compute_", KIND_LTOIR: "lto_", KIND_TILE: "tile_"}
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,14 @@ class Kernel:
     local: int | None = None  # frame size (per-thread local memory), bytes
 
 
+def _without_init(cls, **fields):
+    """A frozen dataclass record whose fields are set straight in its ``__dict__``: the callers
+    name every field, so the record is the one ``cls(**fields)`` makes."""
+    record = object.__new__(cls)
+    record.__dict__.update(fields)
+    return record
+
+
 def fast_kernel(
     name: str,
     demangled: str | None,
@@ -41,8 +50,8 @@ def fast_kernel(
     """``Kernel(...)`` of every field, without the frozen dataclass ``__init__``'s seven
     ``object.__setattr__`` calls (2.3x faster: the cubin parser makes 145k for libtorch_cuda.so);
     the same record (tests/test_cubin_fast_paths.py compares them)."""
-    k = object.__new__(Kernel)
-    k.__dict__.update(
+    return _without_init(
+        Kernel,
         name=name,
         demangled=demangled,
         registers=registers,
@@ -51,7 +60,6 @@ def fast_kernel(
         max_threads=max_threads,
         local=local,
     )
-    return k
 
 
 @dataclass(frozen=True)
@@ -98,8 +106,7 @@ class Entry:
     @property
     def arch(self) -> str:
         """`sm_90a`, `compute_120f`, `lto_80` — the suffix comes from the header flags."""
-        prefix = {KIND_SASS: "sm_", KIND_PTX: "compute_", KIND_LTOIR: "lto_", KIND_TILE: "tile_"}
-        return f"{prefix.get(self.kind, 'arch_')}{self.sm}{self.variant}"
+        return f"{_ARCH_PREFIX.get(self.kind, 'arch_')}{self.sm}{self.variant}"
 
     @property
     def ptx_isa(self) -> str | None:
@@ -113,6 +120,54 @@ class Entry:
         if self.kind != KIND_TILE:
             return None
         return f"{self.code_version[0] >> 8}.{self.code_version[0] & 0xFF}"
+
+
+def fast_entry(
+    offset: int,
+    kind: str,
+    kind_code: int,
+    sm: int,
+    variant: str,
+    compression: str,
+    stored_size: int,
+    size: int,
+    flags: int,
+    code_version: tuple[int, int],
+    header_size: int,
+    payload_offset: int,
+    host: str | None,
+    debug: bool,
+    identifier: str | None,
+    options: str | None,
+    relocatable_ptx: bool,
+) -> Entry:
+    """``Entry(...)`` of a parsed header (the decoded fields unset), without the frozen dataclass
+    ``__init__``'s 21 ``object.__setattr__`` calls: 9x faster, 0.12 s of CPU over the 37,500
+    entries of the six extracted wheels; the same record (tests/test_fatbin_fast_paths.py)."""
+    return _without_init(
+        Entry,
+        offset=offset,
+        kind=kind,
+        kind_code=kind_code,
+        sm=sm,
+        variant=variant,
+        compression=compression,
+        stored_size=stored_size,
+        size=size,
+        flags=flags,
+        code_version=code_version,
+        header_size=header_size,
+        payload_offset=payload_offset,
+        host=host,
+        debug=debug,
+        identifier=identifier,
+        options=options,
+        relocatable_ptx=relocatable_ptx,
+        cubin=None,
+        kernels=None,
+        ptx_target=None,
+        decode_error=None,
+    )
 
 
 def bare_entry(kind: str, sm: int, variant: str, size: int, code_version: tuple[int, int], **extra) -> Entry:
