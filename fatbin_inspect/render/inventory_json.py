@@ -13,6 +13,7 @@ from typing import Any
 from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport, Kernel, Package
 from fatbin_inspect.formats.records import as_dict
 from fatbin_inspect.render.escape import hex_if_not_utf8, utf8
+from fatbin_inspect.render.jsondump import pretty
 from fatbin_inspect.version import __version__
 
 SCHEMA_VERSION = 1
@@ -140,8 +141,6 @@ def fatbin_pretty(fb: Fatbin, ind: str) -> str:
     """``jsondump.pretty(fatbin_dict(fb))`` at the depth whose keys' lines start with ``ind``,
     before ``escape.utf8_json``, when the record's fields are ``FATBIN_PRETTY_FIELDS`` (the
     caller checks); each entry by ``entry_pretty``, else by ``pretty`` of its dict."""
-    from fatbin_inspect.render.jsondump import pretty
-
     ei = ind + "  "
     texts = [entry_pretty(e, ei + "  ") or pretty(entry_dict(e), len(ei) // 2) for e in fb.entries]
     entries = "[" + ei + ("," + ei).join(texts) + ind + "]" if texts else "[]"
