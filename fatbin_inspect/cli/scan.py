@@ -278,11 +278,11 @@ def _scan_options(fmt, targets, kernels, platform, jobs, no_cache, **where):
     from fatbin_inspect.scanning import ScanOptions
 
     streamed = fmt == "json" and not targets
-    encoder = None
+    encoder = encoder_parts = None
     if streamed:
-        from fatbin_inspect.render.scan_json import file_rest
+        from fatbin_inspect.render.scan_json import file_rest, file_rest_parts
 
-        encoder = file_rest
+        encoder, encoder_parts = file_rest, file_rest_parts
     inv = inventory_fields(
         kernels=kernels, targets=bool(targets), platform=platform, digests=digests_for(fmt)
     )
@@ -292,6 +292,7 @@ def _scan_options(fmt, targets, kernels, platform, jobs, no_cache, **where):
         cache_dir=None if no_cache else "default",
         summary=(fmt == "table" and not targets) or streamed,
         encoder=encoder,
+        encoder_parts=encoder_parts,
         **where,
     )
 

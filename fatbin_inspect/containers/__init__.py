@@ -87,17 +87,24 @@ def _is_coff(head: bytes) -> bool:
     return head[:2] in (b"\x64\x86", b"\x64\xaa") and len(head) >= 20  # COFF .obj: AMD64 / ARM64
 
 
-# (format, test of the first bytes), in the order they are tried; ELF is told apart first
-_SIGNATURES: tuple[tuple[str, Callable[[bytes], bool]], ...] = (
-    ("pe", lambda h: h[:2] == b"MZ"),
-    ("ar", lambda h: h[:8] in (b"!<arch>\n", b"!<thin>\n")),
-    ("zip", lambda h: h[:4] in (b"PK\x03\x04", b"PK\x05\x06")),
-    ("fatbin", lambda h: h[:4] == MAGIC_BYTES),
-    ("gzip", lambda h: h[:2] == b"\x1f\x8b"),
-    ("bzip2", _is_bzip2),
-    ("tar", lambda h: len(h) >= 262 and h[257:262] == b"ustar"),
-    ("coff", _is_coff),
-    ("ptx", ptx.looks_like_ptx),
+# (format, the first bytes it can start with or None for any, test of the first bytes), in the
+# order they are tried; ELF is told apart first
+_SIGNATURES: tuple[tuple[str, bytes | None, Callable[[bytes], bool]], ...] = (
+    ("pe", b"M", lambda h: h[:2] == b"MZ"),
+    ("ar", b"!", lambda h: h[:8] in (b"!<arch>\n", b"!<thin>\n")),
+    ("zip", b"P", lambda h: h[:4] in (b"PK\x03\x04", b"PK\x05\x06")),
+    ("fatbin", MAGIC_BYTES[:1], lambda h: h[:4] == MAGIC_BYTES),
+    ("gzip", b"\x1f", lambda h: h[:2] == b"\x1f\x8b"),
+    ("bzip2", b"B", _is_bzip2),
+    ("tar", None, lambda h: len(h) >= 262 and h[257:262] == b"ustar"),
+    ("coff", b"\x64", _is_coff),
+    ("ptx", None, ptx.looks_like_ptx),
+)
+# the tests worth trying for each first byte, in that order (a scan asks this of every file:
+# a text file is tried as tar and PTX only)
+_TESTS_BY_FIRST: tuple[tuple[tuple[str, Callable[[bytes], bool]], ...], ...] = tuple(
+    tuple((fmt, test) for fmt, first, test in _SIGNATURES if first is None or bytes([b]) == first)
+    for b in range(256)
 )
 
 
@@ -106,7 +113,12 @@ def detect(head: bytes) -> str:
     ptx | unknown."""
     if head[:4] == b"\x7fELF":
         return "cubin" if cubin.is_cubin(head) else "elf"
-    return next((fmt for fmt, test in _SIGNATURES if test(head)), "unknown")
+    if not head:
+        return "unknown"
+    for fmt, test in _TESTS_BY_FIRST[head[0]]:
+        if test(head):
+            return fmt
+    return "unknown"
 
 
 # ------------------------------------------------------------------------- readers by kind

@@ -257,19 +257,22 @@ def walk(
     ``strict`` (a fatbin section): every magic starts a fatbin, and one that does not parse is an
     error. Otherwise (magic scan of other bytes) a hit must pass ``plausible_at`` and a failure is
     silently a false hit. Gaps of zero bytes or other data between fatbins are skipped.
-    Fatbins start in ``[start, end)`` and may extend to ``limit`` (default ``end``).
+    Fatbins start in ``[start, end)`` and may extend to ``limit`` (default ``end``): every magic
+    that starts before ``end`` is looked at, its header read up to ``limit``, so walking a range
+    in pieces (the magic scan's chunks, a split file's slices) finds what one walk finds.
     A ``LimitExceeded`` (work budget spent) ends the walk and is returned in both modes.
     """
     limit = end if limit is None else limit
+    search_end = max(end, min(end + len(MAGIC_BYTES) - 1, limit))  # a magic across ``end`` too
     budget = _Budget(max(0, limit - start))
     released = start
     fatbins: list[Fatbin] = []
     errors: list[InputError] = []
     dropped = 0  # errors past MAX_ERRORS, counted, not kept (each held its traceback's frames)
     pos = start
-    while pos + FAT_HEADER.size <= end:
-        hit = blob.find(MAGIC_BYTES, pos, end)
-        if hit < 0:
+    while pos < end and pos + FAT_HEADER.size <= limit:
+        hit = blob.find(MAGIC_BYTES, pos, search_end)
+        if hit < 0 or hit >= end:
             break
         if not strict and not plausible_at(blob, hit):
             pos = hit + 1

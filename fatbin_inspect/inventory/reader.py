@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from fatbin_inspect.containers import (
     ARCHIVES,
+    STATIC_CUDART_MARKER,
     Layout,
     Region,
     archive_format,
@@ -593,12 +594,19 @@ def sha256_of(blob: Blob) -> str:
 
 
 def _inspect_binary(
-    path: str, fmt: str, blob: Blob, opts: Options, budget: Budget | None = None
+    path: str,
+    fmt: str,
+    blob: Blob,
+    opts: Options,
+    budget: Budget | None = None,
+    delegated: frozenset[tuple[int, int]] = frozenset(),
 ) -> tuple[FileReport, Blob]:
     """The record of a host binary, raw fatbin, cubin or PTX file: fatbins walked in their
     sections, then found by magic outside them (``opts.scan_hidden``, or when no section was
     walked), then decoded as ``opts`` asks; and the bytes its offsets point into (``blob``, or
-    a copy with its compressed sections inflated after its end, see ``_inflated``)."""
+    a copy with its compressed sections inflated after its end, see ``_inflated``).
+    ``delegated``: the hidden pieces of a ``HiddenSplit`` whose fatbins its slices find (not
+    scanned here; ``static_cudart`` False, as the split's plan checked)."""
     if fmt in ("cubin", "ptx"):
         standalone = (_standalone_cubin(blob) if fmt == "cubin" else _standalone_ptx(blob),)
         decoded = _decode_fatbins(blob, standalone, opts, budget=budget)
@@ -610,10 +618,14 @@ def _inspect_binary(
         errors.append(exc)  # are still magic-scanned, and the record keeps the error
         layout = Layout(fmt, (), notes=("section table unusable: fatbins found by magic scan only",))
     read, layout = _inflated(blob, layout, budget if budget is not None else Budget(blob.size))
-    fatbins = _found_fatbins(fmt, read, layout, opts, errors)
+    fatbins = _found_fatbins(fmt, read, layout, opts, errors, delegated)
     errors += layout.errors
-    static = bool(fatbins) and has_static_cudart(
-        read, layout.needs, [(fb.offset, fb.offset + 16 + fb.size) for fb in fatbins] + _code(layout)
+    static = (
+        bool(fatbins)
+        and not delegated
+        and has_static_cudart(
+            read, layout.needs, [(fb.offset, fb.offset + 16 + fb.size) for fb in fatbins] + _code(layout)
+        )
     )
     rec = FileReport(
         path=path,
@@ -696,7 +708,12 @@ def _more_errors(errors: list[InputError]) -> tuple[str, ...]:
 
 
 def _found_fatbins(
-    fmt: str, blob: Blob, layout: Layout, opts: Options, errors: list[InputError]
+    fmt: str,
+    blob: Blob,
+    layout: Layout,
+    opts: Options,
+    errors: list[InputError],
+    delegated: frozenset[tuple[int, int]] = frozenset(),
 ) -> list[Fatbin]:
     """The fatbins of a binary in file order, each once (several headers may point at one):
     walked strictly in the fatbin sections (a raw fatbin file: all of it), then magic-scanned in
@@ -713,29 +730,43 @@ def _found_fatbins(
         fatbins += found
         errors += errs
     elif opts.scan_hidden or not fatbin_ranges:
-        fatbins += _hidden_fatbins(blob, layout, [(a, b) for a, b, _ in fatbin_ranges], errors)
+        fatbins += _hidden_fatbins(blob, layout, [(a, b) for a, b, _ in fatbin_ranges], errors, delegated)
     fatbins = list({fb.offset: fb for fb in fatbins}.values())  # headers pointing at one fatbin
     fatbins.sort(key=lambda fb: fb.offset)
     return fatbins
 
 
 def _hidden_fatbins(
-    blob: Blob, layout: Layout, walked: list[tuple[int, int]], errors: list[InputError]
+    blob: Blob,
+    layout: Layout,
+    walked: list[tuple[int, int]],
+    errors: list[InputError],
+    delegated: frozenset[tuple[int, int]] = frozenset(),
 ) -> list[Fatbin]:
     """Fatbins the magic scan finds in data sections and between sections (docs/format.md
-    §1.4), outside the ``walked`` fatbin sections."""
+    §1.4), outside the ``walked`` fatbin sections; none in the ``delegated`` pieces."""
+    out: list[Fatbin] = []
+    for a, b, name in _hidden_pieces(blob, layout, walked):
+        if (a, b) not in delegated:
+            for found in _scan_chunks(blob, a, b, name, errors):
+                out += found
+    return out
+
+
+def _hidden_pieces(
+    blob: Blob, layout: Layout, walked: list[tuple[int, int]]
+) -> list[tuple[int, int, str | None]]:
+    """The ``(start, end, section)`` pieces the magic scan reads, in file order: the data
+    sections and the bytes no section covers, less the ``walked`` fatbin sections."""
     scannable: list[tuple[int, int, str | None]] = [
         (r.start, r.end, r.name) for r in layout.regions if r.scan and not r.fatbin_section
     ]
     outside: list[tuple[int, int, str | None]] = [
         (a, b, None) for a, b in gaps([(r.start, r.end) for r in layout.regions], blob.size)
     ]
-    out: list[Fatbin] = []
-    for start, end, name in _union(scannable + outside):
-        for a, b in gaps(walked, end, start):
-            for found in _scan_chunks(blob, a, b, name, errors):
-                out += found
-    return out
+    return [
+        (a, b, name) for start, end, name in _union(scannable + outside) for a, b in gaps(walked, end, start)
+    ]
 
 
 def _machine(blob: Blob, fmt: str) -> str | None:
@@ -758,13 +789,146 @@ def _scan_chunks(blob: Blob, start: int, end: int, section: str | None, errors: 
     resident memory does not grow with the file size. A scan's only errors are limits reached."""
     pos = start
     while pos < end:
-        stop = min(end, pos + SCAN_CHUNK)
-        found, errs = fatbin_mod.walk(blob, pos, stop, section, strict=False, found_by="scan", limit=end)
-        errors += errs
+        found, pos = _scan_chunk(blob, pos, end, section, errors)
         yield found
-        nxt = max([stop] + [fb.offset + 16 + fb.size for fb in found])
-        blob.release(pos, nxt)
-        pos = nxt
+
+
+def _scan_chunk(
+    blob: Blob, pos: int, end: int, section: str | None, errors: list[InputError], until: int | None = None
+) -> tuple[list[Fatbin], int]:
+    """The fatbins starting in the ``SCAN_CHUNK`` bytes from ``pos`` (and before ``until``; each
+    bounded by ``end``), and where the next chunk starts: the chunk's end, or the end of a fatbin
+    that runs past it. As ``fatbin.walk`` looks at every magic before its end, the chunks' sizes
+    do not change what is found."""
+    stop = min(end, pos + SCAN_CHUNK, end if until is None else until)
+    found, errs = fatbin_mod.walk(blob, pos, stop, section, strict=False, found_by="scan", limit=end)
+    errors += errs
+    nxt = max([stop] + [fb.offset + 16 + fb.size for fb in found])
+    blob.release(pos, nxt)
+    return found, nxt
+
+
+# ------------------------------------------------------- one binary's hidden fatbins in slices
+SPLIT_HIDDEN = 64 << 20  # bytes of hidden pieces that make a split worth its parts
+# the smallest piece cut into slices: cuFFT's .ldata (265 MB); not libcublasLt's .rodata, which
+# holds the static cudart marker (its parts would be read again whole)
+PIECE_MIN = 64 << 20
+SLICE_MIN = 8 << 20  # the smallest slice
+
+
+@dataclass(frozen=True)
+class HiddenSplit:
+    """How several processes can find one binary's hidden fatbins (cuFFT: 24,000 in a 265 MB
+    ``.ldata``) and give the record one process would: ``slices`` ``(lo, hi, end, section)``
+    cut the ``pieces`` (the hidden pieces of at least ``PIECE_MIN`` bytes, each ending at its
+    ``end``); the rest of the file is read as ever, with ``delegated=pieces``. A slice finds the
+    fatbins starting in ``[lo, hi)`` as a magic scan from ``lo`` would (``scan_slice``); its first
+    ones may be false hits inside a fatbin of the slice before, which the scan from the piece's
+    start jumps over: ``chained`` keeps those the whole scan finds. The static cudart marker was
+    looked for outside the pieces (not found); each slice looks in its own bytes
+    (``slice_has_marker``)."""
+
+    size: int
+    parts: int
+    pieces: frozenset[tuple[int, int]]
+    slices: tuple[tuple[int, int, int, str | None], ...]
+
+
+def hidden_split(fmt: str, blob: Blob, opts: Options, parts: int) -> HiddenSplit | None:
+    """The plan to read an ELF file's hidden fatbins in about ``parts`` slices; None when it has
+    fewer than ``SPLIT_HIDDEN`` bytes of them, or a compressed section, or ``opts`` decode payloads
+    (kernels, details) or hash the file, or the static cudart marker is outside those pieces (its
+    first cubins are then probed for the toolkit: ``_probed``)."""
+    if fmt != "elf" or opts.kernels or opts.details or opts.digests or parts < 2:
+        return None
+    try:
+        layout = layout_of(fmt, blob)
+    except InputError:
+        return None
+    if any(r.compressed is not None for r in layout.regions):
+        return None
+    walked = [
+        (a, b) for a, b, _ in _union([(r.start, r.end, r.name) for r in layout.regions if r.fatbin_section])
+    ]
+    if walked and not opts.scan_hidden:
+        return None
+    big = [p for p in _hidden_pieces(blob, layout, walked) if p[1] - p[0] >= PIECE_MIN]
+    total = sum(b - a for a, b, _ in big)
+    if total < SPLIT_HIDDEN:
+        return None
+    pieces = frozenset((a, b) for a, b, _ in big)
+    if has_static_cudart(blob, layout.needs, _code(layout) + sorted(pieces)):
+        return None
+    each = max(SLICE_MIN, total // parts)
+    slices = []
+    for a, b, name in big:
+        n = max(1, (b - a) // each)
+        slices += [(a + j * (b - a) // n, a + (j + 1) * (b - a) // n, b, name) for j in range(n)]
+    return HiddenSplit(blob.size, parts, pieces, tuple(slices))
+
+
+def scan_slice(blob: Blob, split: HiddenSplit, i: int, opts: Options, budget: Budget) -> list[Fatbin] | None:
+    """The fatbins a magic scan from slice ``i``'s start finds starting before its end, decoded as
+    the whole file's are (``opts``, its ``budget``); None when a limit was reached (the whole
+    scan may have reached it elsewhere) or the file is no longer the one planned."""
+    lo, hi, end, name = split.slices[i]
+    if blob.size != split.size:
+        return None
+    errors: list[InputError] = []
+    fatbins: list[Fatbin] = []
+    pos = lo
+    while pos < hi:
+        found, pos = _scan_chunk(blob, pos, end, name, errors, until=hi)
+        fatbins += found
+    if errors:
+        return None
+    return _probed(blob, fatbins, False, budget) if opts.probe_small else fatbins
+
+
+def chained(split: HiddenSplit, found: list[list[tuple[int, int]]]) -> list[int] | None:
+    """Per slice, the index of its first fatbin the whole magic scan finds (``found``: each
+    slice's fatbins as ``(start, end)``), the slice's fatbins from there on being the scan's; None
+    when that cannot be told (a fatbin a slice found runs across the point where the scan from
+    the piece's start resumes). The scan resumes after the last fatbin before; a slice's walk
+    whose fatbin starts there, or that had ended a fatbin before it and found none between, took
+    the same steps from there on (a walk's next step depends on its position alone)."""
+    keep: list[int] = []
+    resume = -1
+    for (lo, hi, end, _name), fbs in zip(split.slices, found):
+        if (lo, end) in split.pieces:  # the first slice of its piece: the scan starts there
+            resume = lo
+        j = next((k for k, (start, _e) in enumerate(fbs) if start >= resume), len(fbs))
+        if j and fbs[j - 1][1] > resume:
+            return None
+        keep.append(j)
+        resume = max(resume, hi, fbs[-1][1] if j < len(fbs) else resume)
+    return keep
+
+
+def slice_has_marker(blob: Blob, split: HiddenSplit, i: int, fatbins: list[Fatbin]) -> bool:
+    """The static cudart marker (``containers.has_static_cudart``) in slice ``i``'s bytes outside
+    its fatbins, or across either of its ends (a superset of what the whole file's search reads
+    there: found, the file is read whole)."""
+    lo, hi, _end, _name = split.slices[i]
+    reach = len(STATIC_CUDART_MARKER) - 1
+    skip = [(0, max(0, lo - reach)), (min(blob.size, hi + reach), blob.size)]
+    return has_static_cudart(blob, (), skip + [(fb.offset, fb.offset + 16 + fb.size) for fb in fatbins])
+
+
+def inspect_split_main(
+    path: str, blob: Blob, opts: Options, split: HiddenSplit
+) -> tuple[FileReport, int] | None:
+    """The record of a split file less its slices' fatbins, and the inflation budget it spent;
+    None when the file no longer gives the same plan (it changed) or reading it failed (read
+    whole, the file gives its error record)."""
+    if hidden_split("elf", blob, opts, split.parts) != split:
+        return None
+    budget = Budget(blob.size)
+    try:
+        rec, _read = _inspect_binary(member_path.escape(path), "elf", blob, opts, budget, split.pieces)
+    except Exception:  # (an InputError or a parser bug: the whole file's record tells)
+        return None
+    return rec, budget.limit - budget.left
 
 
 def magic_ranges(fmt: str, blob: Blob) -> list[tuple[int, int]] | None:

@@ -323,16 +323,36 @@ def file_pretty(report, depth: int) -> str:
     fatbins = report.fatbins
     fields = frozenset(f.name for f in dataclasses.fields(fatbins[0])) if fatbins else None
     if fields == frozenset(inv.FATBIN_PRETTY_FIELDS):
-        ind = "\n" + "  " * depth  # the file's braces; its keys one level in, its fatbins two
-        head = _pretty(inv.file_dict(dataclasses.replace(report, fatbins=())), depth)
-        end = '"fatbins": []' + ind + "}"
-        if head.endswith(end):  # (file_dict writes the fatbins last)
-            fbi = ind + "    "
-            items = ("," + fbi).join(inv.fatbin_pretty(fb, fbi + "  ") for fb in fatbins)
+        around = file_pretty_around(report, depth)
+        if around is not None:
+            sep, items = fatbins_pretty(fatbins, depth)
             # f-strings, not chains of +: each + copies the whole text (23 MB for cuFFT)
-            body = utf8_json(f"[{fbi}{items}{ind}  ]")
-            return f'{head[: -len(end)]}"fatbins": {body}{ind}}}'
+            return f"{around[0]}{sep.join(items)}{around[1]}"
     return _pretty(inv.file_dict(report), depth)
+
+
+def file_pretty_around(report, depth: int) -> tuple[str, str] | None:
+    """The text ``file_pretty`` writes before and after the items of a record's fatbins (one at
+    least, ``fatbins_pretty``), from the record's other fields; None when ``file_dict`` does not
+    write its fatbins last."""
+    from fatbin_inspect.render import inventory_json as inv
+
+    ind = "\n" + "  " * depth  # the file's braces; its keys one level in, its fatbins two
+    head = _pretty(inv.file_dict(dataclasses.replace(report, fatbins=())), depth)
+    end = '"fatbins": []' + ind + "}"
+    if not head.endswith(end):
+        return None
+    return f'{head[: -len(end)]}"fatbins": [{ind}    ', f"{ind}  ]{ind}}}"
+
+
+def fatbins_pretty(fatbins, depth: int) -> tuple[str, list[str]]:
+    """The separator and the items of ``fatbins`` in a ``file_pretty`` text at ``depth``: the same
+    whether a file's fatbins are written at once or in runs joined by the separator
+    (``escape.utf8_json`` rewrites escapes inside strings only, never across an item)."""
+    from fatbin_inspect.render import inventory_json as inv
+
+    fbi = "\n" + "  " * depth + "    "
+    return "," + fbi, [utf8_json(inv.fatbin_pretty(fb, fbi + "  ")) for fb in fatbins]
 
 
 def file_pieces(report, fragments=None) -> Iterator[bytes]:

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, file_dict, tool
+from fatbin_inspect.render.inventory_json import FATBIN_PRETTY_FIELDS, SCHEMA_VERSION, file_dict, tool
 from fatbin_inspect.render.jsondump import to_json
 from fatbin_inspect.scanning.coverage import Coverage, Row
 from fatbin_inspect.scanning.images import image_views
@@ -84,6 +84,30 @@ def file_rest(report) -> bytes:
         report = dataclasses.replace(report, distribution=None)
     text = jsondump.file_pretty(report, 2)
     return text[text.index(_HEAD_END) + len(_HEAD_END) :].encode()
+
+
+def file_rest_parts(report, fatbins) -> tuple[bytes, bytes, bytes, list[bytes]] | None:
+    """``file_rest`` in parts, for a file whose fatbins several workers encode: (before, after,
+    separator) from ``report`` (its own fatbins aside) and the items of ``fatbins``; for a file
+    with at least one fatbin ``file_rest`` is ``before + separator.join(items) + after``, whether
+    the items are joined at once or in runs (tests/test_elf_split.py holds the two equal).
+    ``report`` None: the items only. None when ``file_rest`` would not write them so.
+    Module-level, as ``file_rest`` (``ScanOptions.encoder_parts``)."""
+    from fatbin_inspect.render import jsondump
+
+    if fatbins and {f.name for f in dataclasses.fields(fatbins[0])} != set(FATBIN_PRETTY_FIELDS):
+        return None
+    sep, items = jsondump.fatbins_pretty(fatbins, 2)
+    before = after = b""
+    if report is not None:
+        if report.distribution is not None:
+            report = dataclasses.replace(report, distribution=None)
+        around = jsondump.file_pretty_around(report, 2)
+        if around is None or _HEAD_END not in around[0]:
+            return None
+        before = around[0][around[0].index(_HEAD_END) + len(_HEAD_END) :].encode()
+        after = around[1].encode()
+    return before, after, sep.encode(), [item.encode() for item in items]
 
 
 def file_text(summary, rest: bytes) -> tuple[bytes, bytes]:

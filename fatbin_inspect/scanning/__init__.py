@@ -57,6 +57,7 @@ BATCH_BYTES = 64 << 20
 # others idle; the records are put together again in member order (same records, one cache entry)
 SPLIT_BYTES = 64 << 20  # as inventory.reader's for one file (not imported: a warm scan loads no parser)
 SPAN_BYTES = 32 << 20
+ELF_PARTS_PER_JOB = 8  # slices of one ELF file's hidden fatbins per worker (cuFFT, 2 workers: 16 of 16 MB)
 
 ProgressFn = Callable[[int, int, int], None]  # (files done, files seen, bytes done)
 
@@ -138,6 +139,10 @@ class ScanOptions:
     # kept in the cache under the function's name); given, the records are summaries and
     # ``ScanResult.texts`` yields the texts
     encoder: Callable[[FileReport], bytes] | None = None
+    # ``encoder``'s text in parts (``scan_json.file_rest_parts``): given, a large ELF file's hidden
+    # fatbins are read and encoded by several workers (``elf_split``); without it (and an encoder)
+    # each file is one worker's
+    encoder_parts: Callable[..., Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -595,10 +600,34 @@ class _Scanner:
 
         self.tokens += 1  # a token, not the path: the same path may be in flight twice
         token = self.tokens
-        self.split[token] = [path, key, [None] * len(spans), len(spans), None]  # error if a span died
+        # [path, key, results, parts left, error if a part died, None (an ELF split: its plan)]
+        self.split[token] = [path, key, [None] * len(spans), len(spans), None, None]
         for i in sorted(range(len(spans)), key=lambda i: -spans[i][2]):
             args = (path, key, spans[i][:2], self.opts.inventory, self.encoder, self.keep, self.cache.enabled)
             self._submit(worker.inspect_span, args, (token, i))
+
+    def _split_elf(self, path: str, key: tuple, split) -> None:
+        """Hand a large ELF file's parts (``elf_split``) to the pool, the largest first."""
+        from fatbin_inspect.scanning import elf_split
+
+        self.tokens += 1
+        token = self.tokens
+        sizes = elf_split.sizes(split)
+        self.split[token] = [path, key, [None] * len(sizes), len(sizes), None, split]
+        parts = self.opts.encoder_parts if self.encoder is not None else None
+        for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+            args = (path, split, i, self.opts.inventory, parts, self.cache.enabled)
+            self._submit(elf_split.inspect_part, args, (token, i))
+
+    def _splits_elf(self, size: int) -> bool:
+        """A file this large is worth an ELF split (``elf_split``) in this scan."""
+        return (
+            size >= SPLIT_BYTES
+            and self.jobs > 1
+            and self.client is None
+            and not self.keep
+            and (self.encoder is None or self.opts.encoder_parts is not None)
+        )
 
     def _span_done(self, token: int, i: int, pairs) -> None:
         state = self.split[token]
@@ -615,7 +644,19 @@ class _Scanner:
                 self._error(path, state[1][2], state[4])
                 self._tick(1, state[1][2])
                 return
-            self._finish([(path, state[1], _join_spans(path, state[2]))])
+            if state[5] is None:
+                self._finish([(path, state[1], _join_spans(path, state[2]))])
+                return
+            from fatbin_inspect.scanning import elf_split
+
+            encs = elf_split.join(path, state[5], state[2])
+            if encs is not None:
+                self._finish([(path, state[1], encs)])
+                return
+            from fatbin_inspect.scanning import worker  # a part could not vouch: the file whole
+
+            args = ([(path, state[1])], self.opts.inventory, self.encoder, self.keep, self.cache.enabled)
+            self._submit(worker.inspect_batch, args)
 
     def _file(
         self,
@@ -687,6 +728,13 @@ class _Scanner:
             spans = worker.zip_spans(path, self.all_members, self.jobs * 2, SPAN_BYTES)
             if spans:
                 self._split_zip(path, key, spans)
+                return
+        if fmt == "elf" and self._splits_elf(size):
+            from fatbin_inspect.scanning import elf_split
+
+            split = elf_split.plan(path, self.opts.inventory, ELF_PARTS_PER_JOB * self.jobs)
+            if split is not None:
+                self._split_elf(path, key, split)
                 return
         self.batch.append((path, key))
         self.batch_bytes += size

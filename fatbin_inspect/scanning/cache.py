@@ -84,6 +84,16 @@ def pack_text(text: bytes) -> bytes:
     return zstandard.ZstdCompressor(level=1, write_checksum=inert).compress(text)
 
 
+def pack_parts(parts: list[bytes], text: bool) -> bytes:
+    """``pack`` (``text``: ``pack_text``) of ``b"".join(parts)``, the parts fed to one frame in
+    turn (a split file's 23 MB text is never joined; the frame declares the whole size)."""
+    import zstandard
+
+    inert = text and all(_inert(p) for p in parts)
+    c = zstandard.ZstdCompressor(level=1, write_checksum=inert).compressobj(size=sum(map(len, parts)))
+    return b"".join([c.compress(p) for p in parts] + [c.flush()])
+
+
 def _inert(text: bytes) -> bool:
     """Printable ASCII and newlines only. Checked 1 MiB at a time: ``translate`` allocates a
     result as large as its input before it shrinks it, which for cuFFT's 23 MB text was a second
@@ -563,6 +573,24 @@ def encode_record(r, base: str, data: bool = True) -> tuple[list, bytes | None]:
 
     item = rebased_data(summarize(r), base)
     return item, pack(json.dumps(rebased_data(r, base), separators=(",", ":")).encode()) if data else None
+
+
+def record_data_parts(r, base: str, fatbins) -> tuple[bytes, bytes, bytes, list[bytes]]:
+    """``encode_record``'s record data (before ``pack``) in parts, as ``file_rest_parts`` gives a
+    text: (before, after, separator) of ``r`` (None: none) around the items of ``fatbins``; for
+    a record with at least one fatbin the data is ``before + separator.join(items) + after``."""
+    from fatbin_inspect.formats.model import Fatbin
+    from fatbin_inspect.scanning.record_data import codec, rebased_data
+
+    enc = codec(Fatbin).encode
+    items = [json.dumps(enc(fb), separators=(",", ":")).encode() for fb in fatbins]
+    if r is None:
+        return b"", b"", b",", items
+    row = rebased_data(r, base)
+    i = codec(type(r)).names.index("fatbins")
+    before = json.dumps(row[:i], separators=(",", ":"))[:-1] + ("," if i else "") + "["
+    after = "]" + ("," if i + 1 < len(row) else "") + json.dumps(row[i + 1 :], separators=(",", ":"))[1:]
+    return before.encode(), after.encode(), b",", items
 
 
 def summaries_from(items, shown: str) -> tuple:

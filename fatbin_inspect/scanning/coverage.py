@@ -98,15 +98,50 @@ def summarize(report: FileReport) -> FileSummary:
     """The ``FileSummary`` of a full record (its ``distribution`` carried over)."""
     if isinstance(report, FileSummary):
         return report
-    seen = set()
+    return summary_of(report, tally(report.fatbins))
+
+
+Tally = tuple[frozenset, dict, int]  # (kind, sm, arch) seen, fatbins per (kind, sm), fatbins with code
+
+
+def tally(fatbins) -> Tally:
+    """What ``summarize`` counts over some of a file's fatbins (``merged`` adds them up)."""
+    return tally_codes(codes(fb) for fb in fatbins)
+
+
+def codes(fb) -> frozenset:
+    """The ``(kind, sm, arch)`` of a fatbin's SASS and PTX entries."""
+    return frozenset((e.kind, e.sm, e.arch) for e in fb.entries if e.kind in (KIND_SASS, KIND_PTX))
+
+
+def tally_codes(fatbin_codes) -> Tally:
+    """``tally`` from each fatbin's ``codes``."""
+    seen: set = set()
     per: dict[tuple[str, int], int] = {}
     coded = 0
-    for fb in report.fatbins:
-        here = {(e.kind, e.sm, e.arch) for e in fb.entries if e.kind in (KIND_SASS, KIND_PTX)}
+    for here in fatbin_codes:
         seen |= here
         coded += bool(here)
         for key in {(k, sm) for k, sm, _a in here}:
             per[key] = per.get(key, 0) + 1
+    return frozenset(seen), per, coded
+
+
+def merged(tallies) -> Tally:
+    seen: set = set()
+    per: dict[tuple[str, int], int] = {}
+    coded = 0
+    for s, p, c in tallies:
+        seen |= s
+        coded += c
+        for key, n in p.items():
+            per[key] = per.get(key, 0) + n
+    return frozenset(seen), per, coded
+
+
+def summary_of(report: FileReport, counted: Tally) -> FileSummary:
+    """The ``FileSummary`` of ``report`` with its fatbins ``counted`` (``tally``)."""
+    seen, per, coded = counted
     return FileSummary(
         report.path,
         report.format,

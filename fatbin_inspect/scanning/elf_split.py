@@ -1,0 +1,228 @@
+"""One large ELF file's hidden fatbins read by several scan workers, then joined by the scan.
+
+cuFFT holds 24,000 fatbins in a 265 MB ``.ldata`` section, found by the magic scan: one worker
+took 0.8-1.7 s over them while the other had long finished the rest of the tree. The plan
+(``inventory.reader.HiddenSplit``) cuts those pieces into slices. Part 0 reads the file as ever,
+less the slices' pieces (the record's other fields, its own fatbins); part ``i`` reads slice
+``i - 1``. Each part encodes its fatbins where it found them (the scan's text by
+``ScanOptions.encoder_parts``, the cache's data by ``cache.record_data_parts``) and counts them
+for the summary (``coverage.tally``); ``join`` keeps of each slice the fatbins the magic scan of
+the whole piece finds (``reader.chained``: a slice that begins inside a fatbin drops the false
+hits it took there) and puts the bytes together in file order, so the text, the data and the
+summary are those one worker makes of the file (tests/test_elf_split.py). When that cannot be
+vouched for (a false hit across the point where the whole scan resumes, a limit reached, the
+static cudart marker in a slice's bytes, budgets that together overspend the file's, the file
+changed or unreadable) ``join`` answers None and the scan reads the file whole, as before.
+Local pools only: a Dask scan sends each file whole.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from fatbin_inspect.errors import InputError
+from fatbin_inspect.formats.binio import Blob, open_blob
+from fatbin_inspect.formats.decompress import Budget
+from fatbin_inspect.formats.mapguard import faults
+from fatbin_inspect.inventory.reader import (
+    HiddenSplit,
+    Options,
+    chained,
+    hidden_split,
+    inspect_split_main,
+    scan_slice,
+    slice_has_marker,
+)
+from fatbin_inspect.scanning.cache import pack_parts, record_data_parts
+from fatbin_inspect.scanning.coverage import Tally, codes, merged, summary_of, tally, tally_codes
+
+HEAD = 512
+
+
+def plan(path: str, opts: Any, parts: int) -> HiddenSplit | None:
+    """The split of the ELF file at ``path`` into at most ``parts`` slices, or None (read it
+    whole). Reads its section table and looks for the static cudart marker outside the slices."""
+    from fatbin_inspect.containers import detect
+
+    opts, blob = _opened(path, opts)
+    if blob is None or detect(blob.head(HEAD)) != "elf":
+        return None
+    return hidden_split("elf", blob, opts, parts)
+
+
+def _opened(path: str, opts: Any) -> tuple[Options, Blob | None]:
+    """``opts`` as ``Options`` (a dict of its fields, or None: the defaults) and the file mapped
+    (None when it cannot be)."""
+    if not isinstance(opts, Options):
+        opts = Options(**(opts or {}))
+    try:
+        return opts, open_blob(path)
+    except InputError:
+        return opts, None
+
+
+def sizes(split: HiddenSplit) -> list[int]:
+    """Bytes each part scans (part 0: 0, its work is not known ahead), to hand out the largest first."""
+    return [0] + [hi - lo for lo, hi, _end, _name in split.slices]
+
+
+@dataclass(frozen=True)
+class Part:
+    """What one part hands back. ``starts``/``ends``: its fatbins' extents, in file order;
+    ``text``/``data``: their items joined (None when not asked for), ``text_at``/``data_at``
+    where each item starts in them; ``first_codes``: ``coverage.codes`` of the first
+    ``FIRST_CODES`` fatbins, ``rest``: the ``coverage.tally`` of the others (a slice's first
+    fatbins may be dropped, ``chained``); part 0 also the record less its fatbins and the text and
+    data around them (before, after, separator)."""
+
+    starts: list[int]
+    ends: list[int]
+    text: bytes | None
+    text_at: list[int]
+    data: bytes | None
+    data_at: list[int]
+    first_codes: list[frozenset]
+    rest: Tally
+    spent: int  # inflation budget spent (``decompress.Budget``)
+    marker: bool  # the static cudart marker seen in a slice's bytes
+    record: Any = None
+    text_around: tuple[bytes, bytes, bytes] | None = None
+    data_around: tuple[bytes, bytes, bytes] | None = None
+
+
+FIRST_CODES = 16
+
+
+def inspect_part(path: str, split: HiddenSplit, i: int, opts: Any, encoder_parts, data: bool) -> Part | None:
+    """Pool entry point: part ``i`` of ``split`` (0: the file less its slices; ``i``: slice
+    ``i - 1``), encoded; None when it cannot vouch for its bytes (the file is then read whole)."""
+    opts, blob = _opened(path, opts)
+    if blob is None:
+        return None
+    before = faults()
+    rec = None
+    if i == 0:
+        got = inspect_split_main(path, blob, opts, split)
+        if got is None:
+            return None
+        rec, spent = got
+        fatbins, marker = list(rec.fatbins), False
+    else:
+        budget = Budget(blob.size)
+        found = scan_slice(blob, split, i - 1, opts, budget)
+        if found is None:
+            return None
+        fatbins, spent, marker = (
+            found,
+            budget.limit - budget.left,
+            slice_has_marker(blob, split, i - 1, found),
+        )
+    if faults() != before:  # read from zeros: the file shrank meanwhile
+        return None
+    texts = encoder_parts(rec, fatbins) if encoder_parts is not None else None
+    if encoder_parts is not None and texts is None:
+        return None
+    try:
+        datas = record_data_parts(rec, path, fatbins) if data else None
+    except ValueError:  # (a record path not under the file's: the whole file's unit tells)
+        return None
+    text, text_at = _joined(texts)
+    data_bytes, data_at = _joined(datas)
+    return Part(
+        [fb.offset for fb in fatbins],
+        [fb.offset + 16 + fb.size for fb in fatbins],
+        text,
+        text_at,
+        data_bytes,
+        data_at,
+        [codes(fb) for fb in fatbins[:FIRST_CODES]],
+        tally(fatbins[FIRST_CODES:]),
+        spent,
+        marker,
+        dataclasses.replace(rec, fatbins=()) if rec is not None else None,
+        texts[:3] if texts is not None else None,
+        datas[:3] if datas is not None else None,
+    )
+
+
+def _joined(parts) -> tuple[bytes | None, list[int]]:
+    """Items joined by their separator, and where each starts."""
+    if parts is None:
+        return None, []
+    sep, items = parts[2], parts[3]
+    at, pos = [], 0
+    for item in items:
+        at.append(pos)
+        pos += len(item) + len(sep)
+    return sep.join(items), at
+
+
+def join(path: str, split: HiddenSplit, parts: list) -> list[tuple] | None:
+    """The ``worker.encoded`` records of the whole file from its parts' results, or None (read
+    it whole: a part could not vouch for its bytes, their budgets together overspent the file's,
+    or no fatbin was found)."""
+    from fatbin_inspect.scanning.record_data import rebased_data
+
+    if any(not isinstance(p, Part) for p in parts) or any(p.marker for p in parts):
+        return None
+    if sum(p.spent for p in parts) > Budget(split.size).limit:
+        return None
+    main, slices = parts[0], parts[1:]
+    keep = chained(split, [list(zip(p.starts, p.ends)) for p in slices])
+    if keep is None or any(j > FIRST_CODES for j in keep):
+        return None
+    # segments of consecutive fatbins, (first offset, text, data): the main part's between the
+    # pieces, each slice's from its first kept fatbin
+    segments = _segments(main, sorted(a for a, _b in split.pieces))
+    counts = [tally_codes(main.first_codes), main.rest]
+    for p, j in zip(slices, keep):
+        if j < len(p.starts):
+            text = p.text[p.text_at[j] :] if p.text is not None else None
+            data = p.data[p.data_at[j] :] if p.data is not None else None
+            segments.append((p.starts[j], text, data))
+            counts += [tally_codes(p.first_codes[j:]), p.rest]
+    if not segments:
+        return None
+    segments.sort(key=lambda s: s[0])
+    item = rebased_data(summary_of(main.record, merged(counts)), path)
+    data = _packed(main.data_around, [s[2] for s in segments], False)
+    return [(item, data, _packed(main.text_around, [s[1] for s in segments], True), None)]
+
+
+def _segments(main: Part, cuts: list[int]) -> list[tuple[int, bytes | None, bytes | None]]:
+    """The main part's fatbins as runs no piece of the split falls between."""
+    out = []
+    n = len(main.starts)
+    j = 0
+    while j < n:
+        at = bisect.bisect(cuts, main.starts[j])
+        k = j + 1
+        while k < n and bisect.bisect(cuts, main.starts[k]) == at:
+            k += 1
+        text = _cut(main.text, main.text_at, j, k, len(main.text_around[2]) if main.text_around else 0)
+        data = _cut(main.data, main.data_at, j, k, len(main.data_around[2]) if main.data_around else 0)
+        out.append((main.starts[j], text, data))
+        j = k
+    return out
+
+
+def _cut(joined: bytes | None, at: list[int], j: int, k: int, sep: int) -> bytes | None:
+    """Items ``j`` to ``k - 1`` of ``joined`` (``sep``: its separators' length) with the
+    separators between them."""
+    if joined is None:
+        return None
+    return joined[at[j] : at[k] - sep if k < len(at) else len(joined)]
+
+
+def _packed(around, runs: list, text: bool) -> bytes | None:
+    """One frame of ``before + separator.join(runs) + after`` (``around``), or None without it."""
+    if around is None:
+        return None
+    before, after, sep = around
+    pieces = [before]
+    for j, run in enumerate(runs):
+        pieces += [sep, run] if j else [run]
+    return pack_parts(pieces + [after], text)
