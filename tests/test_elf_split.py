@@ -232,3 +232,20 @@ def test_plan_leaves_alone_what_it_cannot_split(tmp_path, small_split):
         f.write(_library(1, 1, 0, 32))
     assert elf_split.plan(small, OPTS[0], 8) is None
     assert reader.hidden_split("elf", open_blob(path), reader.Options(), 1) is None
+
+
+@pytest.mark.parametrize("probe", [False, True])
+def test_slices_of_many_fatbins_pack_the_rest(tmp_path, small_split, probe):
+    """Slices of many fatbins hand their items past the first ``FIRST_CODES`` packed; the join
+    unpacks them into the file's frame: the same bytes as one worker's."""
+    path = str(tmp_path / "lib.so")
+    with open(path, "wb") as f:
+        f.write(_library(11, 200, 5, 32))
+    split = elf_split.plan(path, OPTS[probe], 3)
+    parts = [
+        elf_split.inspect_part(path, split, i, OPTS[probe], file_rest_parts, True)
+        for i in range(len(split.slices) + 1)
+    ]
+    assert sum(p.text.rest is not None and p.data.rest is not None for p in parts[1:]) >= 2
+    joined = elf_split.join(path, split, parts)
+    assert joined is not None and _unpacked(joined) == _unpacked(_whole(path, OPTS[probe]))

@@ -41,6 +41,7 @@ import os
 import sqlite3
 import stat
 import sys
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from fatbin_inspect.version import __version__
@@ -84,14 +85,30 @@ def pack_text(text: bytes) -> bytes:
     return zstandard.ZstdCompressor(level=1, write_checksum=inert).compress(text)
 
 
-def pack_parts(parts: list[bytes], text: bool) -> bytes:
-    """``pack`` (``text``: ``pack_text``) of ``b"".join(parts)``, the parts fed to one frame in
-    turn (a split file's 23 MB text is never joined; the frame declares the whole size)."""
+def pack_stream(pieces: Iterable[bytes], size: int, checksum: bool) -> bytes:
+    """One frame, as ``pack`` makes it (``checksum``: as ``pack_text`` makes it of a text that
+    passed its check), of the ``size`` bytes of ``pieces``, fed to the frame in turn: a split
+    file's 23 MB text is never whole in memory; the frame declares the whole size."""
     import zstandard
 
-    inert = text and all(_inert(p) for p in parts)
-    c = zstandard.ZstdCompressor(level=1, write_checksum=inert).compressobj(size=sum(map(len, parts)))
-    return b"".join([c.compress(p) for p in parts] + [c.flush()])
+    c = zstandard.ZstdCompressor(level=1, write_checksum=checksum).compressobj(size=size)
+    out = [c.compress(p) for p in pieces]
+    out.append(c.flush())
+    return b"".join(out)
+
+
+def unpack_stream(frame: bytes) -> Iterator[bytes]:
+    """The bytes of a frame ``pack`` made in this process's own pool (trusted), a MiB at a time."""
+    import zstandard
+
+    with zstandard.ZstdDecompressor().stream_reader(frame) as reader:
+        while piece := reader.read(1 << 20):
+            yield piece
+
+
+def is_inert(text: bytes) -> bool:
+    """``pack_text``'s check: printable ASCII and newlines only."""
+    return _inert(text)
 
 
 def _inert(text: bytes) -> bool:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +37,14 @@ from fatbin_inspect.inventory.reader import (
     scan_slice,
     slice_has_marker,
 )
-from fatbin_inspect.scanning.cache import pack_parts, record_data_parts
+from fatbin_inspect.scanning.cache import (
+    is_inert,
+    pack,
+    pack_stream,
+    packed_size,
+    record_data_parts,
+    unpack_stream,
+)
 from fatbin_inspect.scanning.coverage import Tally, codes, merged, summary_of, tally, tally_codes
 
 HEAD = 512
@@ -70,20 +78,31 @@ def sizes(split: HiddenSplit) -> list[int]:
 
 
 @dataclass(frozen=True)
+class Items:
+    """A part's items of one kind (the scan's text or the cache's data), as they cross the pipe:
+    ``first`` as they are (all of part 0's; a slice's first ``FIRST_CODES``, which ``chained``
+    may drop), the others joined by ``sep`` and ``cache.pack``ed in ``rest`` (a split cuFFT's
+    23 MB of text reach the scan as 0.5 MB, which it never holds unpacked whole); ``inert``:
+    all pass ``cache.pack_text``'s check."""
+
+    first: list[bytes]
+    rest: bytes | None
+    sep: bytes
+    inert: bool
+
+
+@dataclass(frozen=True)
 class Part:
     """What one part hands back. ``starts``/``ends``: its fatbins' extents, in file order;
-    ``text``/``data``: their items joined (None when not asked for), ``text_at``/``data_at``
-    where each item starts in them; ``first_codes``: ``coverage.codes`` of the first
-    ``FIRST_CODES`` fatbins, ``rest``: the ``coverage.tally`` of the others (a slice's first
-    fatbins may be dropped, ``chained``); part 0 also the record less its fatbins and the text and
-    data around them (before, after, separator)."""
+    ``text``/``data``: their ``Items`` (None when not asked for); ``first_codes``:
+    ``coverage.codes`` of the first ``FIRST_CODES`` fatbins, ``rest``: the ``coverage.tally`` of
+    the others; part 0 also the record less its fatbins and the text and data around them
+    (before, after, separator)."""
 
     starts: list[int]
     ends: list[int]
-    text: bytes | None
-    text_at: list[int]
-    data: bytes | None
-    data_at: list[int]
+    text: Items | None
+    data: Items | None
     first_codes: list[frozenset]
     rest: Tally
     spent: int  # inflation budget spent (``decompress.Budget``)
@@ -129,15 +148,12 @@ def inspect_part(path: str, split: HiddenSplit, i: int, opts: Any, encoder_parts
         datas = record_data_parts(rec, path, fatbins) if data else None
     except ValueError:  # (a record path not under the file's: the whole file's unit tells)
         return None
-    text, text_at = _joined(texts)
-    data_bytes, data_at = _joined(datas)
+    first = len(fatbins) if i == 0 else FIRST_CODES
     return Part(
         [fb.offset for fb in fatbins],
         [fb.offset + 16 + fb.size for fb in fatbins],
-        text,
-        text_at,
-        data_bytes,
-        data_at,
+        _items(texts, first, True),
+        _items(datas, first, False),
         [codes(fb) for fb in fatbins[:FIRST_CODES]],
         tally(fatbins[FIRST_CODES:]),
         spent,
@@ -148,16 +164,13 @@ def inspect_part(path: str, split: HiddenSplit, i: int, opts: Any, encoder_parts
     )
 
 
-def _joined(parts) -> tuple[bytes | None, list[int]]:
-    """Items joined by their separator, and where each starts."""
+def _items(parts, first: int, text: bool) -> Items | None:
     if parts is None:
-        return None, []
+        return None
     sep, items = parts[2], parts[3]
-    at, pos = [], 0
-    for item in items:
-        at.append(pos)
-        pos += len(item) + len(sep)
-    return sep.join(items), at
+    rest = sep.join(items[first:]) if len(items) > first else None
+    inert = not text or (all(map(is_inert, items[:first])) and (rest is None or is_inert(rest)))
+    return Items(items[:first], pack(rest) if rest is not None else None, sep, inert)
 
 
 def join(path: str, split: HiddenSplit, parts: list) -> list[tuple] | None:
@@ -174,25 +187,24 @@ def join(path: str, split: HiddenSplit, parts: list) -> list[tuple] | None:
     keep = chained(split, [list(zip(p.starts, p.ends)) for p in slices])
     if keep is None or any(j > FIRST_CODES for j in keep):
         return None
-    # segments of consecutive fatbins, (first offset, text, data): the main part's between the
-    # pieces, each slice's from its first kept fatbin
+    # segments of consecutive fatbins, (first offset, text, data) as pieces: the main part's
+    # between the pieces of the split, each slice's from its first kept fatbin
     segments = _segments(main, sorted(a for a, _b in split.pieces))
     counts = [tally_codes(main.first_codes), main.rest]
     for p, j in zip(slices, keep):
         if j < len(p.starts):
-            text = p.text[p.text_at[j] :] if p.text is not None else None
-            data = p.data[p.data_at[j] :] if p.data is not None else None
-            segments.append((p.starts[j], text, data))
+            segments.append((p.starts[j], _from(p.text, j), _from(p.data, j)))
             counts += [tally_codes(p.first_codes[j:]), p.rest]
     if not segments:
         return None
     segments.sort(key=lambda s: s[0])
     item = rebased_data(summary_of(main.record, merged(counts)), path)
-    data = _packed(main.data_around, [s[2] for s in segments], False)
-    return [(item, data, _packed(main.text_around, [s[1] for s in segments], True), None)]
+    data = _packed(main.data_around, [s[2] for s in segments], [p.data for p in parts], False)
+    text = _packed(main.text_around, [s[1] for s in segments], [p.text for p in parts], True)
+    return [(item, data, text, None)]
 
 
-def _segments(main: Part, cuts: list[int]) -> list[tuple[int, bytes | None, bytes | None]]:
+def _segments(main: Part, cuts: list[int]) -> list[tuple[int, list | None, list | None]]:
     """The main part's fatbins as runs no piece of the split falls between."""
     out = []
     n = len(main.starts)
@@ -202,27 +214,42 @@ def _segments(main: Part, cuts: list[int]) -> list[tuple[int, bytes | None, byte
         k = j + 1
         while k < n and bisect.bisect(cuts, main.starts[k]) == at:
             k += 1
-        text = _cut(main.text, main.text_at, j, k, len(main.text_around[2]) if main.text_around else 0)
-        data = _cut(main.data, main.data_at, j, k, len(main.data_around[2]) if main.data_around else 0)
-        out.append((main.starts[j], text, data))
+        out.append((main.starts[j], _from(main.text, j, k), _from(main.data, j, k)))
         j = k
     return out
 
 
-def _cut(joined: bytes | None, at: list[int], j: int, k: int, sep: int) -> bytes | None:
-    """Items ``j`` to ``k - 1`` of ``joined`` (``sep``: its separators' length) with the
-    separators between them."""
-    if joined is None:
+def _from(items: Items | None, j: int, k: int | None = None) -> list | None:
+    """The pieces of items ``j`` to ``k`` (default: to the last), separators between them; a
+    packed rest as ``(frame,)``."""
+    if items is None:
         return None
-    return joined[at[j] : at[k] - sep if k < len(at) else len(joined)]
+    pieces: list = []
+    for item in items.first[j:k]:
+        pieces += [items.sep, item] if pieces else [item]
+    if k is None and items.rest is not None:
+        pieces += [items.sep, (items.rest,)] if pieces else [(items.rest,)]
+    return pieces
 
 
-def _packed(around, runs: list, text: bool) -> bytes | None:
-    """One frame of ``before + separator.join(runs) + after`` (``around``), or None without it."""
+def _packed(around, segments: list, items: list, text: bool) -> bytes | None:
+    """One frame of ``before + separator.join(segments) + after`` (``around``), the packed rests
+    unpacked into it a step at a time; None without ``around``."""
     if around is None:
         return None
     before, after, sep = around
-    pieces = [before]
-    for j, run in enumerate(runs):
-        pieces += [sep, run] if j else [run]
-    return pack_parts(pieces + [after], text)
+    pieces: list = [before]
+    for j, seg in enumerate(segments):
+        pieces += [sep, *seg] if j else seg
+    pieces.append(after)
+    size = sum(len(p) if isinstance(p, bytes) else packed_size(p[0]) for p in pieces)
+    inert = text and is_inert(before + after) and all(it is not None and it.inert for it in items)
+    return pack_stream(_unpacked(pieces), size, inert)
+
+
+def _unpacked(pieces: list) -> Iterator[bytes]:
+    for p in pieces:
+        if isinstance(p, bytes):
+            yield p
+        else:
+            yield from unpack_stream(p[0])
