@@ -249,3 +249,19 @@ def test_slices_of_many_fatbins_pack_the_rest(tmp_path, small_split, probe):
     assert sum(p.text.rest is not None and p.data.rest is not None for p in parts[1:]) >= 2
     joined = elf_split.join(path, split, parts)
     assert joined is not None and _unpacked(joined) == _unpacked(_whole(path, OPTS[probe]))
+
+
+def test_a_part_of_a_replaced_file_declines(tmp_path, small_split):
+    """A part checks the file's stat once it has read it: another file at the path (here: the
+    key the scan planned with is not the file's) makes it decline, and the file is read whole."""
+    import os
+
+    path = str(tmp_path / "lib.so")
+    with open(path, "wb") as f:
+        f.write(_library(5, 40, 0, 32))
+    split = elf_split.plan(path, OPTS[0], 4)
+    key = cache.stat_key(os.stat(path))
+    assert elf_split.inspect_part(path, split, 1, OPTS[0], file_rest_parts, True, key) is not None
+    assert (
+        elf_split.inspect_part(path, split, 1, OPTS[0], file_rest_parts, True, (*key[:4], key[4] + 1)) is None
+    )

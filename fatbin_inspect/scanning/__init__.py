@@ -616,7 +616,7 @@ class _Scanner:
         self.split[token] = [path, key, [None] * len(sizes), len(sizes), None, split]
         parts = self.opts.encoder_parts if self.encoder is not None else None
         for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
-            args = (path, split, i, self.opts.inventory, parts, self.cache.enabled)
+            args = (path, split, i, self.opts.inventory, parts, self.cache.enabled, key)
             self._submit(elf_split.inspect_part, args, (token, i))
 
     def _splits_elf(self, size: int) -> bool:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,7 @@ from fatbin_inspect.scanning.cache import (
     pack_stream,
     packed_size,
     record_data_parts,
+    stat_key,
     unpack_stream,
 )
 from fatbin_inspect.scanning.coverage import Tally, codes, merged, summary_of, tally, tally_codes
@@ -115,9 +117,13 @@ class Part:
 FIRST_CODES = 16
 
 
-def inspect_part(path: str, split: HiddenSplit, i: int, opts: Any, encoder_parts, data: bool) -> Part | None:
+def inspect_part(
+    path: str, split: HiddenSplit, i: int, opts: Any, encoder_parts, data: bool, key: tuple | None = None
+) -> Part | None:
     """Pool entry point: part ``i`` of ``split`` (0: the file less its slices; ``i``: slice
-    ``i - 1``), encoded; None when it cannot vouch for its bytes (the file is then read whole)."""
+    ``i - 1``), encoded; None when it cannot vouch for its bytes (the file is then read whole),
+    as when the file's ``cache.stat_key`` is no longer ``key`` once read (the parts map the file
+    one after another: a file replaced meanwhile would mix two files' fatbins)."""
     opts, blob = _opened(path, opts)
     if blob is None:
         return None
@@ -148,6 +154,8 @@ def inspect_part(path: str, split: HiddenSplit, i: int, opts: Any, encoder_parts
         datas = record_data_parts(rec, path, fatbins) if data else None
     except ValueError:  # (a record path not under the file's: the whole file's unit tells)
         return None
+    if key is not None and _key(path) != tuple(key):
+        return None
     first = len(fatbins) if i == 0 else FIRST_CODES
     return Part(
         [fb.offset for fb in fatbins],
@@ -162,6 +170,13 @@ def inspect_part(path: str, split: HiddenSplit, i: int, opts: Any, encoder_parts
         texts[:3] if texts is not None else None,
         datas[:3] if datas is not None else None,
     )
+
+
+def _key(path: str) -> tuple | None:
+    try:
+        return stat_key(os.stat(path))
+    except OSError:
+        return None
 
 
 def _items(parts, first: int, text: bool) -> Items | None:
