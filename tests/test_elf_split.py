@@ -265,3 +265,20 @@ def test_a_part_of_a_replaced_file_declines(tmp_path, small_split):
     assert (
         elf_split.inspect_part(path, split, 1, OPTS[0], file_rest_parts, True, (*key[:4], key[4] + 1)) is None
     )
+
+
+def test_parts_of_a_file_that_shrank_decline(tmp_path, small_split):
+    """The file cut after the plan: no part vouches for it (the whole file's unit then gives its
+    record of a cut file)."""
+    path = str(tmp_path / "lib.so")
+    with open(path, "wb") as f:
+        f.write(_library(6, 40, 0, 32))
+    split = elf_split.plan(path, OPTS[0], 4)
+    with open(path, "r+b") as f:
+        f.truncate(split.size - 100)
+    parts = [
+        elf_split.inspect_part(path, split, i, OPTS[0], file_rest_parts, True)
+        for i in range(len(split.slices) + 1)
+    ]
+    assert parts == [None] * len(parts)
+    assert elf_split.join(path, split, parts) is None
