@@ -87,7 +87,7 @@ def _split(path: str, opts, parts: int):
         elf_split.inspect_part(path, split, i, opts, file_rest_parts, True)
         for i in range(len(split.slices) + 1)
     ]
-    return elf_split.join(path, split, results)
+    return elf_split.join(path, results, split)
 
 
 def _unpacked(encs):
@@ -167,7 +167,7 @@ def test_split_scan_equals_unsplit_scan_in_a_pool(tmp_path, small_split, monkeyp
         (tree / f"lib{i}.so").write_bytes(_library(i, 120, 4, 32))
     joins = []
     real = elf_split.join
-    monkeypatch.setattr(elf_split, "join", lambda *a: joins.append(1) or real(*a))
+    monkeypatch.setattr(elf_split, "join", lambda *a, **k: joins.append(1) or real(*a, **k))
     monkeypatch.setattr(scan_mod, "SPLIT_BYTES", 1)
 
     def run(jobs, cache_dir):
@@ -247,7 +247,7 @@ def test_slices_of_many_fatbins_pack_the_rest(tmp_path, small_split, probe):
         for i in range(len(split.slices) + 1)
     ]
     assert sum(p.text.rest is not None and p.data.rest is not None for p in parts[1:]) >= 2
-    joined = elf_split.join(path, split, parts)
+    joined = elf_split.join(path, parts, split)
     assert joined is not None and _unpacked(joined) == _unpacked(_whole(path, OPTS[probe]))
 
 
@@ -281,4 +281,4 @@ def test_parts_of_a_file_that_shrank_decline(tmp_path, small_split):
         for i in range(len(split.slices) + 1)
     ]
     assert parts == [None] * len(parts)
-    assert elf_split.join(path, split, parts) is None
+    assert elf_split.join(path, parts, split) is None

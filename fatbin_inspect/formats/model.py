@@ -205,6 +205,11 @@ class Fatbin:
     entries: tuple[Entry, ...]
     found_by: str = "section"  # "section" (walked a fatbin section) or "scan" (magic scan)
 
+    @property
+    def end(self) -> int:
+        """The offset just past it (its header and ``size`` bytes)."""
+        return self.offset + 16 + self.size
+
 
 @dataclass(frozen=True)
 class FileError:

@@ -13,8 +13,9 @@ import dataclasses
 import functools
 import mmap
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from fatbin_inspect.containers import (
     ARCHIVES,
@@ -75,6 +76,11 @@ class Options:
     # must say; "": linux/amd64 from an index, any single-platform image as it is
     platform: str = ""
     digests: bool = False  # FileReport.sha256 of each file and archive read whole (the SBOM; off: no hashing)
+
+
+def as_options(o: Options | Mapping[str, Any] | None) -> Options:
+    """``o`` as ``Options``: a dict of its fields (what a scan hands its workers), None the defaults."""
+    return o if isinstance(o, Options) else Options(**(o or {}))
 
 
 def inspect_path(path: str, opts: Options = Options()) -> Iterator[FileReport]:
@@ -623,9 +629,7 @@ def _inspect_binary(
     static = (
         bool(fatbins)
         and not delegated
-        and has_static_cudart(
-            read, layout.needs, [(fb.offset, fb.offset + 16 + fb.size) for fb in fatbins] + _code(layout)
-        )
+        and has_static_cudart(read, layout.needs, [(fb.offset, fb.end) for fb in fatbins] + _code(layout))
     )
     rec = FileReport(
         path=path,
@@ -718,7 +722,7 @@ def _found_fatbins(
     """The fatbins of a binary in file order, each once (several headers may point at one):
     walked strictly in the fatbin sections (a raw fatbin file: all of it), then magic-scanned in
     the other data sections and the bytes no section covers. Errors are appended to ``errors``."""
-    fatbin_ranges = _union([(r.start, r.end, r.name) for r in layout.regions if r.fatbin_section])
+    fatbin_ranges = _fatbin_ranges(layout)
     fatbins: list[Fatbin] = []
     for start, end, name in fatbin_ranges:  # overlapping section headers: each byte walked once
         found, errs = fatbin_mod.walk(blob, start, end, name, strict=True)
@@ -734,6 +738,11 @@ def _found_fatbins(
     fatbins = list({fb.offset: fb for fb in fatbins}.values())  # headers pointing at one fatbin
     fatbins.sort(key=lambda fb: fb.offset)
     return fatbins
+
+
+def _fatbin_ranges(layout: Layout) -> list[tuple[int, int, str | None]]:
+    """The fatbin sections, overlapping ones merged (each byte walked once)."""
+    return _union([(r.start, r.end, r.name) for r in layout.regions if r.fatbin_section])
 
 
 def _hidden_fatbins(
@@ -782,30 +791,23 @@ def _machine(blob: Blob, fmt: str) -> str | None:
 SCAN_CHUNK = 64 << 20
 
 
-def _scan_chunks(blob: Blob, start: int, end: int, section: str | None, errors: list[InputError]):
-    """Magic-scan ``[start, end)`` a chunk at a time; a fatbin may run past its chunk (it is
-    bounded by ``end``). Pages already scanned are dropped from this process's resident set
+def _scan_chunks(
+    blob: Blob, start: int, end: int, section: str | None, errors: list[InputError], until: int | None = None
+):
+    """Magic-scan ``[start, end)`` a chunk at a time (the fatbins starting before ``until``, when
+    given); a fatbin may run past its chunk (it is bounded by ``end``). As ``fatbin.walk`` looks
+    at every magic before its end, the chunks' sizes do not change what is found. Pages already scanned are dropped from this process's resident set
     (``MADV_DONTNEED`` on a read-only file mapping only unmaps them; the page cache keeps them), so
     resident memory does not grow with the file size. A scan's only errors are limits reached."""
-    pos = start
-    while pos < end:
-        found, pos = _scan_chunk(blob, pos, end, section, errors)
+    pos, until = start, end if until is None else until
+    while pos < until:
+        stop = min(until, pos + SCAN_CHUNK)
+        found, errs = fatbin_mod.walk(blob, pos, stop, section, strict=False, found_by="scan", limit=end)
+        errors += errs
         yield found
-
-
-def _scan_chunk(
-    blob: Blob, pos: int, end: int, section: str | None, errors: list[InputError], until: int | None = None
-) -> tuple[list[Fatbin], int]:
-    """The fatbins starting in the ``SCAN_CHUNK`` bytes from ``pos`` (and before ``until``; each
-    bounded by ``end``), and where the next chunk starts: the chunk's end, or the end of a fatbin
-    that runs past it. As ``fatbin.walk`` looks at every magic before its end, the chunks' sizes
-    do not change what is found."""
-    stop = min(end, pos + SCAN_CHUNK, end if until is None else until)
-    found, errs = fatbin_mod.walk(blob, pos, stop, section, strict=False, found_by="scan", limit=end)
-    errors += errs
-    nxt = max([stop] + [fb.offset + 16 + fb.size for fb in found])
-    blob.release(pos, nxt)
-    return found, nxt
+        nxt = max([stop] + [fb.end for fb in found])
+        blob.release(pos, nxt)
+        pos = nxt
 
 
 # ------------------------------------------------------- one binary's hidden fatbins in slices
@@ -829,7 +831,6 @@ class HiddenSplit:
     (``slice_has_marker``)."""
 
     size: int
-    parts: int
     pieces: frozenset[tuple[int, int]]
     slices: tuple[tuple[int, int, int, str | None], ...]
 
@@ -847,9 +848,7 @@ def hidden_split(fmt: str, blob: Blob, opts: Options, parts: int) -> HiddenSplit
         return None
     if any(r.compressed is not None for r in layout.regions):
         return None
-    walked = [
-        (a, b) for a, b, _ in _union([(r.start, r.end, r.name) for r in layout.regions if r.fatbin_section])
-    ]
+    walked = [(a, b) for a, b, _ in _fatbin_ranges(layout)]
     if walked and not opts.scan_hidden:
         return None
     big = [p for p in _hidden_pieces(blob, layout, walked) if p[1] - p[0] >= PIECE_MIN]
@@ -864,7 +863,7 @@ def hidden_split(fmt: str, blob: Blob, opts: Options, parts: int) -> HiddenSplit
     for a, b, name in big:
         n = max(1, (b - a) // each)
         slices += [(a + j * (b - a) // n, a + (j + 1) * (b - a) // n, b, name) for j in range(n)]
-    return HiddenSplit(blob.size, parts, pieces, tuple(slices))
+    return HiddenSplit(blob.size, pieces, tuple(slices))
 
 
 def scan_slice(blob: Blob, split: HiddenSplit, i: int, opts: Options, budget: Budget) -> list[Fatbin] | None:
@@ -875,11 +874,7 @@ def scan_slice(blob: Blob, split: HiddenSplit, i: int, opts: Options, budget: Bu
     if blob.size != split.size:
         return None
     errors: list[InputError] = []
-    fatbins: list[Fatbin] = []
-    pos = lo
-    while pos < hi:
-        found, pos = _scan_chunk(blob, pos, end, name, errors, until=hi)
-        fatbins += found
+    fatbins = [fb for found in _scan_chunks(blob, lo, end, name, errors, until=hi) for fb in found]
     if errors:
         return None
     return _probed(blob, fatbins, False, budget) if opts.probe_small else fatbins
@@ -912,16 +907,17 @@ def slice_has_marker(blob: Blob, split: HiddenSplit, i: int, fatbins: list[Fatbi
     lo, hi, _end, _name = split.slices[i]
     reach = len(STATIC_CUDART_MARKER) - 1
     skip = [(0, max(0, lo - reach)), (min(blob.size, hi + reach), blob.size)]
-    return has_static_cudart(blob, (), skip + [(fb.offset, fb.offset + 16 + fb.size) for fb in fatbins])
+    return has_static_cudart(blob, (), skip + [(fb.offset, fb.end) for fb in fatbins])
 
 
 def inspect_split_main(
     path: str, blob: Blob, opts: Options, split: HiddenSplit
 ) -> tuple[FileReport, int] | None:
     """The record of a split file less its slices' fatbins, and the inflation budget it spent;
-    None when the file no longer gives the same plan (it changed) or reading it failed (read
-    whole, the file gives its error record)."""
-    if hidden_split("elf", blob, opts, split.parts) != split:
+    None when the file is no longer the size planned or reading it failed (read whole, the file
+    gives its error record). The plan's other facts (its pieces, no static cudart marker outside
+    them) are the file's as long as its stat is (``elf_split.inspect_part`` checks)."""
+    if blob.size != split.size:
         return None
     budget = Budget(blob.size)
     try:

@@ -598,26 +598,37 @@ class _Scanner:
         """Hand a large zip's spans to the pool, the largest first."""
         from fatbin_inspect.scanning import worker
 
-        self.tokens += 1  # a token, not the path: the same path may be in flight twice
-        token = self.tokens
-        # [path, key, results, parts left, error if a part died, None (an ELF split: its plan)]
-        self.split[token] = [path, key, [None] * len(spans), len(spans), None, None]
-        for i in sorted(range(len(spans)), key=lambda i: -spans[i][2]):
-            args = (path, key, spans[i][:2], self.opts.inventory, self.encoder, self.keep, self.cache.enabled)
-            self._submit(worker.inspect_span, args, (token, i))
+        units = [
+            (path, key, span[:2], self.opts.inventory, self.encoder, self.keep, self.cache.enabled)
+            for span in spans
+        ]
+        self._split(path, key, worker.inspect_span, units, [span[2] for span in spans], _join_spans)
 
     def _split_elf(self, path: str, key: tuple, split) -> None:
         """Hand a large ELF file's parts (``elf_split``) to the pool, the largest first."""
+        import functools
+
         from fatbin_inspect.scanning import elf_split
 
-        self.tokens += 1
-        token = self.tokens
-        sizes = elf_split.sizes(split)
-        self.split[token] = [path, key, [None] * len(sizes), len(sizes), None, split]
         parts = self.opts.encoder_parts if self.encoder is not None else None
-        for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
-            args = (path, split, i, self.opts.inventory, parts, self.cache.enabled, key)
-            self._submit(elf_split.inspect_part, args, (token, i))
+        sizes = elf_split.sizes(split)
+        units = [
+            (path, split, i, self.opts.inventory, parts, self.cache.enabled, key) for i in range(len(sizes))
+        ]
+        self._split(
+            path, key, elf_split.inspect_part, units, sizes, functools.partial(elf_split.join, split=split)
+        )
+
+    def _split(self, path: str, key: tuple, fn, units: list[tuple], sizes: list[int], join) -> None:
+        """One file's units (``fn``'s arguments) to the pool, the largest first; ``join``: ``(path,
+        results in unit order)`` -> the file's ``worker.encoded`` records, or None (the file is
+        then read whole, one unit)."""
+        self.tokens += 1  # a token, not the path: the same path may be in flight twice
+        token = self.tokens
+        # [path, key, results, units left, error if a unit's process died, join]
+        self.split[token] = [path, key, [None] * len(units), len(units), None, join]
+        for i in sorted(range(len(units)), key=lambda i: -sizes[i]):
+            self._submit(fn, units[i], (token, i))
 
     def _splits_elf(self, size: int) -> bool:
         """A file this large is worth an ELF split (``elf_split``) in this scan."""
@@ -644,12 +655,7 @@ class _Scanner:
                 self._error(path, state[1][2], state[4])
                 self._tick(1, state[1][2])
                 return
-            if state[5] is None:
-                self._finish([(path, state[1], _join_spans(path, state[2]))])
-                return
-            from fatbin_inspect.scanning import elf_split
-
-            encs = elf_split.join(path, state[5], state[2])
+            encs = state[5](path, state[2])
             if encs is not None:
                 self._finish([(path, state[1], encs)])
                 return
@@ -799,12 +805,11 @@ class _Scanner:
 
     def _stdin(self, path: str) -> None:
         """``-``: standard input read once, here (a pipe is not for the pool), never cached."""
-        from fatbin_inspect.inventory.reader import Options, inspect_blob
+        from fatbin_inspect.inventory.reader import as_options, inspect_blob
         from fatbin_inspect.inventory.walk import stdin_blob
         from fatbin_inspect.scanning import worker
 
-        o = self.opts.inventory
-        opts = o if isinstance(o, Options) else Options(**(o or {}))
+        opts = as_options(self.opts.inventory)
         self.stats["files"] += 1
         try:
             blob = stdin_blob()

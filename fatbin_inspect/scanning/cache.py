@@ -81,7 +81,7 @@ def pack_text(text: bytes) -> bytes:
     packed with zstd's checksum only when it passes, as ``unpack_texts`` accepts only such frames."""
     import zstandard
 
-    inert = _inert(text)
+    inert = is_inert(text)
     return zstandard.ZstdCompressor(level=1, write_checksum=inert).compress(text)
 
 
@@ -107,11 +107,6 @@ def unpack_stream(frame: bytes) -> Iterator[bytes]:
 
 
 def is_inert(text: bytes) -> bool:
-    """``pack_text``'s check: printable ASCII and newlines only."""
-    return _inert(text)
-
-
-def _inert(text: bytes) -> bool:
     """Printable ASCII and newlines only. Checked 1 MiB at a time: ``translate`` allocates a
     result as large as its input before it shrinks it, which for cuFFT's 23 MB text was a second
     copy at the worker's peak."""

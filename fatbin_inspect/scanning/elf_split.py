@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from fatbin_inspect.formats.mapguard import faults
 from fatbin_inspect.inventory.reader import (
     HiddenSplit,
     Options,
+    as_options,
     chained,
     hidden_split,
     inspect_split_main,
@@ -64,14 +66,11 @@ def plan(path: str, opts: Any, parts: int) -> HiddenSplit | None:
 
 
 def _opened(path: str, opts: Any) -> tuple[Options, Blob | None]:
-    """``opts`` as ``Options`` (a dict of its fields, or None: the defaults) and the file mapped
-    (None when it cannot be)."""
-    if not isinstance(opts, Options):
-        opts = Options(**(opts or {}))
+    """``opts`` as ``Options`` and the file mapped (None when it cannot be)."""
     try:
-        return opts, open_blob(path)
+        return as_options(opts), open_blob(path)
     except InputError:
-        return opts, None
+        return as_options(opts), None
 
 
 def sizes(split: HiddenSplit) -> list[int]:
@@ -159,7 +158,7 @@ def inspect_part(
     first = len(fatbins) if i == 0 else FIRST_CODES
     return Part(
         [fb.offset for fb in fatbins],
-        [fb.offset + 16 + fb.size for fb in fatbins],
+        [fb.end for fb in fatbins],
         _items(texts, first, True),
         _items(datas, first, False),
         [codes(fb) for fb in fatbins[:FIRST_CODES]],
@@ -188,7 +187,7 @@ def _items(parts, first: int, text: bool) -> Items | None:
     return Items(items[:first], pack(rest) if rest is not None else None, sep, inert)
 
 
-def join(path: str, split: HiddenSplit, parts: list) -> list[tuple] | None:
+def join(path: str, parts: list, split: HiddenSplit) -> list[tuple] | None:
     """The ``worker.encoded`` records of the whole file from its parts' results, or None (read
     it whole: a part could not vouch for its bytes, their budgets together overspent the file's,
     or no fatbin was found)."""
@@ -221,16 +220,12 @@ def join(path: str, split: HiddenSplit, parts: list) -> list[tuple] | None:
 
 def _segments(main: Part, cuts: list[int]) -> list[tuple[int, list | None, list | None]]:
     """The main part's fatbins as runs no piece of the split falls between."""
+    runs = itertools.groupby(range(len(main.starts)), key=lambda j: bisect.bisect(cuts, main.starts[j]))
     out = []
-    n = len(main.starts)
-    j = 0
-    while j < n:
-        at = bisect.bisect(cuts, main.starts[j])
-        k = j + 1
-        while k < n and bisect.bisect(cuts, main.starts[k]) == at:
-            k += 1
+    for _at, run in runs:
+        indexes = list(run)
+        j, k = indexes[0], indexes[-1] + 1
         out.append((main.starts[j], _from(main.text, j, k), _from(main.data, j, k)))
-        j = k
     return out
 
 

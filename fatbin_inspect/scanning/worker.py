@@ -20,6 +20,7 @@ from fatbin_inspect.formats.mapguard import faults
 from fatbin_inspect.formats.model import FileError, FileReport
 from fatbin_inspect.inventory.reader import (
     Options,
+    as_options,
     changed_record,
     inspect_blob,
     inspect_path,
@@ -128,8 +129,7 @@ def inspect_span(
     and directory of the zip are kept for the next span of the same zip (read once per process,
     not once per span)."""
     global _ZIP
-    if not isinstance(opts, Options):
-        opts = Options(**(opts or {}))
+    opts = as_options(opts)
     if _ZIP is None or _ZIP[0] != (path, key):
         _ZIP = None
         try:
@@ -151,6 +151,5 @@ def inspect_batch(batch, opts, encoder=None, keep=False, data=True):
     ``opts``: an ``Options``, a dict of its fields, or None (the defaults); ``encoder``: a
     module-level function giving each record's text where it was made; ``keep``: hand back the
     records too (the caller needs them whole); ``data``: encode them for the cache."""
-    if not isinstance(opts, Options):
-        opts = Options(**(opts or {}))
+    opts = as_options(opts)
     return [(path, key, encoded(inspect_file(path, opts), path, encoder, keep, data)) for path, key in batch]
