@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileError, FileReport, Kernel, Package
 from fatbin_inspect.render import inventory_json, jsondump
-from fatbin_inspect.render.inventory_json import entry_dict, entry_pretty, file_dict
+from fatbin_inspect.render.inventory_json import entry_compact, entry_dict, entry_pretty, file_dict
 
 # strings as file names and header fields hold them: os.fsdecode's lone surrogates included
 _TEXT = st.text(
@@ -131,6 +131,31 @@ def test_entry_pretty_is_pretty_of_entry_dict(e, depth):
         assert jsondump.utf8_json(text) == jsondump.pretty(entry_dict(e), depth)
 
 
+@settings(max_examples=100, deadline=None)
+@given(_REPORT, st.integers(1, 4))
+def test_file_pieces_are_compact_json_of_file_dict(report, run):
+    """The compact record (``list --format json`` of a large inventory), in runs of any length."""
+    old = jsondump.COMPACT_RUN
+    jsondump.COMPACT_RUN = run
+    try:
+        fast = b"".join(jsondump.file_pieces(report))
+    finally:
+        jsondump.COMPACT_RUN = old
+    assert fast == jsondump.to_json(file_dict(report), separators=(",", ":")).encode()
+    json.loads(fast)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_entry())
+def test_entry_compact_is_compact_json_of_entry_dict(e):
+    text = entry_compact(e)
+    if e.cubin is not None or e.kernels is not None:
+        assert text is None
+    else:
+        assert text is not None
+        assert jsondump.utf8_json(text) == jsondump.to_json(entry_dict(e), separators=(",", ":"))
+
+
 def test_a_fatbin_field_the_fast_path_does_not_write_sends_it_to_the_general_path(monkeypatch):
     """The fatbin's fields are written by name: a record with a field the fast path does not
     write (a future one) is written by ``pretty`` of its dict, never without the field."""
@@ -140,3 +165,6 @@ def test_a_fatbin_field_the_fast_path_does_not_write_sends_it_to_the_general_pat
     monkeypatch.setattr(inventory_json, "FATBIN_PRETTY_FIELDS", ("section", "offset", "size", "entries"))
     assert jsondump.file_pretty(report, 2) == jsondump.pretty(file_dict(report), 2)
     assert '"found_by": "scan"' in jsondump.file_pretty(report, 2)
+    compact = b"".join(jsondump.file_pieces(report))
+    assert compact == jsondump.to_json(file_dict(report), separators=(",", ":")).encode()
+    assert b'"found_by":"scan"' in compact

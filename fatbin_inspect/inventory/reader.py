@@ -13,9 +13,12 @@ import dataclasses
 import functools
 import mmap
 import os
+import pickle
+import signal
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from fatbin_inspect.containers import (
     ARCHIVES,
@@ -314,6 +317,7 @@ def inspect_pairs(
     """(record, blob) pairs, streaming: each member's bytes can be dropped once the consumer moves
     on (a wheel's members are never all held at once). An archive's own record comes last.
     At ``depth`` 0, ``path`` is a real path (put in path form here) and ``budget`` starts."""
+    disk = path if depth == 0 and _is_whole_file(blob, path) else None  # a worker may map it too
     if depth == 0:
         path = member_path.escape(path)
     if budget is None:
@@ -328,7 +332,7 @@ def inspect_pairs(
         return
     read = blob  # the bytes the record's offsets point into (its compressed sections inflated)
     try:
-        rec, read = _inspect_binary(path, fmt, blob, opts, budget)
+        rec, read = _inspect_binary(path, fmt, blob, opts, budget, disk=disk)
     except InputError as exc:
         rec = FileReport(path=path, format=fmt, size=blob.size, error=_err(exc))
     except Exception as exc:  # a parser bug must cost one record, not the scan
@@ -606,13 +610,15 @@ def _inspect_binary(
     opts: Options,
     budget: Budget | None = None,
     delegated: frozenset[tuple[int, int]] = frozenset(),
+    disk: str | None = None,
 ) -> tuple[FileReport, Blob]:
     """The record of a host binary, raw fatbin, cubin or PTX file: fatbins walked in their
     sections, then found by magic outside them (``opts.scan_hidden``, or when no section was
     walked), then decoded as ``opts`` asks; and the bytes its offsets point into (``blob``, or
     a copy with its compressed sections inflated after its end, see ``_inflated``).
     ``delegated``: the hidden pieces of a ``HiddenSplit`` whose fatbins its slices find (not
-    scanned here; ``static_cudart`` False, as the split's plan checked)."""
+    scanned here; ``static_cudart`` False, as the split's plan checked). ``disk``: the file on disk
+    that ``blob`` maps whole, which a worker process may then read too (``_hand_off``)."""
     if fmt in ("cubin", "ptx"):
         standalone = (_standalone_cubin(blob) if fmt == "cubin" else _standalone_ptx(blob),)
         decoded = _decode_fatbins(blob, standalone, opts, budget=budget)
@@ -624,7 +630,7 @@ def _inspect_binary(
         errors.append(exc)  # are still magic-scanned, and the record keeps the error
         layout = Layout(fmt, (), notes=("section table unusable: fatbins found by magic scan only",))
     read, layout = _inflated(blob, layout, budget if budget is not None else Budget(blob.size))
-    fatbins = _found_fatbins(fmt, read, layout, opts, errors, delegated)
+    fatbins = _found_fatbins(fmt, read, layout, opts, errors, delegated, disk if read is blob else None)
     errors += layout.errors
     static = (
         bool(fatbins)
@@ -718,48 +724,50 @@ def _found_fatbins(
     opts: Options,
     errors: list[InputError],
     delegated: frozenset[tuple[int, int]] = frozenset(),
+    disk: str | None = None,
 ) -> list[Fatbin]:
     """The fatbins of a binary in file order, each once (several headers may point at one):
     walked strictly in the fatbin sections (a raw fatbin file: all of it), then magic-scanned in
-    the other data sections and the bytes no section covers. Errors are appended to ``errors``."""
+    the other data sections and the bytes no section covers. Errors are appended to ``errors``,
+    in that order. ``disk``: the file ``blob`` maps, whose largest hidden pieces a second process
+    may scan meanwhile (``_hand_off``; each piece is scanned whole from its start either way)."""
     fatbin_ranges = _fatbin_ranges(layout)
-    fatbins: list[Fatbin] = []
-    for start, end, name in fatbin_ranges:  # overlapping section headers: each byte walked once
-        found, errs = fatbin_mod.walk(blob, start, end, name, strict=True)
-        blob.release(start, end)
+    walked = [(a, b) for a, b, _ in fatbin_ranges]
+    hidden: list[tuple[int, int, str | None]] = []
+    if fmt != "fatbin" and (opts.scan_hidden or not fatbin_ranges):
+        hidden = [p for p in _hidden_pieces(blob, layout, walked) if p[:2] not in delegated]
+    with _hand_off(disk, blob.size, hidden, sum(b - a for a, b in walked), opts) as away:
+        fatbins: list[Fatbin] = []
+        for start, end, name in fatbin_ranges:  # overlapping section headers: each byte walked once
+            found, errs = fatbin_mod.walk(blob, start, end, name, strict=True)
+            blob.release(start, end)
+            fatbins += found
+            errors += errs
+        if fmt == "fatbin":
+            found, errs = fatbin_mod.walk(blob, 0, blob.size, None, strict=True)
+            fatbins += found
+            errors += errs
+        scanned = {i: _scan_piece(blob, piece) for i, piece in enumerate(hidden) if i not in away}
+        scanned.update(away.results(lambda i: _scan_piece(blob, hidden[i])))
+    for i in range(len(hidden)):
+        found, errs = scanned[i]
         fatbins += found
         errors += errs
-    if fmt == "fatbin":
-        found, errs = fatbin_mod.walk(blob, 0, blob.size, None, strict=True)
-        fatbins += found
-        errors += errs
-    elif opts.scan_hidden or not fatbin_ranges:
-        fatbins += _hidden_fatbins(blob, layout, [(a, b) for a, b, _ in fatbin_ranges], errors, delegated)
     fatbins = list({fb.offset: fb for fb in fatbins}.values())  # headers pointing at one fatbin
     fatbins.sort(key=lambda fb: fb.offset)
     return fatbins
 
 
+def _scan_piece(blob: Blob, piece: tuple[int, int, str | None]) -> tuple[list[Fatbin], list[InputError]]:
+    """The fatbins the magic scan finds in one hidden piece, and its errors (limits reached)."""
+    errors: list[InputError] = []
+    found = [fb for chunk in _scan_chunks(blob, *piece, errors) for fb in chunk]
+    return found, errors
+
+
 def _fatbin_ranges(layout: Layout) -> list[tuple[int, int, str | None]]:
     """The fatbin sections, overlapping ones merged (each byte walked once)."""
     return _union([(r.start, r.end, r.name) for r in layout.regions if r.fatbin_section])
-
-
-def _hidden_fatbins(
-    blob: Blob,
-    layout: Layout,
-    walked: list[tuple[int, int]],
-    errors: list[InputError],
-    delegated: frozenset[tuple[int, int]] = frozenset(),
-) -> list[Fatbin]:
-    """Fatbins the magic scan finds in data sections and between sections (docs/format.md
-    §1.4), outside the ``walked`` fatbin sections; none in the ``delegated`` pieces."""
-    out: list[Fatbin] = []
-    for a, b, name in _hidden_pieces(blob, layout, walked):
-        if (a, b) not in delegated:
-            for found in _scan_chunks(blob, a, b, name, errors):
-                out += found
-    return out
 
 
 def _hidden_pieces(
@@ -808,6 +816,144 @@ def _scan_chunks(
         nxt = max([stop] + [fb.end for fb in found])
         blob.release(pos, nxt)
         pos = nxt
+
+
+# ----------------------------------------- a second process scans a large binary's hidden pieces
+# hidden bytes that pay for a second process: forking it and taking its records back cost
+# ~10 ms; scanning libcublasLt.so.13's 196 MB of them (383 fatbins) ~0.2 s
+HAND_OFF_MIN = 64 << 20
+
+
+def hand_off(sizes: list[int], own: int) -> list[int]:
+    """The indices of the hidden pieces (of ``sizes`` bytes) a second process scans while this
+    one walks ``own`` bytes of fatbin sections: largest first, each to the side with less work
+    (walking a fatbin section costs about what scanning as many bytes does: libcublasLt's
+    139 MB 0.10 s, its 196 MB of hidden pieces 0.20 s); none unless that takes at least a quarter
+    of the work off the busier side (cuFFT's one 265 MB ``.ldata`` is not handed off whole)."""
+    loads, away = [own, 0], []
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        side = int(loads[1] < loads[0])
+        loads[side] += sizes[i]
+        if side:
+            away.append(i)
+    total = own + sum(sizes)
+    return sorted(away) if away and max(loads) * 4 <= total * 3 else []
+
+
+class _HandOff:
+    """The pieces handed to a forked child (``i in away``) and, once this process is done with
+    its own, their scans (``results``). A child that cannot be started, fails, or finds the file
+    no longer the one mapped here leaves them to this process (``fallback``): the record is the
+    same. A bare ``os.fork`` (Linux only; elsewhere nothing is handed off), not a
+    ``ProcessPoolExecutor``: importing and starting one took ~30 ms, a sixth of the scan it
+    takes off this process (libcublasLt.so.13); the child has this process's modules and sends
+    its results, pickled, down a pipe. It starts as the pool's workers do (``workers.init``:
+    SIGINT blocked across the fork, then ignored; it dies with this process)."""
+
+    def __init__(self, disk: str | None, size: int, pieces: list, indices: list[int]):
+        self.indices: frozenset[int] = frozenset()
+        self.pid: int | None = None
+        self.fd: int | None = None
+        if not indices or disk is None or not sys.platform.startswith("linux"):
+            return
+        parent, todo = os.getpid(), [pieces[i] for i in indices]
+        r, w = os.pipe()
+        try:
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                pid = os.fork()
+            finally:
+                if os.getpid() == parent:
+                    signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        except OSError:  # no process to spare
+            os.close(r)
+            os.close(w)
+            return
+        if pid == 0:
+            _child(parent, r, w, disk, size, todo)
+        os.close(w)
+        self.indices, self.pid, self.fd = frozenset(indices), pid, r
+
+    def __contains__(self, i: int) -> bool:
+        return i in self.indices
+
+    def results(self, fallback) -> dict[int, tuple[list[Fatbin], list[InputError]]]:
+        if self.pid is None or self.fd is None:
+            return {}
+        got, fd, self.fd = None, self.fd, None
+        try:
+            with open(fd, "rb", closefd=True) as f:  # (the pipe from the child)
+                data = f.read()
+            if self._reap() == 0 and data:
+                got = pickle.loads(data)  # (made by the child from its records)
+        except Exception:  # a child that died, or a bug there: a bug here too is this record's error
+            got = None
+        order = sorted(self.indices)
+        if not isinstance(got, list) or len(got) != len(order):
+            return {i: fallback(i) for i in order}
+        return dict(zip(order, got))
+
+    def close(self, cancel: bool = False) -> None:
+        if cancel and self.pid is not None:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        self._reap()
+
+    def _reap(self) -> int | None:
+        """Wait for the child; its exit status (None: none was started)."""
+        if self.pid is None:
+            return None
+        pid, self.pid = self.pid, None
+        try:
+            return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        except ChildProcessError:
+            return None
+
+
+def _child(parent: int, r: int, w: int, disk: str, size: int, pieces: list) -> NoReturn:
+    """The forked child of ``_HandOff``: scan ``pieces``, write them pickled to ``w``, exit
+    (``os._exit``: none of the parent's cleanup, buffers or handlers run here)."""
+    code = 1
+    try:
+        os.close(r)
+        workers.init(parent)
+        data = pickle.dumps(_scan_pieces(disk, size, pieces), pickle.HIGHEST_PROTOCOL)
+        with open(w, "wb", closefd=True) as f:
+            f.write(data)
+        code = 0
+    except BaseException:  # (nothing is printed here: the parent scans the pieces itself)
+        pass
+    finally:
+        os._exit(code)
+
+
+@contextlib.contextmanager
+def _hand_off(disk: str | None, size: int, pieces: list, own: int, opts: Options) -> Iterator[_HandOff]:
+    """A ``_HandOff`` of the pieces ``hand_off`` picks, when ``disk`` (the file mapped whole) is
+    given, ``opts.jobs`` allows a second process and the pieces hold ``HAND_OFF_MIN`` bytes."""
+    sizes = [b - a for a, b, _ in pieces]
+    worth = disk is not None and sum(sizes) >= HAND_OFF_MIN and workers.processes(opts.jobs) > 1
+    away = _HandOff(disk, size, pieces, hand_off(sizes, own) if worth else [])
+    try:
+        yield away
+    except BaseException:  # Ctrl-C, or a parser bug: the child ends now
+        away.close(cancel=True)
+        raise
+    away.close()
+
+
+def _scan_pieces(path: str, size: int, pieces: list) -> list | None:
+    """``_HandOff``'s child: ``_scan_piece`` of each of ``pieces`` of the file at ``path``; None
+    when it is no longer ``size`` bytes or shrank while it was read."""
+    blob = open_blob(path)
+    if blob.size != size:
+        return None
+    before = mapguard.faults()
+    out = [_scan_piece(blob, piece) for piece in pieces]
+    return out if mapguard.faults() == before else None
 
 
 # ------------------------------------------------------- one binary's hidden fatbins in slices

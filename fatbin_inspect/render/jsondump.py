@@ -360,10 +360,10 @@ def file_pieces(report, fragments=None) -> Iterator[bytes]:
     one at a time as they are written) replace its fatbins."""
     from fatbin_inspect.render.inventory_json import file_dict
 
-    d = file_dict(report)
     if fragments is None:
-        yield to_json(d, separators=_COMPACT).encode()
+        yield from _file_compact(report)
         return
+    d = file_dict(report)
     d.pop("fatbins")
     head = to_json(d, separators=_COMPACT)
     yield (head[:-1] + ',"fatbins":[').encode()
@@ -378,3 +378,25 @@ def file_pieces(report, fragments=None) -> Iterator[bytes]:
                 yield f
             first = False
     yield b"]}"
+
+
+COMPACT_RUN = 256  # fatbins per piece of a compact record (cuFFT's 24,000: 20 MB of text)
+
+
+def _file_compact(report) -> Iterator[bytes]:
+    """``to_json(file_dict(report), separators=(",", ":"))`` in pieces, byte for byte: its
+    fatbins by ``inventory_json.fatbin_compact``, ``COMPACT_RUN`` at a time, when it writes
+    their fields and ``file_dict`` writes them last; else at once, by ``to_json``."""
+    from fatbin_inspect.render import inventory_json as inv
+
+    fatbins = report.fatbins
+    if fatbins and {f.name for f in dataclasses.fields(fatbins[0])} == set(inv.FATBIN_PRETTY_FIELDS):
+        head = to_json(inv.file_dict(dataclasses.replace(report, fatbins=())), separators=_COMPACT)
+        if head.endswith('"fatbins":[]}'):
+            yield head[:-2].encode()
+            for i in range(0, len(fatbins), COMPACT_RUN):
+                run = ",".join(inv.fatbin_compact(fb) for fb in fatbins[i : i + COMPACT_RUN])
+                yield ("," if i else "").encode() + utf8_json(run).encode()
+            yield b"]}"
+            return
+    yield to_json(inv.file_dict(report), separators=_COMPACT).encode()
