@@ -552,6 +552,37 @@ def test_quick_test_skips_code_where_the_inventory_never_looks(tmp_path):
             assert bool(worker.inspect_file(str(path), Options())) is found, i
 
 
+def test_quick_test_looks_in_the_fatbin_sections_first(tmp_path):
+    """``magic_ranges`` gives the fatbin sections first (the search ends there), then the rest:
+    together every byte outside code, each once."""
+    import itertools
+
+    import builders as B
+
+    from fatbin_inspect.formats.binio import gaps, open_blob
+    from fatbin_inspect.inventory import reader
+
+    fb = B.sample_fatbin()
+    data = B.elf64(
+        [
+            (".text", 1, b"\x90" * 300),
+            (".rodata", 1, b"r" * 5000),
+            (".nv_fatbin", 1, fb),
+            (".data", 1, b"d" * 70),
+        ]
+    )
+    path = tmp_path / "lib.so"
+    path.write_bytes(data)
+    blob = open_blob(str(path))
+    ranges = reader.magic_ranges("elf", blob)
+    start = data.index(fb)
+    assert ranges[0] == (start, start + len(fb))
+    layout = reader.layout_of("elf", blob)
+    covered = sorted(ranges)
+    assert all(b <= c for (_a, b), (c, _d) in itertools.pairwise(covered))  # each byte once
+    assert sum(b - a for a, b in ranges) == sum(b - a for a, b in gaps(reader._code(layout), blob.size))
+
+
 def test_a_warm_json_scan_loads_neither_the_engine_nor_a_parser(tmp_path):
     """The warm path imports what it uses: the coverage matrix of a scan without targets needs
     no compatibility engine (compat.jit loads it) and a cached tree no format parser."""

@@ -1076,8 +1076,10 @@ def inspect_split_main(
 def magic_ranges(fmt: str, blob: Blob) -> list[tuple[int, int]] | None:
     """The byte ranges where ``_inspect_binary`` may find a fatbin: all but the code and linker
     tables of an ELF or PE/COFF file whose section table reads (the whole blob when it does not,
-    or for other formats). None: a section fatbins are read from is compressed (no magic shows
-    in it), so only reading the file tells."""
+    or for other formats), its fatbin sections first: a search for any magic mostly ends in the
+    first bytes there (libcublasLt.so.13 has 44 MB of ``.rodata`` before its ``.nv_fatbin``; over
+    the six extracted wheels 131 MB were searched, now 36 MB). None: a section fatbins are read
+    from is compressed (no magic shows in it), so only reading the file tells."""
     if fmt == "ar":
         return None if _ar_compressed(blob) else [(0, blob.size)]
     try:
@@ -1086,7 +1088,10 @@ def magic_ranges(fmt: str, blob: Blob) -> list[tuple[int, int]] | None:
         return [(0, blob.size)]
     if any(r.compressed is not None for r in layout.regions):
         return None
-    return list(gaps(_code(layout), blob.size))
+    code = _code(layout)
+    walked = [(a, b) for a, b, _ in _fatbin_ranges(layout)]
+    first = [(a, b) for start, end in walked for a, b in gaps(code, end, start)]
+    return first + [(a, b) for start, end in gaps(code, blob.size) for a, b in gaps(walked, end, start)]
 
 
 def _ar_compressed(blob: Blob) -> bool:
