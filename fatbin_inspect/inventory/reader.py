@@ -13,7 +13,6 @@ import dataclasses
 import functools
 import mmap
 import os
-import pickle
 import signal
 import sys
 from collections.abc import Iterable, Iterator, Mapping
@@ -885,6 +884,8 @@ class _HandOff:
             with open(fd, "rb", closefd=True) as f:  # (the pipe from the child)
                 data = f.read()
             if self._reap() == 0 and data:
+                import pickle  # (a listing that hands nothing off does not load it)
+
                 got = pickle.loads(data)  # (made by the child from its records)
         except Exception:  # a child that died, or a bug there: a bug here too is this record's error
             got = None
@@ -920,6 +921,8 @@ def _child(parent: int, r: int, w: int, disk: str, size: int, pieces: list) -> N
     try:
         os.close(r)
         workers.init(parent)
+        import pickle
+
         data = pickle.dumps(_scan_pieces(disk, size, pieces), pickle.HIGHEST_PROTOCOL)
         with open(w, "wb", closefd=True) as f:
             f.write(data)
