@@ -316,7 +316,7 @@ def inspect_pairs(
     """(record, blob) pairs, streaming: each member's bytes can be dropped once the consumer moves
     on (a wheel's members are never all held at once). An archive's own record comes last.
     At ``depth`` 0, ``path`` is a real path (put in path form here) and ``budget`` starts."""
-    disk = path if depth == 0 and _is_whole_file(blob, path) else None  # a worker may map it too
+    disk = path if depth == 0 else None  # the file a second process may map too (``_hand_off``)
     if depth == 0:
         path = member_path.escape(path)
     if budget is None:
@@ -616,8 +616,8 @@ def _inspect_binary(
     walked), then decoded as ``opts`` asks; and the bytes its offsets point into (``blob``, or
     a copy with its compressed sections inflated after its end, see ``_inflated``).
     ``delegated``: the hidden pieces of a ``HiddenSplit`` whose fatbins its slices find (not
-    scanned here; ``static_cudart`` False, as the split's plan checked). ``disk``: the file on disk
-    that ``blob`` maps whole, which a worker process may then read too (``_hand_off``)."""
+    scanned here; ``static_cudart`` False, as the split's plan checked). ``disk``: the path of the
+    file on disk ``blob`` came from, which a second process may then read too (``_hand_off``)."""
     if fmt in ("cubin", "ptx"):
         standalone = (_standalone_cubin(blob) if fmt == "cubin" else _standalone_ptx(blob),)
         decoded = _decode_fatbins(blob, standalone, opts, budget=budget)
@@ -629,7 +629,7 @@ def _inspect_binary(
         errors.append(exc)  # are still magic-scanned, and the record keeps the error
         layout = Layout(fmt, (), notes=("section table unusable: fatbins found by magic scan only",))
     read, layout = _inflated(blob, layout, budget if budget is not None else Budget(blob.size))
-    fatbins = _found_fatbins(fmt, read, layout, opts, errors, delegated, disk if read is blob else None)
+    fatbins = _found_fatbins(fmt, read, layout, opts, errors, delegated, disk)
     errors += layout.errors
     static = (
         bool(fatbins)
@@ -728,14 +728,14 @@ def _found_fatbins(
     """The fatbins of a binary in file order, each once (several headers may point at one):
     walked strictly in the fatbin sections (a raw fatbin file: all of it), then magic-scanned in
     the other data sections and the bytes no section covers. Errors are appended to ``errors``,
-    in that order. ``disk``: the file ``blob`` maps, whose largest hidden pieces a second process
-    may scan meanwhile (``_hand_off``; each piece is scanned whole from its start either way)."""
+    in that order. ``disk``: the file ``blob`` came from, whose largest hidden pieces a second
+    process may scan meanwhile (``_hand_off``; each piece is scanned whole from its start either way)."""
     fatbin_ranges = _fatbin_ranges(layout)
     walked = [(a, b) for a, b, _ in fatbin_ranges]
     hidden: list[tuple[int, int, str | None]] = []
     if fmt != "fatbin" and (opts.scan_hidden or not fatbin_ranges):
         hidden = [p for p in _hidden_pieces(blob, layout, walked) if p[:2] not in delegated]
-    with _hand_off(disk, blob.size, hidden, sum(b - a for a, b in walked), opts) as away:
+    with _hand_off(disk, blob, hidden, sum(b - a for a, b in walked), opts) as away:
         fatbins: list[Fatbin] = []
         for start, end, name in fatbin_ranges:  # overlapping section headers: each byte walked once
             found, errs = fatbin_mod.walk(blob, start, end, name, strict=True)
@@ -934,12 +934,18 @@ def _child(parent: int, r: int, w: int, disk: str, size: int, pieces: list) -> N
 
 
 @contextlib.contextmanager
-def _hand_off(disk: str | None, size: int, pieces: list, own: int, opts: Options) -> Iterator[_HandOff]:
-    """A ``_HandOff`` of the pieces ``hand_off`` picks, when ``disk`` (the file mapped whole) is
-    given, ``opts.jobs`` allows a second process and the pieces hold ``HAND_OFF_MIN`` bytes."""
+def _hand_off(disk: str | None, blob: Blob, pieces: list, own: int, opts: Options) -> Iterator[_HandOff]:
+    """A ``_HandOff`` of the pieces ``hand_off`` picks, when the pieces hold ``HAND_OFF_MIN``
+    bytes, ``opts.jobs`` allows a second process and ``blob`` maps the file ``disk`` whole (looked
+    at last: a scan's worker, ``jobs`` 1, makes no ``stat`` for it)."""
     sizes = [b - a for a, b, _ in pieces]
-    worth = disk is not None and sum(sizes) >= HAND_OFF_MIN and workers.processes(opts.jobs) > 1
-    away = _HandOff(disk, size, pieces, hand_off(sizes, own) if worth else [])
+    worth = (
+        disk is not None
+        and sum(sizes) >= HAND_OFF_MIN
+        and workers.processes(opts.jobs) > 1
+        and _is_whole_file(blob, disk)
+    )
+    away = _HandOff(disk, blob.size, pieces, hand_off(sizes, own) if worth else [])
     try:
         yield away
     except BaseException:  # Ctrl-C, or a parser bug: the child ends now

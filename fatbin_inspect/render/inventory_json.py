@@ -160,6 +160,12 @@ _FATBIN_LEAD = ("section", "offset", "size", "found_by")  # then the other field
 FATBIN_PRETTY_FIELDS = (*_FATBIN_LEAD, "entries")  # the fields fatbin_pretty writes, by name
 
 
+def writes_fields(fatbins) -> bool:
+    """``fatbin_pretty`` and ``fatbin_compact`` write every field of these records (none of a
+    future field is dropped; else the general path writes them)."""
+    return {f.name for f in dataclasses.fields(fatbins[0])} == set(FATBIN_PRETTY_FIELDS)
+
+
 def fatbin_pretty(fb: Fatbin, ind: str) -> str:
     """``jsondump.pretty(fatbin_dict(fb))`` at the depth whose keys' lines start with ``ind``,
     before ``escape.utf8_json``, when the record's fields are ``FATBIN_PRETTY_FIELDS`` (the

@@ -321,8 +321,7 @@ def file_pretty(report, depth: int) -> str:
     from fatbin_inspect.render import inventory_json as inv
 
     fatbins = report.fatbins
-    fields = frozenset(f.name for f in dataclasses.fields(fatbins[0])) if fatbins else None
-    if fields == frozenset(inv.FATBIN_PRETTY_FIELDS):
+    if fatbins and inv.writes_fields(fatbins):
         around = file_pretty_around(report, depth)
         if around is not None:
             sep, items = fatbins_pretty(fatbins, depth)
@@ -356,14 +355,18 @@ def fatbins_pretty(fatbins, depth: int) -> tuple[str, list[str]]:
 
 
 def file_pieces(report, fragments=None) -> Iterator[bytes]:
-    """One compact ``files[]`` element in pieces; ``fragments`` (from ``fatbins_fragment``, pulled
-    one at a time as they are written) replace its fatbins."""
-    from fatbin_inspect.render.inventory_json import file_dict
+    """One compact ``files[]`` element in pieces: ``to_json(file_dict(report))``, byte for byte.
+    ``fragments`` (from ``fatbins_fragment``, pulled one at a time as they are written) replace
+    its fatbins; without them its fatbins are written by ``inventory_json.fatbin_compact``,
+    ``COMPACT_RUN`` at a time, when it writes their fields."""
+    from fatbin_inspect.render import inventory_json as inv
 
     if fragments is None:
-        yield from _file_compact(report)
-        return
-    d = file_dict(report)
+        if not (report.fatbins and inv.writes_fields(report.fatbins)):
+            yield to_json(inv.file_dict(report), separators=_COMPACT).encode()
+            return
+        fragments = _compact_runs(report.fatbins)
+    d = inv.file_dict(dataclasses.replace(report, fatbins=()))
     d.pop("fatbins")
     head = to_json(d, separators=_COMPACT)
     yield (head[:-1] + ',"fatbins":[').encode()
@@ -383,20 +386,9 @@ def file_pieces(report, fragments=None) -> Iterator[bytes]:
 COMPACT_RUN = 256  # fatbins per piece of a compact record (cuFFT's 24,000: 20 MB of text)
 
 
-def _file_compact(report) -> Iterator[bytes]:
-    """``to_json(file_dict(report), separators=(",", ":"))`` in pieces, byte for byte: its
-    fatbins by ``inventory_json.fatbin_compact``, ``COMPACT_RUN`` at a time, when it writes
-    their fields and ``file_dict`` writes them last; else at once, by ``to_json``."""
-    from fatbin_inspect.render import inventory_json as inv
+def _compact_runs(fatbins) -> Iterator[bytes]:
+    """The compact JSON of ``fatbins``, ``COMPACT_RUN`` comma-joined at a time."""
+    from fatbin_inspect.render.inventory_json import fatbin_compact
 
-    fatbins = report.fatbins
-    if fatbins and {f.name for f in dataclasses.fields(fatbins[0])} == set(inv.FATBIN_PRETTY_FIELDS):
-        head = to_json(inv.file_dict(dataclasses.replace(report, fatbins=())), separators=_COMPACT)
-        if head.endswith('"fatbins":[]}'):
-            yield head[:-2].encode()
-            for i in range(0, len(fatbins), COMPACT_RUN):
-                run = ",".join(inv.fatbin_compact(fb) for fb in fatbins[i : i + COMPACT_RUN])
-                yield ("," if i else "").encode() + utf8_json(run).encode()
-            yield b"]}"
-            return
-    yield to_json(inv.file_dict(report), separators=_COMPACT).encode()
+    for i in range(0, len(fatbins), COMPACT_RUN):
+        yield utf8_json(",".join(fatbin_compact(fb) for fb in fatbins[i : i + COMPACT_RUN])).encode()

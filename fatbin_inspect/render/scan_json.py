@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from fatbin_inspect.render.inventory_json import FATBIN_PRETTY_FIELDS, SCHEMA_VERSION, file_dict, tool
+from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, file_dict, tool, writes_fields
 from fatbin_inspect.render.jsondump import to_json
 from fatbin_inspect.scanning.coverage import Coverage, Row
 from fatbin_inspect.scanning.images import image_views
@@ -95,7 +95,7 @@ def file_rest_parts(report, fatbins) -> tuple[bytes, bytes, bytes, list[bytes]] 
     Module-level, as ``file_rest`` (``ScanOptions.encoder_parts``)."""
     from fatbin_inspect.render import jsondump
 
-    if fatbins and {f.name for f in dataclasses.fields(fatbins[0])} != set(FATBIN_PRETTY_FIELDS):
+    if fatbins and not writes_fields(fatbins):
         return None
     sep, items = jsondump.fatbins_pretty(fatbins, 2)
     before = after = b""
