@@ -5,15 +5,17 @@ on generated records, and the JSON with ``json.dumps`` of ``kernel_dict``."""
 
 from __future__ import annotations
 
+import array
 import dataclasses
 import json
 import struct
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fatbin_inspect.formats import cubin as C
 from fatbin_inspect.formats.model import Entry, Kernel, fast_kernel
+from fatbin_inspect.render import inventory_json as inv_json
 from fatbin_inspect.render import jsondump
 from fatbin_inspect.render.escape import utf8_json
 from fatbin_inspect.render.inventory_json import entry_dict, kernel_dict, kernels_json
@@ -97,9 +99,16 @@ def test_global_resources_of_a_long_uniform_run_with_one_other_record():
 )
 def test_section_names_are_cut_as_the_elf_specification_reads_them(parts, final_nul, offsets):
     raw = "\0".join(parts).encode("latin-1") + (b"\0" if final_nul else b"")
-    table = raw.decode("latin-1")
-    names = [table[o : table.find("\0", o)] if table.find("\0", o) >= 0 else table[o:] for o in offsets]
-    assert C._names(raw, offsets) == {n: i for i, n in enumerate(names)}
+
+    def spec(raw, offs):  # a name runs from its offset to the next NUL or the table's end
+        table = raw.decode("latin-1")
+        return {table[o:].split("\0")[0]: i for i, o in enumerate(offs)}
+
+    # as the parser calls it (an array), and again after another table or other offsets: the
+    # map kept from the cubin before is used only for the same table and the same offsets
+    same, other = array.array("I", offsets), array.array("I", offsets[::-1])
+    for args in ((raw, same), (raw, same), (raw, other), (raw + b"x\0", other), (raw, other), (raw, same)):
+        assert C._names(*args) == spec(*args)
 
 
 def test_kernel_symbols_are_the_entry_functions_in_symbol_order():
@@ -167,6 +176,26 @@ _INT = st.none() | st.integers(0, 2**40)
 def test_kernels_json_is_json_dumps_of_kernel_dicts(kernels):
     expected = utf8_json(json.dumps([kernel_dict(k) for k in kernels], separators=(",", ":")))
     assert utf8_json(kernels_json(tuple(kernels))) == expected
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["k0", "k1", "k2", 'q"k', "_Zv"]), st.none() | st.sampled_from(["a", "b"])),
+        max_size=12,
+    ),
+    st.integers(1, 3),
+)
+def test_kernels_json_of_a_recurring_name_with_another_demangled_form(monkeypatch, pairs, heads_max):
+    """The per-name head memo: a name seen before with another demangled form (or none) is
+    encoded again, and a full memo is emptied, never served stale."""
+    monkeypatch.setattr(inv_json, "HEADS_MAX", heads_max)
+    inv_json._heads.clear()
+    ks = tuple(Kernel(n, d, 1, 2, 3, None, 4) for n, d in pairs)
+    expected = utf8_json(json.dumps([kernel_dict(k) for k in ks], separators=(",", ":")))
+    assert utf8_json(kernels_json(ks)) == expected
+    assert utf8_json(kernels_json(ks)) == expected  # the second time from the memo
+    assert len(inv_json._heads) <= heads_max
 
 
 def test_entry_json_is_the_entry_dicts_text():

@@ -171,13 +171,29 @@ def _columns(table: bytes, code: str) -> array.array:
     return out
 
 
-def _names(raw: bytes, offsets) -> dict[str, int]:
+# the last cubin's (section-name table, name offsets, _names of them): the cubins of one fatbin
+# (one per architecture) mostly share their sections' names, in the same order (libtorch_cuda.so:
+# 36 % of cubins, each the same as the one before it); never changed once made. Kept only for a
+# table of up to NAMES_KEPT bytes: a large cubin's map, kept on, raised a worker's peak by ~5 MB
+_last_names: tuple[bytes, array.array, dict[str, int]] = (b"", array.array("I"), {})
+NAMES_KEPT = 256 << 10
+
+
+def _names(raw: bytes, offsets: array.array) -> dict[str, int]:
     """Section name -> index (the last section of a name wins) from the section-name table and
-    each section's offset into it: a name runs to the next NUL (or the table's end)."""
+    each section's offset into it: a name runs to the next NUL (or the table's end). The map is
+    shared with the cubin before when both are the same (callers only read it)."""
+    global _last_names
+    last = _last_names
+    if last[0] == raw and last[1] == offsets:
+        return last[2]
     strtab = raw.decode("latin-1")  # one decode; str.find is as fast
     find = strtab.find
     names = [strtab[o:e] if (e := find("\0", o)) >= 0 else strtab[o:] for o in offsets]
-    return dict(zip(names, range(len(names))))
+    by_name = dict(zip(names, range(len(names))))
+    if len(raw) <= NAMES_KEPT:
+        _last_names = (bytes(raw), offsets, by_name)
+    return by_name
 
 
 def _nv_records(data: bytes):
@@ -359,6 +375,9 @@ def _global_resources(glob: bytes) -> tuple[dict[int, int], dict[int, int]]:
     return regs, frame
 
 
+_MAX_THREADS = bytes((4, NVI_MAX_THREADS))  # an SVAL record of it starts so
+
+
 def _with_resources(elf: _Elf, syms: list[tuple[int, str]], demangle=None) -> tuple[Kernel, ...]:
     glob = elf.section(".nv.info")
     regs, frame = _global_resources(glob) if glob else ({}, {})
@@ -367,8 +386,8 @@ def _with_resources(elf: _Elf, syms: list[tuple[int, str]], demangle=None) -> tu
     for idx, name in syms:
         max_threads = None
         i = by_name(".nv.info." + name)
-        if i is not None:
-            val = _sval(section(i), NVI_MAX_THREADS)
+        if i is not None and _MAX_THREADS in (info := section(i)):  # (_sval's own test, inline)
+            val = _sval(info, NVI_MAX_THREADS)
             if val is not None and len(val) >= 12:
                 max_threads = _III.unpack_from(val, 0)
         i = by_name(".nv.shared." + name)
