@@ -375,9 +375,6 @@ def _global_resources(glob: bytes) -> tuple[dict[int, int], dict[int, int]]:
     return regs, frame
 
 
-_MAX_THREADS = bytes((4, NVI_MAX_THREADS))  # an SVAL record of it starts so
-
-
 def _with_resources(elf: _Elf, syms: list[tuple[int, str]], demangle=None) -> tuple[Kernel, ...]:
     glob = elf.section(".nv.info")
     regs, frame = _global_resources(glob) if glob else ({}, {})
@@ -386,8 +383,8 @@ def _with_resources(elf: _Elf, syms: list[tuple[int, str]], demangle=None) -> tu
     for idx, name in syms:
         max_threads = None
         i = by_name(".nv.info." + name)
-        if i is not None and _MAX_THREADS in (info := section(i)):  # (_sval's own test, inline)
-            val = _sval(info, NVI_MAX_THREADS)
+        if i is not None:
+            val = _sval(section(i), NVI_MAX_THREADS)
             if val is not None and len(val) >= 12:
                 max_threads = _III.unpack_from(val, 0)
         i = by_name(".nv.shared." + name)
