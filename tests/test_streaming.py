@@ -149,6 +149,37 @@ def test_list_kernels_json_streamed_from_parallel_slices_equals_the_document(mon
     assert len(parts) > 1 and tuple(fb for p in parts for fb in p) == whole
 
 
+@pytest.mark.parametrize("change", [-4096, 4096], ids=["shrank", "grew"])
+def test_parallel_slices_of_a_file_changed_after_its_listing_decode_nothing(tmp_path, change):
+    """A worker that maps the file after the listing and finds another size raises, so the
+    file's answer is an error saying so (``list --kernels`` of a library truncated while it was
+    read gave per-entry "runs past the end" errors and a record without one)."""
+    from fatbin_inspect.errors import TruncatedError
+    from fatbin_inspect.inventory import reader as core
+
+    path = tmp_path / "lib.so"
+    shutil.copy(os.path.join(BIN, "hidden_ldata_2fatbins.so"), path)
+    size = path.stat().st_size
+    fatbins = next(iter(iter_reports([str(path)], Options()))).fatbins
+    if change < 0:
+        os.truncate(path, size + change)
+    else:
+        with open(path, "ab") as f:
+            f.write(b"\0" * change)
+    with pytest.raises(TruncatedError, match="shrank" if change < 0 else "changed"):
+        list(core._iter_parallel(str(path), size, fatbins, Options(kernels=True, jobs=1), 2, core._same))
+    assert (
+        len(
+            list(
+                core._iter_parallel(
+                    str(path), path.stat().st_size, fatbins, Options(kernels=True), 2, core._same
+                )
+            )
+        )
+        >= 1
+    )
+
+
 def test_a_fragment_writes_each_entry_before_the_next_is_decoded(monkeypatch):
     """The worker's encoder takes a fatbin's entries one at a time, each written before the next
     is decoded (a fatbin's records are never all held), and gives what the whole records give."""

@@ -1318,7 +1318,7 @@ def iter_decoded(
     let each entry's records go before the next is decoded (``_same``: the decoded fatbins
     whole); ``fn`` must be a module-level function and take the entries in order."""
     if path is not None and parallel_worthwhile(blob, fatbins, opts, path):
-        yield from _iter_parallel(path, fatbins, opts, workers.processes(opts.jobs), fn)
+        yield from _iter_parallel(path, blob.size, fatbins, opts, workers.processes(opts.jobs), fn)
         return
     yield fn(_pairs(blob, fatbins, opts, budget))
 
@@ -1357,12 +1357,13 @@ SLICES_PER_JOB = 96  # small slices: ~0.7 MB of JSON each (16: 13 MB pieces, hel
 WINDOW_PER_JOB = 2  # slices in flight (or finished, not yet consumed) per worker
 
 
-def _iter_parallel(path: str, fatbins, opts: Options, jobs: int, fn) -> Iterator:
+def _iter_parallel(path: str, size: int, fatbins, opts: Options, jobs: int, fn) -> Iterator:
     """Decompressing and parsing thousands of cubins is CPU-bound (libtorch_cuda.so: 5 GB of
     zstd output): split the fatbins into contiguous slices of similar decoded size, decoded by
     ``jobs`` worker processes that map the same file, and yield the results in order. At most
     ``jobs * WINDOW_PER_JOB`` slices are in flight, so the results held at once, and the memory,
-    do not grow with the file; this process only hands out work and passes results on."""
+    do not grow with the file; this process only hands out work and passes results on. ``size``:
+    the file's bytes as this process mapped it (a worker that finds another size decodes nothing)."""
     import concurrent.futures as cf
     from collections import deque
 
@@ -1385,7 +1386,7 @@ def _iter_parallel(path: str, fatbins, opts: Options, jobs: int, fn) -> Iterator
         todo, first = iter(slices), True
         try:
             for sl in todo:
-                inflight.append(workers.submit(pool, _decode_slice, path, sl, serial_opts, fn))
+                inflight.append(workers.submit(pool, _decode_slice, path, sl, serial_opts, fn, size))
                 if len(inflight) >= jobs * WINDOW_PER_JOB:
                     break
             while inflight:
@@ -1399,7 +1400,7 @@ def _iter_parallel(path: str, fatbins, opts: Options, jobs: int, fn) -> Iterator
                 first = False
                 nxt = next(todo, None)
                 if nxt is not None:
-                    inflight.append(workers.submit(pool, _decode_slice, path, nxt, serial_opts, fn))
+                    inflight.append(workers.submit(pool, _decode_slice, path, nxt, serial_opts, fn, size))
                 yield from result
                 # (the slice's fragments are written and freed: what glibc keeps of them was 4 MB
                 # of this process at the tree's peak, libtorch_cuda.so --kernels: 141 -> 138 MB)
@@ -1412,13 +1413,23 @@ def _iter_parallel(path: str, fatbins, opts: Options, jobs: int, fn) -> Iterator
                 fut.cancel()
 
 
-def _decode_slice(path: str, fatbins, opts: Options, fn=_same):
+def _decode_slice(path: str, fatbins, opts: Options, fn=_same, size: int | None = None):
+    """``fn`` of each of ``fatbins`` decoded from the file at ``path`` (a worker maps it anew).
+    ``size``: the bytes the parent's listing mapped; a file of another size now (truncated or
+    replaced since) is not decoded: its entries would each read as cut, the file's record not."""
     import gc
 
     old = gc.get_threshold()
     gc.set_threshold(100_000, 50, 100)  # many small acyclic records: see cli.main
     try:
         blob = open_blob(path)
+        if size is not None and blob.size != size:
+            shrank = changed_record(path, size).error if blob.size < size else None
+            raise TruncatedError(
+                shrank.message
+                if shrank is not None
+                else f"the file changed while it was read ({size:,} -> {blob.size:,} bytes): not inspected"
+            )
         before = mapguard.faults()
         # each fatbin turned into its final form (JSON) at once, entry by entry: a slice's
         # records together were most of a worker's peak (one of libtorch_cuda.so's: 5 fatbins,
