@@ -610,5 +610,9 @@ def test_a_warm_json_scan_loads_neither_the_engine_nor_a_parser(tmp_path):
         "fatbin_inspect.compat.engine",
         "fatbin_inspect.compat.jit",
         "fatbin_inspect.inventory.reader",
+        "fatbin_inspect.formats.binio",
+        "fatbin_inspect.formats.cubin",
+        "fatbin_inspect.formats.fatbin",
+        "fatbin_inspect.formats.ptx",
     ):
         assert heavy not in warm

@@ -8,14 +8,16 @@ name; ``LAYOUTS`` and ``ARCHIVES`` say which reader opens each kind it names.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fatbin_inspect.errors import InputError
-from fatbin_inspect.formats import cubin, ptx
-from fatbin_inspect.formats.binio import Blob, gaps
-from fatbin_inspect.formats.decompress import Budget
-from fatbin_inspect.formats.fatbin import MAGIC_BYTES, RELEASE_EVERY
+
+if TYPE_CHECKING:
+    from fatbin_inspect.formats.binio import Blob
+    from fatbin_inspect.formats.decompress import Budget
 
 
 @dataclass(frozen=True)
@@ -87,35 +89,50 @@ def _is_coff(head: bytes) -> bool:
     return head[:2] in (b"\x64\x86", b"\x64\xaa") and len(head) >= 20  # COFF .obj: AMD64 / ARM64
 
 
-# (format, the first bytes it can start with or None for any, test of the first bytes), in the
-# order they are tried; ELF is told apart first
-_SIGNATURES: tuple[tuple[str, bytes | None, Callable[[bytes], bool]], ...] = (
-    ("pe", b"M", lambda h: h[:2] == b"MZ"),
-    ("ar", b"!", lambda h: h[:8] in (b"!<arch>\n", b"!<thin>\n")),
-    ("zip", b"P", lambda h: h[:4] in (b"PK\x03\x04", b"PK\x05\x06")),
-    ("fatbin", MAGIC_BYTES[:1], lambda h: h[:4] == MAGIC_BYTES),
-    ("gzip", b"\x1f", lambda h: h[:2] == b"\x1f\x8b"),
-    ("bzip2", b"B", _is_bzip2),
-    ("tar", None, lambda h: len(h) >= 262 and h[257:262] == b"ustar"),
-    ("coff", b"\x64", _is_coff),
-    ("ptx", None, ptx.looks_like_ptx),
-)
-# the tests worth trying for each first byte, in that order (a scan asks this of every file:
-# a text file is tried as tar and PTX only)
-_TESTS_BY_FIRST: tuple[tuple[tuple[str, Callable[[bytes], bool]], ...], ...] = tuple(
-    tuple((fmt, test) for fmt, first, test in _SIGNATURES if first is None or bytes([b]) == first)
-    for b in range(256)
-)
+_Test = Callable[[bytes], bool]
+
+
+@functools.cache
+def _signatures() -> tuple[
+    _Test, tuple[tuple[str, bytes | None, _Test], ...], tuple[tuple[tuple[str, _Test], ...], ...]
+]:
+    """(the cubin test, the signatures, the tests worth trying for each first byte). Made at the
+    first ``detect``, not at import: a warm scan, which asks nothing of a file, then imports no
+    parser (~4 ms of its start).
+
+    The signatures are (format, the first bytes it can start with or None for any, test of the
+    first bytes), in the order they are tried; ELF is told apart first. A scan asks this of every
+    file: a text file is tried as tar and PTX only."""
+    from fatbin_inspect.formats import cubin, ptx
+    from fatbin_inspect.formats.fatbin import MAGIC_BYTES
+
+    signatures: tuple[tuple[str, bytes | None, _Test], ...] = (
+        ("pe", b"M", lambda h: h[:2] == b"MZ"),
+        ("ar", b"!", lambda h: h[:8] in (b"!<arch>\n", b"!<thin>\n")),
+        ("zip", b"P", lambda h: h[:4] in (b"PK\x03\x04", b"PK\x05\x06")),
+        ("fatbin", MAGIC_BYTES[:1], lambda h: h[:4] == MAGIC_BYTES),
+        ("gzip", b"\x1f", lambda h: h[:2] == b"\x1f\x8b"),
+        ("bzip2", b"B", _is_bzip2),
+        ("tar", None, lambda h: len(h) >= 262 and h[257:262] == b"ustar"),
+        ("coff", b"\x64", _is_coff),
+        ("ptx", None, ptx.looks_like_ptx),
+    )
+    by_first = tuple(
+        tuple((fmt, test) for fmt, first, test in signatures if first is None or bytes([b]) == first)
+        for b in range(256)
+    )
+    return cubin.is_cubin, signatures, by_first
 
 
 def detect(head: bytes) -> str:
     """Format from the first bytes: elf | cubin | pe | coff | ar | zip | tar | gzip | bzip2 | fatbin |
     ptx | unknown."""
+    is_cubin, _all, by_first = _signatures()
     if head[:4] == b"\x7fELF":
-        return "cubin" if cubin.is_cubin(head) else "elf"
+        return "cubin" if is_cubin(head) else "elf"
     if not head:
         return "unknown"
-    for fmt, test in _TESTS_BY_FIRST[head[0]]:
+    for fmt, test in by_first[head[0]]:
         if test(head):
             return fmt
     return "unknown"
@@ -228,6 +245,9 @@ def has_static_cudart(blob, needs: tuple[str, ...], skip=()) -> bool:
     are let go every ``RELEASE_EVERY`` bytes, as the fatbin walk does: cuFFT's gaps, one every
     11 KB between its fatbins, made every page of its 273 MB resident (the worker's RSS 282 MB,
     of which 251 MB were file pages)."""
+    from fatbin_inspect.formats.binio import gaps
+    from fatbin_inspect.formats.fatbin import RELEASE_EVERY
+
     if any(n.lower().startswith(("libcudart", "cudart")) for n in needs):
         return False
     n = len(STATIC_CUDART_MARKER)  # (shorter gaps: the padding between fatbins)
