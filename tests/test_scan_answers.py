@@ -133,6 +133,28 @@ def test_a_symlink_that_comes_to_dangle_is_seen(site, tmp_path):
     assert _doc(_scan(root))["stats"]["skipped"] == 0
     target.unlink()
     assert _doc(_scan(root))["stats"]["skipped"] == 1
+    target.write_text("y")  # and that resolves again
+    assert _doc(_scan(root))["stats"]["skipped"] == 0
+
+
+def test_the_walk_digest_tells_every_stat_key_and_takes_an_inode_past_2_63():
+    """Each listing's stat keys go into the digest as 64-bit integers, or as a list where one does
+    not fit (a 64-bit inode number with its top bit set, as some network file systems give)."""
+    from types import SimpleNamespace
+
+    from fatbin_inspect.scanning import _Walk
+
+    def digest(**change):
+        key = dict(st_dev=1, st_ino=2, st_size=3, st_mtime_ns=4, st_ctime_ns=5) | change
+        walk = _Walk()
+        walk.listed("d", [("a", SimpleNamespace(**key), None), ("b", None, "symlink")])
+        return walk.digest()
+
+    base = digest()
+    for field in ("st_dev", "st_ino", "st_size", "st_mtime_ns", "st_ctime_ns"):
+        assert digest(**{field: 9}) != base, field
+    big = digest(st_ino=2**64 - 1)
+    assert big != base and big == digest(st_ino=2**64 - 1)
 
 
 def test_the_distributions_are_looked_up_again(site, tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import operator
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 # (path, note): note is None for a file to inspect, else why it was skipped
@@ -32,10 +32,14 @@ _LAYOUT = {"oci-layout", "index.json"}  # an OCI image layout folder holds both 
 _SCANDIR_FD = os.scandir in os.supports_fd  # stat by name relative to an open folder (fstatat)
 
 
+DANGLING = "symlink loop or dangling symlink: skipped"
+
+
 def _entries(d: str) -> list:
-    """``[(name, lstat or None, note)]`` of a folder, sorted by name; ``note``: "symlink", or why
-    the entry could not be stat'ed. Each stat is taken relative to the open folder where the
-    platform allows, so the kernel resolves one name per file, not the whole path."""
+    """``[(name, lstat or None, note)]`` of a folder, sorted by name; ``note``: "symlink" (one
+    that resolves: its target is scanned where it lives, or is outside the tree), ``DANGLING``,
+    or why the entry could not be stat'ed. Each stat is taken relative to the open folder where
+    the platform allows, so the kernel resolves one name per file, not the whole path."""
     out: list[tuple[str, os.stat_result | None, str | None]] = []
     fd = os.open(d, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)) if _SCANDIR_FD else None
     try:
@@ -43,7 +47,8 @@ def _entries(d: str) -> list:
             for e in sorted(it, key=operator.attrgetter("name")):
                 try:
                     if e.is_symlink():
-                        out.append((e.name, None, "symlink"))
+                        live = os.path.exists(os.path.join(d, e.name))  # False for a loop (ELOOP) too
+                        out.append((e.name, None, "symlink" if live else DANGLING))
                     else:
                         out.append((e.name, e.stat(follow_symlinks=False), None))
                 except OSError as exc:
@@ -67,35 +72,60 @@ def _special(path: str) -> str | None:
     return None if stat.S_ISREG(mode) else SPECIAL
 
 
-def iter_stat(root: str) -> Iterator[StatItem]:
+# what ``iter_stat`` tells its ``listed`` of each folder it reaches: (the folder as shown, its
+# ``_entries``), or why it is not walked (a str), or None for an input that is not walked file by
+# file (an image layout folder; a root that is a regular file)
+Listed = Callable[[str, "list | str | None"], None]
+
+
+def iter_stat(root: str, listed: Listed | None = None) -> Iterator[StatItem]:
     """Every regular file under ``root`` (sorted by name per folder, depth first), symlinks not
     followed; one loop over a stack of folders, not a generator per folder level. An OCI image
-    layout folder (``oci-layout`` and ``index.json``) is one item, without a stat."""
+    layout folder (``oci-layout`` and ``index.json``) is one item, without a stat. ``listed``,
+    when given, sees each folder's listing as it is made (``Listed``): all a digest of the walk
+    needs, without a look at each item."""
     if not os.path.isdir(root):
-        yield root, os.path.abspath(root), None, _special(root)
+        special = _special(root)
+        if listed is not None:
+            listed(root, special)
+        yield root, os.path.abspath(root), None, special
         return
     seen = set()
-    S_ISREG, S_ISDIR, sep, exists = stat.S_ISREG, stat.S_ISDIR, os.sep, os.path.exists
+    S_ISREG, S_ISDIR, sep = stat.S_ISREG, stat.S_ISDIR, os.sep
 
     def listing(d: str, ad: str, st):
         """(entries iterator, shown prefix, absolute prefix), or why the folder is skipped."""
         key = (st.st_dev, st.st_ino)
         if key in seen:
-            return "directory already visited (symlink loop): skipped"
-        seen.add(key)
-        try:
-            entries = _entries(d)
-        except OSError as exc:
-            return f"unreadable directory: {exc.strerror}"
-        if {name for name, _st, note in entries if note is None} >= _LAYOUT:
-            return None  # an OCI image layout: one input, read as an image, not file by file
-        return iter(entries), d if d.endswith(sep) else d + sep, ad if ad.endswith(sep) else ad + sep
+            why: str | None = "directory already visited (symlink loop): skipped"
+        else:
+            seen.add(key)
+            try:
+                entries = _entries(d)
+            except OSError as exc:
+                why = f"unreadable directory: {exc.strerror}"
+            else:
+                if {name for name, _st, note in entries if note is None} >= _LAYOUT:
+                    why = None  # an OCI image layout: one input, read as an image, not file by file
+                else:
+                    if listed is not None:
+                        listed(d, entries)
+                    return (
+                        iter(entries),
+                        d if d.endswith(sep) else d + sep,
+                        ad if ad.endswith(sep) else ad + sep,
+                    )
+        if listed is not None:
+            listed(d, why)
+        return why
 
     aroot = os.path.abspath(root)
     try:
         top = listing(root, aroot, os.stat(root))
     except OSError as exc:
         top = f"unreadable directory: {exc.strerror}"
+        if listed is not None:
+            listed(root, top)
     if top is None or isinstance(top, str):
         yield root, aroot, None, top
         return
@@ -106,8 +136,6 @@ def iter_stat(root: str) -> Iterator[StatItem]:
             if note is not None:
                 if note != "symlink":
                     yield shown + name, prefix + name, None, note
-                elif not exists(shown + name):  # False for a loop (ELOOP) too
-                    yield shown + name, prefix + name, None, "symlink loop or dangling symlink: skipped"
                 continue  # a symlink's target is scanned where it lives, or is outside the tree
             mode = est.st_mode
             if S_ISREG(mode):
