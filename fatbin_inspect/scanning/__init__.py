@@ -851,9 +851,8 @@ class _Scanner:
             return
         known = self.cache.preload(os.path.abspath(root.path))
         n = nbytes = 0  # files settled by their stat alone, not yet counted: the warm path of a
-        for path, apath, st, skip in iter_stat(
-            root.path, None if walk is None else walk.listed
-        ):  # tree is this loop and nothing else
+        items = iter_stat(root.path, None if walk is None else walk.listed)
+        for path, apath, st, skip in items:  # tree is this loop and nothing else
             if st is not None:
                 size = st.st_size
                 if size >= MIN_SIZE:
