@@ -431,6 +431,35 @@ def test_stat_walk_agrees_with_the_plain_walk(site, tmp_path):
                 )
 
 
+def test_the_walk_tells_its_listener_each_folder_in_walk_order(tmp_path):
+    """``iter_stat``'s ``listed`` sees every folder once, as the walk reaches it, with its sorted
+    entries (a dangling symlink noted as such, a live one as "symlink"), or None for an image
+    layout folder, which the walk does not enter."""
+    from fatbin_inspect.inventory.walk import DANGLING, iter_stat
+
+    (tmp_path / "b" / "c").mkdir(parents=True)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "f").write_bytes(b"x")
+    (tmp_path / "b" / "c" / "g").write_bytes(b"y")
+    os.symlink(tmp_path / "a" / "f", tmp_path / "b" / "live")
+    os.symlink(tmp_path / "nowhere", tmp_path / "b" / "dead")
+    (tmp_path / "img").mkdir()
+    (tmp_path / "img" / "oci-layout").write_text("{}")
+    (tmp_path / "img" / "index.json").write_text("{}")
+    seen = []
+    items = list(iter_stat(str(tmp_path), lambda folder, entries: seen.append((folder, entries))))
+    root = str(tmp_path)
+    assert [f for f, _ in seen] == [root, root + "/a", root + "/b", root + "/b/c", root + "/img"]
+    assert [(n, note) for n, _st, note in seen[2][1]] == [
+        ("c", None),
+        ("dead", DANGLING),
+        ("live", "symlink"),
+    ]
+    assert seen[-1][1] is None
+    assert (root + "/b/dead", DANGLING) in [(p, skip) for p, _, _, skip in items]
+    assert (root + "/img", None) in [(p, skip) for p, _, _, skip in items]
+
+
 def test_record_lookup_handles_quoted_and_outside_paths(tmp_path):
     from fatbin_inspect.scanning.distributions import Attributor
 
