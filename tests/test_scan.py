@@ -448,16 +448,16 @@ def test_the_walk_tells_its_listener_each_folder_in_walk_order(tmp_path):
     (tmp_path / "img" / "index.json").write_text("{}")
     seen = []
     items = list(iter_stat(str(tmp_path), lambda folder, entries: seen.append((folder, entries))))
-    root = str(tmp_path)
-    assert [f for f, _ in seen] == [root, root + "/a", root + "/b", root + "/b/c", root + "/img"]
+    root, j = str(tmp_path), os.path.join
+    assert [f for f, _ in seen] == [root, j(root, "a"), j(root, "b"), j(root, "b", "c"), j(root, "img")]
     assert [(n, note) for n, _st, note in seen[2][1]] == [
         ("c", None),
         ("dead", DANGLING),
         ("live", "symlink"),
     ]
     assert seen[-1][1] is None
-    assert (root + "/b/dead", DANGLING) in [(p, skip) for p, _, _, skip in items]
-    assert (root + "/img", None) in [(p, skip) for p, _, _, skip in items]
+    assert (j(root, "b", "dead"), DANGLING) in [(p, skip) for p, _, _, skip in items]
+    assert (j(root, "img"), None) in [(p, skip) for p, _, _, skip in items]
 
 
 def test_record_lookup_handles_quoted_and_outside_paths(tmp_path):
