@@ -94,16 +94,16 @@ _Test = Callable[[bytes], bool]
 
 @functools.cache
 def _signatures() -> tuple[
-    _Test, tuple[tuple[str, bytes | None, _Test], ...], tuple[tuple[tuple[str, _Test], ...], ...]
+    tuple[tuple[str, bytes | None, _Test], ...], tuple[tuple[tuple[str, _Test], ...], ...]
 ]:
-    """(the cubin test, the signatures, the tests worth trying for each first byte). Made at the
+    """(the signatures, the tests worth trying for each first byte). Made at the
     first ``detect``, not at import: a warm scan, which asks nothing of a file, then imports no
     parser (~4 ms of its start).
 
     The signatures are (format, the first bytes it can start with or None for any, test of the
     first bytes), in the order they are tried; ELF is told apart first. A scan asks this of every
     file: a text file is tried as tar and PTX only."""
-    from fatbin_inspect.formats import cubin, ptx
+    from fatbin_inspect.formats import ptx
     from fatbin_inspect.formats.fatbin import MAGIC_BYTES
 
     signatures: tuple[tuple[str, bytes | None, _Test], ...] = (
@@ -121,18 +121,19 @@ def _signatures() -> tuple[
         tuple((fmt, test) for fmt, first, test in signatures if first is None or bytes([b]) == first)
         for b in range(256)
     )
-    return cubin.is_cubin, signatures, by_first
+    return signatures, by_first
 
 
 def detect(head: bytes) -> str:
     """Format from the first bytes: elf | cubin | pe | coff | ar | zip | tar | gzip | bzip2 | fatbin |
     ptx | unknown."""
-    is_cubin, _all, by_first = _signatures()
     if head[:4] == b"\x7fELF":
+        from fatbin_inspect.formats.cubin import is_cubin
+
         return "cubin" if is_cubin(head) else "elf"
     if not head:
         return "unknown"
-    for fmt, test in by_first[head[0]]:
+    for fmt, test in _signatures()[1][head[0]]:
         if test(head):
             return fmt
     return "unknown"

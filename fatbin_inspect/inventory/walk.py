@@ -78,54 +78,48 @@ def _special(path: str) -> str | None:
 Listed = Callable[[str, "list | str | None"], None]
 
 
+def _ignored(_folder: str, _entries: list | str | None) -> None:
+    """The ``Listed`` of a walk nobody listens to."""
+
+
 def iter_stat(root: str, listed: Listed | None = None) -> Iterator[StatItem]:
     """Every regular file under ``root`` (sorted by name per folder, depth first), symlinks not
     followed; one loop over a stack of folders, not a generator per folder level. An OCI image
     layout folder (``oci-layout`` and ``index.json``) is one item, without a stat. ``listed``,
     when given, sees each folder's listing as it is made (``Listed``): all a digest of the walk
     needs, without a look at each item."""
+    tell = _ignored if listed is None else listed
     if not os.path.isdir(root):
         special = _special(root)
-        if listed is not None:
-            listed(root, special)
+        tell(root, special)
         yield root, os.path.abspath(root), None, special
         return
     seen = set()
     S_ISREG, S_ISDIR, sep = stat.S_ISREG, stat.S_ISDIR, os.sep
 
-    def listing(d: str, ad: str, st):
-        """(entries iterator, shown prefix, absolute prefix), or why the folder is skipped."""
-        key = (st.st_dev, st.st_ino)
-        if key in seen:
-            why: str | None = "directory already visited (symlink loop): skipped"
-        else:
-            seen.add(key)
-            try:
-                entries = _entries(d)
-            except OSError as exc:
-                why = f"unreadable directory: {exc.strerror}"
+    def listing(d: str, ad: str, st=None):
+        """(entries iterator, shown prefix, absolute prefix), or why the folder is skipped (None:
+        an OCI image layout, one input read as an image, not file by file). ``st``: the folder's
+        stat, taken here when not given."""
+        entries, why = None, None
+        try:
+            key = ((st := st or os.stat(d)).st_dev, st.st_ino)
+            if key in seen:
+                why = "directory already visited (symlink loop): skipped"
             else:
-                if {name for name, _st, note in entries if note is None} >= _LAYOUT:
-                    why = None  # an OCI image layout: one input, read as an image, not file by file
-                else:
-                    if listed is not None:
-                        listed(d, entries)
-                    return (
-                        iter(entries),
-                        d if d.endswith(sep) else d + sep,
-                        ad if ad.endswith(sep) else ad + sep,
-                    )
-        if listed is not None:
-            listed(d, why)
-        return why
+                seen.add(key)
+                entries = _entries(d)
+        except OSError as exc:
+            why = f"unreadable directory: {exc.strerror}"
+        if entries is not None and {name for name, _st, note in entries if note is None} >= _LAYOUT:
+            entries = None
+        tell(d, why if entries is None else entries)
+        if entries is None:
+            return why
+        return iter(entries), d if d.endswith(sep) else d + sep, ad if ad.endswith(sep) else ad + sep
 
     aroot = os.path.abspath(root)
-    try:
-        top = listing(root, aroot, os.stat(root))
-    except OSError as exc:
-        top = f"unreadable directory: {exc.strerror}"
-        if listed is not None:
-            listed(root, top)
+    top = listing(root, aroot)
     if top is None or isinstance(top, str):
         yield root, aroot, None, top
         return
