@@ -167,7 +167,9 @@ _INT = st.none() | st.integers(0, 2**40)
             _INT,
             _INT,
             _INT,
-            st.none() | st.tuples(st.integers(0, 1024), st.integers(0, 64), st.integers(0, 64)),
+            st.none()
+            | st.tuples(st.integers(0, 1024), st.integers(0, 64), st.integers(0, 64))
+            | st.lists(st.integers(0, 1024), max_size=4).map(tuple),  # (another length: not the fast path)
             _INT,
         ),
         max_size=6,
