@@ -92,14 +92,19 @@ def kernels_json(kernels: tuple[Kernel, ...]) -> str:
             parts.append(',"max_threads":[' + ",".join(map(int.__repr__, mt)) + "]")
         parts.append("}")
         put("".join(parts))
-    return "[" + ",".join(out) + "]"
+    if not out:
+        return "[]"
+    out[0] = "[" + out[0]  # (the text is copied once, by the join)
+    out[-1] += "]"
+    return ",".join(out)
 
 
 def cubin_dict(c: CubinInfo | None) -> dict[str, Any] | None:
     return None if c is None else as_dict(c)
 
 
-def entry_dict(e: Entry) -> dict[str, Any]:
+def entry_dict(e: Entry, with_kernels: bool = True) -> dict[str, Any]:
+    """``with_kernels=False``: ``"kernels"`` is null, as for an entry without them."""
     return {
         "offset": e.offset,
         "kind": e.kind,
@@ -122,7 +127,7 @@ def entry_dict(e: Entry) -> dict[str, Any]:
         "cubin": cubin_dict(e.cubin),
         "ptx_target": e.ptx_target,
         "decode_error": e.decode_error,
-        "kernels": None if e.kernels is None else [kernel_dict(k) for k in e.kernels],
+        "kernels": None if e.kernels is None or not with_kernels else [kernel_dict(k) for k in e.kernels],
     }
 
 

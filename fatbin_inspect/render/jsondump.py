@@ -293,7 +293,10 @@ def fatbins_fragment(pairs) -> bytearray | Packed:
         after = to_json({n: d[n] for n in keys[k + 1 :]}, separators=_COMPACT)[1:]
         out.write((("," if i else "") + before + ("," if k else "") + '"entries":[').encode())
         for j, e in enumerate(entries):
-            out.write((("," if j else "") + entry_json(e)).encode())
+            texts = entry_texts(e)
+            out.write((("," if j else "") + texts[0]).encode())
+            for text in texts[1:]:
+                out.write(text.encode())
         out.write(("]" + ("," if after != "}" else "") + after).encode())
     return out.result()
 
@@ -302,15 +305,21 @@ _NO_KERNELS = '"kernels":null}'
 
 
 def entry_json(e) -> str:
-    """Compact JSON of one entry, as ``to_json(entry_dict(e))`` writes it: its kernels (last of its
-    keys) by ``inventory_json.kernels_json``."""
+    """Compact JSON of one entry, as ``to_json(entry_dict(e))`` writes it."""
+    return "".join(entry_texts(e))
+
+
+def entry_texts(e) -> tuple[str, ...]:
+    """``entry_json(e)`` in pieces: its kernels' array (last of its keys, by
+    ``inventory_json.kernels_json``) is a piece of its own, written as it is made, not copied
+    into the entry's text (it was, five times over, 134 MB of libtorch_cuda.so's)."""
     from fatbin_inspect.render.inventory_json import entry_dict, kernels_json
 
     if e.kernels:
-        head = to_json(entry_dict(dataclasses.replace(e, kernels=None)), separators=_COMPACT)
+        head = to_json(entry_dict(e, with_kernels=False), separators=_COMPACT)
         if head.endswith(_NO_KERNELS):  # (entry_dict writes the kernels last)
-            return head[: -len(_NO_KERNELS)] + '"kernels":' + utf8_json(kernels_json(e.kernels)) + "}"
-    return to_json(entry_dict(e), separators=_COMPACT)
+            return head[: -len(_NO_KERNELS)] + '"kernels":', utf8_json(kernels_json(e.kernels)), "}"
+    return (to_json(entry_dict(e), separators=_COMPACT),)
 
 
 def file_pretty(report, depth: int) -> str:
