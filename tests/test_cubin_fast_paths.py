@@ -157,27 +157,37 @@ _NAMES = st.text(
 _INT = st.none() | st.integers(0, 2**40)
 
 
-@settings(max_examples=150, deadline=None)
-@given(
-    st.lists(
-        st.builds(
-            Kernel,
-            _NAMES,
-            st.none() | _NAMES,
-            _INT,
-            _INT,
-            _INT,
-            st.none()
-            | st.tuples(st.integers(0, 1024), st.integers(0, 64), st.integers(0, 64))
-            | st.lists(st.integers(0, 1024), max_size=4).map(tuple),  # (another length: not the fast path)
-            _INT,
-        ),
-        max_size=6,
-    )
+_KERNEL = st.builds(
+    Kernel,
+    _NAMES,
+    st.none() | _NAMES,
+    _INT,
+    _INT,
+    _INT,
+    st.none()
+    | st.tuples(st.integers(0, 1024), st.integers(0, 64), st.integers(0, 64))
+    | st.lists(st.integers(0, 1024), max_size=4).map(tuple),  # (another length: not the fast path)
+    _INT,
 )
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_KERNEL, max_size=6))
 def test_kernels_json_is_json_dumps_of_kernel_dicts(kernels):
     expected = utf8_json(json.dumps([kernel_dict(k) for k in kernels], separators=(",", ":")))
     assert utf8_json(kernels_json(tuple(kernels))) == expected
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_KERNEL, max_size=9), st.integers(1, 4))
+def test_kernels_json_pieces_are_cut_between_kernels(monkeypatch, kernels, per):
+    """Each piece passed through ``utf8_json`` on its own (as ``jsondump.entry_texts`` does)
+    joins to the whole text; one piece per ``KERNELS_PER_PIECE`` kernels, one for none."""
+    monkeypatch.setattr(inv_json, "KERNELS_PER_PIECE", per)
+    pieces = list(inv_json.kernels_json_pieces(tuple(kernels)))
+    expected = utf8_json(json.dumps([kernel_dict(k) for k in kernels], separators=(",", ":")))
+    assert "".join(map(utf8_json, pieces)) == expected
+    assert len(pieces) == max(1, -(-len(kernels) // per))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from json.encoder import encode_basestring_ascii as _str_json  # json.dumps' own (C)
 from typing import Any
 
@@ -57,6 +57,32 @@ def kernels_json(kernels: tuple[Kernel, ...]) -> str:
     of libtorch_cuda.so's kernels, the two alternating in one process. Pass the text through
     ``escape.utf8_json`` as ``json.dumps``' own. Each field written as ``kernel_dict`` writes
     it: tests/test_cubin_fast_paths.py compares the two."""
+    return "".join(kernels_json_pieces(kernels))
+
+
+KERNELS_PER_PIECE = 256  # (~230 KB of libtorch_cuda.so's text)
+
+
+def kernels_json_pieces(kernels: tuple[Kernel, ...]) -> Iterator[str]:
+    """``kernels_json(kernels)`` in pieces of ``KERNELS_PER_PIECE`` kernels, each cut between
+    two kernels (so ``escape.utf8_json`` of each is that of the whole), made as they are taken.
+    Whole, an entry of 4,320 kernels was ~4 MB of text held three times over (the kernels'
+    strings, their join, its bytes): most of what a worker of ``list --kernels`` freed in a
+    slice and ``workers.trim_heap`` gave back, to be faulted in again."""
+    if not kernels:
+        yield "[]"
+        return
+    n = len(kernels)
+    for lo in range(0, n, KERNELS_PER_PIECE):
+        out = _kernel_texts(kernels[lo : lo + KERNELS_PER_PIECE])
+        out[0] = ("," if lo else "[") + out[0]  # (each piece's text is copied once, by the join)
+        if lo + KERNELS_PER_PIECE >= n:
+            out[-1] += "]"
+        yield ",".join(out)
+
+
+def _kernel_texts(kernels: tuple[Kernel, ...]) -> list[str]:
+    """Each kernel's ``kernel_dict`` as compact JSON text (``kernels_json``)."""
     out: list[str] = []
     put, heads = out.append, _heads
     for k in kernels:  # (f-strings: one copy of the text; `+` copied each partial string again)
@@ -92,11 +118,7 @@ def kernels_json(kernels: tuple[Kernel, ...]) -> str:
             parts.append(',"max_threads":[' + ",".join(map(int.__repr__, mt)) + "]")
         parts.append("}")
         put("".join(parts))
-    if not out:
-        return "[]"
-    out[0] = "[" + out[0]  # (the text is copied once, by the join)
-    out[-1] += "]"
-    return ",".join(out)
+    return out
 
 
 def cubin_dict(c: CubinInfo | None) -> dict[str, Any] | None:

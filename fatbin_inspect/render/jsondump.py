@@ -294,8 +294,8 @@ def fatbins_fragment(pairs) -> bytearray | Packed:
         out.write((("," if i else "") + before + ("," if k else "") + '"entries":[').encode())
         for j, e in enumerate(entries):
             texts = entry_texts(e)
-            out.write((("," if j else "") + texts[0]).encode())
-            for text in texts[1:]:
+            out.write((("," if j else "") + next(texts)).encode())
+            for text in texts:
                 out.write(text.encode())
         out.write(("]" + ("," if after != "}" else "") + after).encode())
     return out.result()
@@ -309,17 +309,21 @@ def entry_json(e) -> str:
     return "".join(entry_texts(e))
 
 
-def entry_texts(e) -> tuple[str, ...]:
-    """``entry_json(e)`` in pieces: its kernels' array (last of its keys, by
-    ``inventory_json.kernels_json``) is a piece of its own, written as it is made, not copied
-    into the entry's text (it was, five times over, 134 MB of libtorch_cuda.so's)."""
-    from fatbin_inspect.render.inventory_json import entry_dict, kernels_json
+def entry_texts(e) -> Iterator[str]:
+    """``entry_json(e)`` in pieces, made as they are taken: its kernels' array (last of its
+    keys) in those of ``inventory_json.kernels_json_pieces``, not copied into the entry's text
+    (it was, five times over, 134 MB of libtorch_cuda.so's)."""
+    from fatbin_inspect.render.inventory_json import entry_dict, kernels_json_pieces
 
     if e.kernels:
         head = to_json(entry_dict(e, with_kernels=False), separators=_COMPACT)
         if head.endswith(_NO_KERNELS):  # (entry_dict writes the kernels last)
-            return head[: -len(_NO_KERNELS)] + '"kernels":', utf8_json(kernels_json(e.kernels)), "}"
-    return (to_json(entry_dict(e), separators=_COMPACT),)
+            yield head[: -len(_NO_KERNELS)] + '"kernels":'
+            for piece in kernels_json_pieces(e.kernels):
+                yield utf8_json(piece)
+            yield "}"
+            return
+    yield to_json(entry_dict(e), separators=_COMPACT)
 
 
 def file_pretty(report, depth: int) -> str:
