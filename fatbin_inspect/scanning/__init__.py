@@ -71,7 +71,6 @@ WALKED = ("directory", "site-packages", "venv", "conda")
 
 # (C-level: a folder's entries go through no bytecode per entry, ~1 us an entry less)
 _first, _second, _third = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter(2)
-_STAT_KEY = operator.attrgetter("st_dev", "st_ino", "st_size", "st_mtime_ns", "st_ctime_ns")
 _chain = itertools.chain.from_iterable
 
 
@@ -104,7 +103,7 @@ class _Walk:
             self.whole = self.whole and entries is not None
             self._chunk.append((folder, entries))
         else:
-            keys = list(_chain(map(_STAT_KEY, filter(None, map(_second, entries)))))
+            keys = list(_chain(map(stat_key, filter(None, map(_second, entries)))))
             try:
                 packed: Any = _array("q", keys).tobytes()
             except OverflowError:
