@@ -118,14 +118,21 @@ def test_list_json_over_the_pretty_limit_is_compact(monkeypatch):
     )
 
 
-@pytest.mark.parametrize("pack_over", [2 << 20, 64], ids=["plain", "packed"])
-def test_list_kernels_json_streamed_from_parallel_slices_equals_the_document(monkeypatch, pack_over):
+@pytest.mark.parametrize(
+    ("pack_over", "ring"), [(2 << 20, True), (64, False), (64, True)], ids=["plain", "packed", "spilled"]
+)
+def test_list_kernels_json_streamed_from_parallel_slices_equals_the_document(monkeypatch, pack_over, ring):
     """The --kernels writer: slices decoded and encoded by worker processes, written in order;
-    ``packed``: every fragment crosses the pipe zstd-compressed (``jsondump.Packed``)."""
+    ``packed``: every fragment crosses the pipe zstd-compressed (``jsondump.Packed``), as where
+    there is no memory file; ``spilled``: through one (``spill.Spilled``, where Linux has them)."""
     from fatbin_inspect.inventory import reader as core
+    from fatbin_inspect.inventory import spill
 
     monkeypatch.setattr(jsondump, "PACK_OVER", pack_over)
     monkeypatch.setattr(jsondump, "PIECE", 100)  # a packed fragment is written in many pieces
+    monkeypatch.setattr(spill, "PIECE", 100)
+    if not ring:
+        monkeypatch.setattr(spill, "open_ring", lambda n: None)
     monkeypatch.setattr(core, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(core, "SLICES_PER_JOB", 3)
     monkeypatch.setattr(core, "WINDOW_PER_JOB", 1)
@@ -147,6 +154,71 @@ def test_list_kernels_json_streamed_from_parallel_slices_equals_the_document(mon
     )
     whole = next(iter(iter_reports([blob_path], opts))).fatbins
     assert len(parts) > 1 and tuple(fb for p in parts for fb in p) == whole
+
+
+def _fragment_bytes(f) -> bytes:
+    return b"".join(f.pieces()) if hasattr(f, "pieces") else bytes(f)
+
+
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="memory files are Linux's (os.memfd_create)")
+@pytest.mark.parametrize("keep", [0, 1 << 20], ids=["emptied", "overwritten"])
+def test_spilled_slices_through_a_short_ring_read_as_encoded(monkeypatch, keep):
+    """24 one-fatbin slices through a ring of 3 memory files (2 workers, 1 slice in flight
+    each), every fragment spilled and read as the writer takes it: each slot is rewritten only
+    once its bytes were read (a slot reused early would give another slice's bytes), whether it
+    is emptied first or overwritten in place over a longer slice's bytes."""
+    from fatbin_inspect.formats.binio import open_blob
+    from fatbin_inspect.inventory import reader as core
+    from fatbin_inspect.inventory import spill
+
+    if spill.open_ring(1) is None:
+        pytest.skip("workers here are not forked: no memory files are handed to them")
+    monkeypatch.setattr(jsondump, "PACK_OVER", 64)
+    monkeypatch.setattr(spill, "PIECE", 1000)
+    monkeypatch.setattr(spill, "KEEP", keep)
+    monkeypatch.setattr(core, "SLICES_PER_JOB", 12)
+    monkeypatch.setattr(core, "WINDOW_PER_JOB", 1)
+    rings = []
+    real_open = spill.open_ring
+    monkeypatch.setattr(spill, "open_ring", lambda n: rings.append(n) or real_open(n))
+    path = os.path.join(BIN, "hidden_ldata_2fatbins.so")
+    listed = next(iter(iter_reports([path], Options()))).fatbins
+    fatbins = [listed[i % 2] for i in range(24)]  # larger and smaller slices in turn
+    opts = Options(kernels=True, details=True, jobs=1)
+    kinds, got = set(), []
+    for f in core._iter_parallel(path, os.path.getsize(path), fatbins, opts, 2, jsondump.fatbins_fragment):
+        kinds.add(type(f).__name__)
+        got.append(_fragment_bytes(f))
+    want = [
+        _fragment_bytes(jsondump.fatbins_fragment(core._pairs(open_blob(path), [fb], opts))) for fb in fatbins
+    ]
+    assert rings == [3] and kinds == {"Spilled"}
+    assert got == want
+
+
+def test_a_memory_file_gives_back_what_was_written_from_a_mark(tmp_path, monkeypatch):
+    """``Sink`` writes from its slot's start; ``since`` names what came after a mark, read back
+    in pieces; a slot left larger than ``KEEP`` is emptied when it is next written."""
+    from fatbin_inspect.inventory import spill
+
+    monkeypatch.setattr(spill, "PIECE", 3)
+    fd = os.open(tmp_path / "slot", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        sink = spill.Sink(fd)
+        sink.write(b"head")
+        mark = sink.pos
+        sink.write(bytearray(b"0123456789"))
+        spilled = sink.since(mark)
+        assert (spilled.start, spilled.size) == (4, 10)
+        assert list(spilled.pieces()) == [b"012", b"345", b"678", b"9"]
+        monkeypatch.setattr(spill, "KEEP", 14)
+        spill.Sink(fd)
+        assert os.fstat(fd).st_size == 14
+        monkeypatch.setattr(spill, "KEEP", 13)
+        again = spill.Sink(fd)
+        assert os.fstat(fd).st_size == 0 and again.pos == 0
+    finally:
+        os.close(fd)
 
 
 @pytest.mark.parametrize("change", [-4096, 4096], ids=["shrank", "grew"])

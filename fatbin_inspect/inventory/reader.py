@@ -60,7 +60,7 @@ from fatbin_inspect.formats.model import (
     Kernel,
     bare_entry,
 )
-from fatbin_inspect.inventory import member_path, walk, workers
+from fatbin_inspect.inventory import member_path, spill, walk, workers
 
 MAX_DEPTH = 4  # wheel inside a tar layer inside a tar is depth 2; deeper is not a real layout
 
@@ -1363,10 +1363,8 @@ def _iter_parallel(path: str, size: int, fatbins, opts: Options, jobs: int, fn) 
     ``jobs`` worker processes that map the same file, and yield the results in order. At most
     ``jobs * WINDOW_PER_JOB`` slices are in flight, so the results held at once, and the memory,
     do not grow with the file; this process only hands out work and passes results on. ``size``:
-    the file's bytes as this process mapped it (a worker that finds another size decodes nothing)."""
-    import concurrent.futures as cf
-    from collections import deque
-
+    the file's bytes as this process mapped it (a worker that finds another size decodes nothing).
+    What ``fn`` writes to ``spill.current()`` comes back through memory files, not the pipe."""
     slices: list[list[Fatbin]] = [[] for _ in range(jobs * SLICES_PER_JOB)]
     total = sum(e.size for fb in fatbins for e in fb.entries) or 1
     done = 0
@@ -1376,17 +1374,37 @@ def _iter_parallel(path: str, size: int, fatbins, opts: Options, jobs: int, fn) 
     slices = [sl for sl in slices if sl]
     serial_opts = dataclasses.replace(opts, jobs=1)
     workers.trim_heap()  # the workers start with what this process holds, freed pages included
+    ring = spill.open_ring(jobs * WINDOW_PER_JOB + 1)  # (made before the workers fork)
+    try:
+        yield from _run_slices(path, size, fatbins, slices, serial_opts, jobs, fn, ring)
+    finally:
+        spill.close_ring(ring)
+
+
+def _run_slices(path, size, fatbins, slices, serial_opts, jobs: int, fn, ring) -> Iterator:
+    """``_iter_parallel``'s pool: slice ``i`` is written into ``ring[i % len(ring)]`` (``spill``)."""
+    import concurrent.futures as cf
+    from collections import deque
+
     try:
         pool = workers.pool(jobs)  # workers die with this process and leave Ctrl-C to it
     except OSError:  # no fork/spawn here: decode in-process
         yield fn(_pairs(open_blob(path), fatbins, serial_opts))
         return
+    submitted = 0
+
+    def submit(sl):
+        nonlocal submitted
+        slot = ring[submitted % len(ring)] if ring else None
+        submitted += 1
+        return workers.submit(pool, _decode_slice, path, sl, serial_opts, fn, size, slot)
+
     with pool:
         inflight: deque[cf.Future] = deque()
         todo, first = iter(slices), True
         try:
             for sl in todo:
-                inflight.append(workers.submit(pool, _decode_slice, path, sl, serial_opts, fn, size))
+                inflight.append(submit(sl))
                 if len(inflight) >= jobs * WINDOW_PER_JOB:
                     break
             while inflight:
@@ -1399,8 +1417,8 @@ def _iter_parallel(path: str, size: int, fatbins, opts: Options, jobs: int, fn) 
                     return
                 first = False
                 nxt = next(todo, None)
-                if nxt is not None:
-                    inflight.append(workers.submit(pool, _decode_slice, path, nxt, serial_opts, fn, size))
+                if nxt is not None:  # (its slot is that of the slice before ``result``'s: read)
+                    inflight.append(submit(nxt))
                 yield from result
                 # (the slice's fragments are written and freed: what glibc keeps of them was 4 MB
                 # of this process at the tree's peak, libtorch_cuda.so --kernels: 141 -> 138 MB)
@@ -1413,10 +1431,13 @@ def _iter_parallel(path: str, size: int, fatbins, opts: Options, jobs: int, fn) 
                 fut.cancel()
 
 
-def _decode_slice(path: str, fatbins, opts: Options, fn=_same, size: int | None = None):
+def _decode_slice(
+    path: str, fatbins, opts: Options, fn=_same, size: int | None = None, slot: int | None = None
+):
     """``fn`` of each of ``fatbins`` decoded from the file at ``path`` (a worker maps it anew).
     ``size``: the bytes the parent's listing mapped; a file of another size now (truncated or
-    replaced since) is not decoded: its entries would each read as cut, the file's record not."""
+    replaced since) is not decoded: its entries would each read as cut, the file's record not.
+    ``slot``: the memory file ``fn`` may write into (``spill.current()``)."""
     import gc
 
     old = gc.get_threshold()
@@ -1435,7 +1456,8 @@ def _decode_slice(path: str, fatbins, opts: Options, fn=_same, size: int | None 
         # records together were most of a worker's peak (one of libtorch_cuda.so's: 5 fatbins,
         # 11 MB of JSON), then one fatbin's (4,320 kernels); the pages read stay cached, not
         # resident here
-        out = [fn(_pairs(blob, [fb], opts, release=True)) for fb in fatbins]
+        with spill.writing(slot):
+            out = [fn(_pairs(blob, [fb], opts, release=True)) for fb in fatbins]
         if mapguard.faults() != before:  # decoded from zeros: the parent's record says so
             shrank = changed_record(path, blob.size).error
             raise TruncatedError(shrank.message if shrank is not None else "the file shrank")

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from typing import IO, Any
 
+from fatbin_inspect.inventory import spill
 from fatbin_inspect.render.escape import utf8_json
 
 _COMPACT = (",", ":")
@@ -221,10 +222,12 @@ def dumps_line(record: dict[str, Any]) -> str:
 
 
 # -- the same document assembled from pre-encoded pieces (large decoded inventories) ------------
-# a fragment larger than this crosses the pipe zstd-compressed (Packed): a worker holds a slice's
-# fragments, then their pickle, and the parent the slices in flight; libtorch_cuda.so --kernels,
-# peak RSS of the process tree: 2 MiB 154 MB, 256 KiB 145 MB, 64 KiB 142 MB, 16 KiB 142 MB (the
-# same wall time: level 1 packs its 134 MB of JSON in ~0.2 s of the workers' 6 s of CPU)
+# a fragment larger than this goes into the worker's memory file (inventory.spill), else, where
+# there is none, crosses the pipe zstd-compressed (Packed): pickled whole, a worker held a
+# slice's fragments, then their pickle, and the parent the slices in flight; libtorch_cuda.so
+# --kernels, peak RSS of the process tree, packed: 2 MiB 154 MB, 256 KiB 145 MB, 64 KiB 142 MB,
+# 16 KiB 142 MB. Spilled (from 64 KiB) instead of packed: 135 MB, and a quarter fewer page
+# faults, without zstd at both ends (bench_table.py row 5)
 PACK_OVER = 64 << 10
 PIECE = 1 << 20  # what Packed.pieces yields at a time
 
@@ -249,12 +252,17 @@ class Packed:
 
 
 class _Fragment:
-    """Bytes written in order: kept as they are up to ``PACK_OVER``, compressed past it."""
+    """Bytes written in order: kept as they are up to ``PACK_OVER``; past it, written on into
+    the worker's memory file (``inventory.spill``: ``Spilled``) where it has one, else
+    compressed (``Packed``)."""
 
     def __init__(self):
         self.plain = bytearray()
         self.packer = None
         self.frame = bytearray()
+        self.sink = spill.current()
+        self.start = self.sink.pos if self.sink is not None else 0
+        self.spilled = False
 
     def write(self, data: bytes) -> None:
         if self.packer is not None:
@@ -262,20 +270,27 @@ class _Fragment:
             return
         self.plain += data
         if len(self.plain) > PACK_OVER:
+            if self.sink is not None:
+                self.sink.write(self.plain)
+                self.plain, self.spilled = bytearray(), True
+                return
             import zstandard
 
             self.packer = zstandard.ZstdCompressor(level=1).compressobj()
             self.frame += self.packer.compress(self.plain)
             self.plain = bytearray()
 
-    def result(self) -> bytearray | Packed:
+    def result(self) -> bytearray | Packed | spill.Spilled:
+        if self.sink is not None and self.spilled:
+            self.sink.write(self.plain)
+            return self.sink.since(self.start)
         if self.packer is None:
             return self.plain
         self.frame += self.packer.flush()
         return Packed(self.frame)
 
 
-def fatbins_fragment(pairs) -> bytearray | Packed:
+def fatbins_fragment(pairs) -> bytearray | Packed | spill.Spilled:
     """Compact JSON of some fatbins, comma-joined: a piece of one file's ``"fatbins"`` array
     (``Packed`` when large), made by the worker that decoded them; the bytes cross the pipe and
     are written as they are, not copied again. Module-level for the worker processes
@@ -388,7 +403,7 @@ def file_pieces(report, fragments=None) -> Iterator[bytes]:
         if f:
             if not first:
                 yield b","
-            if isinstance(f, Packed):
+            if isinstance(f, (Packed, spill.Spilled)):
                 yield from f.pieces()
             else:
                 yield f
