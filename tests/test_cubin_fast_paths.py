@@ -91,18 +91,32 @@ def test_global_resources_of_a_long_uniform_run_with_one_other_record():
     assert regs[297] == 397 and frame[298] == 398 and len(regs) == 100
 
 
+_NAME_PART = st.text(alphabet=".abcnvifo_\xe9", max_size=12)
+
+
 @settings(max_examples=150, deadline=None)
 @given(
-    st.lists(st.text(alphabet=".abcnvifo_\xe9", max_size=12), max_size=8),
+    st.lists(
+        st.one_of(
+            _NAME_PART,
+            st.tuples(st.sampled_from(C.LOOKED_UP + (".nv.inf", ".text.")), _NAME_PART).map("".join),
+        ),
+        max_size=8,
+    ),
     st.booleans(),
     st.lists(st.integers(0, 120), max_size=12),
 )
 def test_section_names_are_cut_as_the_elf_specification_reads_them(parts, final_nul, offsets):
+    """Of the names the parser looks up (``LOOKED_UP``), the last section of each, an offset
+    into the middle of a name (a suffix shared with a longer one) included."""
     raw = "\0".join(parts).encode("latin-1") + (b"\0" if final_nul else b"")
+    starts = [sum(len(p) + 1 for p in parts[:i]) for i in range(len(parts))]
+    offsets = offsets + starts + starts[::2]  # every name, some twice (the last section wins)
 
     def spec(raw, offs):  # a name runs from its offset to the next NUL or the table's end
         table = raw.decode("latin-1")
-        return {table[o:].split("\0")[0]: i for i, o in enumerate(offs)}
+        names = {table[o:].split("\0")[0]: i for i, o in enumerate(offs)}
+        return {n: i for n, i in names.items() if n.startswith(C.LOOKED_UP)}
 
     # as the parser calls it (an array), and again after another table or other offsets: the
     # map kept from the cubin before is used only for the same table and the same offsets
