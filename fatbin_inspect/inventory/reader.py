@@ -1420,9 +1420,12 @@ def _run_slices(path, size, fatbins, slices, serial_opts, jobs: int, fn, ring) -
                 if nxt is not None:  # (its slot is that of the slice before ``result``'s: read)
                     inflight.append(submit(nxt))
                 yield from result
-                # (the slice's fragments are written and freed: what glibc keeps of them was 4 MB
-                # of this process at the tree's peak, libtorch_cuda.so --kernels: 141 -> 138 MB)
-                workers.trim_heap()
+                if ring is None:
+                    # (the slice's fragments are written and freed: what glibc keeps of them was
+                    # 4 MB of this process at the tree's peak, libtorch_cuda.so --kernels: 141 ->
+                    # 138 MB; read back from a memory file, a piece at a time, they are not held,
+                    # and a trim only made the next slice's pieces fault their pages in again)
+                    workers.trim_heap()
         except BaseException:  # Ctrl-C, or the consumer gave up: end the workers now
             workers.stop(pool)
             raise
