@@ -119,16 +119,22 @@ def test_list_json_over_the_pretty_limit_is_compact(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    ("pack_over", "ring"), [(2 << 20, True), (64, False), (64, True)], ids=["plain", "packed", "spilled"]
+    ("pack_over", "ring", "cap"),
+    [(2 << 20, True, 1 << 20), (64, False, 1 << 20), (64, True, 1 << 20), (64, True, 300)],
+    ids=["plain", "packed", "spilled", "capped"],
 )
-def test_list_kernels_json_streamed_from_parallel_slices_equals_the_document(monkeypatch, pack_over, ring):
+def test_list_kernels_json_streamed_from_parallel_slices_equals_the_document(
+    monkeypatch, pack_over, ring, cap
+):
     """The --kernels writer: slices decoded and encoded by worker processes, written in order;
     ``packed``: every fragment crosses the pipe zstd-compressed (``jsondump.Packed``), as where
-    there is no memory file; ``spilled``: through one (``spill.Spilled``, where Linux has them)."""
+    there is no memory file; ``spilled``: through one (``spill.Spilled``, where Linux has them);
+    ``capped``: a slot takes 300 bytes of a slice, the rest is packed after it."""
     from fatbin_inspect.inventory import reader as core
     from fatbin_inspect.inventory import spill
 
     monkeypatch.setattr(jsondump, "PACK_OVER", pack_over)
+    monkeypatch.setattr(spill, "CAP", cap)
     monkeypatch.setattr(jsondump, "PIECE", 100)  # a packed fragment is written in many pieces
     monkeypatch.setattr(spill, "PIECE", 100)
     if not ring:
@@ -217,6 +223,38 @@ def test_a_memory_file_gives_back_what_was_written_from_a_mark(tmp_path, monkeyp
         monkeypatch.setattr(spill, "KEEP", 13)
         again = spill.Sink(fd)
         assert os.fstat(fd).st_size == 0 and again.pos == 0
+    finally:
+        os.close(fd)
+
+
+def test_a_fragment_past_its_slots_cap_is_packed_after_what_the_slot_took(tmp_path, monkeypatch):
+    """A slot takes at most ``spill.CAP`` bytes of its slice: a fragment that would go past it
+    is compressed from there on (``Packed`` with the slot's part as its head), and one written
+    once the slot is full is compressed whole; each reads back as it was written."""
+    from fatbin_inspect.inventory import spill
+
+    monkeypatch.setattr(jsondump, "PACK_OVER", 8)
+    monkeypatch.setattr(spill, "CAP", 40)
+    fd = os.open(tmp_path / "slot", os.O_RDWR | os.O_CREAT, 0o600)
+    data = [bytes([65 + i % 26]) * 7 for i in range(30)]
+    try:
+        with spill.writing(fd):
+            first = jsondump._Fragment()
+            for d in data:
+                first.write(d)
+            over = first.result()
+            second = jsondump._Fragment()
+            second.write(b"x" * 20)
+            whole = second.result()
+            small = jsondump._Fragment()
+            small.write(b"tiny")
+            plain = small.result()
+        assert isinstance(over, jsondump.Packed) and over.head is not None
+        assert 0 < over.head.size <= 40 and os.fstat(fd).st_size == over.head.size
+        assert b"".join(over.pieces()) == b"".join(data)
+        assert isinstance(whole, jsondump.Packed) and whole.head is None
+        assert b"".join(whole.pieces()) == b"x" * 20
+        assert bytes(plain) == b"tiny"
     finally:
         os.close(fd)
 

@@ -226,8 +226,9 @@ def dumps_line(record: dict[str, Any]) -> str:
 # there is none, crosses the pipe zstd-compressed (Packed): pickled whole, a worker held a
 # slice's fragments, then their pickle, and the parent the slices in flight; libtorch_cuda.so
 # --kernels, peak RSS of the process tree, packed: 2 MiB 154 MB, 256 KiB 145 MB, 64 KiB 142 MB,
-# 16 KiB 142 MB. Spilled (from 64 KiB) instead of packed: 135 MB, and a quarter fewer page
-# faults, without zstd at both ends (bench_table.py row 5)
+# 16 KiB 142 MB. Spilled (from 64 KiB) instead of packed: a quarter fewer page faults, without
+# zstd at both ends; RSS 133 MB, with the memory files' pages (in no RSS) 137 + 5 MB once a
+# slot takes at most 1 MiB (spill.CAP; bench_table.py row 5 counts both)
 PACK_OVER = 64 << 10
 PIECE = 1 << 20  # what Packed.pieces yields at a time
 
@@ -236,16 +237,19 @@ class Packed:
     """A large fragment as one zstd frame, made as it was written: neither the worker that
     encodes it nor the process that writes it holds its text whole. One of libtorch_cuda.so's
     fatbins is 11.5 MB of JSON (a ~1 MB frame): held as text, then pickled, then received and
-    unpickled, it was the largest part of both processes' peaks."""
+    unpickled, it was the largest part of both processes' peaks. ``head``: the fragment's
+    bytes before the frame's, in the worker's memory file (the slot was full: ``spill.CAP``)."""
 
-    __slots__ = ("frame",)
+    __slots__ = ("frame", "head")
 
-    def __init__(self, frame: bytes | bytearray):
-        self.frame = frame
+    def __init__(self, frame: bytes | bytearray, head: spill.Spilled | None = None):
+        self.frame, self.head = frame, head
 
     def pieces(self) -> Iterator[bytes]:
         import zstandard
 
+        if self.head is not None:
+            yield from self.head.pieces()
         with zstandard.ZstdDecompressor().stream_reader(self.frame) as reader:
             while piece := reader.read(PIECE):
                 yield piece
@@ -253,8 +257,8 @@ class Packed:
 
 class _Fragment:
     """Bytes written in order: kept as they are up to ``PACK_OVER``; past it, written on into
-    the worker's memory file (``inventory.spill``: ``Spilled``) where it has one, else
-    compressed (``Packed``)."""
+    the worker's memory file (``inventory.spill``: ``Spilled``) where it has one and the slot
+    has room (``spill.CAP``), else compressed (``Packed``, after what the slot took)."""
 
     def __init__(self):
         self.plain = bytearray()
@@ -270,7 +274,7 @@ class _Fragment:
             return
         self.plain += data
         if len(self.plain) > PACK_OVER:
-            if self.sink is not None:
+            if self.sink is not None and self.sink.room(len(self.plain)):
                 self.sink.write(self.plain)
                 self.plain, self.spilled = bytearray(), True
                 return
@@ -281,13 +285,14 @@ class _Fragment:
             self.plain = bytearray()
 
     def result(self) -> bytearray | Packed | spill.Spilled:
-        if self.sink is not None and self.spilled:
-            self.sink.write(self.plain)
-            return self.sink.since(self.start)
+        sink = self.sink if self.spilled else None
         if self.packer is None:
-            return self.plain
+            if sink is None:
+                return self.plain
+            sink.write(self.plain)  # (past the cap by less than PACK_OVER at most)
+            return sink.since(self.start)
         self.frame += self.packer.flush()
-        return Packed(self.frame)
+        return Packed(self.frame, None if sink is None else sink.since(self.start))
 
 
 def fatbins_fragment(pairs) -> bytearray | Packed | spill.Spilled:
