@@ -51,20 +51,21 @@ WHEELS = (
 )
 
 
-def _tree_rss(pid: int, each: dict | None = None) -> int:
-    """Resident bytes of ``pid`` and all its descendants (Linux /proc, no psutil needed);
-    ``each``: pid -> the largest resident bytes seen of that process, updated."""
+def _tree_sum(pid: int, table: str, key: str, each: dict | None = None) -> int:
+    """The bytes line ``key`` of /proc/PID/``table`` gives, summed over ``pid`` and all its
+    descendants (Linux /proc, no psutil needed); ``each``: pid -> the largest value seen of that
+    process, updated."""
     total, todo = 0, [pid]
     while todo:
         p = todo.pop()
         try:
-            with open(f"/proc/{p}/status") as fh:
+            with open(f"/proc/{p}/{table}") as fh:
                 for line in fh:
-                    if line.startswith("VmRSS:"):
-                        rss = int(line.split()[1]) * 1024
-                        total += rss
+                    if line.startswith(key):
+                        value = int(line.split()[1]) * 1024
+                        total += value
                         if each is not None:
-                            each[p] = max(each.get(p, 0), rss)
+                            each[p] = max(each.get(p, 0), value)
                         break
             for task in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{task}/children") as fh:
@@ -72,6 +73,31 @@ def _tree_rss(pid: int, each: dict | None = None) -> int:
         except (OSError, ValueError):
             continue
     return total
+
+
+def _tree_rss(pid: int, each: dict | None = None) -> int:
+    """Resident bytes of ``pid`` and all its descendants (``each``: as ``_tree_sum``)."""
+    return _tree_sum(pid, "status", "VmRSS:", each)
+
+
+def _tree_pss(pid: int) -> int:
+    """Proportional bytes of ``pid`` and all its descendants (``Pss`` of smaps_rollup): a page
+    several processes share counts once over them all, where each one's RSS counts it whole
+    (forked workers share their parent's pages)."""
+    return _tree_sum(pid, "smaps_rollup", "Pss:")
+
+
+def peak_pss(cmd, env=None) -> int:
+    """The peak proportional memory of a subprocess's tree (``_tree_pss``, plus the machine's
+    shared memory grown meanwhile), sampled every 20 ms; reading smaps costs more than status,
+    so these runs are not the timed ones."""
+    base = _shmem()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, _tree_pss(proc.pid) + max(0, _shmem() - base))
+        time.sleep(0.02)
+    return peak
 
 
 def run_measured(cmd, env=None):
