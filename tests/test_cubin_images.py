@@ -106,6 +106,21 @@ def test_a_large_cubin_is_read_sparsely_and_gives_the_whole_images_record(whole_
     ]
 
 
+def test_a_section_table_across_the_sparse_heads_end_is_read_sparsely(whole_decodes):
+    """The table starts before the head's end and ends after it (2 of libtorch_cuda.so's 148
+    cubins over 8 MiB): its bytes are the head's last ones and the tail's first, not a reason to
+    decode the cubin whole (an 8 MB ``bytes`` that raised glibc's mmap threshold for the rest of
+    the worker's life)."""
+    probe = big_cubin(1 << 20)
+    overhead = C.table_span(probe, len(probe))[0] - (1 << 20)  # table offset beyond the code
+    image = big_cubin(C.SPARSE_PREFIX - overhead - 200)
+    start, end = C.table_span(image, len(image))
+    assert start < C.SPARSE_PREFIX < end and len(image) > decompress.REUSED_MAX
+    blob, e = _entry_of(image)
+    assert _decoded(blob, e) == _whole(image)
+    assert whole_decodes == []
+
+
 def test_a_cubin_laid_out_otherwise_is_decoded_whole_with_the_same_record(whole_decodes):
     image = big_cubin(12 << 20, info_last=True)  # .nv.info.<kernel> past the sparse image's head
     blob, e = _entry_of(image)

@@ -73,8 +73,8 @@ def table_span(head: bytes, size: int) -> tuple[int, int]:
 
 class SparseImage:
     """A cubin of ``size`` bytes of which only the first ``head`` bytes (in ``buf``) and
-    ``tail`` (from ``start``: its section table) are at hand; reading any other byte raises
-    ``NotLoaded``. In NVIDIA's cubins the section table comes last and what the parser reads
+    ``tail`` (from ``start``: its section table) are at hand, a read across the head's end into
+    a tail that starts there joined; reading any other byte raises ``NotLoaded``. In NVIDIA's cubins the section table comes last and what the parser reads
     (symbols, notes, ``.nv.info``) first, the code (90 % of a large cubin) in between:
     libtorch_cuda.so's largest cubin is 41 MB, of which the parser reads the first 4.8 MB and
     the last 0.4 MB; none of the 650 cubins over 2 MB of libtorch_cuda.so, cuBLAS and cuBLASLt 13
@@ -94,6 +94,8 @@ class SparseImage:
             return self.buf[a:b]
         if self.start <= a and b <= self.start + len(self.tail):
             return self.tail[a - self.start : b - self.start]
+        if self.start == self.head and a < self.head < b <= self.start + len(self.tail):
+            return self.buf[a : self.head] + self.tail[: b - self.head]
         if a >= b:
             return b""
         raise NotLoaded(f"[{a:#x}, {b:#x}) of a {self.size}-byte cubin is not in its sparse image")
