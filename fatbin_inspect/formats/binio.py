@@ -76,6 +76,13 @@ class Blob:
             raise TruncatedError(f"{what} of {n} bytes runs past the end ({self.size} bytes)", off)
         return bytes(self.buf[self.base + off : self.base + off + n])
 
+    def window(self, off: int, n: int, what: str = "data") -> memoryview:
+        """``read``'s bytes without the copy: a view of the buffer, which the caller releases
+        (``with``) before the blob's mapping can close."""
+        if off < 0 or n < 0 or off + n > self.size:
+            raise TruncatedError(f"{what} of {n} bytes runs past the end ({self.size} bytes)", off)
+        return memoryview(self.buf)[self.base + off : self.base + off + n]
+
     def view(self, off: int, n: int, what: str = "region") -> Blob:
         if off < 0 or n < 0 or off + n > self.size:
             raise TruncatedError(f"{what} of {n} bytes runs past the end ({self.size} bytes)", off)

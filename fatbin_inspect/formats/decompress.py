@@ -156,7 +156,7 @@ class _Reused(threading.local):
 _reused = _Reused()
 
 
-def zstd_reused(data: bytes, size: int) -> mmap.mmap | None:
+def zstd_reused(data: bytes | memoryview, size: int) -> mmap.mmap | None:
     """``data``, a zstd frame declaring ``size`` (1 to ``REUSED_MAX``) bytes, decoded into the
     first ``size`` bytes of this thread's reused buffer, valid until its next use (what is read
     from it must be copied out); None when the frame does not decode to exactly ``size`` bytes
@@ -183,7 +183,7 @@ def zstd_reused(data: bytes, size: int) -> mmap.mmap | None:
     return state.buf
 
 
-def zstd_parts(data: bytes, size: int, head: int, span) -> tuple[mmap.mmap, bytes, int] | None:
+def zstd_parts(data: bytes | memoryview, size: int, head: int, span) -> tuple[mmap.mmap, bytes, int] | None:
     """Decode ``data``, a zstd frame declaring ``size`` bytes (more than ``REUSED_MAX``), keeping
     only its first ``head`` bytes (at most ``REUSED_MAX``) and the span ``span(first bytes) ->
     (start, end)`` names: ``(the reused buffer, holding the head; the span's bytes; start)``,

@@ -1178,18 +1178,29 @@ def _parsed_cubin(blob: Blob, entry: Entry, kernels: bool, resources: bool, budg
     (``zstd_reused``), one larger than that into a ``SparseImage`` (``docs/format.md`` §2.5):
     a worker decoding libtorch_cuda.so held its largest cubin whole (41 MB), and now 8 MB of
     it. What these cannot answer as the whole image would (another layout, a frame that does
-    not decode) is decoded and parsed whole, so the record is the same either way."""
-    raw = _stored(blob, entry, budget)
+    not decode) is decoded and parsed whole, so the record is the same either way. The frame
+    is decoded from the mapping itself (``Blob.window``), not from a copy of it (libtorch_cuda.so:
+    332 MB of frames; the copies were ~2 % of a ``--kernels`` decode's CPU profile)."""
     if entry.compression == "zstd" and entry.size <= MAX_DECODED:
-        if (buf := zstd_reused(raw, entry.size)) is not None:
-            return cubin_mod.parse_cubin(buf, kernels, resources, demangle, entry.size)
-        span = functools.partial(cubin_mod.table_span, size=entry.size)
-        parts = zstd_parts(raw, entry.size, cubin_mod.SPARSE_PREFIX, span)
-        if parts is not None:
-            img = cubin_mod.SparseImage(parts[0], cubin_mod.SPARSE_PREFIX, parts[1], parts[2], entry.size)
-            with contextlib.suppress(NotLoaded):
-                return cubin_mod.parse_cubin(img, kernels, resources, demangle)
-    data = decode(entry.compression, raw, entry.size, entry.offset)
+        with blob.window(entry.payload_offset, entry.stored_size, "entry payload") as frame:
+            if budget is not None:
+                budget.spend(entry.size, entry.offset)
+            return _parsed_zstd(frame, entry, kernels, resources)
+    data = decode(entry.compression, _stored(blob, entry, budget), entry.size, entry.offset)
+    return cubin_mod.parse_cubin(data, kernels=kernels, resources=resources, demangle=demangle)
+
+
+def _parsed_zstd(frame: memoryview, entry: Entry, kernels: bool, resources: bool):
+    """``_parsed_cubin`` of a zstd ``frame`` (a view it must not keep)."""
+    if (buf := zstd_reused(frame, entry.size)) is not None:
+        return cubin_mod.parse_cubin(buf, kernels, resources, demangle, entry.size)
+    span = functools.partial(cubin_mod.table_span, size=entry.size)
+    parts = zstd_parts(frame, entry.size, cubin_mod.SPARSE_PREFIX, span)
+    if parts is not None:
+        img = cubin_mod.SparseImage(parts[0], cubin_mod.SPARSE_PREFIX, parts[1], parts[2], entry.size)
+        with contextlib.suppress(NotLoaded):
+            return cubin_mod.parse_cubin(img, kernels, resources, demangle)
+    data = decode(entry.compression, bytes(frame), entry.size, entry.offset)
     return cubin_mod.parse_cubin(data, kernels=kernels, resources=resources, demangle=demangle)
 
 
@@ -1354,17 +1365,18 @@ def _is_whole_file(blob: Blob, path: str) -> bool:
 
 
 SLICES_PER_JOB = 96  # small slices: ~0.7 MB of JSON each (16: 13 MB pieces, held 3 times over by the parent)
-WINDOW_PER_JOB = 2  # slices in flight (or finished, not yet consumed) per worker
+WINDOW_PER_JOB = 3  # slices taken and not yet yielded, per process decoding
 
 
 def _iter_parallel(path: str, size: int, fatbins, opts: Options, jobs: int, fn) -> Iterator:
     """Decompressing and parsing thousands of cubins is CPU-bound (libtorch_cuda.so: 5 GB of
     zstd output): split the fatbins into contiguous slices of similar decoded size, decoded by
-    ``jobs`` worker processes that map the same file, and yield the results in order. At most
-    ``jobs * WINDOW_PER_JOB`` slices are in flight, so the results held at once, and the memory,
-    do not grow with the file; this process only hands out work and passes results on. ``size``:
-    the file's bytes as this process mapped it (a worker that finds another size decodes nothing).
-    What ``fn`` writes to ``spill.current()`` comes back through memory files, not the pipe."""
+    ``jobs`` processes (this one and ``jobs - 1`` workers that map the same file:
+    ``workers.in_order``), and yield the results in order. At most ``jobs * WINDOW_PER_JOB``
+    slices are taken and not yet yielded, so the results held at once, and the memory, do not
+    grow with the file. ``size``: the file's bytes as this process mapped it (a worker that finds
+    another size decodes nothing). What ``fn`` writes to ``spill.current()`` comes back through
+    memory files (slice ``i`` into ``ring[i % len(ring)]``), not the pipe."""
     slices: list[list[Fatbin]] = [[] for _ in range(jobs * SLICES_PER_JOB)]
     total = sum(e.size for fb in fatbins for e in fb.entries) or 1
     done = 0
@@ -1374,64 +1386,28 @@ def _iter_parallel(path: str, size: int, fatbins, opts: Options, jobs: int, fn) 
     slices = [sl for sl in slices if sl]
     serial_opts = dataclasses.replace(opts, jobs=1)
     workers.trim_heap()  # the workers start with what this process holds, freed pages included
-    ring = spill.open_ring(jobs * WINDOW_PER_JOB + 1)  # (made before the workers fork)
+    window = jobs * WINDOW_PER_JOB
+    ring = spill.open_ring(window)  # (made before the workers fork)
+    crew = workers.in_order(
+        _decode_nth, (path, slices, serial_opts, fn, size, ring), len(slices), jobs, window
+    )
     try:
-        yield from _run_slices(path, size, fatbins, slices, serial_opts, jobs, fn, ring)
+        for out in crew:
+            yield from out
+            if ring is None:
+                # (the slice's fragments are written and freed: what glibc keeps of them was
+                # 4 MB of this process at the tree's peak, libtorch_cuda.so --kernels: 141 ->
+                # 138 MB; read back from a memory file, a piece at a time, they are not held,
+                # and a trim only made the next slice's pieces fault their pages in again)
+                workers.trim_heap()
     finally:
+        crew.close()  # (its workers end before their memory files do)
         spill.close_ring(ring)
 
 
-def _run_slices(path, size, fatbins, slices, serial_opts, jobs: int, fn, ring) -> Iterator:
-    """``_iter_parallel``'s pool: slice ``i`` is written into ``ring[i % len(ring)]`` (``spill``)."""
-    import concurrent.futures as cf
-    from collections import deque
-
-    try:
-        pool = workers.pool(jobs)  # workers die with this process and leave Ctrl-C to it
-    except OSError:  # no fork/spawn here: decode in-process
-        yield fn(_pairs(open_blob(path), fatbins, serial_opts))
-        return
-    submitted = 0
-
-    def submit(sl):
-        nonlocal submitted
-        slot = ring[submitted % len(ring)] if ring else None
-        submitted += 1
-        return workers.submit(pool, _decode_slice, path, sl, serial_opts, fn, size, slot)
-
-    with pool:
-        inflight: deque[cf.Future] = deque()
-        todo, first = iter(slices), True
-        try:
-            for sl in todo:
-                inflight.append(submit(sl))
-                if len(inflight) >= jobs * WINDOW_PER_JOB:
-                    break
-            while inflight:
-                try:
-                    result = inflight.popleft().result()
-                except cf.process.BrokenProcessPool:
-                    if not first:
-                        raise
-                    yield fn(_pairs(open_blob(path), fatbins, serial_opts))  # no workers here
-                    return
-                first = False
-                nxt = next(todo, None)
-                if nxt is not None:  # (its slot is that of the slice before ``result``'s: read)
-                    inflight.append(submit(nxt))
-                yield from result
-                if ring is None:
-                    # (the slice's fragments are written and freed: what glibc keeps of them was
-                    # 4 MB of this process at the tree's peak, libtorch_cuda.so --kernels: 141 ->
-                    # 138 MB; read back from a memory file, a piece at a time, they are not held,
-                    # and a trim only made the next slice's pieces fault their pages in again)
-                    workers.trim_heap()
-        except BaseException:  # Ctrl-C, or the consumer gave up: end the workers now
-            workers.stop(pool)
-            raise
-        finally:
-            for fut in inflight:
-                fut.cancel()
+def _decode_nth(path: str, slices, opts: Options, fn, size: int, ring, i: int) -> list:
+    """``_decode_slice`` of ``slices[i]``, written into the memory file ``ring[i % len(ring)]``."""
+    return _decode_slice(path, slices[i], opts, fn, size, ring[i % len(ring)] if ring else None)
 
 
 def _decode_slice(

@@ -1,20 +1,22 @@
 """What a worker encodes, handed to its parent through anonymous memory files (Linux ``memfd``).
 
-A worker decoding a slice of a large file (``reader._iter_parallel``) turns it into its final
-bytes (``--kernels --format json``: ~0.7 MB a slice, 11.5 MB for one of libtorch_cuda.so's
-fatbins). Pickled whole, those bytes were held by the worker, the pipe and the parent at once;
-compressed first (``render.jsondump.Packed``), they cost zstd at both ends and a fresh buffer,
-faulted in, for each piece. Here the parent makes a ring of memfds before the pool forks (the
-workers inherit them); a worker writes the bytes into its slice's slot with ``pwrite`` and
-returns only where they lie (``Spilled``), and the parent reads them back with ``pread``. Neither
-maps the files, so their pages are in neither resident set (but are memory all the same, as a
-cgroup counts it); a slot holds one slice's bytes at a time, at most ``CAP`` of them (past it
-the worker compresses the rest), so the memory is bounded by the ring's length.
+A process decoding a slice of a large file (``reader._iter_parallel``: a worker, or the parent
+itself) turns it into its final bytes (``--kernels --format json``: ~0.7 MB a slice, 11.5 MB
+for one of libtorch_cuda.so's fatbins). Pickled whole, those bytes were held by the worker, the
+pipe and the parent at once; compressed first (``render.jsondump.Packed``), they cost zstd at
+both ends and a fresh buffer, faulted in, for each piece. Here the parent makes a ring of memfds
+before the workers fork (they inherit them); the process that decodes a slice writes its bytes
+into the slice's slot with ``pwrite`` and returns only where they lie (``Spilled``), and the
+parent reads them back with ``pread``. Neither maps the files, so their pages are in neither
+resident set (but are memory all the same, as a cgroup counts it); a slot holds one slice's
+bytes at a time, at most ``CAP`` of them (past it the rest is compressed), so the memory is
+bounded by the ring's length.
 
-Slice ``i`` writes slot ``i % len(ring)``, the ring one longer than the slices in flight: the
-parent submits a slice only after every piece of the slice before the oldest in flight was
-taken, so a slot is never rewritten while it is read. Only with workers made by ``fork``
-(a spawned or forkserver worker has no such descriptors), elsewhere ``open_ring`` is None.
+Slice ``i`` writes slot ``i % len(ring)``, the ring as long as the window of
+``inventory.workers.in_order`` (slices taken and not yet yielded): slice ``i + len(ring)`` can
+be taken only once slice ``i`` was yielded and the writer asked for what follows it, so a slot
+is never rewritten while it is read. Only with workers made by ``fork`` (a spawned or
+forkserver worker has no such descriptors), elsewhere ``open_ring`` is None.
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Generator
+from typing import Any
 
 PR_SET_PDEATHSIG = 1
 PER_CPU = 4  # the most worker processes asked for (-j, FATBIN_INSPECT_JOBS, the API) per CPU
@@ -119,3 +121,189 @@ def stop(executor) -> None:
         with contextlib.suppress(OSError, ValueError, AttributeError):
             proc.kill()
     executor.shutdown(wait=False, cancel_futures=True)
+
+
+def in_order(task, args: tuple, n: int, jobs: int, window: int) -> Generator[Any, None, None]:
+    """``task(*args, i)`` for each ``i`` in ``range(n)``, yielded in order, computed by
+    ``jobs - 1`` worker processes and this one. Each takes the next ``i`` from a shared counter
+    the moment it is free, so no worker waits to be handed work; this process takes one whenever
+    the next result to yield is not in yet. At most ``window`` are taken and not yet yielded (a
+    semaphore: a result frees its permit when the consumer asks for the next), so what is held
+    does not grow with ``n``. A worker's exception is raised here in its turn. A worker that dies
+    (killed, out of memory) ends the others, and what they had not answered is computed here, as
+    is everything where no worker can be started. ``task`` and ``args`` reach the workers by the
+    start method's means (inherited by a fork, pickled for a spawn).
+
+    Why not a ``ProcessPoolExecutor`` of ``jobs`` workers, this process only passing results
+    on (libtorch_cuda.so ``--kernels --format json``, 2 CPUs): that is one more forked
+    interpreter, whose inherited pages every process's RSS counts (peak RSS of the process tree
+    142 -> 115 MB), and a worker waits for the executor's threads to get the GIL before it is
+    handed its next slice (docs/format.md §2.5)."""
+    import multiprocessing as mp
+    from multiprocessing.connection import wait
+
+    ctx = mp.get_context()
+    crew: list = []
+    try:
+        taken, room = ctx.Value("q", 0), ctx.Semaphore(window)
+        pipes = [ctx.Pipe(duplex=False) for _ in range(max(0, jobs - 1))]
+        crew = [
+            ctx.Process(target=_crew_member, args=(os.getpid(), task, args, n, taken, room, w), daemon=True)
+            for _r, w in pipes
+        ]
+        _start_all(crew)
+    except (OSError, ImportError):  # no semaphores (no /dev/shm) or no process to spare
+        for p in crew:
+            if p.pid is not None:  # (started before another could not be: it must not write too)
+                p.kill()
+                p.join()
+        for i in range(n):
+            yield task(*args, i)
+        return
+    for r, w in pipes:
+        w.close()
+        _widen(r)
+    live = {r: p for (r, _w), p in zip(pipes, crew)}
+    ready: dict[int, tuple[Any, BaseException | None]] = {}
+
+    def abandon() -> None:
+        """End every worker: from here on this process computes what is not in yet."""
+        for p in crew:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                p.kill()
+        for p in crew:
+            p.join(5)
+        for r in live:
+            r.close()
+        live.clear()
+
+    def collect(timeout: float | None) -> None:
+        """Take in the answers there are (waiting up to ``timeout`` for one or a worker's end)."""
+        ends: dict[Any, Any] = {p.sentinel: r for r, p in live.items()}
+        for x in wait([*live, *ends], timeout):
+            r = ends.get(x, x)
+            if r not in live:
+                continue
+            if x is r:
+                receive(r)
+                continue
+            # the worker ended: first what it sent (a fork's workers hold each other's pipe
+            # ends, so a dead one's pipe need not read as closed), then how: well only once
+            # every i is taken
+            while r.poll() and receive(r):
+                pass
+            if live[r].exitcode != 0:
+                abandon()
+                return
+            r.close()
+            del live[r]
+
+    def receive(r) -> bool:
+        try:
+            i, out, exc = r.recv()
+        except (EOFError, OSError):
+            return False
+        ready[i] = (out, exc)
+        return True
+
+    def take() -> int | None:
+        """The next ``i`` (None: a worker died holding the counter's lock)."""
+        lock = taken.get_lock()
+        if not lock.acquire(timeout=5):
+            return None
+        try:
+            i = taken.value
+            taken.value = i + 1
+            return i
+        finally:
+            lock.release()
+
+    def here(i: int) -> None:
+        try:
+            ready[i] = (task(*args, i), None)
+        except Exception as exc:  # raised in its turn, after the results before it
+            ready[i] = (None, exc)
+
+    try:
+        for y in range(n):
+            while y not in ready:
+                if not live:
+                    here(y)
+                    break
+                collect(0)
+                if y in ready or not live:
+                    continue
+                if not room.acquire(False):
+                    collect(None)
+                    continue
+                k = take()
+                if k is None:
+                    abandon()
+                elif k < n:
+                    here(k)
+                else:  # pragma: no cover - y is not in, so it is not taken yet
+                    room.release()
+            out, exc = ready.pop(y)
+            if exc is not None:
+                raise exc
+            yield out
+            room.release()
+    finally:
+        abandon()
+
+
+PIPE_BYTES = 1 << 20  # what a worker's answers may fill of its pipe before it waits (Linux)
+
+
+def _widen(conn) -> None:
+    """Let ``conn``'s pipe hold ``PIPE_BYTES`` (Linux ``F_SETPIPE_SZ``; elsewhere, or refused,
+    its default). A worker's answer is a slice's small fragments and where the rest lies in
+    memory files: ~11 KB, at times ~0.7 MB (libtorch_cuda.so --kernels). With the default
+    64 KiB, a worker blocked on its write while this process decoded a slice of its own: the
+    worker's idle time 0.32-0.36 s, with 1 MiB 0.07-0.08 s (2 CPUs). The kernel allocates a
+    pipe's pages as they are written, so an idle pipe costs nothing."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(conn.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (ImportError, AttributeError, OSError):
+        pass
+
+
+def _start_all(crew) -> None:
+    """Start ``crew`` with SIGINT held back while they fork (``submit``'s reason)."""
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    except (AttributeError, OSError):
+        old = None
+    try:
+        for p in crew:
+            p.start()
+    finally:
+        if old is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _crew_member(parent: int, task, args: tuple, n: int, taken, room, conn) -> None:
+    """One of ``in_order``'s workers: take the next ``i`` while there is room, answer, repeat;
+    leave once every ``i`` is taken. Anything else that goes wrong here ends the process with
+    status 1 and no traceback (``in_order`` then computes what it held)."""
+    try:
+        init(parent)
+        with conn:
+            while True:
+                room.acquire()
+                with taken.get_lock():
+                    i = taken.value
+                    taken.value = i + 1
+                if i >= n:
+                    room.release()  # (for another worker waiting to learn that all is taken)
+                    return
+                answer: tuple[int, Any, BaseException | None]
+                try:
+                    answer = (i, task(*args, i), None)
+                except Exception as exc:
+                    answer = (i, None, exc)
+                conn.send(answer)
+    except BaseException:
+        os._exit(1)
