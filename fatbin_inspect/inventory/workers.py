@@ -192,6 +192,7 @@ def in_order(task, args: tuple, n: int, jobs: int, window: int) -> Generator[Any
             # every i is taken
             while r.poll() and receive(r):
                 pass
+            live[r].join(5)  # (its sentinel closes as it exits, maybe before it can be reaped)
             if live[r].exitcode != 0:
                 abandon()
                 return
