@@ -69,25 +69,47 @@ def init(parent: int) -> None:
         threading.Thread(target=_watch, args=(parent,), daemon=True, name="parent-watchdog").start()
 
 
-def trim_heap() -> None:
+def trim_heap(over: int = 0) -> None:
     """Give the C heap's free pages back to the system (glibc ``malloc_trim(0)``; elsewhere
-    nothing). A worker that decoded a slice of thousands of cubins had freed ~35 MB that glibc
-    kept: free chunks between live ones are returned only by ``malloc_trim``, not by ``free``."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
+    nothing), when glibc holds more than ``over`` bytes free (``mallinfo2``; where glibc is
+    older than 2.33, always). A worker that decoded a slice of thousands of cubins had freed
+    ~35 MB that glibc kept: free chunks between live ones are returned only by ``malloc_trim``,
+    not by ``free``."""
+    libc = _libc()
+    if libc is None:
+        return
+    if over > 0 and libc.mallinfo2 is not None and libc.mallinfo2().fordblks <= over:
+        return
+    libc.malloc_trim(0)
 
 
 @functools.cache
-def _malloc_trim():
+def _libc():
+    """glibc's ``malloc_trim`` and ``mallinfo2`` (None where it lacks it), or None off Linux."""
     if not sys.platform.startswith("linux"):
         return None
-    try:
-        import ctypes
+    import ctypes  # (here: a warm scan, which trims nothing, does not load it)
+    import types
 
-        return ctypes.CDLL(None).malloc_trim
+    try:
+        lib = ctypes.CDLL(None)
+        trim = lib.malloc_trim
     except (OSError, AttributeError):
         return None
+    info = getattr(lib, "mallinfo2", None)
+    if info is not None:
+
+        class Mallinfo2(ctypes.Structure):
+            _fields_ = [
+                (name, ctypes.c_size_t)
+                for name in (
+                    "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+                    "fordblks", "keepcost",
+                )
+            ]  # fmt: skip
+
+        info.restype = Mallinfo2
+    return types.SimpleNamespace(malloc_trim=trim, mallinfo2=info)
 
 
 def _watch(parent: int) -> None:

@@ -1,6 +1,7 @@
-"""``inventory.workers.in_order``: results in order from worker processes and the caller, at most
-``window`` taken ahead of the consumer, a worker's exception raised in its turn, a worker that
-dies leaving its work to the caller, and no worker at all where none can be started."""
+"""``inventory.workers``: ``in_order``'s results in order from worker processes and the caller, at
+most ``window`` taken ahead of the consumer, a worker's exception raised in its turn, a worker
+that dies leaving its work to the caller, no worker at all where none can be started; and
+``trim_heap``'s threshold."""
 
 import multiprocessing
 import operator
@@ -140,3 +141,30 @@ def test_workers_ignore_ctrl_c_and_leave_it_to_the_caller():
     for p in multiprocessing.active_children():
         os.kill(p.pid, signal.SIGINT)
     assert [first, *gen] == [2**i for i in range(200)]
+
+
+@pytest.mark.parametrize(
+    ("free", "over", "trims"), [(9 << 20, 8 << 20, 1), (7 << 20, 8 << 20, 0), (7 << 20, 0, 1)]
+)
+def test_the_heap_is_trimmed_only_past_what_glibc_may_keep(monkeypatch, free, over, trims):
+    """``trim_heap(over)`` gives pages back only when glibc holds more than ``over`` bytes free
+    (a trim after every slice re-faulted them in the next); ``over`` 0 always trims."""
+    import types
+
+    calls = []
+    libc = types.SimpleNamespace(
+        malloc_trim=calls.append, mallinfo2=lambda: types.SimpleNamespace(fordblks=free)
+    )
+    monkeypatch.setattr(workers, "_libc", lambda: libc)
+    workers.trim_heap(over)
+    assert calls == [0] * trims
+
+
+def test_glibcs_own_figures_are_read_where_it_has_them():
+    libc = workers._libc()
+    if libc is None or libc.mallinfo2 is None:
+        pytest.skip("no glibc >= 2.33 here (mallinfo2)")
+    before = libc.mallinfo2().uordblks
+    hold = [bytearray(1000) for _ in range(2000)]  # ~2 MB in small chunks: glibc's, not mmap's
+    assert libc.mallinfo2().uordblks >= before + 1_000_000
+    del hold
