@@ -168,3 +168,19 @@ def test_glibcs_own_figures_are_read_where_it_has_them():
     hold = [bytearray(1000) for _ in range(2000)]  # ~2 MB in small chunks: glibc's, not mmap's
     assert libc.mallinfo2().uordblks >= before + 1_000_000
     del hold
+
+
+def _in_order_in_a_daemon(q):
+    q.put(list(workers.in_order(pow, (2,), 6, 2, 2)))
+
+
+@pytest.mark.skipif(not FORK, reason="the daemonic process is made by fork")
+def test_a_daemonic_process_computes_everything_itself():
+    """multiprocessing lets a daemonic process (a pool's worker, say) have no children: there
+    ``in_order`` computes every i itself rather than fail."""
+    q = multiprocessing.Queue()
+    p = multiprocessing.Process(target=_in_order_in_a_daemon, args=(q,), daemon=True)
+    p.start()
+    got = q.get(timeout=60)
+    p.join(60)
+    assert got == [2**i for i in range(6)] and p.exitcode == 0

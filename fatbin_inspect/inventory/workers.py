@@ -174,7 +174,9 @@ def in_order(task, args: tuple, n: int, jobs: int, window: int) -> Generator[Any
             for _r, w in pipes
         ]
         _start_all(crew)
-    except (OSError, ImportError):  # no semaphores (no /dev/shm) or no process to spare
+    # no semaphores (no /dev/shm), no process to spare, or this is a daemonic process (which
+    # multiprocessing lets have no children)
+    except (OSError, ImportError, AssertionError):
         for p in crew:
             if p.pid is not None:  # (started before another could not be: it must not write too)
                 p.kill()
