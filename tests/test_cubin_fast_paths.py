@@ -108,7 +108,8 @@ _NAME_PART = st.text(alphabet=".abcnvifo_\xe9", max_size=12)
 )
 def test_section_names_are_cut_as_the_elf_specification_reads_them(parts, final_nul, offsets):
     """Of the names the parser looks up (``LOOKED_UP``), the last section of each, an offset
-    into the middle of a name (a suffix shared with a longer one) included."""
+    into the middle of a name (a suffix shared with a longer one) included; a kernel's
+    ``.nv.info.K``, ``.nv.shared.K`` and ``.nv.constant0.K`` in maps of their own, by ``K``."""
     raw = "\0".join(parts).encode("latin-1") + (b"\0" if final_nul else b"")
     starts = [sum(len(p) + 1 for p in parts[:i]) for i in range(len(parts))]
     offsets = offsets + starts + starts[::2]  # every name, some twice (the last section wins)
@@ -116,7 +117,10 @@ def test_section_names_are_cut_as_the_elf_specification_reads_them(parts, final_
     def spec(raw, offs):  # a name runs from its offset to the next NUL or the table's end
         table = raw.decode("latin-1")
         names = {table[o:].split("\0")[0]: i for i, o in enumerate(offs)}
-        return {n: i for n, i in names.items() if n.startswith(C.LOOKED_UP)}
+        looked = {n: i for n, i in names.items() if n.startswith(C.LOOKED_UP)}
+        kernel = (".nv.info.", ".nv.shared.", ".nv.constant0.")
+        by_kernel = [{n[len(p) :]: i for n, i in looked.items() if n.startswith(p)} for p in kernel]
+        return ({n: i for n, i in looked.items() if not n.startswith(kernel)}, *by_kernel)
 
     # as the parser calls it (an array), and again after another table or other offsets: the
     # map kept from the cubin before is used only for the same table and the same offsets
