@@ -71,22 +71,24 @@ class Blob:
             raise TruncatedError(f"{what} needs {st.size} bytes, file ends first", off)
         return st.unpack_from(self.buf, self.base + off)
 
-    def read(self, off: int, n: int, what: str = "data") -> bytes:
+    def _at(self, off: int, n: int, what: str) -> int:
+        """Where ``n`` bytes at ``off`` start in the buffer; they must all be there."""
         if off < 0 or n < 0 or off + n > self.size:
             raise TruncatedError(f"{what} of {n} bytes runs past the end ({self.size} bytes)", off)
-        return bytes(self.buf[self.base + off : self.base + off + n])
+        return self.base + off
+
+    def read(self, off: int, n: int, what: str = "data") -> bytes:
+        at = self._at(off, n, what)
+        return bytes(self.buf[at : at + n])
 
     def window(self, off: int, n: int, what: str = "data") -> memoryview:
         """``read``'s bytes without the copy: a view of the buffer, which the caller releases
         (``with``) before the blob's mapping can close."""
-        if off < 0 or n < 0 or off + n > self.size:
-            raise TruncatedError(f"{what} of {n} bytes runs past the end ({self.size} bytes)", off)
-        return memoryview(self.buf)[self.base + off : self.base + off + n]
+        at = self._at(off, n, what)
+        return memoryview(self.buf)[at : at + n]
 
     def view(self, off: int, n: int, what: str = "region") -> Blob:
-        if off < 0 or n < 0 or off + n > self.size:
-            raise TruncatedError(f"{what} of {n} bytes runs past the end ({self.size} bytes)", off)
-        return Blob(self.buf, self.base + off, n, self._owner)
+        return Blob(self.buf, self._at(off, n, what), n, self._owner)
 
     def head(self, n: int) -> bytes:
         return bytes(self.buf[self.base : self.base + min(n, self.size)])

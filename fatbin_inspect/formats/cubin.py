@@ -73,9 +73,10 @@ def table_span(head: bytes, size: int) -> tuple[int, int]:
 
 class SparseImage:
     """A cubin of ``size`` bytes of which only the first ``head`` bytes (in ``buf``) and
-    ``tail`` (from ``start``: its section table) are at hand, a read across the head's end into
-    a tail that starts there joined; reading any other byte raises ``NotLoaded``. In NVIDIA's cubins the section table comes last and what the parser reads
-    (symbols, notes, ``.nv.info``) first, the code (90 % of a large cubin) in between:
+    ``tail`` (from ``start``: its section table) are at hand (a read across the head's end into a
+    tail that starts there is joined); reading any other byte raises ``NotLoaded``. In NVIDIA's
+    cubins the section table comes last and what the parser reads (symbols, notes,
+    ``.nv.info``) first, the code (90 % of a large cubin) in between:
     libtorch_cuda.so's largest cubin is 41 MB, of which the parser reads the first 4.8 MB and
     the last 0.4 MB; none of the 650 cubins over 2 MB of libtorch_cuda.so, cuBLAS and cuBLASLt 13
     needs a byte past 6.5 MB before its table. One laid out otherwise is decoded whole."""

@@ -858,12 +858,8 @@ class _HandOff:
         parent, todo = os.getpid(), [pieces[i] for i in indices]
         r, w = os.pipe()
         try:
-            old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-            try:
+            with workers.sigint_held():
                 pid = os.fork()
-            finally:
-                if os.getpid() == parent:
-                    signal.pthread_sigmask(signal.SIG_SETMASK, old)
         except OSError:  # no process to spare
             os.close(r)
             os.close(w)

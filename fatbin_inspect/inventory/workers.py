@@ -21,7 +21,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 PR_SET_PDEATHSIG = 1
@@ -125,16 +125,28 @@ def pool(jobs: int, mp_context=None):
     return ProcessPoolExecutor(jobs, mp_context=mp_context, initializer=init, initargs=(os.getpid(),))
 
 
-def submit(executor, fn, *args):
-    """``executor.submit(fn, *args)`` with SIGINT held back while it may fork workers."""
+@contextlib.contextmanager
+def sigint_held() -> Iterator[None]:
+    """Within: SIGINT is blocked in the calling thread, so a process forked here inherits it
+    blocked (``init`` unblocks it only after ignoring it). Restored on leaving in the process that
+    entered only: a child that leaves (a bare ``os.fork``) keeps it blocked for ``init``."""
     try:
         old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    except (AttributeError, OSError):
-        return executor.submit(fn, *args)
+    except (AttributeError, OSError):  # no pthread_sigmask here
+        yield
+        return
+    entered = os.getpid()
     try:
-        return executor.submit(fn, *args)
+        yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        if os.getpid() == entered:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def submit(executor, fn, *args):
+    """``executor.submit(fn, *args)`` with SIGINT held back while it may fork workers."""
+    with sigint_held():
+        return executor.submit(fn, *args)
 
 
 def stop(executor) -> None:
@@ -231,18 +243,6 @@ def in_order(task, args: tuple, n: int, jobs: int, window: int) -> Generator[Any
         ready[i] = (out, exc)
         return True
 
-    def take() -> int | None:
-        """The next ``i`` (None: a worker died holding the counter's lock)."""
-        lock = taken.get_lock()
-        if not lock.acquire(timeout=5):
-            return None
-        try:
-            i = taken.value
-            taken.value = i + 1
-            return i
-        finally:
-            lock.release()
-
     def here(i: int) -> None:
         try:
             ready[i] = (task(*args, i), None)
@@ -261,8 +261,8 @@ def in_order(task, args: tuple, n: int, jobs: int, window: int) -> Generator[Any
                 if not room.acquire(False):
                     collect(None)
                     continue
-                k = take()
-                if k is None:
+                k = _take(taken, 5)
+                if k is None:  # a worker died holding the counter's lock
                     abandon()
                 elif k < n:
                     here(k)
@@ -296,17 +296,22 @@ def _widen(conn) -> None:
 
 
 def _start_all(crew) -> None:
-    """Start ``crew`` with SIGINT held back while they fork (``submit``'s reason)."""
-    try:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    except (AttributeError, OSError):
-        old = None
-    try:
+    with sigint_held():
         for p in crew:
             p.start()
+
+
+def _take(taken, timeout: float | None = None) -> int | None:
+    """The next ``i`` of ``in_order``'s shared counter (None: its lock was not had in time)."""
+    lock = taken.get_lock()
+    if not lock.acquire(timeout=timeout):
+        return None
+    try:
+        i = taken.value
+        taken.value = i + 1
+        return i
     finally:
-        if old is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        lock.release()
 
 
 def _crew_member(parent: int, task, args: tuple, n: int, taken, room, conn) -> None:
@@ -318,10 +323,8 @@ def _crew_member(parent: int, task, args: tuple, n: int, taken, room, conn) -> N
         with conn:
             while True:
                 room.acquire()
-                with taken.get_lock():
-                    i = taken.value
-                    taken.value = i + 1
-                if i >= n:
+                i = _take(taken)
+                if i is None or i >= n:
                     room.release()  # (for another worker waiting to learn that all is taken)
                     return
                 answer: tuple[int, Any, BaseException | None]
