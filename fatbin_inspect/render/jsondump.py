@@ -339,8 +339,7 @@ def entry_texts(e) -> Iterator[str]:
         head = to_json(entry_dict(e, with_kernels=False), separators=_COMPACT)
         if head.endswith(_NO_KERNELS):  # (entry_dict writes the kernels last)
             yield head[: -len(_NO_KERNELS)] + '"kernels":'
-            for piece in kernels_json_pieces(e.kernels):
-                yield utf8_json(piece)
+            yield from kernels_json_pieces(e.kernels)  # (utf8_json's already)
             yield "}"
             return
     yield to_json(entry_dict(e), separators=_COMPACT)
