@@ -81,6 +81,30 @@ def _die_in_a_worker(parent, died, i):
     return -i
 
 
+def _slow_in_a_worker(parent, i):
+    time.sleep(0.02 if os.getpid() == parent else 0.4)  # (the worker starts before all is taken)
+    return i
+
+
+@pytest.mark.skipif(not FORK, reason="the test's task reaches the workers by fork")
+def test_the_caller_waits_for_a_workers_answer_once_everything_is_taken(monkeypatch):
+    """Once the counter is past ``n``, the caller blocks on the workers' pipes for the answer it
+    needs, not taking from the counter again and again while a worker computes it."""
+    past = []
+    take = workers._take
+
+    def counted(taken, timeout=None):
+        i = take(taken, timeout)
+        if i is not None and i >= 6 and os.getpid() == parent:
+            past.append(i)
+        return i
+
+    parent = os.getpid()
+    monkeypatch.setattr(workers, "_take", counted)
+    assert list(workers.in_order(_slow_in_a_worker, (parent,), 6, 2, 6)) == list(range(6))
+    assert len(past) <= 1  # (taking again and again, it took thousands)
+
+
 @pytest.mark.skipif(not FORK, reason="the test's task reaches the workers by fork")
 def test_a_worker_that_dies_leaves_its_work_to_the_caller():
     """One of two workers dies holding an ``i``; the other lives on. (In a thread, so that a

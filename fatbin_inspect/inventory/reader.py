@@ -1164,9 +1164,14 @@ def payload(blob: Blob, entry: Entry, budget: Budget | None = None) -> bytes:
 
 def _stored(blob: Blob, entry: Entry, budget: Budget | None) -> bytes:
     raw = blob.read(entry.payload_offset, entry.stored_size, "entry payload")
+    _charge(entry, budget)
+    return raw
+
+
+def _charge(entry: Entry, budget: Budget | None) -> None:
+    """Count what a compressed entry that is decoded inflates to against its file's budget."""
     if budget is not None and entry.compression != "none" and entry.kind in (KIND_SASS, KIND_PTX, KIND_TILE):
         budget.spend(entry.size, entry.offset)
-    return raw
 
 
 def _parsed_cubin(blob: Blob, entry: Entry, kernels: bool, resources: bool, budget: Budget | None):
@@ -1179,8 +1184,7 @@ def _parsed_cubin(blob: Blob, entry: Entry, kernels: bool, resources: bool, budg
     332 MB of frames; the copies were ~2 % of a ``--kernels`` decode's CPU profile)."""
     if entry.compression == "zstd" and entry.size <= MAX_DECODED:
         with blob.window(entry.payload_offset, entry.stored_size, "entry payload") as frame:
-            if budget is not None:
-                budget.spend(entry.size, entry.offset)
+            _charge(entry, budget)
             return _parsed_zstd(frame, entry, kernels, resources)
     data = decode(entry.compression, _stored(blob, entry, budget), entry.size, entry.offset)
     return cubin_mod.parse_cubin(data, kernels=kernels, resources=resources, demangle=demangle)

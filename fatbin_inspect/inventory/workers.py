@@ -249,6 +249,7 @@ def in_order(task, args: tuple, n: int, jobs: int, window: int) -> Generator[Any
         except Exception as exc:  # raised in its turn, after the results before it
             ready[i] = (None, exc)
 
+    all_taken = False
     try:
         for y in range(n):
             while y not in ready:
@@ -258,7 +259,7 @@ def in_order(task, args: tuple, n: int, jobs: int, window: int) -> Generator[Any
                 collect(0)
                 if y in ready or not live:
                     continue
-                if not room.acquire(False):
+                if all_taken or not room.acquire(False):
                     collect(None)
                     continue
                 k = _take(taken, 5)
@@ -266,8 +267,9 @@ def in_order(task, args: tuple, n: int, jobs: int, window: int) -> Generator[Any
                     abandon()
                 elif k < n:
                     here(k)
-                else:  # pragma: no cover - y is not in, so it is not taken yet
+                else:  # y is a worker's, not answered yet: wait for it (taking again would spin)
                     room.release()
+                    all_taken = True
             out, exc = ready.pop(y)
             if exc is not None:
                 raise exc
