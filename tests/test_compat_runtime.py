@@ -105,6 +105,41 @@ def test_the_static_cudart_search_lets_its_pages_go(tmp_path):
     assert grown < 48, grown  # 16 MB windows, not all 96 MB
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="RssFile is Linux's /proc")
+def test_one_long_gap_is_searched_in_pieces_whose_pages_go(monkeypatch, tmp_path):
+    """A gap of 96 MB (libcublasLt.so.13's are tens of MB) is searched a ``RELEASE_EVERY`` piece
+    at a time, its pages let go as it goes (searched in one pass, it held them all)."""
+    from fatbin_inspect.formats.binio import open_blob
+
+    size = 96 << 20
+    path = tmp_path / "gap.bin"
+    with open(path, "wb") as fh:
+        fh.write(os.urandom(size).replace(b"/", b"."))  # (no marker by chance)
+    blob = open_blob(str(path))
+    before, most = _file_pages_mb(), [0]
+    find = Blob.find
+
+    def searched(self, *args):  # the pages held as each search ends, before any is let go
+        hit = find(self, *args)
+        most[0] = max(most[0], _file_pages_mb() - before)
+        return hit
+
+    monkeypatch.setattr(Blob, "find", searched)
+    assert not has_static_cudart(blob, (), [])
+    assert most[0] < 48, most[0]  # 16 MB pieces, not all 96 MB
+
+
+@pytest.mark.parametrize("at", [-len(STATIC_CUDART_MARKER), -7, -1, 0])
+def test_a_marker_across_two_pieces_of_a_gap_is_found(monkeypatch, at):
+    from fatbin_inspect.formats import fatbin
+
+    monkeypatch.setattr(fatbin, "RELEASE_EVERY", 64)
+    data = bytearray(b"\0" * 400)
+    data[128 + at : 128 + at + len(STATIC_CUDART_MARKER)] = STATIC_CUDART_MARKER
+    assert has_static_cudart(Blob(bytes(data)), ())
+    assert has_static_cudart(Blob(bytes(data)), (), [(0, 5)])  # (a gap that starts elsewhere)
+
+
 def test_static_cudart_wins_over_wheel_metadata_and_bundled_copies_count():
     wheel = runtime.RuntimeNeed("12", "wheel requires nvidia-cuda-runtime-cu12", "medium")
     assert runtime.for_file(_report("w.whl!lib/x.so", True), wheel).version == "12.8"

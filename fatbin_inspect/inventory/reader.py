@@ -795,7 +795,7 @@ def _machine(blob: Blob, fmt: str) -> str | None:
     return machine_of(head)
 
 
-SCAN_CHUNK = 64 << 20
+SCAN_CHUNK = fatbin_mod.RELEASE_EVERY  # (64 MB: a scan worker held 57-64 MB of libcublasLt.so.13's pages)
 
 
 def _scan_chunks(
