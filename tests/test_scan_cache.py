@@ -210,7 +210,7 @@ def test_hostile_texts_are_a_miss(tree, tmp_path, monkeypatch):
     db.commit()
     db.close()
     res = cli("scan", str(tree), "--format", "json", "-j", "1")
-    assert b"\x1b" not in res.out_bytes  # the texts are made again from the row's data
+    assert b"\x1b" not in res.out_bytes  # the texts are made again (from the file: no records kept)
     assert res.out_bytes.split(b'"files": [')[1] == first.split(b'"files": [')[1]
     db = sqlite3.connect(str(tmp_path / "cache" / f"scan-v{CACHE_VERSION}.sqlite3"))
     assert not any(
@@ -401,3 +401,54 @@ def test_a_warm_document_mixing_cached_and_fresh_files_is_the_uncached_one(tmp_p
     assert warm.json()["stats"]["cache_hits"] == 4
     assert files(warm) == files(cli(*args, "--no-cache"))
     assert files(cli(*args)) == files(warm)  # all six from the cache now
+
+
+def _texts_scan(tree, cache):
+    """A scan as ``scan --format json`` runs it: each record's text encoded by the worker."""
+    from fatbin_inspect.render.scan_json import file_rest, file_rest_parts
+
+    opts = ScanOptions(
+        jobs=1, cache_dir=str(cache), summary=True, encoder=file_rest, encoder_parts=file_rest_parts
+    )
+    return scan([str(tree)], opts)
+
+
+def _columns(cache):
+    """``{file name: (records kept, texts kept)}`` of the rows of files with device code."""
+    db = sqlite3.connect(os.path.join(cache, f"scan-v{CACHE_VERSION}.sqlite3"))
+    try:
+        rows = db.execute(
+            "SELECT path, records IS NOT NULL, texts IS NOT NULL FROM files WHERE summary IS NOT NULL"
+        ).fetchall()
+        db.execute("DELETE FROM answers")  # (a scan's whole answer would not read the rows)
+        db.commit()
+    finally:
+        db.close()
+    return {os.path.basename(os.fsdecode(p)): (bool(r), bool(t)) for p, r, t in rows}
+
+
+def test_a_texts_scan_keeps_no_records_and_a_records_scan_adds_them_to_its_rows(tree, tmp_path):
+    """A scan that keeps texts encodes no record data (a seventh of a cold scan of six wheels);
+    a scan that needs the records reads those files again and adds them to the row, which keeps
+    its texts: from then on each kind of scan is answered by the row."""
+    cache = tmp_path / "cache"
+    _texts_scan(tree, cache)
+    assert _columns(cache) == {"libmulti.so": (False, True), "libsm80.so": (False, True)}
+    full = _scan(tree, cache)
+    assert full.stats.cache_hits == 0 and full.reports == _scan(tree, None).reports
+    assert _columns(cache) == {"libmulti.so": (True, True), "libsm80.so": (True, True)}
+    assert _texts_scan(tree, cache).stats.cache_hits == 2
+    again = _scan(tree, cache)
+    assert again.stats.cache_hits == 2 and again.reports == full.reports
+
+
+def test_a_row_keeps_the_other_scans_columns_only_for_the_same_key(tree, tmp_path):
+    """The texts of a file that changed since they were written are not kept beside its new
+    records (the key, not the path, says they are the same file's)."""
+    cache = tmp_path / "cache"
+    _texts_scan(tree, cache)
+    lib = tree / "lib" / "libsm80.so"
+    st = lib.stat()
+    os.utime(lib, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    _scan(tree, cache)
+    assert _columns(cache) == {"libmulti.so": (True, True), "libsm80.so": (True, False)}

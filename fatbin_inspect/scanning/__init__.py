@@ -228,6 +228,11 @@ class _Scanner:
         )
         self.full = not opts.summary and enc is None
         self.keep = self.full  # the workers hand back whole records
+        # the workers encode each record's data for the cache, except when they encode its text:
+        # the text is all a scan with this encoder reads back, and the data cost that scan a
+        # seventh of its cold time (six wheels); a scan that needs records from a row holding
+        # only texts reads the file again and adds them (``ScanCache.put_encoded``)
+        self.data = self.cache.enabled and enc is None
         self.spill: IO[bytes] | None = None  # with an encoder: the unlinked file holding the texts
         # where each record's text is: (offset, length) in ``spill``, or (``_Job`` of its cache
         # row, index, path shown, absolute path, key) for a text still in its cache row
@@ -431,13 +436,9 @@ class _Scanner:
 
         batch, self.batch, self.batch_bytes = self.batch, [], 0
         if self.jobs == 1:
-            self._finish(
-                worker.inspect_batch(batch, self.opts.inventory, self.encoder, self.keep, self.cache.enabled)
-            )
+            self._finish(worker.inspect_batch(batch, self.opts.inventory, self.encoder, self.keep, self.data))
             return
-        self._submit(
-            worker.inspect_batch, (batch, self.opts.inventory, self.encoder, self.keep, self.cache.enabled)
-        )
+        self._submit(worker.inspect_batch, (batch, self.opts.inventory, self.encoder, self.keep, self.data))
 
     def _submit(self, fn, args: tuple, span: tuple | None = None) -> None:
         """Queue one unit for the pool; ``span``: (token, index) of a split zip."""
@@ -620,8 +621,7 @@ class _Scanner:
         from fatbin_inspect.scanning import worker
 
         units = [
-            (path, key, span[:2], self.opts.inventory, self.encoder, self.keep, self.cache.enabled)
-            for span in spans
+            (path, key, span[:2], self.opts.inventory, self.encoder, self.keep, self.data) for span in spans
         ]
         self._split(path, key, worker.inspect_span, units, [span[2] for span in spans], _join_spans)
 
@@ -633,9 +633,7 @@ class _Scanner:
 
         parts = self.opts.encoder_parts if self.encoder is not None else None
         sizes = elf_split.sizes(split)
-        units = [
-            (path, split, i, self.opts.inventory, parts, self.cache.enabled, key) for i in range(len(sizes))
-        ]
+        units = [(path, split, i, self.opts.inventory, parts, self.data, key) for i in range(len(sizes))]
         self._split(
             path, key, elf_split.inspect_part, units, sizes, functools.partial(elf_split.join, split=split)
         )
@@ -682,7 +680,7 @@ class _Scanner:
                 return
             from fatbin_inspect.scanning import worker  # a part could not vouch: the file whole
 
-            args = ([(path, state[1])], self.opts.inventory, self.encoder, self.keep, self.cache.enabled)
+            args = ([(path, state[1])], self.opts.inventory, self.encoder, self.keep, self.data)
             self._submit(worker.inspect_batch, args)
 
     def _file(
@@ -1090,17 +1088,35 @@ class _Scanner:
         self, hit, unpacked: Any, shown: str, apath: str, key: tuple, encoder: Callable[[FileReport], bytes]
     ) -> list:
         """The texts of a cache row (``unpacked``: ``cache.unpack_texts`` of it); a row whose
-        texts no longer validate is encoded again from its records, and kept."""
+        texts no longer validate is encoded again from its records, or from the file read again
+        here when the row has none (a row a scan with texts wrote), and kept."""
         if unpacked is not MISS:
             return unpacked
         reports = hit.reports(shown)
         if reports is MISS:
-            from fatbin_inspect.errors import InputError
-
-            raise InputError(f"{self.cache.path}: the scan cache changed while it was read; scan again")
+            reports = self._reread(shown, apath, key, len(hit.summary))
         texts = [encoder(r) for r in reports]
         self.cache.put(apath, key, reports, [pack_text(t) for t in texts], base=shown)
         return texts
+
+    def _reread(self, shown: str, apath: str, key: tuple, n: int) -> tuple:
+        """The records of a file whose row was taken (its ``n`` summaries are in the answer
+        already), read again in this process: the same key before and after, and ``n`` records."""
+        from fatbin_inspect.errors import InputError
+        from fatbin_inspect.inventory.reader import as_options
+        from fatbin_inspect.scanning import worker
+
+        def same() -> bool:
+            try:
+                return stat_key(os.stat(apath)) == tuple(key)
+            except OSError:
+                return False
+
+        if self.client is None and same():
+            reports = worker.inspect_file(shown, as_options(self.opts.inventory))
+            if len(reports) == n and same():
+                return reports
+        raise InputError(f"{self.cache.path}: the scan cache changed while it was read; scan again")
 
 
 class _Job:

@@ -70,6 +70,28 @@ _CHECK_STEP = 1 << 20
 MAX_UNPACKED = 1 << 31  # the records of one file as JSON (libtorch_cuda.so --kernels: ~200 MB)
 
 
+# a row with records or texts: the columns a new row lacks (NULL) are the old row's when its key is
+# the same (the same file read under the same options), else NULL; a bare row (``_put_bare``)
+# replaces whatever was there
+_SAME_KEY = (
+    "files.dev = excluded.dev AND files.ino = excluded.ino AND files.size = excluded.size"
+    " AND files.mtime = excluded.mtime AND files.ctime = excluded.ctime"
+)
+_UPSERT = (
+    "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (path, options) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in ("dev", "ino", "size", "mtime", "ctime", "summary"))
+    + ", "
+    + ", ".join(
+        f"{c} = CASE WHEN excluded.{lead} IS NOT NULL THEN excluded.{c} WHEN {_SAME_KEY} THEN files.{c} END"
+        for lead, cols in (
+            ("records", ("records", "records_at")),
+            ("texts", ("encoder", "texts_at", "texts")),
+        )
+        for c in cols
+    )
+)
+
+
 def pack(data: bytes) -> bytes:
     """One record's data as the cache keeps it and a worker hands it over (a text: ``pack_text``)."""
     import zstandard
@@ -522,22 +544,26 @@ class ScanCache:
 
     def put_encoded(self, path: str, key: Key, encoded, texts: list[bytes] | None = None) -> None:
         """``put`` of records already turned into ``encode_record`` pairs (by a worker), the
-        texts ``pack``ed."""
+        texts ``pack``ed. A pair without its data (a scan that keeps texts encodes none) writes
+        the row without records; a row written without records or without texts keeps those of
+        the row it replaces when that row has the same key (``_UPSERT``): a ``scan --format json``
+        and a scan that needs the records each add what they read to the file's row."""
         if self._db is None:
             return
         if encoded is None:
             self._put_bare(path, key)
             return
-        texts_at = blob = encoder = None
+        texts_at = blob = encoder = data = data_at = None
         summary = json.dumps([e[0] for e in encoded], separators=(",", ":"))
-        data, data_at = _column([e[1] for e in encoded])
+        if all(e[1] is not None for e in encoded):
+            data, data_at = _column([e[1] for e in encoded])
         if texts is not None and self.encoder is not None and len(texts) == len(encoded):
             encoder = self.encoder
             blob, texts_at = _column(texts)
         self._pending.append(
             (os.fsencode(path), *key, self.options, summary, data, data_at, encoder, texts_at, blob)
         )
-        self._pending_bytes += len(data) + len(blob or b"")
+        self._pending_bytes += len(data or b"") + len(blob or b"")
         if len(self._pending) >= COMMIT_EVERY or self._pending_bytes >= COMMIT_BYTES:
             self._write()
 
@@ -555,7 +581,7 @@ class ScanCache:
             return
         try:
             if rows:
-                self._db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+                self._db.executemany(_UPSERT, rows)
             if bare:
                 self._db.executemany(
                     "INSERT OR REPLACE INTO files (path, dev, ino, size, mtime, ctime, options)"
