@@ -403,6 +403,32 @@ def test_a_warm_document_mixing_cached_and_fresh_files_is_the_uncached_one(tmp_p
     assert files(cli(*args)) == files(warm)  # all six from the cache now
 
 
+def test_texts_that_fail_and_a_file_that_reads_otherwise_drop_the_row(tree, tmp_path, monkeypatch):
+    """A row holding texts only, whose texts no longer validate and whose file (same key) now
+    gives other records: the scan stops with one line naming the cache, and the row is gone, so
+    the next scan reads the file."""
+    from fatbin_inspect.scanning import worker
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(cache))
+    first = cli("scan", str(tree), "--format", "json", "-j", "1").out_bytes
+    db = sqlite3.connect(str(cache / f"scan-v{CACHE_VERSION}.sqlite3"))
+    for path, texts in db.execute("SELECT path, texts FROM files WHERE texts IS NOT NULL").fetchall():
+        hostile = _checksummed(_unpacked(texts).replace(b"null", b"nul\x1b"))
+        at = json.dumps([[len(hostile), len(_unpacked(texts))]])
+        db.execute("UPDATE files SET texts = ?, texts_at = ? WHERE path = ?", (hostile, at, path))
+    db.execute("DELETE FROM answers")
+    db.commit()
+    db.close()
+    with monkeypatch.context() as m:
+        m.setattr(worker, "inspect_file", lambda path, opts: ())
+        res = cli("scan", str(tree), "--format", "json", "-j", "1", codes=2)
+    assert "the scan cache changed while it was read" in res.err and b"\x1b" not in res.out_bytes
+    assert len(_columns(cache)) < 2  # the row that failed is dropped
+    again = cli("scan", str(tree), "--format", "json", "-j", "1").out_bytes
+    assert again.split(b'"files": [')[1] == first.split(b'"files": [')[1]
+
+
 def _texts_scan(tree, cache):
     """A scan as ``scan --format json`` runs it: each record's text encoded by the worker."""
     from fatbin_inspect.render.scan_json import file_rest, file_rest_parts

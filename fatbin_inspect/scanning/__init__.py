@@ -1101,7 +1101,8 @@ class _Scanner:
 
     def _reread(self, shown: str, apath: str, key: tuple, n: int) -> tuple:
         """The records of a file whose row was taken (its ``n`` summaries are in the answer
-        already), read again in this process: the same key before and after, and ``n`` records."""
+        already), read again in this process: the same key before and after, and ``n`` records.
+        Else the row is dropped (the next scan reads the file) and the scan stops."""
         from fatbin_inspect.errors import InputError
         from fatbin_inspect.inventory.reader import as_options
         from fatbin_inspect.scanning import worker
@@ -1112,10 +1113,11 @@ class _Scanner:
             except OSError:
                 return False
 
-        if self.client is None and same():
+        if same():
             reports = worker.inspect_file(shown, as_options(self.opts.inventory))
             if len(reports) == n and same():
                 return reports
+        self.cache.forget(apath)
         raise InputError(f"{self.cache.path}: the scan cache changed while it was read; scan again")
 
 

@@ -596,6 +596,20 @@ class ScanCache:
         """Write the pending rows; the cache stays open for reading."""
         self._write()
 
+    def forget(self, path: str) -> None:
+        """Drop the row of ``path`` (one that could not give what it promised): the next scan
+        reads the file."""
+        self._write()
+        if self._db is None:
+            return
+        try:
+            self._db.execute(
+                "DELETE FROM files WHERE path = ? AND options = ?", (os.fsencode(path), self.options)
+            )
+            self._db.commit()
+        except sqlite3.Error:
+            self._db = None
+
     def close(self) -> None:
         self._write()
         if self._db is not None:
