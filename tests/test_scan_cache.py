@@ -454,7 +454,7 @@ def _columns(cache):
 
 
 def test_a_texts_scan_keeps_no_records_and_a_records_scan_adds_them_to_its_rows(tree, tmp_path):
-    """A scan that keeps texts encodes no record data (a seventh of a cold scan of six wheels);
+    """A scan that keeps texts encodes no record data (a tenth of the CPU of a cold scan of six wheels);
     a scan that needs the records reads those files again and adds them to the row, which keeps
     its texts: from then on each kind of scan is answered by the row."""
     cache = tmp_path / "cache"
