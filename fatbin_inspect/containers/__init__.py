@@ -242,25 +242,14 @@ def has_static_cudart(blob, needs: tuple[str, ...], skip=()) -> bool:
     absent from files that link libcudart dynamically) in the bytes. Found the same way in a file
     on disk, an archive member or an installed file (R-RT 3). ``skip``: ``(start, end)`` ranges
     where no host string is, not searched: the fatbins found (cuFFT's 24,000 are most of its 273
-    MB) and code (libcublasLt's 105 MB of ``.text`` come before its marker). The pages searched
-    are let go every ``RELEASE_EVERY`` bytes, as the fatbin walk does, a long gap searched in
-    pieces that long: cuFFT's gaps, one every 11 KB between its fatbins, made every page of its
-    273 MB resident (the worker's RSS 282 MB, of which 251 MB were file pages), and
-    libcublasLt.so.13's gaps, searched each in one pass, 28 MB of its pages (a scan worker's
-    peak)."""
+    MB) and code (libcublasLt's 105 MB of ``.text`` come before its marker). Searched with
+    ``Blob.contains``, a ``RELEASE_EVERY`` piece at a time, as the fatbin walk goes: cuFFT's gaps,
+    one every 11 KB between its fatbins, made every page of its 273 MB resident (the worker's RSS
+    282 MB, of which 251 MB were file pages), and libcublasLt.so.13's gaps, searched each in one
+    pass, 28 MB of its pages (a scan worker's peak)."""
     from fatbin_inspect.formats.binio import gaps
     from fatbin_inspect.formats.fatbin import RELEASE_EVERY
 
     if any(n.lower().startswith(("libcudart", "cudart")) for n in needs):
         return False
-    n = len(STATIC_CUDART_MARKER)  # (shorter gaps: the padding between fatbins)
-    released = 0
-    for a, b in gaps(skip, blob.size):
-        for lo in range(a, b - n + 1, RELEASE_EVERY):  # (pieces overlap: a marker across two is whole in one)
-            hi = min(b, lo + RELEASE_EVERY + n - 1)
-            if blob.find(STATIC_CUDART_MARKER, lo, hi) >= 0:
-                return True
-            if hi - released > RELEASE_EVERY:
-                blob.release(released, hi)
-                released = hi
-    return False
+    return blob.contains(STATIC_CUDART_MARKER, gaps(skip, blob.size), RELEASE_EVERY)

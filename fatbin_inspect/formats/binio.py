@@ -14,7 +14,7 @@ import os
 import re
 import stat
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from fatbin_inspect.errors import LimitExceeded, TruncatedError, UnreadableError
@@ -65,6 +65,22 @@ class Blob:
             return -1 if m is None else m.start() - self.base
         hit = self.buf.find(sub, self.base + start, self.base + end)
         return -1 if hit < 0 else hit - self.base
+
+    def contains(self, sub: bytes, ranges: Iterable[tuple[int, int]], step: int) -> bool:
+        """``sub`` in one of ``ranges`` (``(start, end)``), each searched in pieces of ``step``
+        bytes that overlap by ``len(sub) - 1`` (a hit across two is whole in one), the pages
+        searched (and those between the ranges) let go once ``step`` bytes of them are: a search
+        of a 500 MB file holds about ``step`` bytes of its pages, not all of them."""
+        n, released = len(sub), 0
+        for a, b in ranges:
+            for lo in range(a, b - n + 1, step):
+                hi = min(b, lo + step + n - 1)
+                if self.find(sub, lo, hi) >= 0:
+                    return True
+                if hi - released > step:
+                    self.release(released, hi)
+                    released = hi
+        return False
 
     def unpack(self, st: struct.Struct, off: int, what: str = "structure") -> tuple:
         if off < 0 or off + st.size > self.size:

@@ -54,18 +54,8 @@ def head_format(path: str) -> str:
 def has_magic(blob: Blob, ranges=None) -> bool:
     """The fatbin magic somewhere in ``ranges`` (``(start, end)``; default the whole blob), e.g.
     ``inventory.reader.magic_ranges``: all but code, where the inventory never looks either
-    (libtorch_cpu.so has 399 of its 425 MB there)."""
-    overlap = len(MAGIC_BYTES) - 1
-    for start, end in [(0, blob.size)] if ranges is None else ranges:
-        pos = start
-        while pos < end:
-            stop = min(end, pos + CHUNK)
-            hit = blob.find(MAGIC_BYTES, pos, min(end, stop + overlap))
-            blob.release(pos, stop)
-            if hit >= 0:
-                return True
-            pos = stop
-    return False
+    (libtorch_cpu.so has 399 of its 425 MB there); ``CHUNK`` bytes at a time (``Blob.contains``)."""
+    return blob.contains(MAGIC_BYTES, [(0, blob.size)] if ranges is None else ranges, CHUNK)
 
 
 def inspect_file(path: str, opts: Options) -> tuple[FileReport, ...]:
