@@ -14,13 +14,12 @@ from fatbin_inspect.cli.common import (
     EXIT_OK,
     EXIT_STRICT,
     EXIT_USAGE,
-    look,
+    Output,
+    format_option,
     note_error,
     output_option,
     progress_for,
-    write_output,
 )
-from fatbin_inspect.cli.findings import findings_format_option, write_findings
 from fatbin_inspect.cli.options import examples, fail_options, ui_options
 from fatbin_inspect.inventory.reader import Options
 from fatbin_inspect.release.findings import fails
@@ -47,7 +46,7 @@ from fatbin_inspect.release.findings import fails
     help="Compare kernel names too (decodes every image).",
 )
 @fail_options("never", what="drops (error: an arch dropped; warning: kernels or a file too)")
-@findings_format_option
+@format_option("diff")
 @output_option
 @click.option("--strict", is_flag=True, help="Exit 3 (not 2) when an input could not be read.")
 @ui_options
@@ -56,9 +55,11 @@ def diff_cmd(old, new, fail_on_dropped, kernels, fail_on, exit_zero, strict, fmt
 
     An input that cannot be read (a truncated wheel) is an error, not "everything added": the
     report is still written, and the exit code is 2 (3 with --strict)."""
-    from fatbin_inspect.cli.inventory import iter_reports
+    from fatbin_inspect import render
+    from fatbin_inspect.judging.inputs import iter_reports
     from fatbin_inspect.release import diff as diff_mod
 
+    view = render.view("diff", fmt)
     opts = Options(kernels=kernels, details=kernels)
     seen: list[str] = [old, new]  # inputs and record paths: the output may be none of them
     unreadable: list = []
@@ -71,7 +72,7 @@ def diff_cmd(old, new, fail_on_dropped, kernels, fail_on, exit_zero, strict, fmt
                 unreadable.append(r)
             yield r
 
-    with progress_for(fmt, "comparing") as progress:
+    with progress_for(view, "comparing") as progress:
         d = diff_mod.diff(
             noted(iter_reports([old], opts, progress)),
             old.rstrip("/"),
@@ -80,16 +81,7 @@ def diff_cmd(old, new, fail_on_dropped, kernels, fail_on, exit_zero, strict, fmt
         )
     report = diff_mod.findings(d)
     level = "warning" if fail_on_dropped else fail_on
-    _write(d, report, fmt, level, output, seen)
+    view.write({"d": d, "report": report, "fail_on": level}, Output(output, seen))
     if unreadable:
         raise SystemExit(EXIT_STRICT if strict else EXIT_USAGE)
     raise SystemExit(EXIT_FINDINGS if fails(report.findings, level) and not exit_zero else EXIT_OK)
-
-
-def _write(d, report, fmt: str, level: str, output, inputs) -> None:
-    from fatbin_inspect.render import has_view, view
-
-    if has_view("diff", fmt):  # else a findings format
-        write_output(view("diff", fmt)(d, report, level, **look(output)), output, inputs)
-        return
-    write_findings(report, fmt, level, output, inputs)

@@ -6,12 +6,24 @@ import dataclasses
 import os
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
 
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.inventory.reader import Options
+from fatbin_inspect.judging.needs import Needs
 from fatbin_inspect.judging.torch import torch_reference
 
+if TYPE_CHECKING:
+    from fatbin_inspect.formats.model import FileReport
+    from fatbin_inspect.release.findings import FindingsReport
+
 CUDA_NAMED = re.compile(r"(?i)(cuda|[_-]cu\d{2,3}\b|^nvidia[_-])")  # a wheel whose name says CUDA
+
+
+class GateRun(NamedTuple):
+    report: FindingsReport  # the findings, ``config`` naming the policy file
+    reports: list[FileReport]  # every record read
+    fail_on: str  # the policy's level: a finding at or above it fails the gate
 
 
 def gate_context(paths, reports, reference):
@@ -86,13 +98,14 @@ def run_gate(
     match=None,
     progress=None,
     warn: Callable[[str], None] | None = None,
-    digests: bool = False,
+    needs: Needs = Needs(),
     cache_dir: str | None = None,
-):
-    """(findings, records) of ``paths`` under ``pol`` with the command line's ``given`` flags on top
-    of per-distribution overrides: what ``gate`` reports, and the library's ``gate()``; ``digests``:
-    the records carry their SHA-256 (the SBOM); ``cache_dir``: the scan cache's folder (None: no
-    cache), where the records of unchanged files are kept (``judging.inputs.RecordCache``)."""
+) -> GateRun:
+    """The findings and records of ``paths`` under ``pol`` with the command line's ``given`` flags
+    on top of per-distribution overrides: what ``gate`` reports, and the library's ``gate()``;
+    ``needs.digests``: the records carry their SHA-256 (the SBOM); ``cache_dir``: the scan
+    cache's folder (None: no cache), where the records of unchanged files are kept
+    (``judging.inputs.RecordCache``)."""
     from fatbin_inspect.release.gate import gate
     from fatbin_inspect.system.stack import local_devices
 
@@ -102,8 +115,8 @@ def run_gate(
             "gate: nothing to check: give --require, --gpu, --targets, --forbid or --match, "
             "or a [tool.fatbin-inspect] policy"
         )
-    reports = _read(paths, Options(probe_small=True, digests=digests), progress, cache_dir)
+    reports = _read(paths, Options(probe_small=True, digests=needs.digests), progress, cache_dir)
     reference = torch_reference(match, reports) if match else None
     ctx = gate_context(paths, reports, reference)
     report = gate(reports, pol, given, reference, fleet, local_devices(pol.gpus, pol.min_driver), ctx)
-    return dataclasses.replace(report, config=pol.source), reports
+    return GateRun(dataclasses.replace(report, config=pol.source), reports, pol.fail_on)
