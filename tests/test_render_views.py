@@ -65,7 +65,11 @@ def test_text_views_of_one_command_take_the_same_arguments(command):
 def test_findings_formats_are_findings_views_where_the_command_draws_none():
     for fmt in FORMATS:
         assert render.view("gate", fmt).kind == "findings"
-    assert {f for f, v in render.VIEWS["diff"].items() if v.kind != "findings"} == {"table", "json", "markdown"}
+    assert {f for f, v in render.VIEWS["diff"].items() if v.kind != "findings"} == {
+        "table",
+        "json",
+        "markdown",
+    }
     assert {f for f, v in render.VIEWS["check"].items() if v.kind != "findings"} == {"table", "json"}
     assert render.view("check", "html").needs.kept and not render.view("check", "sarif").needs.kept
 
