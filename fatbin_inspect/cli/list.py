@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from fatbin_inspect.cli.common import (
@@ -15,6 +17,9 @@ from fatbin_inspect.cli.common import (
 )
 from fatbin_inspect.cli.options import driver_option, examples, gpu_option, ui_options
 from fatbin_inspect.inventory.reader import Options
+
+if TYPE_CHECKING:
+    from fatbin_inspect.compat.targets import Target
 
 # The judging step (judging.verdicts, and with it the compatibility engine and its data) is
 # imported only when there are targets: a plain listing does not pay ~20 ms for it.
@@ -91,10 +96,11 @@ def _check_paths(paths) -> None:
         resolve_roots(on_disk)
 
 
-def _targets(gpus, driver) -> tuple:
+def _targets(gpus: tuple[str, ...], driver: str | None) -> tuple[Target, ...]:
+    """``--gpu`` targets with one ``--driver``, resolved as every command resolves them
+    (``judging.fleet.resolve_all``); none without ``--gpu``."""
     if not gpus:
         return ()
-    from fatbin_inspect.compat.targets import resolve_targets
-    from fatbin_inspect.system.stack import local_devices
+    from fatbin_inspect.judging.fleet import resolve_all
 
-    return tuple(resolve_targets(list(gpus), driver, local=local_devices(gpus, driver)))
+    return resolve_all(gpus, driver, None, ())
