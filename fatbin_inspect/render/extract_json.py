@@ -11,4 +11,6 @@ from fatbin_inspect.render import jsondump
 def render_written_json(
     output_dir: str, written: Sequence[dict[str, Any]], color: bool = False, width: int | None = None
 ) -> str:
-    return jsondump.dumps({"schema_version": 1, "output_dir": output_dir, "written": list(written)})
+    return jsondump.dumps(
+        {"schema_version": jsondump.SCHEMA_VERSION, "output_dir": output_dir, "written": list(written)}
+    )

@@ -7,14 +7,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from fatbin_inspect.formats.model import FileReport
+from fatbin_inspect.render.jsondump import SCHEMA_VERSION, tool
 from fatbin_inspect.render.record_json import file_dict
-from fatbin_inspect.version import __version__
 
-SCHEMA_VERSION = 1
-
-
-def tool() -> dict[str, str]:
-    return {"name": "fatbin-inspect", "version": __version__}
+__all__ = ["SCHEMA_VERSION", "inventory_document", "tool"]
 
 
 def inventory_document(reports: Iterable[FileReport]) -> dict[str, Any]:

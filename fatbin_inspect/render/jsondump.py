@@ -13,8 +13,27 @@ from collections.abc import Iterable
 from typing import IO, Any
 
 from fatbin_inspect.render.json_encode import COMPACT, pretty, to_json
+from fatbin_inspect.version import __version__
 
-__all__ = ["Items", "dumps", "dumps_line", "pretty", "to_json", "write", "write_lines"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Items",
+    "dumps",
+    "dumps_line",
+    "pretty",
+    "to_json",
+    "tool",
+    "write",
+    "write_lines",
+]
+
+# the ``schema_version`` of every JSON document the tool writes (a contract: docs/ci.md, "Versions")
+SCHEMA_VERSION = 1
+
+
+def tool() -> dict[str, str]:
+    """The ``tool`` of a document: this program's name and version."""
+    return {"name": "fatbin-inspect", "version": __version__}
 
 
 class Items:

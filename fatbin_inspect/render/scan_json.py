@@ -6,8 +6,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, tool
 from fatbin_inspect.render.json_encode import to_json
+from fatbin_inspect.render.jsondump import SCHEMA_VERSION, tool
 from fatbin_inspect.render.record_json import file_dict, writes_fields
 from fatbin_inspect.scanning.coverage import Coverage, Row
 from fatbin_inspect.scanning.images import image_views
