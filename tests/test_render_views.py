@@ -143,3 +143,20 @@ def test_gpus_json_view_is_the_document():
     doc = json.loads(sink.out.getvalue())
     assert doc["as_of"] == data.load("gpus")["as_of"]
     assert [g["name"] for g in doc["gpus"]] == [r["name"] for r in rows]
+
+
+def test_no_command_branches_on_its_format():
+    """``--format`` reaches a command only to pick its view: no ``fmt == ...`` / ``fmt in ...``."""
+    import ast
+    import pathlib
+
+    import fatbin_inspect.cli
+
+    found = []
+    for path in sorted(pathlib.Path(fatbin_inspect.cli.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                names = {n.id for n in (node.left, *node.comparators) if isinstance(n, ast.Name)}
+                if "fmt" in names:
+                    found.append(f"{path.name}:{node.lineno}")
+    assert not found

@@ -81,21 +81,21 @@ from fatbin_inspect.judging.inputs import check_roots, parse_env, verdict_option
 @output_option
 @ui_options
 def check_cmd(
-    paths,
-    gpus,
-    driver,
-    compat,
-    target_files,
-    env_pairs,
-    inherit_env,
-    fail_on,
-    long_view,
-    exit_zero,
-    per_fatbin,
-    all_kernels,
-    fmt,
-    output,
-):
+    paths: tuple[str, ...],
+    gpus: tuple[str, ...],
+    driver: str | None,
+    compat: str | None,
+    target_files: tuple[str, ...],
+    env_pairs: tuple[str, ...],
+    inherit_env: bool,
+    fail_on: str,
+    long_view: bool,
+    exit_zero: bool,
+    per_fatbin: bool,
+    all_kernels: bool,
+    fmt: str,
+    output: str | None,
+) -> None:
     """Predict whether the CUDA code in PATHS loads on each --gpu with --driver (native / jit / fail).
 
     Without --gpu and --targets, the targets of the nearest pyproject.toml's [tool.fatbin-inspect]

@@ -7,6 +7,8 @@ dropped; 2 on usage or internal error. Machine formats render the drops as findi
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 import click
 
 from fatbin_inspect.cli.common import (
@@ -21,6 +23,7 @@ from fatbin_inspect.cli.common import (
     progress_for,
 )
 from fatbin_inspect.cli.options import examples, fail_options, ui_options
+from fatbin_inspect.formats.model import FileReport
 from fatbin_inspect.inventory.reader import Options
 from fatbin_inspect.release.findings import fails
 
@@ -50,7 +53,17 @@ from fatbin_inspect.release.findings import fails
 @output_option
 @click.option("--strict", is_flag=True, help="Exit 3 (not 2) when an input could not be read.")
 @ui_options
-def diff_cmd(old, new, fail_on_dropped, kernels, fail_on, exit_zero, strict, fmt, output):
+def diff_cmd(
+    old: str,
+    new: str,
+    fail_on_dropped: bool,
+    kernels: bool,
+    fail_on: str,
+    exit_zero: bool,
+    strict: bool,
+    fmt: str,
+    output: str | None,
+) -> None:
     """Compare the device code of OLD and NEW (files, wheels or directories).
 
     An input that cannot be read (a truncated wheel) is an error, not "everything added": the
@@ -62,9 +75,9 @@ def diff_cmd(old, new, fail_on_dropped, kernels, fail_on, exit_zero, strict, fmt
     view = render.view("diff", fmt)
     opts = Options(kernels=kernels, details=kernels)
     seen: list[str] = [old, new]  # inputs and record paths: the output may be none of them
-    unreadable: list = []
+    unreadable: list[FileReport] = []
 
-    def noted(reports):
+    def noted(reports: Iterable[FileReport]) -> Iterator[FileReport]:
         for r in reports:
             seen.append(r.path)
             if r.error is not None:

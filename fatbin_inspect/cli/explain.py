@@ -20,7 +20,11 @@ from fatbin_inspect.errors import UsageError
 @format_option("explain", aliases={"text": "table"})  # `text`: the name before 0.2
 @output_option
 @ui_options
-def explain_cmd(error, fmt, output):
+def explain_cmd(
+    error: tuple[str, ...],
+    fmt: str,
+    output: str | None,
+) -> None:
     """Explain ERROR: a number (209), a name (cudaErrorNoKernelImageForDevice, CUDA_ERROR_NO_BINARY_FOR_GPU)
     or the text a program printed ("no kernel image is available for execution on the device")."""
     from fatbin_inspect import render

@@ -47,7 +47,15 @@ from fatbin_inspect.judging.extract_plan import Tally, images
 @format_option("extract")
 @output_option
 @ui_options
-def extract_cmd(paths, arches, kinds, out_dir, force, fmt, output):
+def extract_cmd(
+    paths: tuple[str, ...],
+    arches: tuple[str, ...],
+    kinds: tuple[str, ...],
+    out_dir: str,
+    force: bool,
+    fmt: str,
+    output: str | None,
+) -> None:
     """Write entries, decompressed, as files (what cuobjdump -xelf/-xptx does).
 
     Names: <file>.<fatbin#>.<entry#>.<arch>.cubin|.ptx, where <file> is the input's base name,

@@ -163,27 +163,27 @@ def _torch_site(match: str | None) -> tuple[str, ...]:
 @output_option
 @ui_options
 def gate_cmd(
-    paths,
-    require,
-    require_exact,
-    ptx_counts,
-    require_ptx,
-    forbid,
-    allow_surplus,
-    gpus,
-    target_files,
-    min_driver,
-    ignore,
-    disable,
-    match,
-    config,
-    isolated,
-    no_cache,
-    fail_on,
-    exit_zero,
-    fmt,
-    output,
-):
+    paths: tuple[str, ...],
+    require: tuple[str, ...],
+    require_exact: bool | None,
+    ptx_counts: bool | None,
+    require_ptx: bool | None,
+    forbid: tuple[str, ...],
+    allow_surplus: bool | None,
+    gpus: tuple[str, ...],
+    target_files: tuple[str, ...],
+    min_driver: str | None,
+    ignore: tuple[str, ...],
+    disable: tuple[str, ...],
+    match: str | None,
+    config: str | None,
+    isolated: bool,
+    no_cache: bool,
+    fail_on: str | None,
+    exit_zero: bool,
+    fmt: str,
+    output: str | None,
+) -> None:
     """Check PATHS (files, wheels, directories) against the release policy; findings FBI001..."""
     from fatbin_inspect import render
     from fatbin_inspect.scanning.cache import default_dir

@@ -22,7 +22,12 @@ from fatbin_inspect.errors import UsageError
 @format_option("gpus")
 @output_option
 @ui_options
-def gpus_cmd(query, cc, fmt, output):
+def gpus_cmd(
+    query: str | None,
+    cc: str | None,
+    fmt: str,
+    output: str | None,
+) -> None:
     """List known GPUs, sorted by compute capability then name. QUERY filters by name words
     ('4090', 'jetson orin', 'H100-SXM5-80GB', as --gpu matches them) or compute capability
     (8.9, sm_89)."""

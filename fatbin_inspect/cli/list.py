@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import click
@@ -58,7 +59,19 @@ if TYPE_CHECKING:
 @format_option("list")
 @output_option
 @ui_options
-def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpus, driver, fmt, output):
+def list_cmd(
+    paths: tuple[str, ...],
+    kernels: bool,
+    details: bool,
+    no_scan: bool,
+    entries: str,
+    all_members: bool,
+    strict: bool,
+    gpus: tuple[str, ...],
+    driver: str | None,
+    fmt: str,
+    output: str | None,
+) -> None:
     """List every CUDA fat binary and entry in PATHS (files, archives, wheels, directories).
 
     With --gpu, add the verdict per file and target: native, jit or fail (CUDA error, rule).
@@ -85,7 +98,7 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
     raise SystemExit(EXIT_STRICT if strict and run.failed else EXIT_OK)
 
 
-def _check_paths(paths) -> None:
+def _check_paths(paths: Sequence[str]) -> None:
     """Each path exists, each image reference is well formed (else exit 2); WHEEL!MEMBER is read
     in place."""
     from fatbin_inspect.inventory.roots import resolve_roots

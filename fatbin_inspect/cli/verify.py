@@ -50,8 +50,17 @@ def _target(env):
 @output_option
 @ui_options
 def verify_cmd(
-    paths, device, timeout, no_entries, max_fatbins, findings_only, fail_on, exit_zero, fmt, output
-):
+    paths: tuple[str, ...],
+    device: int,
+    timeout: float,
+    no_entries: bool,
+    max_fatbins: int | None,
+    findings_only: bool,
+    fail_on: str,
+    exit_zero: bool,
+    fmt: str,
+    output: str | None,
+) -> None:
     """Load every fatbin in PATHS with cuModuleLoadData (cuda-python) in child processes, and
     compare with the prediction for this GPU and driver. Each fatbin is loaded whole, again with
     CUDA_DISABLE_PTX_JIT=1 (native or JIT?), then entry by entry. A hang or crash costs one result.

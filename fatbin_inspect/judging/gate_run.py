@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.inventory.reader import Options
@@ -16,6 +16,7 @@ from fatbin_inspect.judging.torch import torch_reference
 if TYPE_CHECKING:
     from fatbin_inspect.formats.model import FileReport
     from fatbin_inspect.release.findings import FindingsReport
+    from fatbin_inspect.release.policy import Policy
 
 CUDA_NAMED = re.compile(r"(?i)(cuda|[_-]cu\d{2,3}\b|^nvidia[_-])")  # a wheel whose name says CUDA
 
@@ -91,12 +92,12 @@ def _read(paths, opts: Options, progress, cache_dir: str | None) -> list:
 
 
 def run_gate(
-    paths,
-    pol,
-    given,
-    target_files=(),
-    match=None,
-    progress=None,
+    paths: Sequence[str],
+    pol: Policy,
+    given: Mapping[str, Any],
+    target_files: Sequence[str] = (),
+    match: str | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
     warn: Callable[[str], None] | None = None,
     needs: Needs = Needs(),
     cache_dir: str | None = None,

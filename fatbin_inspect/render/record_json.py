@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from json.encoder import encode_basestring_ascii as _str_json  # json.dumps' own (C)
 from typing import Any
 
@@ -209,7 +209,7 @@ _FATBIN_LEAD = ("section", "offset", "size", "found_by")  # then the other field
 FATBIN_PRETTY_FIELDS = (*_FATBIN_LEAD, "entries")  # the fields fatbin_pretty writes, by name
 
 
-def writes_fields(fatbins) -> bool:
+def writes_fields(fatbins: Sequence[Fatbin]) -> bool:
     """``fatbin_pretty`` and ``fatbin_compact`` write every field of these records (none of a
     future field is dropped; else the general path writes them)."""
     return {f.name for f in dataclasses.fields(fatbins[0])} == set(FATBIN_PRETTY_FIELDS)

@@ -6,8 +6,10 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
+from fatbin_inspect.formats.model import Entry, Fatbin, FileReport
 from fatbin_inspect.inventory import spill
 from fatbin_inspect.render import record_json as inv
 from fatbin_inspect.render.escape import utf8_json
@@ -52,9 +54,9 @@ class _Fragment:
     the worker's memory file (``inventory.spill``: ``Spilled``) where it has one and the slot
     has room (``spill.CAP``), else compressed (``Packed``, after what the slot took)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.plain = bytearray()
-        self.packer = None
+        self.packer: Any = None  # a zstandard compressobj, once the fragment is past PACK_OVER
         self.frame = bytearray()
         self.sink = spill.current()
         self.start = self.sink.pos if self.sink is not None else 0
@@ -87,7 +89,7 @@ class _Fragment:
         return Packed(self.frame, None if sink is None else sink.since(self.start))
 
 
-def fatbins_fragment(pairs) -> bytearray | Packed | spill.Spilled:
+def fatbins_fragment(pairs: Iterable[tuple[Fatbin, Iterable[Entry]]]) -> bytearray | Packed | spill.Spilled:
     """Compact JSON of some fatbins, comma-joined: a piece of one file's ``"fatbins"`` array
     (``Packed`` when large), made by the worker that decoded them; the bytes cross the pipe and
     are written as they are, not copied again. Module-level for the worker processes
@@ -114,12 +116,12 @@ def fatbins_fragment(pairs) -> bytearray | Packed | spill.Spilled:
 _NO_KERNELS = '"kernels":null}'
 
 
-def entry_json(e) -> str:
+def entry_json(e: Entry) -> str:
     """Compact JSON of one entry, as ``to_json(inv.entry_dict(e))`` writes it."""
     return "".join(entry_texts(e))
 
 
-def entry_texts(e) -> Iterator[str]:
+def entry_texts(e: Entry) -> Iterator[str]:
     """``entry_json(e)`` in pieces, made as they are taken: its kernels' array (last of its
     keys) in those of ``record_json.kernels_json_pieces``, not copied into the entry's text
     (it was, five times over, 134 MB of libtorch_cuda.so's)."""
@@ -133,7 +135,7 @@ def entry_texts(e) -> Iterator[str]:
     yield to_json(inv.entry_dict(e), separators=COMPACT)
 
 
-def file_pretty(report, depth: int) -> str:
+def file_pretty(report: FileReport, depth: int) -> str:
     """``pretty(file_dict(report), depth)``, byte for byte: the file's other fields by ``pretty``,
     its fatbins from the records by ``record_json.fatbin_pretty`` (the scan document's
     ``files[]``, depth 2, and ``list --format json`` of small inventories); all by ``pretty``
@@ -148,7 +150,7 @@ def file_pretty(report, depth: int) -> str:
     return pretty(inv.file_dict(report), depth)
 
 
-def file_pretty_around(report, depth: int) -> tuple[str, str] | None:
+def file_pretty_around(report: FileReport, depth: int) -> tuple[str, str] | None:
     """The text ``file_pretty`` writes before and after the items of a record's fatbins (one at
     least, ``fatbins_pretty``), from the record's other fields; None when ``file_dict`` does not
     write its fatbins last."""
@@ -160,7 +162,7 @@ def file_pretty_around(report, depth: int) -> tuple[str, str] | None:
     return f'{head[: -len(end)]}"fatbins": [{ind}    ', f"{ind}  ]{ind}}}"
 
 
-def fatbins_pretty(fatbins, depth: int) -> tuple[str, list[str]]:
+def fatbins_pretty(fatbins: Sequence[Fatbin], depth: int) -> tuple[str, list[str]]:
     """The separator and the items of ``fatbins`` in a ``file_pretty`` text at ``depth``: the same
     whether a file's fatbins are written at once or in runs joined by the separator
     (``escape.utf8_json`` rewrites escapes inside strings only, never across an item)."""
@@ -168,7 +170,7 @@ def fatbins_pretty(fatbins, depth: int) -> tuple[str, list[str]]:
     return "," + fbi, [utf8_json(inv.fatbin_pretty(fb, fbi + "  ")) for fb in fatbins]
 
 
-def file_pieces(report, fragments=None) -> Iterator[bytes]:
+def file_pieces(report: FileReport, fragments: Iterable[Any] | None = None) -> Iterator[bytes]:
     """One compact ``files[]`` element in pieces: ``to_json(file_dict(report))``, byte for byte.
     ``fragments`` (from ``fatbins_fragment``, pulled one at a time as they are written) replace
     its fatbins; without them its fatbins are written by ``record_json.fatbin_compact``,
@@ -198,7 +200,7 @@ def file_pieces(report, fragments=None) -> Iterator[bytes]:
 COMPACT_RUN = 256  # fatbins per piece of a compact record (cuFFT's 24,000: 20 MB of text)
 
 
-def _compact_runs(fatbins) -> Iterator[bytes]:
+def _compact_runs(fatbins: Sequence[Fatbin]) -> Iterator[bytes]:
     """The compact JSON of ``fatbins``, ``COMPACT_RUN`` comma-joined at a time."""
     for i in range(0, len(fatbins), COMPACT_RUN):
         yield utf8_json(",".join(inv.fatbin_compact(fb) for fb in fatbins[i : i + COMPACT_RUN])).encode()
