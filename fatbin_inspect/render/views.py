@@ -19,9 +19,14 @@ import contextlib
 import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import IO, Any, NamedTuple, Protocol
+from typing import IO, Any, Literal, NamedTuple, Protocol
 
 from fatbin_inspect.judging.needs import Needs
+
+# "own": ``writer(run, sink, shown)`` writes; "text": ``writer(**run, color=, width=)`` is the text
+# (``run`` its keyword arguments); "findings": ``writer(run, needs)`` is the (FindingsReport, fail
+# level) that ``render.findings.write`` writes in the view's format
+Kind = Literal["own", "text", "findings"]
 
 
 class Look(NamedTuple):
@@ -62,10 +67,7 @@ class View:
     # a module the writer imports and the message when it is missing: ``render.view`` checks it
     # before anything is read
     requires: tuple[str, str] | None = None
-    # "own": ``writer(run, sink, shown)`` writes; "text": ``writer(**run, color=, width=)`` is the
-    # text (``run`` its keyword arguments); "findings": ``writer(run, needs)`` is the
-    # (FindingsReport, fail level) that ``render.findings.write`` writes in this format
-    kind: str = "own"
+    kind: Kind = "own"
 
     @property
     def needs(self) -> Needs:
