@@ -23,7 +23,6 @@ class Shown(NamedTuple):
 
 def write_table(run: ListRun, sink: Sink, shown: Shown | None) -> None:
     """The inventory table, and with targets the check table of their verdicts."""
-    from fatbin_inspect.render import view
     from fatbin_inspect.render.inventory_table import render_inventory
 
     color, width = sink.look
@@ -34,7 +33,6 @@ def write_table(run: ListRun, sink: Sink, shown: Shown | None) -> None:
         from fatbin_inspect.render.check_table import render_check
 
         text += render_check(run.targets, run.verdicts, color=color, width=width)
-    del view
     sink.text(text)
 
 
