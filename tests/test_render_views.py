@@ -19,7 +19,8 @@ from fatbin_inspect import render
 from fatbin_inspect.cli.main import COMMANDS
 from fatbin_inspect.cli.main import cli as group
 from fatbin_inspect.render.findings import FORMATS
-from fatbin_inspect.render.views import Look, load
+from fatbin_inspect.render.sink import Look
+from fatbin_inspect.render.views import load
 
 ONE, TWO = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90"), fixture_path("bin", "t01_exe_sm80")
 
@@ -160,3 +161,32 @@ def test_no_command_branches_on_its_format():
                 if "fmt" in names:
                     found.append(f"{path.name}:{node.lineno}")
     assert not found
+
+
+def test_render_modules_import_no_cycle():
+    """render/'s modules import one another one way (``jsondump`` and ``inventory_json`` imported
+    each other; the record helpers now sit below both), TYPE_CHECKING and lazy imports included."""
+    import ast
+    import graphlib
+    import pathlib
+
+    root = pathlib.Path(render.__file__).parent
+    names = {
+        ".".join(("fatbin_inspect", *p.relative_to(root.parent).with_suffix("").parts)).removesuffix(
+            ".__init__"
+        ): p
+        for p in root.rglob("*.py")
+    }
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        deps = graph.setdefault(name, set())
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                deps.update(
+                    f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in names else node.module
+                    for a in node.names
+                )
+            elif isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names)
+        deps &= set(names) - {name}
+    graphlib.TopologicalSorter(graph).prepare()  # CycleError names the modules of a cycle

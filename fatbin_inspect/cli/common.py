@@ -17,7 +17,8 @@ from fatbin_inspect.formats.model import FileReport
 
 if TYPE_CHECKING:
     from fatbin_inspect.cli.progress import Progress
-    from fatbin_inspect.render.views import Look, View
+    from fatbin_inspect.render.sink import Look
+    from fatbin_inspect.render.views import View
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
 MAX_COLUMNS = 1000  # the widest report COLUMNS asks for
@@ -105,7 +106,7 @@ class Output:
 
     @property
     def look(self) -> Look:
-        from fatbin_inspect.render.views import Look
+        from fatbin_inspect.render.sink import Look
 
         return Look(color_for(self.path), width_for(self.path))
 

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from fatbin_inspect.judging.check_run import CheckRun
     from fatbin_inspect.judging.needs import Needs
     from fatbin_inspect.release.findings import FindingsReport
-    from fatbin_inspect.render.views import Sink
+    from fatbin_inspect.render.sink import Sink
 
 
 class Shown(NamedTuple):

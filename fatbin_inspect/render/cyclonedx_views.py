@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from fatbin_inspect.judging.list_run import ListRun
     from fatbin_inspect.judging.scan_run import ScanRun
     from fatbin_inspect.release.findings import FindingsReport
-    from fatbin_inspect.render.views import Sink
+    from fatbin_inspect.render.sink import Sink
 
 
 def timestamp() -> datetime:

@@ -11,8 +11,8 @@ if TYPE_CHECKING:
     from fatbin_inspect.compat.engine import FileVerdict
     from fatbin_inspect.formats.model import FileReport
     from fatbin_inspect.judging.gate_run import GateRun
+    from fatbin_inspect.judging.needs import Needs
     from fatbin_inspect.release.findings import FindingsReport
-    from fatbin_inspect.render.views import Needs
     from fatbin_inspect.scanning.coverage import Verdict
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     from fatbin_inspect.formats.model import FileReport
     from fatbin_inspect.judging.list_run import ListRun
-    from fatbin_inspect.render.views import Sink
+    from fatbin_inspect.render.sink import Sink
 
 PRETTY_MAX_ENTRIES = 2000  # larger inventories are written compact (same document, no indentation)
 

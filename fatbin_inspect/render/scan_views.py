@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from fatbin_inspect.judging.scan_run import ScanRun
-    from fatbin_inspect.render.views import Sink
+    from fatbin_inspect.render.sink import Sink
 
 
 class Shown(NamedTuple):

@@ -15,44 +15,18 @@ the ``FindingsReport``, which ``render.findings.write`` writes in the view's for
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import IO, Any, Literal, NamedTuple, Protocol
+from typing import Any, Literal
 
 from fatbin_inspect.judging.needs import Needs
+from fatbin_inspect.render.sink import Sink
 
 # "own": ``writer(run, sink, shown)`` writes; "text": ``writer(**run, color=, width=)`` is the text
 # (``run`` its keyword arguments); "findings": ``writer(run, needs)`` is the (FindingsReport, fail
 # level) that ``render.findings.write`` writes in the view's format
 Kind = Literal["own", "text", "findings"]
-
-
-class Look(NamedTuple):
-    """What a table needs to know of its destination (documents ignore it)."""
-
-    color: bool
-    width: int | None
-
-
-class Sink(Protocol):
-    """Where a view writes (``cli.common.Output``)."""
-
-    @property
-    def look(self) -> Look: ...
-
-    def text(self, text: str) -> None:
-        """The whole report, written at once (atomically into a file)."""
-
-    def stream(self) -> contextlib.AbstractContextManager[IO[bytes]]:
-        """A binary stream the report is written to as it comes."""
-
-    def refuse(self, paths: Iterable[str]) -> None:
-        """More paths the output may not be (files named in the report)."""
-
-    def summary(self, text: str) -> None:
-        """The CI job summary (``$GITHUB_STEP_SUMMARY``), where one is kept."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # (the registry is read by every command's --format; the records only here)
     from fatbin_inspect.release.findings import FindingsReport
-    from fatbin_inspect.render.views import Sink
+    from fatbin_inspect.render.sink import Sink
 
 # name -> module under render/findings; the order is the order of the --format choices
 FORMATS: dict[str, str] = {
