@@ -80,6 +80,10 @@ def test_what_a_view_needs_is_declared_not_decided_by_the_command():
     assert not any(v.needs.digests for c in render.VIEWS.values() for f, v in c.items() if f != "cyclonedx")
     assert not render.view("scan", "table").needs.records and render.view("scan", "html").needs.records
     assert render.view("list", "json").needs.streamed and not render.view("list", "table").needs.streamed
+    shown = {(c, f) for c, views in render.VIEWS.items() for f, v in views.items() if v.needs.progress}
+    assert shown == {(c, f) for c in ("list", "check", "scan", "gate", "diff") for f in ("table", "html")} & {
+        (c, f) for c in render.VIEWS for f in render.VIEWS[c]
+    }, "progress: tables and the HTML report of the commands that read inputs (README, Output)"
 
 
 def _argv(command: str, tmp_path) -> list:

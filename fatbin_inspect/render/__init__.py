@@ -38,8 +38,8 @@ def _own(command: str, fmt: str, writer: str, needs: Needs = Needs(), encoder: s
     return View(command, fmt, writer, needs, encoder)
 
 
-def _text(command: str, fmt: str, writer: str) -> View:
-    return View(command, fmt, writer, kind="text")
+def _text(command: str, fmt: str, writer: str, needs: Needs = Needs()) -> View:
+    return View(command, fmt, writer, needs, kind="text")
 
 
 def _findings(command: str, writer: str, *own: View) -> dict[str, View]:
@@ -98,7 +98,7 @@ VIEWS: dict[str, dict[str, View]] = {
     "diff": _findings(
         "diff",
         "findings_views:diff_report",
-        _text("diff", "table", "diff_table:render_diff_table"),
+        _text("diff", "table", "diff_table:render_diff_table", _SHOWN),
         _text("diff", "json", "diff_json:render_diff_json"),
         _text("diff", "markdown", "diff_markdown:render_diff_markdown"),
     ),
