@@ -127,7 +127,8 @@ def test_every_option_has_an_environment_default(monkeypatch):
 def test_kernels_json_encoded_in_workers_is_the_same_document(monkeypatch, schema):
     # large files take the path where worker processes decode *and* encode their fatbins
     from fatbin_inspect.inventory import reader as inventory
-    from fatbin_inspect.inventory.reader import Options, inspect_path
+    from fatbin_inspect.inventory.options import Options
+    from fatbin_inspect.inventory.reader import inspect_path
     from fatbin_inspect.render import inventory_json
 
     files = [

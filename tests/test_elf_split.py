@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.inventory import reader
+from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.render.scan_json import file_rest, file_rest_parts
 from fatbin_inspect.scanning import ScanOptions, cache, elf_split, scan, worker
 
@@ -154,7 +155,7 @@ def test_marker_in_a_slice_reads_the_file_whole(tmp_path, small_split):
     with open(path, "wb") as f:
         f.write(elf64([(".nv_fatbin", 1, _fatbin(rng, False)), (".ldata", 1, data)]))
     assert _split(path, OPTS[0], 8) is None
-    (rec,) = worker.inspect_file(path, reader.Options())
+    (rec,) = worker.inspect_file(path, Options())
     assert rec.static_cudart and len(rec.fatbins) == 21
 
 
@@ -231,7 +232,7 @@ def test_plan_leaves_alone_what_it_cannot_split(tmp_path, small_split):
     with open(small, "wb") as f:
         f.write(_library(1, 1, 0, 32))
     assert elf_split.plan(small, OPTS[0], 8) is None
-    assert reader.hidden_split("elf", open_blob(path), reader.Options(), 1) is None
+    assert reader.hidden_split("elf", open_blob(path), Options(), 1) is None
 
 
 @pytest.mark.parametrize("probe", [False, True])

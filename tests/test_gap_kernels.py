@@ -15,7 +15,8 @@ import fatbin_inspect as fi
 from fatbin_inspect.compat import gap_kernels
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.targets import resolve_targets
-from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.reader import inspect_path
 
 F6 = fixture_path("units", "f6_linked_gap.so")
 F5 = fixture_path("units", "f5_dropped_gen.so")

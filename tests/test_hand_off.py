@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fatbin_inspect.inventory import reader
-from fatbin_inspect.inventory.reader import Options, hand_off, inspect_path
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.reader import hand_off, inspect_path
 
 MB = 1 << 20
 

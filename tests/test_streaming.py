@@ -10,7 +10,7 @@ import shutil
 import pytest
 from conftest import BIN, COMPAT, cli, fixture_path
 
-from fatbin_inspect.inventory.reader import Options
+from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.judging.inputs import iter_reports
 from fatbin_inspect.render import inventory_json, jsondump
 

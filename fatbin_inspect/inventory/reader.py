@@ -15,9 +15,9 @@ import mmap
 import os
 import signal
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from fatbin_inspect.containers import (
     ARCHIVES,
@@ -59,31 +59,12 @@ from fatbin_inspect.formats.model import (
     bare_entry,
 )
 from fatbin_inspect.inventory import member_path, spill, walk, workers
+from fatbin_inspect.inventory.options import Options
 
 if TYPE_CHECKING:
     from fatbin_inspect.containers import archives, oci
 
 MAX_DEPTH = 4  # wheel inside a tar layer inside a tar is depth 2; deeper is not a real layout
-
-
-@dataclass(frozen=True)
-class Options:
-    kernels: bool = False  # decode payloads: kernel names and per-kernel resources
-    details: bool = False  # decode cubins for ABI/type/toolkit/device-link (implied by kernels)
-    scan_hidden: bool = True  # magic scan outside the fatbin sections (docs/format.md §1.4)
-    members: str = "device"  # "device": archive members with device code; "all": every candidate
-    jobs: int = 0  # processes for decoding one large file's payloads; 0 = one per CPU, 1 = none
-    resources: bool = True  # with kernels: registers, shared, constant0, max threads per kernel
-    probe_small: bool = False  # decode only small cubins (<= PROBE_MAX): tells device-link output
-    # the platform of the images read: what a multi-platform index gives and each image's config
-    # must say; "": linux/amd64 from an index, any single-platform image as it is
-    platform: str = ""
-    digests: bool = False  # FileReport.sha256 of each file and archive read whole (the SBOM; off: no hashing)
-
-
-def as_options(o: Options | Mapping[str, Any] | None) -> Options:
-    """``o`` as ``Options``: a dict of its fields (what a scan hands its workers), None the defaults."""
-    return o if isinstance(o, Options) else Options(**(o or {}))
 
 
 def _layout_dir(path: str) -> bool:

@@ -10,7 +10,8 @@ from typing import Any
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.formats.model import FileError, FileReport
 from fatbin_inspect.inventory import member_path
-from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.reader import inspect_path
 from fatbin_inspect.inventory.walk import StatItem, iter_files, iter_stat
 
 Progress = Callable[[int, int, int], None]

@@ -8,7 +8,7 @@ a conda package's ``info/index.json``, an image's RECORD or ``conda-meta``); the
 scan attributed it to (a ``*.dist-info`` RECORD, a wheel's name, or a prefix's
 ``conda-meta/NAME-VERSION-BUILD.json``, which makes it a conda package); the innermost wheel
 of its path (``dist/x-1.0-py3-none-any.whl!x/lib.so``). The records must have been read with
-``inventory.reader.Options(digests=True)`` for their hashes.
+``inventory.options.Options(digests=True)`` for their hashes.
 """
 
 from __future__ import annotations

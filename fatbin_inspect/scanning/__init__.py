@@ -50,7 +50,7 @@ from fatbin_inspect.scanning.cache import (
 from fatbin_inspect.scanning.distributions import Attributor, innermost_wheel, wheel_distribution
 
 if TYPE_CHECKING:  # the parsers are imported only when a file has to be read
-    from fatbin_inspect.inventory.reader import Options
+    from fatbin_inspect.inventory.options import Options
 
 MIN_SIZE = 64  # smaller than a fatbin header + one entry header, or than a PTX header
 BATCH_FILES = 64
@@ -824,7 +824,8 @@ class _Scanner:
 
     def _stdin(self, path: str) -> None:
         """``-``: standard input read once, here (a pipe is not for the pool), never cached."""
-        from fatbin_inspect.inventory.reader import as_options, inspect_blob
+        from fatbin_inspect.inventory.options import as_options
+        from fatbin_inspect.inventory.reader import inspect_blob
         from fatbin_inspect.inventory.walk import stdin_blob
         from fatbin_inspect.scanning import worker
 
@@ -1104,7 +1105,7 @@ class _Scanner:
         already), read again in this process: the same key before and after, and ``n`` records.
         Else the row is dropped (the next scan reads the file) and the scan stops."""
         from fatbin_inspect.errors import InputError
-        from fatbin_inspect.inventory.reader import as_options
+        from fatbin_inspect.inventory.options import as_options
         from fatbin_inspect.scanning import worker
 
         def same() -> bool:

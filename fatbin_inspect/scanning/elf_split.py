@@ -30,10 +30,9 @@ from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.decompress import Budget
 from fatbin_inspect.formats.mapguard import faults
+from fatbin_inspect.inventory.options import Options, as_options
 from fatbin_inspect.inventory.reader import (
     HiddenSplit,
-    Options,
-    as_options,
     chained,
     hidden_split,
     inspect_split_main,

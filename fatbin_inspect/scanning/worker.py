@@ -18,9 +18,8 @@ from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.fatbin import MAGIC_BYTES
 from fatbin_inspect.formats.mapguard import faults
 from fatbin_inspect.formats.model import FileError, FileReport
+from fatbin_inspect.inventory.options import Options, as_options
 from fatbin_inspect.inventory.reader import (
-    Options,
-    as_options,
     changed_record,
     inspect_blob,
     inspect_path,
