@@ -32,6 +32,7 @@ from fatbin_inspect.formats.model import FileError, FileReport
 from fatbin_inspect.inventory import member_path
 from fatbin_inspect.inventory.roots import Root, resolve_roots
 from fatbin_inspect.inventory.walk import iter_stat
+from fatbin_inspect.inventory.zip_plan import SPAN_BYTES, SPLIT_BYTES  # a large zip's units (no parser)
 from fatbin_inspect.scanning.cache import (
     MISS,
     Answer,
@@ -55,11 +56,6 @@ if TYPE_CHECKING:  # the parsers are imported only when a file has to be read
 MIN_SIZE = 64  # smaller than a fatbin header + one entry header, or than a PTX header
 BATCH_FILES = 64
 BATCH_BYTES = 64 << 20
-# a zip this large (a wheel) is split into about ``jobs * 2`` units of its members, each of at
-# least SPAN_BYTES inflated, so that one 500 MB wheel does not keep one worker busy while the
-# others idle; the records are put together again in member order (same records, one cache entry)
-SPLIT_BYTES = 64 << 20  # as inventory.reader's for one file (not imported: a warm scan loads no parser)
-SPAN_BYTES = 32 << 20
 ELF_PARTS_PER_JOB = 8  # slices of one ELF file's hidden fatbins per worker (cuFFT, 2 workers: 16 of 16 MB)
 
 ProgressFn = Callable[[int, int, int], None]  # (files done, files seen, bytes done)

@@ -27,10 +27,10 @@ from fatbin_inspect.inventory.reader import (
     magic_ranges,
     unchanged,
 )
-from fatbin_inspect.inventory.reader import (
+from fatbin_inspect.inventory.walk import image_ref
+from fatbin_inspect.inventory.zip_plan import (
     zip_spans as zip_spans,  # re-exported: scan and its tests call worker.zip_spans
 )
-from fatbin_inspect.inventory.walk import image_ref
 from fatbin_inspect.scanning.cache import encode_record, pack_text
 
 CHUNK = 32 << 20
