@@ -15,7 +15,7 @@ import mmap
 import os
 import signal
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
@@ -60,6 +60,7 @@ from fatbin_inspect.formats.model import (
 )
 from fatbin_inspect.inventory import member_path, spill, walk, workers
 from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.record_errors import changed_record, error_of, size_or_zero, unchanged
 from fatbin_inspect.inventory.zip_plan import SPAN_BYTES, SPLIT_BYTES, zip_spans
 
 if TYPE_CHECKING:
@@ -92,8 +93,8 @@ def inspect_path(path: str, opts: Options = Options()) -> Iterator[FileReport]:
     try:
         blob = open_blob(path)
     except InputError as exc:
-        size = _size_or_zero(path)
-        yield FileReport(path=path, format="unknown", size=size, error=_err(exc))
+        size = size_or_zero(path)
+        yield FileReport(path=path, format="unknown", size=size, error=error_of(exc))
         return
     jobs = workers.processes(opts.jobs)
     spans = _worth_splitting(path, blob, opts, jobs)
@@ -115,7 +116,7 @@ def _stdin_records(path: str, opts: Options) -> Iterator[FileReport]:
     try:
         blob = walk.stdin_blob()
     except InputError as exc:
-        yield FileReport(path=path, format="unknown", size=0, error=_err(exc))
+        yield FileReport(path=path, format="unknown", size=0, error=error_of(exc))
         return
     yield from inspect_blob(path, blob, opts, 0)
 
@@ -125,33 +126,9 @@ def _image_input_records(path: str, ref: walk.ImageRef | None, opts: Options) ->
     try:
         store, select = open_image(path, ref)
     except InputError as exc:
-        yield FileReport(path=path, format="oci", size=0, error=_err(exc))
+        yield FileReport(path=path, format="oci", size=0, error=error_of(exc))
         return
     yield from _container_first(path, _inspect_image(path, store, opts, 0, 0, select=select))
-
-
-def unchanged(path: str, size: int, records: Iterable[FileReport]) -> Iterator[FileReport]:
-    """``records`` of one mapped file as long as it did not shrink under them: once a read
-    past its new end was absorbed (``formats.mapguard``), the rest is one error record for the
-    file (what came before was read from the bytes as they were)."""
-    before = mapguard.faults()
-    for rec in records:
-        if mapguard.faults() != before:
-            yield changed_record(path, size)
-            return
-        yield rec
-    if mapguard.faults() != before:
-        yield changed_record(path, size)
-
-
-def changed_record(path: str, size: int) -> FileReport:
-    now = _size_or_zero(path)
-    return FileReport(
-        path=member_path.escape(path),
-        format="unknown",
-        size=now,
-        error=FileError(f"the file shrank while it was read ({size:,} -> {now:,} bytes): not inspected"),
-    )
 
 
 def _inspect_zip_parallel(path: str, spans, opts: Options, jobs: int) -> Iterator[FileReport]:
@@ -230,19 +207,6 @@ def zip_member_blob(path: str, name: str) -> Blob | None:
     return None
 
 
-def _size_or_zero(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
-
-
-def _err(exc: Exception) -> FileError:
-    if isinstance(exc, InputError):
-        return FileError(exc.message, exc.offset)
-    return FileError(f"internal error: {type(exc).__name__}: {exc}", None)
-
-
 def inspect_blob(path: str, blob: Blob, opts: Options, depth: int) -> Iterator[FileReport]:
     """Records for one blob; an archive's own record comes first, then its members'."""
     shown = member_path.escape(path) if depth == 0 else path
@@ -302,9 +266,9 @@ def inspect_pairs(
     try:
         rec, read = _inspect_binary(path, fmt, blob, opts, budget, disk=disk)
     except InputError as exc:
-        rec = FileReport(path=path, format=fmt, size=blob.size, error=_err(exc))
+        rec = FileReport(path=path, format=fmt, size=blob.size, error=error_of(exc))
     except Exception as exc:  # a parser bug must cost one record, not the scan
-        rec = FileReport(path=path, format=fmt, size=blob.size, error=_err(exc))
+        rec = FileReport(path=path, format=fmt, size=blob.size, error=error_of(exc))
     yield (dataclasses.replace(rec, sha256=sha256_of(blob)) if opts.digests else rec), read
 
 
@@ -336,7 +300,7 @@ def _inspect_archive(
     whole by its caller."""
     budget = budget if budget is not None else Budget(blob.size)
     if depth >= MAX_DEPTH:
-        deep = _err(LimitExceeded(f"archive nested deeper than {MAX_DEPTH} levels"))
+        deep = error_of(LimitExceeded(f"archive nested deeper than {MAX_DEPTH} levels"))
         yield FileReport(path=path, format=fmt, size=blob.size, error=deep), blob
         return
     notes: list[str] = []
@@ -352,9 +316,9 @@ def _inspect_archive(
     except BudgetExceeded as exc:
         if depth > 0:
             raise  # reported once, by the top-level input whose budget it was
-        error = _err(exc)
+        error = error_of(exc)
     except Exception as exc:  # InputError, or a reader's bug: this archive's error
-        error = _err(exc)
+        error = error_of(exc)
     digest = sha256_of(blob) if opts.digests and not span else None
     yield _archive_record(path, fmt, blob, reader, error, notes, digest), blob
 
@@ -381,7 +345,7 @@ def _member_pairs(child: str, m: archives.Member, owner, opts: Options, depth: i
     """The (record, blob) pairs worth reporting of one archive member, attributed to ``owner``
     (its package) unless a deeper level named one."""
     if m.error is not None:
-        yield FileReport(path=child, format="unknown", size=0, error=_err(m.error), package=owner), None
+        yield FileReport(path=child, format="unknown", size=0, error=error_of(m.error), package=owner), None
         return
     if m.blob is None:
         return
@@ -497,7 +461,7 @@ def _images_of(
     try:
         found, notes = oci.images(store, opts.platform, select)
     except Exception as exc:  # InputError, or a reader's bug: the input's error
-        return [], [], _err(exc)
+        return [], [], error_of(exc)
     return found, notes, None
 
 
@@ -516,7 +480,7 @@ def _image_records(
         for m in reader.members():
             pairs += _image_member(path, m, prefix, pairs, opts, depth, budget)
     except Exception as exc:  # InputError, or a reader's bug: this image's error
-        return [], reader.notes, _err(exc)
+        return [], reader.notes, error_of(exc)
     tally[:] = [a + b for a, b in zip(tally or [0, 0], reader.contents, strict=True)]
     owners = reader.owners()
     recs = []
@@ -546,7 +510,7 @@ def _image_member(
     child = f"{path}!{m.name}"  # the image reader names members [IMAGE!]LAYER!PATH itself
     inside = m.name[len(prefix) :].split("!", 1)[-1]
     if m.error is not None:
-        return [(inside, FileReport(path=child, format="unknown", size=0, error=_err(m.error)))]
+        return [(inside, FileReport(path=child, format="unknown", size=0, error=error_of(m.error)))]
     if m.alias is not None:
         target = f"{path}!{m.alias}"
         return [
@@ -620,7 +584,7 @@ def _inspect_binary(
         format=layout.format,
         size=blob.size,
         fatbins=tuple(_decode_fatbins(read, fatbins, opts, path, toolkit_probe=static, budget=budget)),
-        error=_err(errors[0]) if errors else None,
+        error=error_of(errors[0]) if errors else None,
         needs=layout.needs,
         notes=tuple(layout.notes) + _more_errors(errors),
         static_cudart=static,

@@ -19,14 +19,8 @@ from fatbin_inspect.formats.fatbin import MAGIC_BYTES
 from fatbin_inspect.formats.mapguard import faults
 from fatbin_inspect.formats.model import FileError, FileReport
 from fatbin_inspect.inventory.options import Options, as_options
-from fatbin_inspect.inventory.reader import (
-    changed_record,
-    inspect_blob,
-    inspect_path,
-    inspect_zip_span,
-    magic_ranges,
-    unchanged,
-)
+from fatbin_inspect.inventory.reader import inspect_blob, inspect_path, inspect_zip_span, magic_ranges
+from fatbin_inspect.inventory.record_errors import changed_record, unchanged
 from fatbin_inspect.inventory.walk import image_ref
 from fatbin_inspect.inventory.zip_plan import (
     zip_spans as zip_spans,  # re-exported: scan and its tests call worker.zip_spans
