@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
-import mmap
 import os
 import signal
 import sys
@@ -36,8 +34,6 @@ from fatbin_inspect.errors import (
     CorruptError,
     InputError,
     LimitExceeded,
-    NotLoaded,
-    TruncatedError,
     UnreadableError,
 )
 from fatbin_inspect.formats import cubin as cubin_mod
@@ -45,22 +41,19 @@ from fatbin_inspect.formats import fatbin as fatbin_mod
 from fatbin_inspect.formats import mapguard
 from fatbin_inspect.formats import ptx as ptx_mod
 from fatbin_inspect.formats.binio import Blob, gaps, open_blob
-from fatbin_inspect.formats.decompress import MAX_DECODED, Budget, decode, zstd_parts, zstd_reused
-from fatbin_inspect.formats.demangle import demangle
+from fatbin_inspect.formats.decompress import Budget, decode
 from fatbin_inspect.formats.model import (
     KIND_PTX,
     KIND_SASS,
-    KIND_TILE,
-    Entry,
     Fatbin,
     FileError,
     FileReport,
-    Kernel,
     bare_entry,
 )
-from fatbin_inspect.inventory import member_path, spill, walk, workers
+from fatbin_inspect.inventory import member_path, walk, workers
+from fatbin_inspect.inventory.decoding import decode_fatbins, probed
 from fatbin_inspect.inventory.options import Options
-from fatbin_inspect.inventory.record_errors import changed_record, error_of, size_or_zero, unchanged
+from fatbin_inspect.inventory.record_errors import error_of, size_or_zero, unchanged
 from fatbin_inspect.inventory.zip_plan import SPAN_BYTES, SPLIT_BYTES, zip_spans
 
 if TYPE_CHECKING:
@@ -563,7 +556,7 @@ def _inspect_binary(
     file on disk ``blob`` came from, which a second process may then read too (``_hand_off``)."""
     if fmt in ("cubin", "ptx"):
         standalone = (_standalone_cubin(blob) if fmt == "cubin" else _standalone_ptx(blob),)
-        decoded = _decode_fatbins(blob, standalone, opts, budget=budget)
+        decoded = decode_fatbins(blob, standalone, opts, budget=budget)
         return FileReport(path=path, format=fmt, size=blob.size, fatbins=tuple(decoded)), blob
     errors: list[InputError] = []
     try:
@@ -583,7 +576,7 @@ def _inspect_binary(
         path=path,
         format=layout.format,
         size=blob.size,
-        fatbins=tuple(_decode_fatbins(read, fatbins, opts, path, toolkit_probe=static, budget=budget)),
+        fatbins=tuple(decode_fatbins(read, fatbins, opts, path, toolkit_probe=static, budget=budget)),
         error=error_of(errors[0]) if errors else None,
         needs=layout.needs,
         notes=tuple(layout.notes) + _more_errors(errors),
@@ -882,7 +875,7 @@ def _hand_off(disk: str | None, blob: Blob, pieces: list, own: int, opts: Option
         disk is not None
         and sum(sizes) >= HAND_OFF_MIN
         and workers.processes(opts.jobs) > 1
-        and _is_whole_file(blob, disk)
+        and workers.maps_whole_file(blob, disk)
     )
     away = _HandOff(disk, blob.size, pieces, hand_off(sizes, own) if worth else [])
     try:
@@ -971,7 +964,7 @@ def scan_slice(blob: Blob, split: HiddenSplit, i: int, opts: Options, budget: Bu
     fatbins = [fb for found in _scan_chunks(blob, lo, end, name, errors, until=hi) for fb in found]
     if errors:
         return None
-    return _probed(blob, fatbins, False, budget) if opts.probe_small else fatbins
+    return probed(blob, fatbins, False, budget) if opts.probe_small else fatbins
 
 
 def chained(split: HiddenSplit, found: list[list[tuple[int, int]]]) -> list[int] | None:
@@ -1096,300 +1089,3 @@ def _standalone_ptx(blob: Blob) -> Fatbin:
     sm, variant = ptx_mod.target_arch(hdr.target) if hdr.target else (0, "")
     entry = bare_entry(KIND_PTX, sm, variant, blob.size, hdr.version, ptx_target=hdr.target)
     return Fatbin(offset=0, size=blob.size, section=None, entries=(entry,), found_by="file")
-
-
-# ------------------------------------------------------------------------------- payloads
-def payload(blob: Blob, entry: Entry, budget: Budget | None = None) -> bytes:
-    """The entry's image, decompressed (LTO-IR is opaque and returned as stored)."""
-    raw = _stored(blob, entry, budget)
-    if entry.kind not in (KIND_SASS, KIND_PTX, KIND_TILE):  # Tile IR is zstd/LZ4-compressed like PTX
-        return raw
-    return decode(entry.compression, raw, entry.size, entry.offset)
-
-
-def _stored(blob: Blob, entry: Entry, budget: Budget | None) -> bytes:
-    raw = blob.read(entry.payload_offset, entry.stored_size, "entry payload")
-    _charge(entry, budget)
-    return raw
-
-
-def _charge(entry: Entry, budget: Budget | None) -> None:
-    """Count what a compressed entry that is decoded inflates to against its file's budget."""
-    if budget is not None and entry.compression != "none" and entry.kind in (KIND_SASS, KIND_PTX, KIND_TILE):
-        budget.spend(entry.size, entry.offset)
-
-
-def _parsed_cubin(blob: Blob, entry: Entry, kernels: bool, resources: bool, budget: Budget | None):
-    """``parse_cubin`` of a SASS entry. A zstd one is decoded into a reused buffer
-    (``zstd_reused``), one larger than that into a ``SparseImage`` (``docs/format.md`` §2.5):
-    a worker decoding libtorch_cuda.so held its largest cubin whole (41 MB), and now 8 MB of
-    it. What these cannot answer as the whole image would (another layout, a frame that does
-    not decode) is decoded and parsed whole, so the record is the same either way. The frame
-    is decoded from the mapping itself (``Blob.window``), not from a copy of it (libtorch_cuda.so:
-    332 MB of frames; the copies were ~2 % of a ``--kernels`` decode's CPU profile)."""
-    if entry.compression == "zstd" and entry.size <= MAX_DECODED:
-        with blob.window(entry.payload_offset, entry.stored_size, "entry payload") as frame:
-            _charge(entry, budget)
-            return _parsed_zstd(frame, entry, kernels, resources)
-    data = decode(entry.compression, _stored(blob, entry, budget), entry.size, entry.offset)
-    return cubin_mod.parse_cubin(data, kernels=kernels, resources=resources, demangle=demangle)
-
-
-def _parsed_zstd(frame: memoryview, entry: Entry, kernels: bool, resources: bool):
-    """``_parsed_cubin`` of a zstd ``frame`` (a view it must not keep)."""
-    if (buf := zstd_reused(frame, entry.size)) is not None:
-        return cubin_mod.parse_cubin(buf, kernels, resources, demangle, entry.size)
-    span = functools.partial(cubin_mod.table_span, size=entry.size)
-    parts = zstd_parts(frame, entry.size, cubin_mod.SPARSE_PREFIX, span)
-    if parts is not None:
-        img = cubin_mod.SparseImage(parts[0], cubin_mod.SPARSE_PREFIX, parts[1], parts[2], entry.size)
-        with contextlib.suppress(NotLoaded):
-            return cubin_mod.parse_cubin(img, kernels, resources, demangle)
-    data = decode(entry.compression, bytes(frame), entry.size, entry.offset)
-    return cubin_mod.parse_cubin(data, kernels=kernels, resources=resources, demangle=demangle)
-
-
-def decode_entry(
-    blob: Blob, entry: Entry, kernels: bool, resources: bool = True, budget: Budget | None = None
-) -> Entry:
-    """Fill ``cubin``/``kernels``/``ptx_target`` from the payload; a failure is ``decode_error``.
-    ``budget`` (one per file) bounds the bytes all its compressed entries may inflate to."""
-    if entry.kind not in (KIND_SASS, KIND_PTX):
-        return entry
-    try:
-        if entry.kind == KIND_SASS:
-            info, ks = _parsed_cubin(blob, entry, kernels, resources, budget)
-            if info.sm != entry.sm and entry.header_size:
-                raise InputError(
-                    f"cubin e_flags say sm_{info.sm}, fatbin header says sm_{entry.sm}", entry.offset
-                )
-            return dataclasses.replace(entry, cubin=info, kernels=ks)
-        data = _mapped_text(blob, entry) or payload(blob, entry, budget)
-        hdr = ptx_mod.parse_header(data)
-        ks = _demangled(ptx_mod.kernels(data)) if kernels else None
-        return dataclasses.replace(entry, ptx_target=hdr.target, kernels=ks)
-    except InputError as exc:
-        return dataclasses.replace(entry, decode_error=str(exc))
-    except Exception as exc:  # pragma: no cover - parser bug on hostile bytes
-        return dataclasses.replace(entry, decode_error=f"internal error: {exc}")
-
-
-def _mapped_text(blob: Blob, entry: Entry):
-    """A standalone PTX file's own mapping (searched in place, not copied), or None."""
-    buf = blob.buf
-    whole = blob.base == 0 and entry.payload_offset == 0 and entry.stored_size == len(buf)
-    if entry.kind == KIND_PTX and entry.compression == "none" and isinstance(buf, mmap.mmap) and whole:
-        return buf
-    return None
-
-
-def _demangled(ks: tuple[Kernel, ...]) -> tuple[Kernel, ...]:
-    # the constructor, not dataclasses.replace: ~100k kernels in one large library
-    return tuple(
-        Kernel(k.name, demangle(k.name), k.registers, k.shared, k.constant0, k.max_threads, k.local)
-        for k in ks
-    )
-
-
-PARALLEL_MIN_BYTES = 64 << 20  # compressed payload bytes that make a second process worth its start
-
-
-PROBE_MAX = 64 << 10  # nvcc's device-link cubins are ~1.5 KB and hold no kernels
-
-
-TOOLKIT_PROBES = 4  # cubins decoded for their toolkit note when the cudart is static (R-RT 3)
-
-
-def _decode_fatbins(
-    blob: Blob,
-    fatbins,
-    opts: Options,
-    path: str | None = None,
-    toolkit_probe: bool = False,
-    budget: Budget | None = None,
-):
-    """``probe_small`` decodes only small cubins (device-link output is told apart by them) and,
-    for a file with a static cudart, the first few cubins, whose toolkit note gives its CUDA."""
-    if opts.kernels or opts.details:
-        return [fb for part in map_decoded(blob, fatbins, opts, path, _same, budget) for fb in part]
-    if opts.probe_small:
-        return _probed(blob, fatbins, toolkit_probe, budget if budget is not None else Budget(blob.size))
-    return list(fatbins)
-
-
-def _probed(blob: Blob, fatbins, toolkit_probe: bool, budget: Budget) -> list[Fatbin]:
-    """``fatbins`` with their small cubins decoded (and the first ``TOOLKIT_PROBES`` larger ones
-    when ``toolkit_probe``), the rest as they are."""
-    probes = [TOOLKIT_PROBES if toolkit_probe else 0]
-
-    def probe(e: Entry) -> bool:
-        if e.kind != KIND_SASS:
-            return False
-        if e.size <= PROBE_MAX:
-            return True
-        probes[0] -= 1
-        return probes[0] >= 0
-
-    return [
-        dataclasses.replace(
-            fb,
-            entries=tuple(
-                decode_entry(blob, e, kernels=False, budget=budget) if probe(e) else e for e in fb.entries
-            ),
-        )
-        for fb in fatbins
-    ]
-
-
-def _same(pairs):
-    """The decoded fatbins, whole (an ``iter_decoded`` function)."""
-    return [dataclasses.replace(fb, entries=tuple(entries)) for fb, entries in pairs]
-
-
-def parallel_worthwhile(blob: Blob, fatbins, opts: Options, path: str | None) -> bool:
-    """Large enough (compressed payload) for worker processes to pay for their start."""
-    jobs = workers.processes(opts.jobs)
-    work = sum(e.stored_size for fb in fatbins for e in fb.entries if e.compression != "none")
-    if not (jobs > 1 and path is not None and work >= PARALLEL_MIN_BYTES and _is_whole_file(blob, path)):
-        return False
-    return all(fb.offset + 16 + fb.size <= blob.size for fb in fatbins)  # none read from an inflated section
-
-
-def map_decoded(
-    blob: Blob, fatbins, opts: Options, path: str | None, fn, budget: Budget | None = None
-) -> list:
-    """``list(iter_decoded(...))``."""
-    return list(iter_decoded(blob, fatbins, opts, path, fn, budget))
-
-
-def iter_decoded(
-    blob: Blob, fatbins, opts: Options, path: str | None, fn, budget: Budget | None = None
-) -> Iterator:
-    """Decode ``fatbins`` (kernels/details per ``opts``) and yield ``fn(pairs)`` for consecutive
-    runs of them, in file order, as they are ready: all of them at once, or, for a large file on
-    disk decoded by worker processes, one fatbin at a time, each worker applying ``fn`` where it
-    decoded it, so a caller can turn records into their final form (JSON text) without shipping
-    150k kernel records back, and write each piece before the next arrives. ``pairs``: each
-    fatbin as listed with an iterator of its entries, decoded as they are taken, so ``fn`` can
-    let each entry's records go before the next is decoded (``_same``: the decoded fatbins
-    whole); ``fn`` must be a module-level function and take the entries in order."""
-    if path is not None and parallel_worthwhile(blob, fatbins, opts, path):
-        yield from _iter_parallel(path, blob.size, fatbins, opts, workers.processes(opts.jobs), fn)
-        return
-    yield fn(_pairs(blob, fatbins, opts, budget))
-
-
-def _pairs(blob: Blob, fatbins, opts: Options, budget: Budget | None = None, release: bool = False) -> list:
-    """``(fatbin, its entries decoded one at a time)`` of each of ``fatbins``; ``release``: let
-    the pages read go every ``RELEASE_STEP`` bytes (one of libtorch_cuda.so's fatbins holds 30 MB
-    of compressed cubins)."""
-    budget = budget if budget is not None else Budget(blob.size)
-    return [(fb, _decoded(blob, fb, opts, budget, release)) for fb in fatbins]
-
-
-def _decoded(blob: Blob, fb: Fatbin, opts: Options, budget: Budget, release: bool) -> Iterator[Entry]:
-    lo = fb.offset
-    for e in fb.entries:
-        yield decode_entry(blob, e, kernels=opts.kernels, resources=opts.resources, budget=budget)
-        end = e.payload_offset + e.stored_size
-        if release and end - lo >= RELEASE_STEP:
-            blob.release(lo, end)
-            lo = end - (blob.base + end) % mmap.PAGESIZE  # the page it ends in: next time
-    if release:
-        blob.release(lo, fb.offset + 16 + fb.size)
-
-
-RELEASE_STEP = 4 << 20
-
-
-def _is_whole_file(blob: Blob, path: str) -> bool:
-    try:
-        return blob.base == 0 and os.path.isfile(path) and os.path.getsize(path) == blob.size
-    except OSError:
-        return False
-
-
-# what glibc may keep free after a slice before it is trimmed: libtorch_cuda.so --kernels, a
-# trim after every slice re-faulted ~50k pages (0.1 s of CPU); untrimmed, a process kept at most
-# ~6 MB free (main arena up to 11 MB) and the tree's peak RSS was ~10 MB higher
-TRIM_OVER = 8 << 20
-SLICES_PER_JOB = 96  # small slices: ~0.7 MB of JSON each (16: 13 MB pieces, held 3 times over by the parent)
-WINDOW_PER_JOB = 3  # slices taken and not yet yielded, per process decoding
-
-
-def _iter_parallel(path: str, size: int, fatbins, opts: Options, jobs: int, fn) -> Iterator:
-    """Decompressing and parsing thousands of cubins is CPU-bound (libtorch_cuda.so: 5 GB of
-    zstd output): split the fatbins into contiguous slices of similar decoded size, decoded by
-    ``jobs`` processes (this one and ``jobs - 1`` workers that map the same file:
-    ``workers.in_order``), and yield the results in order. At most ``jobs * WINDOW_PER_JOB``
-    slices are taken and not yet yielded, so the results held at once, and the memory, do not
-    grow with the file. ``size``: the file's bytes as this process mapped it (a worker that finds
-    another size decodes nothing). What ``fn`` writes to ``spill.current()`` comes back through
-    memory files (slice ``i`` into ``ring[i % len(ring)]``), not the pipe."""
-    slices: list[list[Fatbin]] = [[] for _ in range(jobs * SLICES_PER_JOB)]
-    total = sum(e.size for fb in fatbins for e in fb.entries) or 1
-    done = 0
-    for fb in fatbins:  # contiguous slices, balanced by decoded bytes (what the work scales with)
-        slices[min(len(slices) - 1, done * len(slices) // total)].append(fb)
-        done += sum(e.size for e in fb.entries)
-    slices = [sl for sl in slices if sl]
-    serial_opts = dataclasses.replace(opts, jobs=1)
-    workers.trim_heap()  # the workers start with what this process holds, freed pages included
-    window = jobs * WINDOW_PER_JOB
-    ring = spill.open_ring(window)  # (made before the workers fork)
-    crew = workers.in_order(
-        _decode_nth, (path, slices, serial_opts, fn, size, ring), len(slices), jobs, window
-    )
-    try:
-        for out in crew:
-            yield from out
-            if ring is None:
-                # (the slice's fragments are written and freed: what glibc keeps of them was
-                # 4 MB of this process at the tree's peak, libtorch_cuda.so --kernels: 141 ->
-                # 138 MB; read back from a memory file, a piece at a time, they are not held,
-                # and a trim only made the next slice's pieces fault their pages in again)
-                workers.trim_heap()
-    finally:
-        crew.close()  # (its workers end before their memory files do)
-        spill.close_ring(ring)
-
-
-def _decode_nth(path: str, slices, opts: Options, fn, size: int, ring, i: int) -> list:
-    """``_decode_slice`` of ``slices[i]``, written into the memory file ``ring[i % len(ring)]``."""
-    return _decode_slice(path, slices[i], opts, fn, size, ring[i % len(ring)] if ring else None)
-
-
-def _decode_slice(
-    path: str, fatbins, opts: Options, fn=_same, size: int | None = None, slot: int | None = None
-):
-    """``fn`` of each of ``fatbins`` decoded from the file at ``path`` (a worker maps it anew).
-    ``size``: the bytes the parent's listing mapped; a file of another size now (truncated or
-    replaced since) is not decoded: its entries would each read as cut, the file's record not.
-    ``slot``: the memory file ``fn`` may write into (``spill.current()``)."""
-    import gc
-
-    old = gc.get_threshold()
-    gc.set_threshold(100_000, 50, 100)  # many small acyclic records: see cli.main
-    try:
-        blob = open_blob(path)
-        if size is not None and blob.size != size:
-            shrank = changed_record(path, size).error if blob.size < size else None
-            raise TruncatedError(
-                shrank.message
-                if shrank is not None
-                else f"the file changed while it was read ({size:,} -> {blob.size:,} bytes): not inspected"
-            )
-        before = mapguard.faults()
-        # each fatbin turned into its final form (JSON) at once, entry by entry: a slice's
-        # records together were most of a worker's peak (one of libtorch_cuda.so's: 5 fatbins,
-        # 11 MB of JSON), then one fatbin's (4,320 kernels); the pages read stay cached, not
-        # resident here
-        with spill.writing(slot):
-            out = [fn(_pairs(blob, [fb], opts, release=True)) for fb in fatbins]
-        if mapguard.faults() != before:  # decoded from zeros: the parent's record says so
-            shrank = changed_record(path, blob.size).error
-            raise TruncatedError(shrank.message if shrank is not None else "the file shrank")
-        workers.trim_heap(TRIM_OVER)
-        return out
-    finally:
-        gc.set_threshold(*old)

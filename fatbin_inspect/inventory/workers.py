@@ -22,7 +22,10 @@ import sys
 import threading
 import time
 from collections.abc import Generator, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fatbin_inspect.formats.binio import Blob
 
 PR_SET_PDEATHSIG = 1
 PER_CPU = 4  # the most worker processes asked for (-j, FATBIN_INSPECT_JOBS, the API) per CPU
@@ -34,6 +37,14 @@ def cpus() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:
         return max(1, os.cpu_count() or 1)
+
+
+def maps_whole_file(blob: Blob, path: str) -> bool:
+    """``blob`` maps the whole file at ``path`` as it is now: another process may map it anew."""
+    try:
+        return blob.base == 0 and os.path.isfile(path) and os.path.getsize(path) == blob.size
+    except OSError:
+        return False
 
 
 def processes(asked: int) -> int:

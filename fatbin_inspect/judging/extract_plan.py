@@ -17,7 +17,8 @@ from fatbin_inspect.formats.binio import open_blob
 from fatbin_inspect.formats.decompress import Budget
 from fatbin_inspect.formats.model import FileReport
 from fatbin_inspect.inventory.options import Options
-from fatbin_inspect.inventory.reader import inspect_pairs, payload
+from fatbin_inspect.inventory.payloads import payload
+from fatbin_inspect.inventory.reader import inspect_pairs
 from fatbin_inspect.inventory.walk import iter_files
 
 SUFFIX = {"sass": ".cubin", "ptx": ".ptx", "ltoir": ".ltoir", "tile": ".tileir", "unknown": ".bin"}

@@ -170,7 +170,7 @@ def _unnamed_gaps(v: FileVerdict) -> list:
 def _decoded_kernels(blob, report: FileReport, offsets: set[int]) -> dict[int, list[str]]:
     """The kernel names of the fatbins at ``offsets`` of ``report``'s bytes, decoded from their
     payloads (a fatbin with an entry that does not decode is left out: not known)."""
-    from fatbin_inspect.inventory.reader import decode_entry
+    from fatbin_inspect.inventory.payloads import decode_entry
 
     decoded = {
         fb.offset: [decode_entry(blob, e, kernels=True, resources=False) for e in fb.entries]

@@ -32,7 +32,8 @@ from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Entry, Fatbin, FileReport
 from fatbin_inspect.inventory.options import Options
-from fatbin_inspect.inventory.reader import inspect_pairs, payload
+from fatbin_inspect.inventory.payloads import payload
+from fatbin_inspect.inventory.reader import inspect_pairs
 from fatbin_inspect.verify.runner import CRASH, FAILED, LOADED, TIMEOUT, LoadResult
 
 NATIVE, JIT, FAIL, NOT_ALONE, EMPTY, ERROR = "native", "jit", "fail", "not-loadable-alone", "empty", "error"
