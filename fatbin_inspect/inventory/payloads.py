@@ -1,6 +1,7 @@
 """One fatbin entry's payload: its stored bytes read and inflated (``payload``), and a SASS or PTX
 entry decoded into the facts its image holds (``decode_entry``: the cubin's ABI, toolkit and
 kernels, the PTX target and kernels). Each file's ``Budget`` bounds what its entries inflate to.
+``kernel_names`` reads a record's bytes again to name the kernels of some of its fatbins.
 """
 
 from __future__ import annotations
@@ -9,14 +10,18 @@ import contextlib
 import dataclasses
 import functools
 import mmap
+import os
+from collections.abc import Iterable
 
+from fatbin_inspect.containers import detect
 from fatbin_inspect.errors import InputError, NotLoaded
 from fatbin_inspect.formats import cubin as cubin_mod
 from fatbin_inspect.formats import ptx as ptx_mod
-from fatbin_inspect.formats.binio import Blob
+from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.decompress import MAX_DECODED, Budget, decode, zstd_parts, zstd_reused
 from fatbin_inspect.formats.demangle import demangle
-from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, KIND_TILE, Entry, Kernel
+from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, KIND_TILE, Entry, FileReport, Kernel
+from fatbin_inspect.inventory import member_path
 
 
 def payload(blob: Blob, entry: Entry, budget: Budget | None = None) -> bytes:
@@ -109,3 +114,62 @@ def _demangled(ks: tuple[Kernel, ...]) -> tuple[Kernel, ...]:
         Kernel(k.name, demangle(k.name), k.registers, k.shared, k.constant0, k.max_threads, k.local)
         for k in ks
     )
+
+
+def kernel_names(report: FileReport, offsets: Iterable[int]) -> dict[int, list[str]] | None:
+    """The kernel names of ``report``'s fatbins at ``offsets``, decoded from their payloads (kernel
+    names only) read again from where the record came from: a file on disk, or a member of a zip
+    (a wheel) on disk, that member alone inflated. None when the record's bytes cannot be had that
+    way (a member of a member, of a tar or an image); a fatbin with an entry that does not decode
+    is left out (not known)."""
+    blob = _record_blob(report.path)
+    if blob is None:
+        return None
+    wanted = set(offsets)
+    decoded = {
+        fb.offset: [decode_entry(blob, e, kernels=True, resources=False) for e in fb.entries]
+        for fb in report.fatbins
+        if fb.offset in wanted
+    }
+    return {
+        offset: [k.name for e in entries for k in e.kernels or ()]
+        for offset, entries in decoded.items()
+        if not any(e.decode_error for e in entries)
+    }
+
+
+def _record_blob(path: str) -> Blob | None:
+    """The bytes the record at ``path`` was read from: a file on disk, or a member of a zip on
+    disk (``zip_member_blob``); None for anything else."""
+    names = member_path.split(path)
+    if len(names) == 2 and os.path.isfile(names[0]):
+        return zip_member_blob(names[0], names[1])
+    if len(names) != 1 or not os.path.isfile(path):
+        return None
+    try:
+        return open_blob(path)
+    except InputError:
+        return None
+
+
+def zip_member_blob(path: str, name: str) -> Blob | None:
+    """The bytes of the member ``name`` of the zip (a wheel) on disk at ``path``, that member
+    alone inflated (within the usual member bounds); None when the file is no zip, the member is
+    not there or does not inflate. What the judging reads to name a member's kernels when only
+    some of its fatbins need decoding (``kernel_names``)."""
+    from fatbin_inspect.containers import archives
+
+    try:
+        blob = open_blob(path)
+        if detect(blob.head(512)) != "zip":
+            return None
+        zf = archives.open_zip(blob.stream())
+        infos = zf.infolist()
+        index = next((i for i, info in enumerate(infos) if info.filename == name), None)
+        if index is None:
+            return None
+        for m in archives.zip_members(blob, all_members=True, span=(index, index + 1), zf=zf):
+            return m.blob if m.error is None else None
+    except InputError:
+        return None
+    return None

@@ -177,29 +177,6 @@ def _span_records(path: str, span: tuple[int, int], opts: Options) -> list[FileR
     return list(unchanged(path, blob.size, inspect_zip_span(path, blob, opts, span, zf)))
 
 
-def zip_member_blob(path: str, name: str) -> Blob | None:
-    """The bytes of the member ``name`` of the zip (a wheel) on disk at ``path``, that member
-    alone inflated (within the usual member bounds); None when the file is no zip, the member is
-    not there or does not inflate. What the judging reads to name a member's kernels when only
-    some of its fatbins need decoding (``judging.verdicts.name_gap_kernels``)."""
-    from fatbin_inspect.containers import archives
-
-    try:
-        blob = open_blob(path)
-        if detect(blob.head(512)) != "zip":
-            return None
-        zf = archives.open_zip(blob.stream())
-        infos = zf.infolist()
-        index = next((i for i, info in enumerate(infos) if info.filename == name), None)
-        if index is None:
-            return None
-        for m in archives.zip_members(blob, all_members=True, span=(index, index + 1), zf=zf):
-            return m.blob if m.error is None else None
-    except InputError:
-        return None
-    return None
-
-
 def inspect_blob(path: str, blob: Blob, opts: Options, depth: int) -> Iterator[FileReport]:
     """Records for one blob; an archive's own record comes first, then its members'."""
     shown = member_path.escape(path) if depth == 0 else path
