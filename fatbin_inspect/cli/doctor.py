@@ -36,8 +36,8 @@ def doctor_cmd(no_torch_archs, fail_on, exit_zero, fmt, output):
     runtime and the GPU, and warnings for classic mismatches. Needs no GPU: what is missing is said.
 
     \b
-    Exit codes: 0 nothing fails, 1 a condition fails, 4 no NVIDIA driver or GPU found
-    (the report is printed all the same).
+    Exit codes: 0 nothing fails, 1 a condition fails, 4 no NVIDIA driver or GPU
+    found (the report is printed all the same).
     """
     from fatbin_inspect.compat import data
     from fatbin_inspect.render import view
