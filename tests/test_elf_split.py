@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fatbin_inspect.formats.binio import Blob, open_blob
-from fatbin_inspect.inventory import reader
+from fatbin_inspect.inventory import hidden, reader
 from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.render.scan_json import file_rest, file_rest_parts
 from fatbin_inspect.scanning import ScanOptions, cache, elf_split, scan, worker
@@ -68,7 +68,7 @@ def small_split(monkeypatch):
     monkeypatch.setattr(reader, "SPLIT_HIDDEN", 2048)
     monkeypatch.setattr(reader, "PIECE_MIN", 2048)
     monkeypatch.setattr(reader, "SLICE_MIN", 256)
-    monkeypatch.setattr(reader, "SCAN_CHUNK", 1024)
+    monkeypatch.setattr(hidden, "SCAN_CHUNK", 1024)
 
 
 OPTS = [
@@ -194,7 +194,7 @@ def test_split_scan_equals_unsplit_scan_in_a_pool(tmp_path, small_split, monkeyp
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 1 << 30), fake_every=st.sampled_from([0, 2]))
 def test_magic_scan_is_the_same_in_any_chunks(seed, fake_every):
-    """``_scan_chunks`` finds the same fatbins with chunks of any size: a fatbin whose header
+    """``hidden.scan_chunks`` finds the same fatbins with chunks of any size: a fatbin whose header
     starts in the last 16 bytes of a chunk, or whose magic runs across its end, is found (the
     walk once stopped 16 bytes short of a chunk's end and the next chunk began after it)."""
     rng = random.Random(seed)
@@ -205,14 +205,12 @@ def test_magic_scan_is_the_same_in_any_chunks(seed, fake_every):
     blob = Blob(bytes(data))
 
     def found(size):
-        old, reader.SCAN_CHUNK = reader.SCAN_CHUNK, size
+        old, hidden.SCAN_CHUNK = hidden.SCAN_CHUNK, size
         try:
             errors: list = []
-            return [
-                fb.offset for part in reader._scan_chunks(blob, 0, blob.size, None, errors) for fb in part
-            ]
+            return [fb.offset for part in hidden.scan_chunks(blob, 0, blob.size, None, errors) for fb in part]
         finally:
-            reader.SCAN_CHUNK = old
+            hidden.SCAN_CHUNK = old
 
     whole = found(1 << 30)
     assert len(whole) >= 12

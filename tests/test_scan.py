@@ -561,8 +561,8 @@ def test_quick_test_skips_code_where_the_inventory_never_looks(tmp_path):
     import builders as B
 
     from fatbin_inspect.formats.binio import open_blob
+    from fatbin_inspect.inventory.hidden import magic_ranges
     from fatbin_inspect.inventory.options import Options
-    from fatbin_inspect.inventory.reader import magic_ranges
     from fatbin_inspect.scanning import worker
 
     fb = B.sample_fatbin()
@@ -591,7 +591,7 @@ def test_quick_test_looks_in_the_fatbin_sections_first(tmp_path):
     import builders as B
 
     from fatbin_inspect.formats.binio import gaps, open_blob
-    from fatbin_inspect.inventory import reader
+    from fatbin_inspect.inventory import hidden
 
     fb = B.sample_fatbin()
     data = B.elf64(
@@ -605,13 +605,13 @@ def test_quick_test_looks_in_the_fatbin_sections_first(tmp_path):
     path = tmp_path / "lib.so"
     path.write_bytes(data)
     blob = open_blob(str(path))
-    ranges = reader.magic_ranges("elf", blob)
+    ranges = hidden.magic_ranges("elf", blob)
     start = data.index(fb)
     assert ranges[0] == (start, start + len(fb))
-    layout = reader.layout_of("elf", blob)
+    layout = hidden.layout_of("elf", blob)
     covered = sorted(ranges)
     assert all(b <= c for (_a, b), (c, _d) in itertools.pairwise(covered))  # each byte once
-    assert sum(b - a for a, b in ranges) == sum(b - a for a, b in gaps(reader._code(layout), blob.size))
+    assert sum(b - a for a, b in ranges) == sum(b - a for a, b in gaps(hidden.code_ranges(layout), blob.size))
 
 
 def test_a_warm_json_scan_loads_neither_the_engine_nor_a_parser(tmp_path):

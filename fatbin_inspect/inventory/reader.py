@@ -8,14 +8,11 @@ device code (named ``CONTAINER!MEMBER``, see ``member_path``). Errors become the
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import signal
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from fatbin_inspect.containers import (
     ARCHIVES,
@@ -37,10 +34,8 @@ from fatbin_inspect.errors import (
     UnreadableError,
 )
 from fatbin_inspect.formats import cubin as cubin_mod
-from fatbin_inspect.formats import fatbin as fatbin_mod
-from fatbin_inspect.formats import mapguard
 from fatbin_inspect.formats import ptx as ptx_mod
-from fatbin_inspect.formats.binio import Blob, gaps, open_blob
+from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.decompress import Budget, decode
 from fatbin_inspect.formats.model import (
     KIND_PTX,
@@ -52,6 +47,13 @@ from fatbin_inspect.formats.model import (
 )
 from fatbin_inspect.inventory import member_path, walk, workers
 from fatbin_inspect.inventory.decoding import decode_fatbins, probed
+from fatbin_inspect.inventory.hidden import (
+    code_ranges,
+    fatbin_ranges,
+    found_fatbins,
+    hidden_pieces,
+    scan_chunks,
+)
 from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.inventory.record_errors import error_of, size_or_zero, unchanged
 from fatbin_inspect.inventory.zip_plan import SPAN_BYTES, SPLIT_BYTES, zip_spans
@@ -542,12 +544,14 @@ def _inspect_binary(
         errors.append(exc)  # are still magic-scanned, and the record keeps the error
         layout = Layout(fmt, (), notes=("section table unusable: fatbins found by magic scan only",))
     read, layout = _inflated(blob, layout, budget if budget is not None else Budget(blob.size))
-    fatbins = _found_fatbins(fmt, read, layout, opts, errors, delegated, disk)
+    fatbins = found_fatbins(fmt, read, layout, opts, errors, delegated, disk)
     errors += layout.errors
     static = (
         bool(fatbins)
         and not delegated
-        and has_static_cudart(read, layout.needs, [(fb.offset, fb.end) for fb in fatbins] + _code(layout))
+        and has_static_cudart(
+            read, layout.needs, [(fb.offset, fb.end) for fb in fatbins] + code_ranges(layout)
+        )
     )
     rec = FileReport(
         path=path,
@@ -629,75 +633,6 @@ def _more_errors(errors: list[InputError]) -> tuple[str, ...]:
     return (f"{len(errors) - 1} more fatbin errors after the first", *kept)
 
 
-def _found_fatbins(
-    fmt: str,
-    blob: Blob,
-    layout: Layout,
-    opts: Options,
-    errors: list[InputError],
-    delegated: frozenset[tuple[int, int]] = frozenset(),
-    disk: str | None = None,
-) -> list[Fatbin]:
-    """The fatbins of a binary in file order, each once (several headers may point at one):
-    walked strictly in the fatbin sections (a raw fatbin file: all of it), then magic-scanned in
-    the other data sections and the bytes no section covers. Errors are appended to ``errors``,
-    in that order. ``disk``: the file ``blob`` came from, whose largest hidden pieces a second
-    process may scan meanwhile (``_hand_off``; each piece is scanned whole from its start either way)."""
-    fatbin_ranges = _fatbin_ranges(layout)
-    walked = [(a, b) for a, b, _ in fatbin_ranges]
-    hidden: list[tuple[int, int, str | None]] = []
-    if fmt != "fatbin" and (opts.scan_hidden or not fatbin_ranges):
-        hidden = [p for p in _hidden_pieces(blob, layout, walked) if p[:2] not in delegated]
-    with _hand_off(disk, blob, hidden, sum(b - a for a, b in walked), opts) as away:
-        fatbins: list[Fatbin] = []
-        for start, end, name in fatbin_ranges:  # overlapping section headers: each byte walked once
-            found, errs = fatbin_mod.walk(blob, start, end, name, strict=True)
-            blob.release(start, end)
-            fatbins += found
-            errors += errs
-        if fmt == "fatbin":
-            found, errs = fatbin_mod.walk(blob, 0, blob.size, None, strict=True)
-            fatbins += found
-            errors += errs
-        scanned = {i: _scan_piece(blob, piece) for i, piece in enumerate(hidden) if i not in away}
-        scanned.update(away.results(lambda i: _scan_piece(blob, hidden[i])))
-    for i in range(len(hidden)):
-        found, errs = scanned[i]
-        fatbins += found
-        errors += errs
-    fatbins = list({fb.offset: fb for fb in fatbins}.values())  # headers pointing at one fatbin
-    fatbins.sort(key=lambda fb: fb.offset)
-    return fatbins
-
-
-def _scan_piece(blob: Blob, piece: tuple[int, int, str | None]) -> tuple[list[Fatbin], list[InputError]]:
-    """The fatbins the magic scan finds in one hidden piece, and its errors (limits reached)."""
-    errors: list[InputError] = []
-    found = [fb for chunk in _scan_chunks(blob, *piece, errors) for fb in chunk]
-    return found, errors
-
-
-def _fatbin_ranges(layout: Layout) -> list[tuple[int, int, str | None]]:
-    """The fatbin sections, overlapping ones merged (each byte walked once)."""
-    return _union([(r.start, r.end, r.name) for r in layout.regions if r.fatbin_section])
-
-
-def _hidden_pieces(
-    blob: Blob, layout: Layout, walked: list[tuple[int, int]]
-) -> list[tuple[int, int, str | None]]:
-    """The ``(start, end, section)`` pieces the magic scan reads, in file order: the data
-    sections and the bytes no section covers, less the ``walked`` fatbin sections."""
-    scannable: list[tuple[int, int, str | None]] = [
-        (r.start, r.end, r.name) for r in layout.regions if r.scan and not r.fatbin_section
-    ]
-    outside: list[tuple[int, int, str | None]] = [
-        (a, b, None) for a, b in gaps([(r.start, r.end) for r in layout.regions], blob.size)
-    ]
-    return [
-        (a, b, name) for start, end, name in _union(scannable + outside) for a, b in gaps(walked, end, start)
-    ]
-
-
 def _machine(blob: Blob, fmt: str) -> str | None:
     """R-HOST's fact: the CPU the host binary is built for (``containers.machine_of``)."""
     if fmt not in ("elf", "pe", "coff"):
@@ -706,172 +641,6 @@ def _machine(blob: Blob, fmt: str) -> str | None:
     if fmt == "pe" and len(head) == 64:
         head = blob.head(min(int.from_bytes(head[60:64], "little"), 1 << 16) + 8)
     return machine_of(head)
-
-
-SCAN_CHUNK = fatbin_mod.RELEASE_EVERY  # (64 MB: a scan worker held 57-64 MB of libcublasLt.so.13's pages)
-
-
-def _scan_chunks(
-    blob: Blob, start: int, end: int, section: str | None, errors: list[InputError], until: int | None = None
-):
-    """Magic-scan ``[start, end)`` a chunk at a time (the fatbins starting before ``until``, when
-    given); a fatbin may run past its chunk (it is bounded by ``end``). As ``fatbin.walk`` looks
-    at every magic before its end, the chunks' sizes do not change what is found. Pages already scanned are dropped from this process's resident set
-    (``MADV_DONTNEED`` on a read-only file mapping only unmaps them; the page cache keeps them), so
-    resident memory does not grow with the file size. A scan's only errors are limits reached."""
-    pos, until = start, end if until is None else until
-    while pos < until:
-        stop = min(until, pos + SCAN_CHUNK)
-        found, errs = fatbin_mod.walk(blob, pos, stop, section, strict=False, found_by="scan", limit=end)
-        errors += errs
-        yield found
-        nxt = max([stop] + [fb.end for fb in found])
-        blob.release(pos, nxt)
-        pos = nxt
-
-
-# ----------------------------------------- a second process scans a large binary's hidden pieces
-# hidden bytes that pay for a second process: forking it and taking its records back cost
-# ~10 ms; scanning libcublasLt.so.13's 196 MB of them (383 fatbins) ~0.2 s
-HAND_OFF_MIN = 64 << 20
-
-
-def hand_off(sizes: list[int], own: int) -> list[int]:
-    """The indices of the hidden pieces (of ``sizes`` bytes) a second process scans while this
-    one walks ``own`` bytes of fatbin sections: largest first, each to the side with less work
-    (walking a fatbin section costs about what scanning as many bytes does: libcublasLt's
-    139 MB 0.10 s, its 196 MB of hidden pieces 0.20 s); none unless that takes at least a quarter
-    of the work off the busier side (cuFFT's one 265 MB ``.ldata`` is not handed off whole)."""
-    loads, away = [own, 0], []
-    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
-        side = int(loads[1] < loads[0])
-        loads[side] += sizes[i]
-        if side:
-            away.append(i)
-    total = own + sum(sizes)
-    return sorted(away) if away and max(loads) * 4 <= total * 3 else []
-
-
-class _HandOff:
-    """The pieces handed to a forked child (``i in away``) and, once this process is done with
-    its own, their scans (``results``). A child that cannot be started, fails, or finds the file
-    no longer the one mapped here leaves them to this process (``fallback``): the record is the
-    same. A bare ``os.fork`` (Linux only; elsewhere nothing is handed off), not a
-    ``ProcessPoolExecutor``: importing and starting one took ~30 ms, a sixth of the scan it
-    takes off this process (libcublasLt.so.13); the child has this process's modules and sends
-    its results, pickled, down a pipe. It starts as the pool's workers do (``workers.init``:
-    SIGINT blocked across the fork, then ignored; it dies with this process)."""
-
-    def __init__(self, disk: str | None, size: int, pieces: list, indices: list[int]):
-        self.indices: frozenset[int] = frozenset()
-        self.pid: int | None = None
-        self.fd: int | None = None
-        if not indices or disk is None or not sys.platform.startswith("linux"):
-            return
-        parent, todo = os.getpid(), [pieces[i] for i in indices]
-        r, w = os.pipe()
-        try:
-            with workers.sigint_held():
-                pid = os.fork()
-        except OSError:  # no process to spare
-            os.close(r)
-            os.close(w)
-            return
-        if pid == 0:
-            _child(parent, r, w, disk, size, todo)
-        os.close(w)
-        self.indices, self.pid, self.fd = frozenset(indices), pid, r
-
-    def __contains__(self, i: int) -> bool:
-        return i in self.indices
-
-    def results(self, fallback) -> dict[int, tuple[list[Fatbin], list[InputError]]]:
-        if self.pid is None or self.fd is None:
-            return {}
-        got, fd, self.fd = None, self.fd, None
-        try:
-            with open(fd, "rb", closefd=True) as f:  # (the pipe from the child)
-                data = f.read()
-            if self._reap() == 0 and data:
-                import pickle  # (a listing that hands nothing off does not load it)
-
-                got = pickle.loads(data)  # (made by the child from its records)
-        except Exception:  # a child that died, or a bug there: a bug here too is this record's error
-            got = None
-        order = sorted(self.indices)
-        if not isinstance(got, list) or len(got) != len(order):
-            return {i: fallback(i) for i in order}
-        return dict(zip(order, got))
-
-    def close(self, cancel: bool = False) -> None:
-        if cancel and self.pid is not None:
-            with contextlib.suppress(OSError):
-                os.kill(self.pid, signal.SIGKILL)
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-        self._reap()
-
-    def _reap(self) -> int | None:
-        """Wait for the child; its exit status (None: none was started)."""
-        if self.pid is None:
-            return None
-        pid, self.pid = self.pid, None
-        try:
-            return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-        except ChildProcessError:
-            return None
-
-
-def _child(parent: int, r: int, w: int, disk: str, size: int, pieces: list) -> NoReturn:
-    """The forked child of ``_HandOff``: scan ``pieces``, write them pickled to ``w``, exit
-    (``os._exit``: none of the parent's cleanup, buffers or handlers run here)."""
-    code = 1
-    try:
-        os.close(r)
-        workers.init(parent)
-        import pickle
-
-        data = pickle.dumps(_scan_pieces(disk, size, pieces), pickle.HIGHEST_PROTOCOL)
-        with open(w, "wb", closefd=True) as f:
-            f.write(data)
-        code = 0
-    except BaseException:  # (nothing is printed here: the parent scans the pieces itself)
-        pass
-    finally:
-        os._exit(code)
-
-
-@contextlib.contextmanager
-def _hand_off(disk: str | None, blob: Blob, pieces: list, own: int, opts: Options) -> Iterator[_HandOff]:
-    """A ``_HandOff`` of the pieces ``hand_off`` picks, when the pieces hold ``HAND_OFF_MIN``
-    bytes, ``opts.jobs`` allows a second process and ``blob`` maps the file ``disk`` whole (looked
-    at last: a scan's worker, ``jobs`` 1, makes no ``stat`` for it)."""
-    sizes = [b - a for a, b, _ in pieces]
-    worth = (
-        disk is not None
-        and sum(sizes) >= HAND_OFF_MIN
-        and workers.processes(opts.jobs) > 1
-        and workers.maps_whole_file(blob, disk)
-    )
-    away = _HandOff(disk, blob.size, pieces, hand_off(sizes, own) if worth else [])
-    try:
-        yield away
-    except BaseException:  # Ctrl-C, or a parser bug: the child ends now
-        away.close(cancel=True)
-        raise
-    away.close()
-
-
-def _scan_pieces(path: str, size: int, pieces: list) -> list | None:
-    """``_HandOff``'s child: ``_scan_piece`` of each of ``pieces`` of the file at ``path``; None
-    when it is no longer ``size`` bytes or shrank while it was read."""
-    blob = open_blob(path)
-    if blob.size != size:
-        return None
-    before = mapguard.faults()
-    out = [_scan_piece(blob, piece) for piece in pieces]
-    return out if mapguard.faults() == before else None
 
 
 # ------------------------------------------------------- one binary's hidden fatbins in slices
@@ -912,15 +681,15 @@ def hidden_split(fmt: str, blob: Blob, opts: Options, parts: int) -> HiddenSplit
         return None
     if any(r.compressed is not None for r in layout.regions):
         return None
-    walked = [(a, b) for a, b, _ in _fatbin_ranges(layout)]
+    walked = [(a, b) for a, b, _ in fatbin_ranges(layout)]
     if walked and not opts.scan_hidden:
         return None
-    big = [p for p in _hidden_pieces(blob, layout, walked) if p[1] - p[0] >= PIECE_MIN]
+    big = [p for p in hidden_pieces(blob, layout, walked) if p[1] - p[0] >= PIECE_MIN]
     total = sum(b - a for a, b, _ in big)
     if total < SPLIT_HIDDEN:
         return None
     pieces = frozenset((a, b) for a, b, _ in big)
-    if has_static_cudart(blob, layout.needs, _code(layout) + sorted(pieces)):
+    if has_static_cudart(blob, layout.needs, code_ranges(layout) + sorted(pieces)):
         return None
     each = max(SLICE_MIN, total // parts)
     slices = []
@@ -938,7 +707,7 @@ def scan_slice(blob: Blob, split: HiddenSplit, i: int, opts: Options, budget: Bu
     if blob.size != split.size:
         return None
     errors: list[InputError] = []
-    fatbins = [fb for found in _scan_chunks(blob, lo, end, name, errors, until=hi) for fb in found]
+    fatbins = [fb for found in scan_chunks(blob, lo, end, name, errors, until=hi) for fb in found]
     if errors:
         return None
     return probed(blob, fatbins, False, budget) if opts.probe_small else fatbins
@@ -989,64 +758,6 @@ def inspect_split_main(
     except Exception:  # (an InputError or a parser bug: the whole file's record tells)
         return None
     return rec, budget.limit - budget.left
-
-
-def magic_ranges(fmt: str, blob: Blob) -> list[tuple[int, int]] | None:
-    """The byte ranges where ``_inspect_binary`` may find a fatbin: all but the code and linker
-    tables of an ELF or PE/COFF file whose section table reads (the whole blob when it does not,
-    or for other formats), its fatbin sections first: a search for any magic mostly ends in the
-    first bytes there (libcublasLt.so.13 has 44 MB of ``.rodata`` before its ``.nv_fatbin``; over
-    the six extracted wheels 131 MB were searched, now 36 MB). None: a section fatbins are read
-    from is compressed (no magic shows in it), so only reading the file tells."""
-    if fmt == "ar":
-        return None if _ar_compressed(blob) else [(0, blob.size)]
-    try:
-        layout = layout_of(fmt, blob)
-    except InputError:
-        return [(0, blob.size)]
-    if any(r.compressed is not None for r in layout.regions):
-        return None
-    code = _code(layout)
-    walked = [(a, b) for a, b, _ in _fatbin_ranges(layout)]
-    first = [(a, b) for start, end in walked for a, b in gaps(code, end, start)]
-    return first + [(a, b) for start, end in gaps(code, blob.size) for a, b in gaps(walked, end, start)]
-
-
-def _ar_compressed(blob: Blob) -> bool:
-    """An ``ar`` member is an ELF object with a compressed section fatbins are read from (its
-    members are windows into the archive: nothing is copied)."""
-    from fatbin_inspect.containers import archives
-
-    try:
-        for m in archives.ar_members(blob):
-            if m.blob is None or detect(m.blob.head(512)) != "elf":
-                continue
-            try:
-                if any(r.compressed is not None for r in layout_of("elf", m.blob).regions):
-                    return True
-            except InputError:
-                continue
-    except InputError:
-        return False
-    return False
-
-
-def _code(layout: Layout) -> list[tuple[int, int]]:
-    """Code and linker tables: no fatbin is found there, nor a host string."""
-    return [(r.start, r.end) for r in layout.regions if not r.scan and not r.fatbin_section]
-
-
-def _union(ranges: list[tuple[int, int, str | None]]) -> list[tuple[int, int, str | None]]:
-    """Overlapping ``(start, end, name)`` ranges merged (named after the first): 4,096 section
-    headers over the same bytes are scanned once, not 4,096 times."""
-    out: list[tuple[int, int, str | None]] = []
-    for start, end, name in sorted(ranges, key=lambda r: (r[0], -r[1])):
-        if out and start < out[-1][1]:
-            if end > out[-1][1]:
-                out[-1] = (out[-1][0], end, out[-1][2])
-            continue
-        out.append((start, end, name))
-    return out
 
 
 # ------------------------------------------------------------------------- standalone images
