@@ -122,7 +122,7 @@ def _scan_pieces(path: str, size: int, pieces: list) -> list | None:
 
 
 def magic_ranges(fmt: str, blob: Blob) -> list[tuple[int, int]] | None:
-    """The byte ranges where ``_inspect_binary`` may find a fatbin: all but the code and linker
+    """The byte ranges where ``binary.inspect_binary`` may find a fatbin: all but the code and linker
     tables of an ELF or PE/COFF file whose section table reads (the whole blob when it does not,
     or for other formats), its fatbin sections first: a search for any magic mostly ends in the
     first bytes there (libcublasLt.so.13 has 44 MB of ``.rodata`` before its ``.nv_fatbin``; over
