@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fatbin_inspect.formats.binio import Blob, open_blob
-from fatbin_inspect.inventory import hidden, reader
+from fatbin_inspect.inventory import hidden, slices
 from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.render.scan_json import file_rest, file_rest_parts
 from fatbin_inspect.scanning import ScanOptions, cache, elf_split, scan, worker
@@ -65,9 +65,9 @@ def _library(seed: int, count: int, fake_every: int, gap: int) -> bytes:
 @pytest.fixture
 def small_split(monkeypatch):
     """Split thresholds scaled down to the synthetic libraries."""
-    monkeypatch.setattr(reader, "SPLIT_HIDDEN", 2048)
-    monkeypatch.setattr(reader, "PIECE_MIN", 2048)
-    monkeypatch.setattr(reader, "SLICE_MIN", 256)
+    monkeypatch.setattr(slices, "SPLIT_HIDDEN", 2048)
+    monkeypatch.setattr(slices, "PIECE_MIN", 2048)
+    monkeypatch.setattr(slices, "SLICE_MIN", 256)
     monkeypatch.setattr(hidden, "SCAN_CHUNK", 1024)
 
 
@@ -128,7 +128,7 @@ def test_split_gives_the_whole_files_bytes(tmp_path, small_split, seed, count, f
 
 def test_split_keeps_fatbins_a_false_hit_would_hide(tmp_path, small_split):
     """Every fatbin holds a plausible header in its payload: slices starting inside one drop
-    their first, false, fatbins (``reader.chained``) and the join still equals the whole file."""
+    their first, false, fatbins (``slices.chained``) and the join still equals the whole file."""
     path = str(tmp_path / "lib.so")
     with open(path, "wb") as f:
         f.write(_library(7, 80, 1, 32))
@@ -139,7 +139,7 @@ def test_split_keeps_fatbins_a_false_hit_would_hide(tmp_path, small_split):
     found = [
         elf_split.inspect_part(path, split, i, OPTS[0], None, False) for i in range(1, len(split.slices) + 1)
     ]
-    keep = reader.chained(split, [list(zip(p.starts, p.ends)) for p in found])
+    keep = slices.chained(split, [list(zip(p.starts, p.ends)) for p in found])
     assert keep is not None and any(keep)  # some slice did begin with a false hit
 
 
@@ -230,7 +230,7 @@ def test_plan_leaves_alone_what_it_cannot_split(tmp_path, small_split):
     with open(small, "wb") as f:
         f.write(_library(1, 1, 0, 32))
     assert elf_split.plan(small, OPTS[0], 8) is None
-    assert reader.hidden_split("elf", open_blob(path), Options(), 1) is None
+    assert slices.hidden_split("elf", open_blob(path), Options(), 1) is None
 
 
 @pytest.mark.parametrize("probe", [False, True])
