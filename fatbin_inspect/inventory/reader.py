@@ -13,24 +13,11 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from fatbin_inspect.containers import (
-    ARCHIVES,
-    archive_format,
-    detect,
-    open_archive,
-)
-from fatbin_inspect.errors import (
-    BudgetExceeded,
-    InputError,
-    LimitExceeded,
-    UnreadableError,
-)
+from fatbin_inspect.containers import ARCHIVES, archive_format, detect, open_archive
+from fatbin_inspect.errors import BudgetExceeded, InputError, LimitExceeded, UnreadableError
 from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.decompress import Budget
-from fatbin_inspect.formats.model import (
-    FileError,
-    FileReport,
-)
+from fatbin_inspect.formats.model import FileError, FileReport
 from fatbin_inspect.inventory import member_path, walk, workers
 from fatbin_inspect.inventory.binary import inspect_binary
 from fatbin_inspect.inventory.options import Options
