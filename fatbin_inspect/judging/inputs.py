@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from fatbin_inspect.errors import UsageError
-from fatbin_inspect.formats.model import FileError, FileReport
+from fatbin_inspect.formats.model import ARCHIVE_FORMATS, FileError, FileReport
 from fatbin_inspect.inventory import member_path
 from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.inventory.reader import inspect_path
@@ -230,7 +230,7 @@ def _file_pieces(path, opts, file_pieces, fatbins_fragment, on_record) -> Iterat
     if os.path.getsize(path) >= decoding.PARALLEL_MIN_BYTES and _is_binary(path):
         reports = list(inspect_path(path, dataclasses.replace(opts, kernels=False, details=False)))
         r = reports[0]
-        if len(reports) == 1 and r.fatbins and r.format not in ("zip", "ar", "tar", "conda", "oci"):
+        if len(reports) == 1 and r.fatbins and r.format not in ARCHIVE_FORMATS:
             try:
                 blob = open_blob(path)
             except InputError:

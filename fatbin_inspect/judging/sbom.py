@@ -21,9 +21,9 @@ from fatbin_inspect.compat.engine import FileVerdict
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.containers.wheel import canonicalize_name, wheel_name
-from fatbin_inspect.formats.model import FileReport
+from fatbin_inspect.formats.model import ARCHIVE_FORMATS, FileReport
 from fatbin_inspect.inventory import member_path
-from fatbin_inspect.judging.verdicts import ARCHIVE_FORMATS, WheelRuntimes, judge, runtime_of
+from fatbin_inspect.judging.verdicts import WheelRuntimes, judge, runtime_of
 from fatbin_inspect.release.findings import Finding, FindingsReport
 from fatbin_inspect.scanning.coverage import Verdict, verdict_of
 

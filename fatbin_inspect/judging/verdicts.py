@@ -13,12 +13,10 @@ from fatbin_inspect.compat import runtime
 from fatbin_inspect.compat.engine import FileVerdict, evaluate
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import Target
-from fatbin_inspect.formats.model import FileReport
+from fatbin_inspect.formats.model import ARCHIVE_FORMATS, FileReport
 from fatbin_inspect.inventory import member_path
 from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.judging.inputs import Progress, iter_reports
-
-ARCHIVE_FORMATS = ("zip", "ar", "tar", "conda", "oci")
 
 
 def is_wheel(path: str) -> bool:
