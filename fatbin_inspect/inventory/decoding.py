@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import mmap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
 
 from fatbin_inspect.errors import TruncatedError
 from fatbin_inspect.formats import mapguard
@@ -22,17 +23,20 @@ from fatbin_inspect.inventory.record_errors import changed_record
 
 PARALLEL_MIN_BYTES = 64 << 20  # compressed payload bytes that make a second process worth its start
 PROBE_MAX = 64 << 10  # nvcc's device-link cubins are ~1.5 KB and hold no kernels
+# each fatbin as listed with an iterator of its entries, decoded as they are taken
+Pairs = list[tuple[Fatbin, Iterator[Entry]]]
+T = TypeVar("T")  # what an ``iter_decoded`` function makes of a run of decoded fatbins
 TOOLKIT_PROBES = 4  # cubins decoded for their toolkit note when the cudart is static (R-RT 3)
 
 
 def decode_fatbins(
     blob: Blob,
-    fatbins,
+    fatbins: Sequence[Fatbin],
     opts: Options,
     path: str | None = None,
     toolkit_probe: bool = False,
     budget: Budget | None = None,
-):
+) -> list[Fatbin]:
     """``probe_small`` decodes only small cubins (device-link output is told apart by them) and,
     for a file with a static cudart, the first few cubins, whose toolkit note gives its CUDA."""
     if opts.kernels or opts.details:
@@ -42,7 +46,7 @@ def decode_fatbins(
     return list(fatbins)
 
 
-def probed(blob: Blob, fatbins, toolkit_probe: bool, budget: Budget) -> list[Fatbin]:
+def probed(blob: Blob, fatbins: Sequence[Fatbin], toolkit_probe: bool, budget: Budget) -> list[Fatbin]:
     """``fatbins`` with their small cubins decoded (and the first ``TOOLKIT_PROBES`` larger ones
     when ``toolkit_probe``), the rest as they are."""
     probes = [TOOLKIT_PROBES if toolkit_probe else 0]
@@ -66,12 +70,12 @@ def probed(blob: Blob, fatbins, toolkit_probe: bool, budget: Budget) -> list[Fat
     ]
 
 
-def _same(pairs):
+def _same(pairs: Pairs) -> list[Fatbin]:
     """The decoded fatbins, whole (an ``iter_decoded`` function)."""
     return [dataclasses.replace(fb, entries=tuple(entries)) for fb, entries in pairs]
 
 
-def parallel_worthwhile(blob: Blob, fatbins, opts: Options, path: str | None) -> bool:
+def parallel_worthwhile(blob: Blob, fatbins: Sequence[Fatbin], opts: Options, path: str | None) -> bool:
     """Large enough (compressed payload) for worker processes to pay for their start."""
     jobs = workers.processes(opts.jobs)
     work = sum(e.stored_size for fb in fatbins for e in fb.entries if e.compression != "none")
@@ -83,15 +87,25 @@ def parallel_worthwhile(blob: Blob, fatbins, opts: Options, path: str | None) ->
 
 
 def map_decoded(
-    blob: Blob, fatbins, opts: Options, path: str | None, fn, budget: Budget | None = None
-) -> list:
+    blob: Blob,
+    fatbins: Sequence[Fatbin],
+    opts: Options,
+    path: str | None,
+    fn: Callable[[Pairs], T],
+    budget: Budget | None = None,
+) -> list[T]:
     """``list(iter_decoded(...))``."""
     return list(iter_decoded(blob, fatbins, opts, path, fn, budget))
 
 
 def iter_decoded(
-    blob: Blob, fatbins, opts: Options, path: str | None, fn, budget: Budget | None = None
-) -> Iterator:
+    blob: Blob,
+    fatbins: Sequence[Fatbin],
+    opts: Options,
+    path: str | None,
+    fn: Callable[[Pairs], T],
+    budget: Budget | None = None,
+) -> Iterator[T]:
     """Decode ``fatbins`` (kernels/details per ``opts``) and yield ``fn(pairs)`` for consecutive
     runs of them, in file order, as they are ready: all of them at once, or, for a large file on
     disk decoded by worker processes, one fatbin at a time, each worker applying ``fn`` where it
@@ -106,7 +120,9 @@ def iter_decoded(
     yield fn(_pairs(blob, fatbins, opts, budget))
 
 
-def _pairs(blob: Blob, fatbins, opts: Options, budget: Budget | None = None, release: bool = False) -> list:
+def _pairs(
+    blob: Blob, fatbins: Sequence[Fatbin], opts: Options, budget: Budget | None = None, release: bool = False
+) -> Pairs:
     """``(fatbin, its entries decoded one at a time)`` of each of ``fatbins``; ``release``: let
     the pages read go every ``RELEASE_STEP`` bytes (one of libtorch_cuda.so's fatbins holds 30 MB
     of compressed cubins)."""
@@ -141,7 +157,9 @@ SLICES_PER_JOB = 96  # small slices: ~0.7 MB of JSON each (16: 13 MB pieces, hel
 WINDOW_PER_JOB = 3  # slices taken and not yet yielded, per process decoding
 
 
-def _iter_parallel(path: str, size: int, fatbins, opts: Options, jobs: int, fn) -> Iterator:
+def _iter_parallel(
+    path: str, size: int, fatbins: Sequence[Fatbin], opts: Options, jobs: int, fn: Callable[[Pairs], T]
+) -> Iterator[T]:
     """Decompressing and parsing thousands of cubins is CPU-bound (libtorch_cuda.so: 5 GB of
     zstd output): split the fatbins into contiguous slices of similar decoded size, decoded by
     ``jobs`` processes (this one and ``jobs - 1`` workers that map the same file:
@@ -178,14 +196,27 @@ def _iter_parallel(path: str, size: int, fatbins, opts: Options, jobs: int, fn) 
         spill.close_ring(ring)
 
 
-def _decode_nth(path: str, slices, opts: Options, fn, size: int, ring, i: int) -> list:
+def _decode_nth(
+    path: str,
+    slices: list[list[Fatbin]],
+    opts: Options,
+    fn: Callable[[Pairs], T],
+    size: int,
+    ring: tuple[int, ...] | None,
+    i: int,
+) -> list[T]:
     """``_decode_slice`` of ``slices[i]``, written into the memory file ``ring[i % len(ring)]``."""
     return _decode_slice(path, slices[i], opts, fn, size, ring[i % len(ring)] if ring else None)
 
 
 def _decode_slice(
-    path: str, fatbins, opts: Options, fn=_same, size: int | None = None, slot: int | None = None
-):
+    path: str,
+    fatbins: Sequence[Fatbin],
+    opts: Options,
+    fn: Callable[[Pairs], T],
+    size: int | None = None,
+    slot: int | None = None,
+) -> list[T]:
     """``fn`` of each of ``fatbins`` decoded from the file at ``path`` (a worker maps it anew).
     ``size``: the bytes the parent's listing mapped; a file of another size now (truncated or
     replaced since) is not decoded: its entries would each read as cut, the file's record not.

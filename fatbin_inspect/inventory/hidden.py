@@ -7,6 +7,8 @@ a scan where any fatbin of a file may be.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from fatbin_inspect.containers import Layout, detect
 from fatbin_inspect.containers import layout as layout_of
 from fatbin_inspect.errors import InputError
@@ -15,6 +17,7 @@ from fatbin_inspect.formats import mapguard
 from fatbin_inspect.formats.binio import Blob, gaps, open_blob
 from fatbin_inspect.formats.model import Fatbin
 from fatbin_inspect.inventory import handoff
+from fatbin_inspect.inventory.handoff import Piece, Scanned
 from fatbin_inspect.inventory.options import Options
 
 
@@ -35,7 +38,7 @@ def found_fatbins(
     either way)."""
     sections = fatbin_ranges(layout)
     walked = [(a, b) for a, b, _ in sections]
-    hidden: list[tuple[int, int, str | None]] = []
+    hidden: list[Piece] = []
     if fmt != "fatbin" and (opts.scan_hidden or not sections):
         hidden = [p for p in hidden_pieces(blob, layout, walked) if p[:2] not in delegated]
     with handoff.handed_off(disk, blob, hidden, sum(b - a for a, b in walked), opts, _scan_pieces) as away:
@@ -60,27 +63,25 @@ def found_fatbins(
     return fatbins
 
 
-def _scan_piece(blob: Blob, piece: tuple[int, int, str | None]) -> tuple[list[Fatbin], list[InputError]]:
+def _scan_piece(blob: Blob, piece: Piece) -> Scanned:
     """The fatbins the magic scan finds in one hidden piece, and its errors (limits reached)."""
     errors: list[InputError] = []
     found = [fb for chunk in scan_chunks(blob, *piece, errors) for fb in chunk]
     return found, errors
 
 
-def fatbin_ranges(layout: Layout) -> list[tuple[int, int, str | None]]:
+def fatbin_ranges(layout: Layout) -> list[Piece]:
     """The fatbin sections, overlapping ones merged (each byte walked once)."""
     return _union([(r.start, r.end, r.name) for r in layout.regions if r.fatbin_section])
 
 
-def hidden_pieces(
-    blob: Blob, layout: Layout, walked: list[tuple[int, int]]
-) -> list[tuple[int, int, str | None]]:
+def hidden_pieces(blob: Blob, layout: Layout, walked: list[tuple[int, int]]) -> list[Piece]:
     """The ``(start, end, section)`` pieces the magic scan reads, in file order: the data
     sections and the bytes no section covers, less the ``walked`` fatbin sections."""
-    scannable: list[tuple[int, int, str | None]] = [
+    scannable: list[Piece] = [
         (r.start, r.end, r.name) for r in layout.regions if r.scan and not r.fatbin_section
     ]
-    outside: list[tuple[int, int, str | None]] = [
+    outside: list[Piece] = [
         (a, b, None) for a, b in gaps([(r.start, r.end) for r in layout.regions], blob.size)
     ]
     return [
@@ -93,7 +94,7 @@ SCAN_CHUNK = fatbin_mod.RELEASE_EVERY  # (64 MB: a scan worker held 57-64 MB of 
 
 def scan_chunks(
     blob: Blob, start: int, end: int, section: str | None, errors: list[InputError], until: int | None = None
-):
+) -> Iterator[list[Fatbin]]:
     """Magic-scan ``[start, end)`` a chunk at a time (the fatbins starting before ``until``, when
     given); a fatbin may run past its chunk (it is bounded by ``end``). As ``fatbin.walk`` looks
     at every magic before its end, the chunks' sizes do not change what is found. Pages already scanned are dropped from this process's resident set
@@ -110,7 +111,7 @@ def scan_chunks(
         pos = nxt
 
 
-def _scan_pieces(path: str, size: int, pieces: list) -> list | None:
+def _scan_pieces(path: str, size: int, pieces: list[Piece]) -> list[Scanned] | None:
     """``handoff.HandOff``'s child: ``_scan_piece`` of each of ``pieces`` of the file at ``path``; None
     when it is no longer ``size`` bytes or shrank while it was read."""
     blob = open_blob(path)
@@ -166,10 +167,10 @@ def code_ranges(layout: Layout) -> list[tuple[int, int]]:
     return [(r.start, r.end) for r in layout.regions if not r.scan and not r.fatbin_section]
 
 
-def _union(ranges: list[tuple[int, int, str | None]]) -> list[tuple[int, int, str | None]]:
+def _union(ranges: list[Piece]) -> list[Piece]:
     """Overlapping ``(start, end, name)`` ranges merged (named after the first): 4,096 section
     headers over the same bytes are scanned once, not 4,096 times."""
-    out: list[tuple[int, int, str | None]] = []
+    out: list[Piece] = []
     for start, end, name in sorted(ranges, key=lambda r: (r[0], -r[1])):
         if out and start < out[-1][1]:
             if end > out[-1][1]:

@@ -20,7 +20,7 @@ from fatbin_inspect.formats import ptx as ptx_mod
 from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.decompress import MAX_DECODED, Budget, decode, zstd_parts, zstd_reused
 from fatbin_inspect.formats.demangle import demangle
-from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, KIND_TILE, Entry, FileReport, Kernel
+from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, KIND_TILE, CubinInfo, Entry, FileReport, Kernel
 from fatbin_inspect.inventory import member_path
 
 
@@ -44,7 +44,9 @@ def _charge(entry: Entry, budget: Budget | None) -> None:
         budget.spend(entry.size, entry.offset)
 
 
-def _parsed_cubin(blob: Blob, entry: Entry, kernels: bool, resources: bool, budget: Budget | None):
+def _parsed_cubin(
+    blob: Blob, entry: Entry, kernels: bool, resources: bool, budget: Budget | None
+) -> tuple[CubinInfo, tuple[Kernel, ...] | None]:
     """``parse_cubin`` of a SASS entry. A zstd one is decoded into a reused buffer
     (``zstd_reused``), one larger than that into a ``SparseImage`` (``docs/format.md`` §2.5):
     a worker decoding libtorch_cuda.so held its largest cubin whole (41 MB), and now 8 MB of
@@ -60,7 +62,9 @@ def _parsed_cubin(blob: Blob, entry: Entry, kernels: bool, resources: bool, budg
     return cubin_mod.parse_cubin(data, kernels=kernels, resources=resources, demangle=demangle)
 
 
-def _parsed_zstd(frame: memoryview, entry: Entry, kernels: bool, resources: bool):
+def _parsed_zstd(
+    frame: memoryview, entry: Entry, kernels: bool, resources: bool
+) -> tuple[CubinInfo, tuple[Kernel, ...] | None]:
     """``_parsed_cubin`` of a zstd ``frame`` (a view it must not keep)."""
     if (buf := zstd_reused(frame, entry.size)) is not None:
         return cubin_mod.parse_cubin(buf, kernels, resources, demangle, entry.size)
@@ -99,7 +103,7 @@ def decode_entry(
         return dataclasses.replace(entry, decode_error=f"internal error: {exc}")
 
 
-def _mapped_text(blob: Blob, entry: Entry):
+def _mapped_text(blob: Blob, entry: Entry) -> mmap.mmap | None:
     """A standalone PTX file's own mapping (searched in place, not copied), or None."""
     buf = blob.buf
     whole = blob.base == 0 and entry.payload_offset == 0 and entry.stored_size == len(buf)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from fatbin_inspect.containers import ARCHIVES, archive_format, detect, open_archive
@@ -25,7 +25,16 @@ from fatbin_inspect.inventory.record_errors import error_of, size_or_zero, uncha
 from fatbin_inspect.inventory.zip_plan import SPAN_BYTES, SPLIT_BYTES, zip_spans
 
 if TYPE_CHECKING:
-    from fatbin_inspect.containers import archives, oci
+    import zipfile
+
+    from fatbin_inspect.containers import archives, conda, oci, registry
+    from fatbin_inspect.formats.model import Package
+
+    ArchiveReader = archives.MemberReader | conda.CondaReader
+    ImageStore = oci.DirStore | oci.TarStore | registry.RegistryStore
+
+# a record and the bytes its offsets point into (None: an image's file, read and let go)
+Pair = tuple[FileReport, Blob | None]
 
 MAX_DEPTH = 4  # wheel inside a tar layer inside a tar is depth 2; deeper is not a real layout
 
@@ -92,7 +101,9 @@ def _image_input_records(path: str, ref: walk.ImageRef | None, opts: Options) ->
     yield from _container_first(path, _inspect_image(path, store, opts, 0, 0, select=select))
 
 
-def _inspect_zip_parallel(path: str, spans, opts: Options, jobs: int) -> Iterator[FileReport]:
+def _inspect_zip_parallel(
+    path: str, spans: list[tuple[int, int, int]], opts: Options, jobs: int
+) -> Iterator[FileReport]:
     """``inspect_blob`` of a large zip on disk with its spans inspected by ``jobs`` processes: the
     same records in the same order (the zip's own record first, its notes those of every span up
     to the first whose walk ended in an error, which is the record's error and ends the members
@@ -152,7 +163,7 @@ def inspect_blob(path: str, blob: Blob, opts: Options, depth: int) -> Iterator[F
 
 
 def inspect_zip_span(
-    path: str, blob: Blob, opts: Options, span: tuple[int, int], zf=None
+    path: str, blob: Blob, opts: Options, span: tuple[int, int], zf: zipfile.ZipFile | None = None
 ) -> Iterator[FileReport]:
     """``inspect_blob`` of a zip, for the members whose central-directory index is in
     ``[start, stop)`` only (``zf``: its directory from ``archives.open_zip``, or None): a large
@@ -168,7 +179,8 @@ def inspect_zip_span(
     yield from _container_first(path, _inspect_archive(path, "zip", blob, opts, 0, reader, budget, span=True))
 
 
-def _container_first(path: str, pairs) -> Iterator[FileReport]:
+def _container_first(path: str, pairs: Iterable[Pair]) -> Iterator[FileReport]:
+    """The records of ``pairs``, the one named ``path`` (the container's own) first."""
     container = None
     members: list[FileReport] = []
     for rec, _blob in pairs:
@@ -183,7 +195,7 @@ def _container_first(path: str, pairs) -> Iterator[FileReport]:
 
 def inspect_pairs(
     path: str, blob: Blob, opts: Options, depth: int, budget: Budget | None = None
-) -> Iterator[tuple[FileReport, Blob]]:
+) -> Iterator[Pair]:
     """(record, blob) pairs, streaming: each member's bytes can be dropped once the consumer moves
     on (a wheel's members are never all held at once). An archive's own record comes last.
     At ``depth`` 0, ``path`` is a real path (put in path form here) and ``budget`` starts."""
@@ -210,7 +222,7 @@ def inspect_pairs(
     yield (dataclasses.replace(rec, sha256=sha256_of(blob)) if opts.digests else rec), read
 
 
-def _image_tar(blob: Blob):
+def _image_tar(blob: Blob) -> oci.TarStore | None:
     """The store of a tar that holds an image (OCI archive, ``docker save``; headers only: the
     image is read layer by layer), or None for any other tar (the plain walk reports its errors)."""
     from fatbin_inspect.containers import oci
@@ -228,10 +240,10 @@ def _inspect_archive(
     blob: Blob,
     opts: Options,
     depth: int,
-    reader=None,
+    reader: ArchiveReader | None = None,
     budget: Budget | None = None,
     span: bool = False,
-):
+) -> Iterator[Pair]:
     """(record, blob) pairs of an archive's members with device code (every candidate with
     ``members="all"``), then the archive's own record. ``reader``: one already open (a zip span's),
     else ``containers.open_archive`` opens it by ``fmt``; ``span``: a span of a zip, hashed
@@ -261,7 +273,15 @@ def _inspect_archive(
     yield _archive_record(path, fmt, blob, reader, error, notes, digest), blob
 
 
-def _archive_record(path: str, fmt: str, blob: Blob, reader, error, notes: list[str], digest) -> FileReport:
+def _archive_record(
+    path: str,
+    fmt: str,
+    blob: Blob,
+    reader: ArchiveReader | None,
+    error: FileError | None,
+    notes: list[str],
+    digest: str | None,
+) -> FileReport:
     """An archive's own record: its reader's notes first, then its members'; ``reader`` None
     when the archive could not be opened."""
     if reader is None:
@@ -279,7 +299,9 @@ def _archive_record(path: str, fmt: str, blob: Blob, reader, error, notes: list[
     )
 
 
-def _member_pairs(child: str, m: archives.Member, owner, opts: Options, depth: int, budget: Budget):
+def _member_pairs(
+    child: str, m: archives.Member, owner: Package | None, opts: Options, depth: int, budget: Budget
+) -> Iterator[Pair]:
     """The (record, blob) pairs worth reporting of one archive member, attributed to ``owner``
     (its package) unless a deeper level named one."""
     if m.error is not None:
@@ -292,7 +314,7 @@ def _member_pairs(child: str, m: archives.Member, owner, opts: Options, depth: i
             yield (rec if owner is None or rec.package else dataclasses.replace(rec, package=owner)), b
 
 
-def open_image(path: str, ref: walk.ImageRef | None = None):
+def open_image(path: str, ref: walk.ImageRef | None = None) -> tuple[ImageStore, str | None]:
     """(store, tag or None) of an image input: a layout folder, an uncompressed image tar, either
     with a tag asked for, or a registry reference. ``InputError`` when it is no image."""
     from fatbin_inspect.containers import oci
@@ -344,13 +366,13 @@ def image_facts(path: str, platform: str = "") -> list[oci.Image] | None:
 
 def _inspect_image(
     path: str,
-    store,
+    store: ImageStore,
     opts: Options,
     depth: int,
     size: int,
     budget: Budget | None = None,
     select: str | None = None,
-):
+) -> Iterator[Pair]:
     """An OCI layout, image tar or registry image: each image's final filesystem's files
     (``PATH!LAYER!FILE``, ``PATH!IMAGE!LAYER!FILE`` when it holds several), attributed by the
     image's own Python and conda metadata, then a record per image when there are several (its
@@ -390,7 +412,7 @@ def _inspect_image(
 
 
 def _images_of(
-    store, opts: Options, select: str | None
+    store: ImageStore, opts: Options, select: str | None
 ) -> tuple[list[oci.Image], list[str], FileError | None]:
     """(images, notes, error) of an image store: the images chosen by ``select`` and
     ``opts.platform``, or none and the error that says why."""
@@ -404,8 +426,15 @@ def _images_of(
 
 
 def _image_records(
-    path: str, store, image: oci.Image, prefix: str, opts: Options, depth: int, budget, tally: list[int]
-):
+    path: str,
+    store: ImageStore,
+    image: oci.Image,
+    prefix: str,
+    opts: Options,
+    depth: int,
+    budget: Budget,
+    tally: list[int],
+) -> tuple[list[FileReport], list[str], FileError | None]:
     """(records, notes, error) of one image; its records are dropped when a layer fails its check.
     ``tally`` adds its final filesystem's files and bytes (``ImageReader.contents``) once read."""
     from fatbin_inspect.containers import oci
@@ -441,7 +470,7 @@ def _image_member(
     pairs: list[tuple[str, FileReport]],
     opts: Options,
     depth: int,
-    budget,
+    budget: Budget,
 ) -> list[tuple[str, FileReport]]:
     """The (path inside the image, record) pairs one image member adds to ``pairs``, the pairs
     of the members before it (a hard link's records are those of the file it names, renamed)."""
