@@ -40,7 +40,7 @@ def decode_fatbins(
     """``probe_small`` decodes only small cubins (device-link output is told apart by them) and,
     for a file with a static cudart, the first few cubins, whose toolkit note gives its CUDA."""
     if opts.kernels or opts.details:
-        return [fb for part in map_decoded(blob, fatbins, opts, path, _same, budget) for fb in part]
+        return [fb for part in iter_decoded(blob, fatbins, opts, path, _same, budget) for fb in part]
     if opts.probe_small:
         return probed(blob, fatbins, toolkit_probe, budget if budget is not None else Budget(blob.size))
     return list(fatbins)
@@ -84,18 +84,6 @@ def parallel_worthwhile(blob: Blob, fatbins: Sequence[Fatbin], opts: Options, pa
     ):
         return False
     return all(fb.offset + 16 + fb.size <= blob.size for fb in fatbins)  # none read from an inflated section
-
-
-def map_decoded(
-    blob: Blob,
-    fatbins: Sequence[Fatbin],
-    opts: Options,
-    path: str | None,
-    fn: Callable[[Pairs], T],
-    budget: Budget | None = None,
-) -> list[T]:
-    """``list(iter_decoded(...))``."""
-    return list(iter_decoded(blob, fatbins, opts, path, fn, budget))
 
 
 def iter_decoded(
