@@ -199,7 +199,7 @@ def inspect_pairs(
     """(record, blob) pairs, streaming: each member's bytes can be dropped once the consumer moves
     on (a wheel's members are never all held at once). An archive's own record comes last.
     At ``depth`` 0, ``path`` is a real path (put in path form here) and ``budget`` starts."""
-    disk = path if depth == 0 else None  # the file a second process may map too (``_hand_off``)
+    disk = path if depth == 0 else None  # the file a second process may map too (``handoff``)
     if depth == 0:
         path = member_path.escape(path)
     if budget is None:
