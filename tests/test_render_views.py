@@ -165,32 +165,3 @@ def test_no_command_branches_on_its_format():
                 if "fmt" in names:
                     found.append(f"{path.name}:{node.lineno}")
     assert not found
-
-
-def test_render_modules_import_no_cycle():
-    """render/'s modules import one another one way (``jsondump`` and ``inventory_json`` imported
-    each other; the record helpers now sit below both), TYPE_CHECKING and lazy imports included."""
-    import ast
-    import graphlib
-    import pathlib
-
-    root = pathlib.Path(render.__file__).parent
-    names = {
-        ".".join(("fatbin_inspect", *p.relative_to(root.parent).with_suffix("").parts)).removesuffix(
-            ".__init__"
-        ): p
-        for p in root.rglob("*.py")
-    }
-    graph: dict[str, set[str]] = {}
-    for name, path in names.items():
-        deps = graph.setdefault(name, set())
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                deps.update(
-                    f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in names else node.module
-                    for a in node.names
-                )
-            elif isinstance(node, ast.Import):
-                deps.update(a.name for a in node.names)
-        deps &= set(names) - {name}
-    graphlib.TopologicalSorter(graph).prepare()  # CycleError names the modules of a cycle

@@ -24,7 +24,7 @@ from fatbin_inspect.cli.common import (
 )
 from fatbin_inspect.cli.options import examples, fail_options, ui_options
 from fatbin_inspect.formats.model import FileReport
-from fatbin_inspect.inventory.reader import Options
+from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.release.findings import fails
 
 

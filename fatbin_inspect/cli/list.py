@@ -17,7 +17,7 @@ from fatbin_inspect.cli.common import (
     progress_for,
 )
 from fatbin_inspect.cli.options import driver_option, examples, gpu_option, ui_options
-from fatbin_inspect.inventory.reader import Options
+from fatbin_inspect.inventory.options import Options
 
 if TYPE_CHECKING:
     from fatbin_inspect.compat.targets import Target

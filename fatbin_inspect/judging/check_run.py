@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from fatbin_inspect.compat import jit
 from fatbin_inspect.formats.model import FileReport
-from fatbin_inspect.inventory.reader import Options
+from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.judging import FAILING
 from fatbin_inspect.judging.needs import Needs
 from fatbin_inspect.judging.verdicts import judge_paths

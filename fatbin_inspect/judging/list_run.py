@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fatbin_inspect.formats.model import FileReport
-from fatbin_inspect.inventory.reader import Options
+from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.judging.inputs import iter_pieces, iter_reports
 from fatbin_inspect.judging.needs import Needs
 

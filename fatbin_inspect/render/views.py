@@ -69,10 +69,10 @@ class View:
         if self.kind == "text":
             sink.text(fn(**run, color=sink.look.color, width=sink.look.width))
         elif self.kind == "findings":
-            from fatbin_inspect.render import findings
+            from fatbin_inspect.render.findings import write as write_findings
 
             report, fail_on = fn(run, self.needs)
-            findings.write(report, self.name, fail_on, sink)
+            write_findings(report, self.name, fail_on, sink)
         else:
             fn(run, sink, shown)
 
