@@ -375,3 +375,32 @@ def test_public_index(isolated):
     public = ["--index-url", "https://pypi.org/simple/"]
     ran = cli("check", "pkg:pypi/nvidia-curand@10.4.0.35", *public, *H100_580, codes=0)
     assert {r["verdict"] for r in ran.json()["results"]} == {"native"}
+
+
+def test_releases_table_and_answers(index, isolated):
+    """3.0 has only an sdist; 2.0 is sm_80 code and compute_75 PTX (JIT on an H100), with no
+    aarch64 wheel but the pure one; 1.0 runs natively on the H100 and, from its aarch64 wheel, on GB10 (sm_120 family
+    PTX or code); nothing runs on a GTX 1080 (CC 6.1)."""
+    args = ["releases", "demo-cuda", "--index-url", index, "--python", "3.11", "--driver", "580"]
+    gpus = ["--gpu", "GTX 1080", "--gpu", "H100", "--gpu", "GB10"]
+    doc = cli(*args, *gpus, "--format", "json", codes=1).json()
+    rows = {r["version"]: [c["verdict"] for c in r["cells"]] for r in doc["releases"]}
+    assert list(rows) == ["3.0", "2.0", "1.0"]
+    assert rows["3.0"] == ["source-only"] * 3
+    assert rows["2.0"] == ["fail", "jit", "no-device-code"]  # aarch64: the pure wheel
+    assert rows["1.0"][1] == "native" and rows["1.0"][2] in ("native", "jit")
+    gtx, h100, _gb10 = doc["targets"]
+    assert (
+        h100["answer"]
+        == "newest release that runs natively on NVIDIA H100 (CC 9.0): 1.0; newest through JIT: 2.0"
+    )
+    assert (gtx["newest_native"], gtx["newest_jit"]) == (None, None)
+    table = cli(*args, *gpus, "--limit", "2", codes=1).out
+    assert "1.0" not in table.split("newest")[0].split("version", 1)[1] and "1 older release(s)" in table
+    md = cli(*args, "--gpu", "H100", "--since", "1.0", "--format", "markdown", codes=1).out
+    assert (
+        "| 1.0 | native |" in md and "- newest release that runs natively on NVIDIA H100 (CC 9.0): 1.0" in md
+    )
+    page = cli(*args, "--gpu", "H100", "--format", "html", codes=1).out
+    assert page.startswith("<!DOCTYPE html>") and '<td class="native"' in page
+    assert "no project 'nope'" in cli("releases", "nope", "--index-url", index, "--gpu", "H100", codes=2).err

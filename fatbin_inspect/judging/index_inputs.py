@@ -58,6 +58,7 @@ class Fetched:
     reason: str = ""
     received: int = 0  # body bytes of the wheel (pages and metadata not counted)
     cached: bool = False
+    source_only: bool = False  # the release has only sdists: built where it is installed
 
 
 @dataclass
@@ -147,7 +148,8 @@ class IndexSource:
             return Fetched(release, platform, None, [_error_record(release.origin, exc.message)], exc.message)
         if chosen.file is None:
             what = f"{release.name}: {chosen.reason}"
-            return Fetched(release, platform, None, [_error_record(release.origin, what)], chosen.reason)
+            record = _error_record(release.origin, what)
+            return Fetched(release, platform, None, [record], chosen.reason, source_only=chosen.source_only)
         return self.read_file(release, platform, chosen.file, opts)
 
     def read_file(self, release: Release, platform: choosing.Platform, f: DistFile, opts: Options) -> Fetched:
