@@ -51,7 +51,7 @@ from typing import NamedTuple
 
 import urllib3
 from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.exceptions import HTTPError, LocationParseError
+from urllib3.exceptions import HTTPError, IncompleteRead, InvalidChunkLength, LocationParseError
 from urllib3.util import Url, parse_url
 
 from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded, UnreadableError
@@ -306,7 +306,7 @@ class Response:
         length = self.content_length
         if length is not None and length > cap:
             raise LimitExceeded(
-                f"{self.ref}: {show_url(self.url)}: the body declares {length} bytes, over {cap}"
+                f"{self.ref}: {show_url(self.url)}: the body declares {length} bytes: over {cap} bytes"
             )
 
     def read_some(self, n: int, cap: int) -> bytes:
@@ -316,6 +316,8 @@ class Response:
             data = self._raw.read(min(n, cap - self._got + 1))
         except (HTTPError, http.client.HTTPException, OSError, ValueError) as exc:
             raise self._fail(self._why(exc)) from None
+        if self._dog.fired:  # the shut-down socket reads as an end: not the body's end
+            raise self._fail(self._why(TimeoutError()))
         self._got += len(data)
         if self._got > cap:
             raise LimitExceeded(f"{self.ref}: {show_url(self.url)}: the body is over {cap} bytes")
@@ -358,24 +360,29 @@ class _BodyIO(io.RawIOBase):
 
 
 def _reason(exc: BaseException) -> str:
-    """One line for a transport, TLS or protocol failure (urllib3 wraps the cause)."""
-    cause: BaseException = exc
-    for _ in range(4):
-        inner = getattr(cause, "reason", None) or cause.__context__
-        if not isinstance(inner, BaseException):
-            break
-        cause = inner
-    if isinstance(cause, ssl.SSLCertVerificationError):
-        return f"TLS certificate not trusted ({cause.verify_message})"
-    if isinstance(cause, (socket.timeout, TimeoutError)):
-        return "timed out"
-    if isinstance(cause, http.client.LineTooLong):
-        return "a header or chunk line over 64 KiB"
-    if isinstance(cause, http.client.BadStatusLine):
-        return "not an HTTP status line"
-    if isinstance(cause, http.client.IncompleteRead):
-        return "the body breaks off (short or broken chunked encoding)"
-    text = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
+    """One line for a transport, TLS or protocol failure: the first cause (urllib3 wraps
+    ``http.client``'s and the socket's errors) that says what went wrong."""
+    chain: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and len(chain) < 6:
+        chain.append(cause)
+        reason = getattr(cause, "reason", None)
+        cause = reason if isinstance(reason, BaseException) else cause.__context__
+    for c in chain:
+        if isinstance(c, ssl.SSLCertVerificationError):
+            return f"TLS certificate not trusted ({c.verify_message})"
+        if isinstance(c, (socket.timeout, TimeoutError)):
+            return "timed out"
+        if isinstance(c, http.client.LineTooLong):
+            return "a header or chunk line over 64 KiB"
+        if isinstance(c, http.client.BadStatusLine):
+            return "not an HTTP status line"
+        if isinstance(c, (http.client.IncompleteRead, IncompleteRead, InvalidChunkLength)):
+            return "the body breaks off (short, or broken chunked encoding)"
+        if isinstance(c, ConnectionRefusedError):
+            return "connection refused"
+    last = chain[-1]
+    text = str(last).splitlines()[0] if str(last) else type(last).__name__
     return show_url(text)[:160]
 
 
@@ -426,7 +433,7 @@ class Transport:
                     f"{ref}: {method} {show_url(url)}: more than {self.policy.max_redirects} redirects"
                 )
             target = _join(str(current), location)
-            current = self.policy.check_url(target, ref, f"redirect from {show_url(str(current))} to")
+            current = self.policy.check_url(target, ref, f"{method} {show_url(str(current))}: redirect to")
             if resp.status == 303 or (resp.status in (301, 302) and method == "POST"):
                 method, body = ("GET" if method != "HEAD" else "HEAD"), None
 
@@ -467,6 +474,8 @@ class Transport:
             dog.sock = conn.sock
             conn.request(method, url.request_uri, body=body, headers=send, preload_content=False)
             raw = conn.getresponse()
+            if dog.fired:  # headers cut short by the watchdog read as complete ones
+                raise TimeoutError
         except (HTTPError, http.client.HTTPException, OSError, ValueError) as exc:
             dog.cancel()
             conn.close()
