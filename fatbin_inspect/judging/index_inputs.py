@@ -80,7 +80,7 @@ class IndexSource:
         if self._transport is None:
             from fatbin_inspect.containers.index.transport import Transport
 
-            self._transport = Transport()
+            self._transport = Transport((*self.cfg.indexes, *self.cfg.find_links))
         return self._transport
 
     def files(self, name: str) -> list[DistFile]:

@@ -98,7 +98,7 @@ def merged(ranges: list[tuple[int, int]], gap: int = GAP) -> list[tuple[int, int
 def open_wheel(transport: Transport, url: str, sha256: str | None) -> RemoteWheel:
     """``url``'s wheel, read as the module says; an ``InputError`` names the URL."""
     before = transport.received
-    stream = transport.stream(url, {"Range": f"bytes=-{TAIL}", "Accept-Encoding": "identity"})
+    stream = transport.stream(url, {"Range": f"bytes=-{TAIL}"})
     try:
         if stream.status == 200:  # no ranges: this is the whole file
             return _whole(transport, url, sha256, stream.chunks(), before)
@@ -183,7 +183,7 @@ def _content_range(value: str, url: str) -> tuple[int, int]:
 
 def _range(transport: Transport, url: str, start: int, end: int) -> bytes:
     """Bytes ``[start, end)`` of ``url``, exactly."""
-    stream = transport.stream(url, {"Range": f"bytes={start}-{end - 1}", "Accept-Encoding": "identity"})
+    stream = transport.stream(url, {"Range": f"bytes={start}-{end - 1}"})
     try:
         if stream.status != 206:
             raise CorruptError(f"{shown(url)}: the server stopped answering range requests")

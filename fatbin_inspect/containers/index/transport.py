@@ -1,28 +1,28 @@
-"""How index pages, metadata and wheel bytes are fetched: ``http(s)://`` through urllib3,
-``file://`` from the local file.
+"""How index pages, metadata and wheel bytes are fetched: ``http(s)://`` through the project's
+one HTTP transport (``containers.http``: its redirect policy, caps, deadlines, credentials only
+to their own host), ``file://`` from the local file.
 
-The project's one HTTP transport (``containers/http.py``, the registry's too) had not landed when
-this was written; this module is the narrow interface the index code calls (``get`` for a whole
-small body, ``stream`` for a body read piece by piece, both with request headers such as
-``Range``), so only this file changes when it does. Credentials (``config.credentials``) go to
-the URL's own host only: urllib3 drops ``Authorization`` on a redirect to another host.
+Plain http is allowed to loopback hosts and to the hosts of the indexes the user configured
+(``IndexSource``: an index named ``http://...`` is the user's choice, as pip takes it); a
+redirect elsewhere in plain http is refused by the transport. A login comes from the URL or
+netrc (``config.credentials``) and goes to that host only.
 """
 
 from __future__ import annotations
 
-import base64
 import os
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from fatbin_inspect.containers import http
 from fatbin_inspect.containers.index import config
-from fatbin_inspect.errors import InputError, LimitExceeded, UnreadableError
+from fatbin_inspect.errors import InputError, UnreadableError
 
-TIMEOUT = 60.0  # seconds without a byte before a request is given up
 CHUNK = 1 << 20
 PAGE_MAX = 64 << 20  # a project page (torch's JSON page is ~3 MB) or a METADATA file
+WHEEL_MAX = 8 << 30  # archives.MAX_MEMBER_BYTES: the largest file read at all
 
 
 class NotFound(InputError):
@@ -42,26 +42,17 @@ class Stream:
     """A body being read: ``chunks()`` gives it piece by piece; ``close()`` when done."""
 
     status: int
-    headers: Mapping[str, str]
+    headers: Mapping[str, str]  # content-type, content-range, content-length (lower case)
     url: str
-    _resp: object = field(repr=False, default=None)
-    _file: object = field(repr=False, default=None)
+    _pieces: Iterator[bytes] = field(repr=False, default=iter(()))
+    _close: object = field(repr=False, default=None)
 
     def chunks(self) -> Iterator[bytes]:
-        source = self._resp if self._resp is not None else self._file
-        while True:
-            try:
-                piece = source.read(CHUNK)  # type: ignore[attr-defined]
-            except Exception as exc:  # urllib3 ProtocolError, ReadTimeoutError, OSError
-                raise UnreadableError(f"{shown(self.url)}: the transfer broke off: {exc}") from None
-            if not piece:
-                return
-            yield piece
+        return self._pieces
 
     def close(self) -> None:
-        for held in (self._resp, self._file):
-            if held is not None:
-                held.close()  # type: ignore[attr-defined]
+        if self._close is not None:
+            self._close()  # type: ignore[operator]
 
 
 def shown(url: str) -> str:
@@ -70,97 +61,63 @@ def shown(url: str) -> str:
 
 
 class Transport:
-    """One connection pool for a command's requests; counts the body bytes it received."""
+    """One command's fetching; counts the body bytes it received (``received``)."""
 
-    def __init__(self) -> None:
-        self._pool: object | None = None
+    def __init__(self, plain_http: Iterable[str] = ()) -> None:
+        hosts = frozenset(urllib.parse.urlsplit(u).netloc.rpartition("@")[2] for u in plain_http)
+        self._http = http.Transport(http.Policy(plain_http=frozenset(h for h in hosts if h)))
         self.received = 0
-
-    def _manager(self) -> object:
-        if self._pool is None:
-            import urllib3
-
-            self._pool = urllib3.PoolManager(
-                timeout=urllib3.Timeout(connect=TIMEOUT, read=TIMEOUT),
-                retries=urllib3.Retry(total=2, redirect=5, raise_on_status=False),
-            )
-        return self._pool
 
     def get(self, url: str, headers: Mapping[str, str] | None = None, limit: int = PAGE_MAX) -> Reply:
         """The whole body of ``url`` (at most ``limit`` bytes); an error status is an error."""
-        stream = self.stream(url, headers)
+        stream = self.stream(url, headers, limit)
         try:
-            parts, got = [], 0
-            for piece in stream.chunks():
-                got += len(piece)
-                if got > limit:
-                    raise LimitExceeded(f"{shown(url)}: the answer is over {limit:,} bytes")
-                parts.append(piece)
-            return Reply(stream.status, stream.headers, b"".join(parts), stream.url)
+            body = b"".join(stream.chunks())
         finally:
             stream.close()
+        return Reply(stream.status, stream.headers, body, stream.url)
 
-    def stream(self, url: str, headers: Mapping[str, str] | None = None) -> Stream:
+    def stream(self, url: str, headers: Mapping[str, str] | None = None, limit: int = WHEEL_MAX) -> Stream:
         """``url``'s answer, its body not read yet: a status of 200 or 206, else an error."""
         scheme = urllib.parse.urlsplit(url).scheme
         if scheme == "file":
-            return _file_stream(url, headers or {})
-        if scheme not in ("http", "https"):
-            raise UnreadableError(f"{shown(url)}: only http(s) and file URLs are read")
-        import urllib3
-
-        sent = dict(headers or {})
+            return _file_stream(url, headers or {}, self)
+        plain = config.without_credentials(url).partition("#")[0]
         creds = config.credentials(url)
+        given = []
         if creds is not None:
-            token = base64.b64encode(f"{creds.user}:{creds.password}".encode()).decode()
-            sent["Authorization"] = f"Basic {token}"
-        plain = config.without_credentials(url)
-        try:
-            resp = self._manager().request(  # type: ignore[attr-defined]
-                "GET", plain, headers=sent, preload_content=False, decode_content=True
+            host = http.netloc(http.parse_url(plain))
+            given.append(http.basic(host, creds.user, creds.password, shown(url)))
+        resp = self._http.request(plain, shown(url), headers=headers, credentials=given)
+        if resp.status in (404, 410):
+            resp.close()
+            raise NotFound(f"{shown(url)}: not found (HTTP {resp.status})")
+        if resp.status in (401, 403):
+            resp.close()
+            raise UnreadableError(
+                f"{shown(url)}: login denied (HTTP {resp.status}): check the credentials for its host"
             )
-        except urllib3.exceptions.HTTPError as exc:
-            raise UnreadableError(f"{shown(url)}: cannot reach the index: {_reason(exc)}") from None
-        final = urllib.parse.urljoin(plain, resp.geturl() or "")  # (urllib3 may give the path only)
-        if resp.status in (200, 206):
-            counted = _Counted(resp, self)
-            return Stream(resp.status, {k.lower(): v for k, v in resp.headers.items()}, final, _resp=counted)
-        resp.drain_conn()
-        resp.release_conn()
-        raise _status_error(resp.status, url)
-
-
-class _Counted:
-    """A urllib3 response whose body bytes are added to the transport's ``received``."""
-
-    def __init__(self, resp: object, owner: Transport) -> None:
-        self._resp, self._owner = resp, owner
-
-    def read(self, n: int) -> bytes:
-        data: bytes = self._resp.read(n)  # type: ignore[attr-defined]
-        self._owner.received += len(data)
-        return data
-
-    def close(self) -> None:
-        self._resp.release_conn()  # type: ignore[attr-defined]
-
-
-def _reason(exc: Exception) -> str:
-    inner = getattr(exc, "reason", None)
-    return str(inner or exc).split(": ", 1)[-1][:200]
-
-
-def _status_error(status: int, url: str) -> InputError:
-    if status in (404, 410):
-        return NotFound(f"{shown(url)}: not found (HTTP {status})")
-    if status in (401, 403):
-        return UnreadableError(
-            f"{shown(url)}: login denied (HTTP {status}): check the credentials for its host"
+        try:
+            resp.check_status(200, 206)
+            found = {k: resp.header(k) for k in ("Content-Type", "Content-Range", "Content-Length")}
+        except InputError:
+            resp.close()
+            raise
+        return Stream(
+            resp.status,
+            {k.lower(): v for k, v in found.items() if v is not None},
+            resp.url,
+            self._counted(resp.chunks(limit)),
+            resp.close,
         )
-    return UnreadableError(f"{shown(url)}: the index answered HTTP {status}")
+
+    def _counted(self, pieces: Iterator[bytes]) -> Iterator[bytes]:
+        for piece in pieces:
+            self.received += len(piece)
+            yield piece
 
 
-def _file_stream(url: str, headers: Mapping[str, str]) -> Stream:
+def _file_stream(url: str, headers: Mapping[str, str], owner: Transport) -> Stream:
     """A ``file://`` URL: the file (a folder: its ``index.html``, as a static index is laid
     out); ``Range`` is honoured as a server that takes ranges would."""
     path = urllib.request.url2pathname(urllib.parse.urlsplit(url).path)
@@ -174,34 +131,27 @@ def _file_stream(url: str, headers: Mapping[str, str]) -> Stream:
         raise UnreadableError(f"{shown(url)}: cannot read: {exc.strerror or exc}") from None
     size = os.fstat(fh.fileno()).st_size
     wanted = headers.get("Range", "")
-    if wanted.startswith("bytes="):
-        start, end = _range(wanted[6:], size)
-        fh.seek(start)
-        return Stream(
-            206,
-            {"content-range": f"bytes {start}-{end}/{size}", "content-length": str(end - start + 1)},
-            url,
-            _file=_Limited(fh, end - start + 1),
+    start, end, status = 0, size - 1, 200
+    if wanted.startswith("bytes=") and size:
+        first, _, last = wanted[6:].partition("-")
+        start, end = (
+            (max(0, size - int(last)), size - 1)
+            if not first
+            else (int(first), min(size - 1, int(last or size - 1)))
         )
-    content = "text/html" if path.endswith(".html") else "application/octet-stream"
-    return Stream(200, {"content-length": str(size), "content-type": content}, url, _file=fh)
+        status = 206
+    fh.seek(start)
 
+    def pieces() -> Iterator[bytes]:
+        left = end - start + 1
+        while left > 0 and (data := fh.read(min(CHUNK, left))):
+            left -= len(data)
+            yield data
 
-def _range(spec: str, size: int) -> tuple[int, int]:
-    first, _, last = spec.partition("-")
-    if not first:
-        return max(0, size - int(last)), size - 1
-    return int(first), min(size - 1, int(last)) if last else size - 1
-
-
-class _Limited:
-    def __init__(self, fh: object, left: int) -> None:
-        self._fh, self._left = fh, left
-
-    def read(self, n: int) -> bytes:
-        data: bytes = self._fh.read(min(n, self._left))  # type: ignore[attr-defined]
-        self._left -= len(data)
-        return data
-
-    def close(self) -> None:
-        self._fh.close()  # type: ignore[attr-defined]
+    found = {
+        "content-length": str(end - start + 1),
+        "content-type": "text/html" if path.endswith(".html") else "",
+    }
+    if status == 206:
+        found["content-range"] = f"bytes {start}-{end}/{size}"
+    return Stream(status, found, url, owner._counted(pieces()), fh.close)
