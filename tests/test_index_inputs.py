@@ -404,3 +404,36 @@ def test_releases_table_and_answers(index, isolated):
     page = cli(*args, "--gpu", "H100", "--format", "html", codes=1).out
     assert page.startswith("<!DOCTYPE html>") and '<td class="native"' in page
     assert "no project 'nope'" in cli("releases", "nope", "--index-url", index, "--gpu", "H100", codes=2).err
+
+
+def test_action_and_pre_commit_hook_take_requirements(index, isolated, monkeypatch):
+    """The action's ``requirements`` input and the ``fatbin-inspect-requirements`` hook run
+    ``gate -r FILE``: the pins are judged from the index, nothing is installed."""
+    import re
+
+    from test_integration_files import LOCAL, Runner, hook
+
+    (isolated / "requirements.txt").write_text(f"--index-url {index}\ndemo-cuda==1.0\n")
+    (isolated / "README.md").write_text("not a requirements file")
+    monkeypatch.setenv("PYTHONPATH", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = Runner(
+        isolated,
+        {"paths": "", "requirements": "requirements*.txt", "args": "--gpu H100 --require sm_90", **LOCAL},
+    )
+    code, log = r.run()
+    assert code == 0 and r.outputs["gate"]["exit-code"] == "0", log
+    r = Runner(
+        isolated, {"paths": "", "requirements": "requirements.txt", "args": "--gpu 'GTX 1080'", **LOCAL}
+    )
+    code, log = r.run()
+    assert r.outputs["gate"]["exit-code"] == "1" and "::error" in log
+    h = hook("fatbin-inspect-requirements")
+    staged = [
+        f
+        for f in ("requirements.txt", "README.md", "pylock.toml", "sub/requirements-dev.txt")
+        if re.search(h["files"], f)
+    ]
+    assert staged == ["requirements.txt", "pylock.toml", "sub/requirements-dev.txt"]
+    argv = [sys.executable, *h["entry"].split()[1:], "--gpu", "GTX 1080", "requirements.txt"]
+    ran = subprocess.run(argv, cwd=isolated, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 1 and "FBI" in ran.stdout + ran.stderr, ran.stderr
