@@ -172,16 +172,22 @@ class IndexSource:
         from fatbin_inspect.containers.index import remote_zip
         from fatbin_inspect.inventory import reader
 
+        metadata = self._pep658(f) if f.metadata else None  # (condition 1 before any wheel byte)
         wheel = remote_zip.open_wheel(self.transport, f.url, f.sha256)
-        metadata = self._pep658(f) if f.metadata else None
         self.facts[path] = WheelFacts(metadata or wheel.metadata, tuple(wheel.names))
         if wheel.whole:
-            records = list(reader.inspect_blob(path, wheel.blob, opts, 0))
-        else:
-            span = (0, len(wheel.zf.filelist))
-            records = list(reader.inspect_zip_span(path, wheel.blob, opts, span, wheel.zf))
-            records = [_as_whole(r, path, wheel.size) for r in records]
-        return records, wheel.received
+            return list(reader.inspect_blob(path, wheel.blob, opts, 0)), wheel.received
+        own: FileReport | None = None
+        members: list[FileReport] = []
+        for infos in wheel.batches():  # one span of members at a time, let go after
+            wheel.zf.filelist = infos
+            found = list(reader.inspect_zip_span(path, wheel.blob, opts, (0, len(infos)), wheel.zf))
+            own = _joined(own, found[0]) if found and found[0].path == path else own
+            members += [r for r in found if r.path != path]
+        if own is None:  # no member that can hold device code
+            wheel.zf.filelist = []
+            own = next(iter(reader.inspect_zip_span(path, wheel.blob, opts, (0, 0), wheel.zf)))
+        return [dataclasses.replace(own, size=wheel.size), *members], wheel.received
 
     def _pep658(self, f: DistFile) -> str | None:
         """The file's METADATA as the index serves it alone (PEP 658), checked against its
@@ -252,9 +258,12 @@ def _key(f: DistFile) -> tuple[int, int, int, int, int]:
     return (0, 0, f.size or 0, 0, 0)
 
 
-def _as_whole(r: FileReport, path: str, size: int) -> FileReport:
-    """A wheel's own record from its cut directory: no note of a span."""
-    return r if r.path != path else dataclasses.replace(r, size=size)
+def _joined(own: FileReport | None, more: FileReport) -> FileReport:
+    """The wheel's own record over its spans: the first error, every note once."""
+    if own is None:
+        return more
+    notes = tuple(dict.fromkeys((*own.notes, *more.notes)))
+    return dataclasses.replace(own, error=own.error or more.error, notes=notes)
 
 
 def _error_record(path: str, message: str) -> FileReport:

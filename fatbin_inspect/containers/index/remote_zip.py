@@ -53,8 +53,34 @@ class RemoteWheel:
     received: int
     sha256: str | None = None
     metadata: str | None = None
-    wanted_bytes: int = 0  # the fetched members' spans (compressed), for the bench's ratio
-    _keep: list[object] = field(default_factory=list, repr=False)
+    wanted_bytes: int = 0  # the wanted members' spans (compressed), for the bench's ratio
+    # ranges only: the wanted members by the span they are fetched in, and how to fetch one
+    groups: list[tuple[int, int, list[zipfile.ZipInfo]]] = field(default_factory=list)
+    fetch: Callable[[int, int], bytes] | None = field(default=None, repr=False)
+
+    def batches(self) -> Iterator[list[zipfile.ZipInfo]]:
+        """The wanted members a span at a time: its bytes are fetched into the scratch file
+        before it is handed out and let go (``MADV_REMOVE``: the file's pages freed) when the
+        caller asks for the next one, so at most one span of the wheel is held at once."""
+        mm = self.blob.buf
+        for a, b, infos in self.groups:
+            data = self.fetch(a, b) if self.fetch is not None else b""
+            self.received += len(data)
+            mm[a:b] = data  # type: ignore[index]
+            del data
+            yield infos
+            _free(mm, a, b)
+
+
+def _free(mm: object, a: int, b: int) -> None:
+    """Give the scratch file's pages of ``[a, b)`` back (whole pages only)."""
+    page = mmap.PAGESIZE
+    lo, hi = (a + page - 1) // page * page, b // page * page
+    if hi > lo and hasattr(mmap, "MADV_REMOVE"):
+        try:
+            mm.madvise(mmap.MADV_REMOVE, lo, hi - lo)  # type: ignore[attr-defined]
+        except (OSError, ValueError):
+            pass
 
 
 def wanted(info: zipfile.ZipInfo) -> bool:
@@ -111,25 +137,26 @@ def open_wheel(transport: Transport, url: str, sha256: str | None) -> RemoteWhee
             f"{shown(url)}: the server sent {len(tail)} bytes of a range it said ends at {size}"
         )
     cd_start = _directory_start(tail, start, size, lambda a, b: _range(transport, url, a, b))
-    scratch = archives._scratch_file(size - cd_start)
-    try:
-        os.ftruncate(scratch.fileno(), size)  # a sparse file: holes cost nothing
-        if cd_start < start:
-            os.pwrite(scratch.fileno(), _range(transport, url, cd_start, start), cd_start)
-        os.pwrite(scratch.fileno(), tail, start)
-        mm = mmap.mmap(scratch.fileno(), 0, access=mmap.ACCESS_READ)
-        blob = Blob(mm, 0, size, owner=mm)
-        zf = archives.open_zip(blob.stream())  # the directory, from the bytes written so far
-        infos = zf.infolist()
-        chosen = [s for s in spans(infos, cd_start) if wanted(s[2]) or _is_metadata(s[2])]
-        for a, b in merged([(a, b) for a, b, _ in chosen]):
-            os.pwrite(scratch.fileno(), _range(transport, url, a, b), a)  # seen through the mapping
-    finally:
-        scratch.close()  # the mapping keeps the (unlinked) file alive
-    names = {info.filename for _a, _b, info in chosen if wanted(info)}
-    wheel = _wheel(url, blob, zf, transport.received - before)
-    zf.filelist = [i for i in infos if i.filename in names]
-    wheel.wanted_bytes = sum(b - a for a, b, info in chosen if info.filename in names)
+    head = _range(transport, url, cd_start, start) if cd_start < start else b""
+    with archives._scratch_file(size) as scratch:  # a sparse file: the holes cost nothing
+        os.ftruncate(scratch.fileno(), size)
+        os.pwrite(scratch.fileno(), head + tail, start - len(head))
+        mm = mmap.mmap(scratch.fileno(), 0, access=mmap.ACCESS_WRITE)  # (writable: MADV_REMOVE)
+    blob = Blob(mm, 0, size, owner=mm)
+    zf = archives.open_zip(blob.stream())  # the directory, from the bytes written so far
+    infos = zf.infolist()
+    chosen = [s for s in spans(infos, cd_start) if wanted(s[2])]
+    meta = next((s for s in spans(infos, cd_start) if _is_metadata(s[2])), None)
+    if meta is not None:
+        mm[meta[0] : meta[1]] = _range(transport, url, meta[0], meta[1])
+    wheel = _wheel(url, blob, zf, 0)
+    wheel.groups = [
+        (a, b, [info for x, y, info in chosen if a <= x and y <= b])
+        for a, b in merged([(a, b) for a, b, _ in chosen])
+    ]
+    wheel.fetch = lambda a, b: _range(transport, url, a, b)
+    wheel.wanted_bytes = sum(b - a for a, b, _ in chosen)
+    wheel.received = transport.received - before
     return wheel
 
 
