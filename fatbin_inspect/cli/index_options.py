@@ -42,10 +42,16 @@ def index_options(platform_flag: str = "--platform", requirements: bool = True) 
             python, platforms = kw.pop("index_python"), tuple(kw.pop("index_platforms"))
             if python is not None and not _python_ok(python):
                 raise click.BadParameter(f"{python!r}: expected X.Y, e.g. 3.11", param_hint="--python")
-            index_inputs.use(index_inputs.IndexSource(config.resolve(overrides), python, platforms))
+            bar = _bar()
+            source = index_inputs.IndexSource(config.resolve(overrides), python, platforms, progress=bar)
+            index_inputs.use(source)
             if reqs:
                 kw["paths"] = (*kw["paths"], *(index_inputs.REQUIREMENT_PREFIX + r for r in reqs))
-            return f(*args, **kw)
+            try:
+                return f(*args, **kw)
+            finally:
+                if bar is not None:
+                    bar.close()
 
         specs = [
             *([_REQUIREMENT] if requirements else []),
@@ -92,6 +98,19 @@ def index_options(platform_flag: str = "--platform", requirements: bool = True) 
         return run
 
     return decorate
+
+
+def _bar() -> Any:
+    """The download bar (``cli.progress.Transfer``: on a terminal only), None with -q or
+    --no-progress."""
+    from fatbin_inspect.cli.options import settings
+
+    ui = settings()
+    if ui["quiet"] or not ui["progress"]:
+        return None
+    from fatbin_inspect.cli.progress import Transfer
+
+    return Transfer("fetching wheel")
 
 
 def _python_ok(text: str) -> bool:

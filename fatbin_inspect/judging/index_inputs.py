@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -71,6 +71,7 @@ class IndexSource:
     platforms: tuple[str, ...] = ()
     cache_dir: str | None = None
     no_cache: bool = False
+    progress: Callable[[int, int | None], None] | None = None  # wheel bytes (done, total)
     _transport: Transport | None = None
     _pages: dict[str, list[DistFile]] = field(default_factory=dict)
     facts: dict[str, WheelFacts] = field(default_factory=dict)
@@ -173,7 +174,7 @@ class IndexSource:
         from fatbin_inspect.inventory import reader
 
         metadata = self._pep658(f) if f.metadata else None  # (condition 1 before any wheel byte)
-        wheel = remote_zip.open_wheel(self.transport, f.url, f.sha256)
+        wheel = remote_zip.open_wheel(self.transport, f.url, f.sha256, self.progress)
         self.facts[path] = WheelFacts(metadata or wheel.metadata, tuple(wheel.names))
         if wheel.whole:
             return list(reader.inspect_blob(path, wheel.blob, opts, 0)), wheel.received

@@ -57,15 +57,19 @@ class RemoteWheel:
     # ranges only: the wanted members by the span they are fetched in, and how to fetch one
     groups: list[tuple[int, int, list[zipfile.ZipInfo]]] = field(default_factory=list)
     fetch: Callable[[int, int], bytes] | None = field(default=None, repr=False)
+    progress: Progress | None = field(default=None, repr=False)
 
     def batches(self) -> Iterator[list[zipfile.ZipInfo]]:
         """The wanted members a span at a time: its bytes are fetched into the scratch file
         before it is handed out and let go (``MADV_REMOVE``: the file's pages freed) when the
         caller asks for the next one, so at most one span of the wheel is held at once."""
-        mm = self.blob.buf
+        mm, done = self.blob.buf, 0
         for a, b, infos in self.groups:
             data = self.fetch(a, b) if self.fetch is not None else b""
             self.received += len(data)
+            done += len(data)
+            if self.progress is not None:
+                self.progress(done, sum(y - x for x, y, _ in self.groups))
             mm[a:b] = data  # type: ignore[index]
             del data
             yield infos
@@ -121,13 +125,21 @@ def merged(ranges: list[tuple[int, int]], gap: int = GAP) -> list[tuple[int, int
     return out
 
 
-def open_wheel(transport: Transport, url: str, sha256: str | None) -> RemoteWheel:
-    """``url``'s wheel, read as the module says; an ``InputError`` names the URL."""
+Progress = Callable[[int, "int | None"], None]  # (bytes done, bytes in all or None)
+
+
+def open_wheel(
+    transport: Transport, url: str, sha256: str | None, progress: Progress | None = None
+) -> RemoteWheel:
+    """``url``'s wheel, read as the module says, telling ``progress`` of the wheel bytes as
+    they come; an ``InputError`` names the URL."""
     before = transport.received
     stream = transport.stream(url, {"Range": f"bytes=-{TAIL}"})
     try:
         if stream.status == 200:  # no ranges: this is the whole file
-            return _whole(transport, url, sha256, stream.chunks(), before)
+            declared = stream.headers.get("content-length")
+            total = int(declared) if declared and declared.isdigit() else None
+            return _whole(transport, url, sha256, stream.chunks(), before, progress, total)
         size, start = _content_range(stream.headers.get("content-range", ""), url)
         tail = b"".join(stream.chunks())
     finally:
@@ -157,6 +169,7 @@ def open_wheel(transport: Transport, url: str, sha256: str | None) -> RemoteWhee
     wheel.fetch = lambda a, b: _range(transport, url, a, b)
     wheel.wanted_bytes = sum(b - a for a, b, _ in chosen)
     wheel.received = transport.received - before
+    wheel.progress = progress
     return wheel
 
 
@@ -224,7 +237,13 @@ def _range(transport: Transport, url: str, start: int, end: int) -> bytes:
 
 
 def _whole(
-    transport: Transport, url: str, sha256: str | None, chunks: Iterator[bytes], before: int
+    transport: Transport,
+    url: str,
+    sha256: str | None,
+    chunks: Iterator[bytes],
+    before: int,
+    progress: Progress | None = None,
+    total: int | None = None,
 ) -> RemoteWheel:
     """The whole wheel from one streaming pass, hashed as it comes, into a scratch file."""
     digest = hashlib.sha256()
@@ -237,6 +256,8 @@ def _whole(
                 raise LimitExceeded(f"{shown(url)}: over {archives.MAX_MEMBER_BYTES:,} bytes")
             digest.update(piece)
             scratch.write(piece)
+            if progress is not None:
+                progress(size, total)
         scratch.flush()
         found = digest.hexdigest()
         if sha256 is not None and found != sha256:
