@@ -437,3 +437,30 @@ def test_action_and_pre_commit_hook_take_requirements(index, isolated, monkeypat
     argv = [sys.executable, *h["entry"].split()[1:], "--gpu", "GTX 1080", "requirements.txt"]
     ran = subprocess.run(argv, cwd=isolated, capture_output=True, text=True, timeout=120)
     assert ran.returncode == 1 and "FBI" in ran.stdout + ran.stderr, ran.stderr
+
+
+def test_gate_requirements_on_a_mixed_fleet(index, isolated):
+    """gate -r over a fleet of an x86_64 H100 node and a GB10 (aarch64) node: each node's
+    findings come from its own CPU's wheel, never a host mismatch (R-HOST) of the other's."""
+    (isolated / "requirements.txt").write_text("demo-cuda==1.0\n")
+    (isolated / "fleet.toml").write_text(
+        '[[targets]]\nname = "x86"\ngpu = "H100"\ndriver = "580"\nhost_arch = "x86_64"\n'
+        '[[targets]]\nname = "spark"\ngpu = "GB10"\ndriver = "580"\n'
+    )
+    ran = cli(
+        "gate",
+        "-r",
+        isolated / "requirements.txt",
+        "--targets",
+        isolated / "fleet.toml",
+        "--index-url",
+        index,
+        "--format",
+        "json",
+        codes=(0, 1),
+    )
+    doc = ran.json()
+    checked = {(c["path"].split("!", 1)[-1], c["target"]) for c in doc["checks"] if c["target"]}
+    assert {p for p, _ in checked} == {"demo_cuda/_ext.so", "demo_cuda/k.fatbin"}
+    assert all(("GB10" in t) == (p == "demo_cuda/k.fatbin") for p, t in checked), checked
+    assert "R-HOST" not in json.dumps(doc["findings"])
