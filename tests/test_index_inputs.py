@@ -464,3 +464,46 @@ def test_gate_requirements_on_a_mixed_fleet(index, isolated):
     assert {p for p, _ in checked} == {"demo_cuda/_ext.so", "demo_cuda/k.fatbin"}
     assert all(("GB10" in t) == (p == "demo_cuda/k.fatbin") for p, t in checked), checked
     assert "R-HOST" not in json.dumps(doc["findings"])
+
+
+@pytest.mark.corpus
+def test_x86_and_aarch64_wheels_of_one_release(tmp_path, isolated):
+    """nvidia-curand 10.4.0.35 from PyPI for x86_64 and aarch64 (scripts/fetch_corpus.sh), served
+    together: GB10 (an aarch64 host) is judged on the aarch64 wheel, the H100 on the x86_64 one,
+    each with the verdict check of that downloaded file gives."""
+    arm = os.path.join(
+        os.path.dirname(CORPUS),
+        "corpus-aarch64",
+        "nvidia_curand-10.4.0.35-py3-none-manylinux_2_27_aarch64.whl",
+    )
+    x86 = os.path.join(CORPUS, "nvidia_curand-10.4.0.35-py3-none-manylinux_2_27_x86_64.whl")
+    if not (os.path.isfile(arm) and os.path.isfile(x86)):
+        pytest.skip("the x86_64 and aarch64 nvidia-curand wheels are not in .cache (scripts/fetch_corpus.sh)")
+    folder = tmp_path / "served"
+    folder.mkdir()
+    for w in (arm, x86):
+        os.symlink(w, folder / os.path.basename(w))
+    server = pypiserver(str(folder))
+    pin = [
+        "check",
+        "pkg:pypi/nvidia-curand@10.4.0.35",
+        "--index-url",
+        server.url + "/simple/",
+        "--python",
+        "3.11",
+    ]
+    try:
+        remote = cli(
+            *pin, "--gpu", "GB10", "--gpu", "H100", "--driver", "580", "--format", "json", codes=(0, 1)
+        ).json()
+        by_wheel = {
+            (r["path"].split("!")[0].rsplit("/", 1)[-1], remote["targets"][r["target"]]["gpu"])
+            for r in remote["results"]
+        }
+        assert by_wheel == {(os.path.basename(arm), "NVIDIA GB10"), (os.path.basename(x86), "NVIDIA H100")}
+        for wheel, gpu in ((arm, "GB10"), (x86, "H100")):
+            local = cli("check", wheel, "--gpu", gpu, "--driver", "580", "--format", "json", codes=(0, 1))
+            mine = cli(*pin, "--gpu", gpu, "--driver", "580", "--format", "json", codes=(0, 1))
+            assert _results(mine) == _results(local), gpu
+    finally:
+        server.stop()
