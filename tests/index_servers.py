@@ -1,7 +1,7 @@
 """Package indexes on 127.0.0.1 for the index tests, as separate processes stopped by PID:
 pypiserver (a real PEP 503 index that answers ``Range``), and the standard library's
-``http.server`` over a static index (it ignores ``Range``: a server without ranges), with a
-``/private/`` folder that always answers 401 (a denied login)."""
+``http.server`` over a static index (it ignores ``Range``: a server without ranges), whose
+``/private/`` prefix serves the same files to the login alice:s3cret only (401 otherwise)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,13 @@ import http.server, sys
 class H(http.server.SimpleHTTPRequestHandler):
     def do_GET(self):
         if self.path.startswith("/private/"):
-            self.send_response(401)
-            self.send_header("WWW-Authenticate", 'Basic realm="x"')
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
+            if self.headers.get("Authorization") != "Basic YWxpY2U6czNjcmV0":  # alice:s3cret
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="x"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            self.path = self.path[len("/private"):]
         super().do_GET()
     def log_message(self, *a):
         pass
@@ -89,9 +91,12 @@ def static_server(folder: str) -> Server:
     return Server([sys.executable, "-c", STATIC_SERVER, str(port)], port, cwd=folder)
 
 
-def static_index(root: str, wheels: list[str], sha: dict[str, str] | None = None) -> None:
+def static_index(
+    root: str, wheels: list[str], sha: dict[str, str] | None = None, metadata: dict[str, bytes] | None = None
+) -> None:
     """A PEP 503 tree under ``root/simple`` for ``wheels`` (copied to ``root/files``), each link
-    with its sha256 (or the one ``sha`` gives for its file name)."""
+    with its sha256 (or the one ``sha`` gives for its file name); ``metadata``: file name ->
+    the METADATA served beside it (PEP 658: ``NAME.metadata``, ``data-core-metadata``)."""
     from packaging.utils import canonicalize_name, parse_wheel_filename
 
     os.makedirs(os.path.join(root, "files"), exist_ok=True)
@@ -102,7 +107,13 @@ def static_index(root: str, wheels: list[str], sha: dict[str, str] | None = None
         name = canonicalize_name(parse_wheel_filename(base)[0])
         with open(w, "rb") as fh:
             digest = (sha or {}).get(base) or hashlib.sha256(fh.read()).hexdigest()
-        by_project.setdefault(name, []).append(f'<a href="../../files/{base}#sha256={digest}">{base}</a>')
+        core = ""
+        if metadata and base in metadata:
+            with open(os.path.join(root, "files", base + ".metadata"), "wb") as fh:
+                fh.write(metadata[base])
+            core = f' data-core-metadata="sha256={hashlib.sha256(metadata[base]).hexdigest()}"'
+        link = f'<a href="../../files/{base}#sha256={digest}"{core}>{base}</a>'
+        by_project.setdefault(name, []).append(link)
     for name, links in by_project.items():
         os.makedirs(os.path.join(root, "simple", name), exist_ok=True)
         with open(os.path.join(root, "simple", name, "index.html"), "w") as fh:

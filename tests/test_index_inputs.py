@@ -254,11 +254,17 @@ def test_one_line_errors(index, isolated, args, message):
     assert message in ran.err and "Traceback" not in ran.err
 
 
-def test_denied_login_and_unreachable_index(no_ranges, isolated):
-    ran = cli(
-        "check", "pkg:pypi/demo-cuda", "--index-url", no_ranges + "/private/simple/", "--gpu", "H100", codes=2
-    )
-    assert "login denied (HTTP 401)" in ran.err
+def test_logins_from_netrc_denied_login_and_unreachable_index(no_ranges, isolated, monkeypatch):
+    private = ["pkg:pypi/demo-cuda@1.0", "--index-url", no_ranges + "/private/simple/", "--gpu", "H100"]
+    ran = cli("check", *private, codes=2)
+    assert "login denied (HTTP 401)" in ran.err and len(ran.err.strip().splitlines()) == 1
+    netrc = isolated / "netrc"
+    netrc.write_text("machine 127.0.0.1 login alice password s3cret\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    assert "native" in cli("check", *private, "--driver", "580", codes=0).out
+    netrc.write_text("machine 127.0.0.1 login alice password wrong\n")
+    assert "login denied" in cli("check", *private, codes=2).err
     from index_servers import free_port
 
     ran = cli(
@@ -271,6 +277,43 @@ def test_denied_login_and_unreachable_index(no_ranges, isolated):
         codes=2,
     )
     assert "connection refused" in ran.err and len(ran.err.strip().splitlines()) == 1
+
+
+def test_pep658_metadata_is_read_before_the_wheel(wheels, isolated):
+    """An index that serves METADATA alone (PEP 658): its Requires-Dist names the runtime;
+    one whose sha256 does not match is not used (the wheel's own METADATA is)."""
+    wheel = next(w for w in wheels[1] if "2.0-cp311" in w)
+    served = b"Metadata-Version: 2.1\nName: demo-cuda\nVersion: 2.0\nRequires-Dist: nvidia-cuda-runtime-cu12==12.4.*\n"
+    root = isolated / "pep658"
+    static_index(str(root), [wheel], metadata={os.path.basename(wheel): served})
+    server = static_server(str(root))
+    args = [
+        "check",
+        "pkg:pypi/demo-cuda@2.0",
+        "--index-url",
+        server.url + "/simple/",
+        "--python",
+        "3.11",
+        "--gpu",
+        "H100",
+        "--format",
+        "json",
+    ]
+    try:
+        (r,) = [r for r in cli(*args, codes=(0, 1)).json()["results"] if r["path"].endswith("k.fatbin")]
+        assert "12.4" in json.dumps(r["runtime"])
+        with open(root / "files" / (os.path.basename(wheel) + ".metadata"), "wb") as fh:
+            fh.write(served.replace(b"12.4", b"12.6"))  # no longer the digest the page gives
+        (r,) = [
+            r
+            for r in cli(*args, codes=(0, 1), env={"FATBIN_INSPECT_CACHE_DIR": str(isolated / "c2")}).json()[
+                "results"
+            ]
+            if r["path"].endswith("k.fatbin")
+        ]
+        assert "12.8" in json.dumps(r["runtime"])  # the wheel's own METADATA
+    finally:
+        server.stop()
 
 
 def test_requirements_and_lock_files(index, wheels, isolated):
