@@ -26,7 +26,7 @@ from fatbin_inspect.cli.findings import findings_format_option, write_findings
 from fatbin_inspect.cli.index_options import index_options
 from fatbin_inspect.cli.options import examples, fail_options, ui_options
 from fatbin_inspect.formats.model import FileReport
-from fatbin_inspect.inventory.reader import Options
+from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.release.findings import fails
 
 

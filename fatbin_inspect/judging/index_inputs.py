@@ -29,7 +29,7 @@ from fatbin_inspect.formats.model import FileError, FileReport
 if TYPE_CHECKING:
     from fatbin_inspect.compat.targets import Target
     from fatbin_inspect.containers.index.transport import Transport
-    from fatbin_inspect.inventory.reader import Options
+    from fatbin_inspect.inventory.options import Options
 
 REQUIREMENT_PREFIX = "-r:"  # how a -r FILE travels among the paths: "-r:requirements.txt"
 FACTS_KIND = "index-facts"

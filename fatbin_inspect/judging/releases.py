@@ -20,7 +20,7 @@ from fatbin_inspect.judging.verdicts import distribution_verdicts
 
 if TYPE_CHECKING:
     from fatbin_inspect.compat.targets import Target
-    from fatbin_inspect.inventory.reader import Options
+    from fatbin_inspect.inventory.options import Options
 
 RUNS = ("native", "no-device-code")  # a release whose code loads as is (or that has none)
 STARTS = (*RUNS, "jit")
