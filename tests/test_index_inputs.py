@@ -106,6 +106,11 @@ def _source(index_url: str, **kw) -> index_inputs.IndexSource:
     return src
 
 
+def _pinned(spec: str, server: str) -> list[str]:
+    """``check pkg:pypi/SPEC`` from ``server``'s index for Python 3.11."""
+    return ["check", f"pkg:pypi/{spec}", "--index-url", server + "/simple/", "--python", "3.11"]
+
+
 def _results(ran) -> dict:
     doc = ran.json()
     names = [t["gpu"] for t in doc["targets"]]
@@ -288,12 +293,7 @@ def test_pep658_metadata_is_read_before_the_wheel(wheels, isolated):
     static_index(str(root), [wheel], metadata={os.path.basename(wheel): served})
     server = static_server(str(root))
     args = [
-        "check",
-        "pkg:pypi/demo-cuda@2.0",
-        "--index-url",
-        server.url + "/simple/",
-        "--python",
-        "3.11",
+        *_pinned("demo-cuda@2.0", server.url),
         "--gpu",
         "H100",
         "--format",
@@ -527,14 +527,7 @@ def test_x86_and_aarch64_wheels_of_one_release(tmp_path, isolated):
     for w in (arm, x86):
         os.symlink(w, folder / os.path.basename(w))
     server = pypiserver(str(folder))
-    pin = [
-        "check",
-        "pkg:pypi/nvidia-curand@10.4.0.35",
-        "--index-url",
-        server.url + "/simple/",
-        "--python",
-        "3.11",
-    ]
+    pin = _pinned("nvidia-curand@10.4.0.35", server.url)
     try:
         remote = cli(
             *pin, "--gpu", "GB10", "--gpu", "H100", "--driver", "580", "--format", "json", codes=(0, 1)
