@@ -43,7 +43,14 @@ def index_options(platform_flag: str = "--platform", requirements: bool = True) 
             if python is not None and not _python_ok(python):
                 raise click.BadParameter(f"{python!r}: expected X.Y, e.g. 3.11", param_hint="--python")
             bar = _bar()
-            source = index_inputs.IndexSource(config.resolve(overrides), python, platforms, progress=bar)
+            source = index_inputs.IndexSource(
+                config.resolve(overrides),
+                python,
+                overrides=overrides,
+                platforms=platforms,
+                no_cache=bool(kw.get("no_cache")),  # the command's own --no-cache (gate)
+                progress=bar,
+            )
             index_inputs.use(source)
             if reqs:
                 kw["paths"] = (*kw["paths"], *(index_inputs.REQUIREMENT_PREFIX + r for r in reqs))

@@ -68,6 +68,7 @@ class IndexSource:
 
     cfg: config.IndexConfig
     python: str | None = None
+    overrides: config.Overrides = field(default_factory=config.Overrides)  # the command's own options
     platforms: tuple[str, ...] = ()
     cache_dir: str | None = None
     no_cache: bool = False
@@ -326,15 +327,14 @@ def source_for(overrides: config.Overrides) -> IndexSource:
     base = current()
     if overrides == config.Overrides():
         return base
-    merged = config.Overrides(
-        overrides.index_url,
-        overrides.extra_index_urls,
-        overrides.find_links,
-        overrides.no_index,
+    given = base.overrides  # the command's own options, then the file's (its --index-url wins)
+    both = config.Overrides(
+        overrides.index_url or given.index_url,
+        given.extra_index_urls + overrides.extra_index_urls,
+        given.find_links + overrides.find_links,
+        given.no_index or overrides.no_index,
     )
-    cfg = config.resolve(merged)
-    src = dataclasses.replace(base, cfg=cfg, _pages={}, facts=base.facts)
-    return src
+    return dataclasses.replace(base, cfg=config.resolve(both), _transport=None, _pages={}, facts=base.facts)
 
 
 def fetch_all(path: str, opts: Options, archs: Sequence[str | None] = (None,)) -> Iterator[Fetched]:
