@@ -189,7 +189,12 @@ class IndexSource:
         if own is None:  # no member that can hold device code
             wheel.zf.filelist = []
             own = next(iter(reader.inspect_zip_span(path, wheel.blob, opts, (0, 0), wheel.zf)))
-        return [dataclasses.replace(own, size=wheel.size), *members], wheel.received
+        ranged = (
+            f"read by HTTP range requests: {len(wheel.groups)} span(s) of the members that can hold "
+            "device code, not the whole file, so the index's sha256 was not checked"
+        )
+        own = dataclasses.replace(own, size=wheel.size, notes=(*own.notes, ranged))
+        return [own, *members], wheel.received
 
     def _pep658(self, f: DistFile) -> str | None:
         """The file's METADATA as the index serves it alone (PEP 658), checked against its
