@@ -233,3 +233,13 @@ def test_simple_pages_json_and_html():
     assert wheel.yanked and wheel.sha256 is None
     with pytest.raises(Exception, match="JSON page"):
         pages.parse_page(b"{", pages.JSON_TYPE, "http://h/", "demo-cuda")
+
+
+def test_spans_join_close_members_up_to_a_size():
+    from fatbin_inspect.containers.index import remote_zip
+
+    assert remote_zip.merged([(0, 10), (20, 30), (100, 110)], gap=15, most=1000) == [(0, 30), (100, 110)]
+    assert remote_zip.merged([(0, 600), (610, 1200), (1210, 1300)], gap=15, most=1000) == [
+        (0, 600),
+        (610, 1300),
+    ]

@@ -35,6 +35,7 @@ from fatbin_inspect.formats.binio import Blob
 
 TAIL = 64 << 10  # the end record, a comment of up to 64 KiB, and most wheels' directories
 GAP = 32 << 10  # wanted spans closer than this are fetched in one request, the gap with them
+MAX_SPAN = 64 << 20  # ... while the request stays this small: the scratch file holds one span
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 
 
@@ -114,11 +115,12 @@ def spans(infos: list[zipfile.ZipInfo], cd_start: int) -> list[tuple[int, int, z
     return out
 
 
-def merged(ranges: list[tuple[int, int]], gap: int = GAP) -> list[tuple[int, int]]:
-    """``ranges`` (sorted) joined where less than ``gap`` apart."""
+def merged(ranges: list[tuple[int, int]], gap: int = GAP, most: int = MAX_SPAN) -> list[tuple[int, int]]:
+    """``ranges`` (sorted) joined where less than ``gap`` apart, while the joined span stays
+    within ``most`` bytes (a larger member is a span of its own)."""
     out: list[tuple[int, int]] = []
     for a, b in ranges:
-        if out and a - out[-1][1] < gap:
+        if out and a - out[-1][1] < gap and max(b, out[-1][1]) - out[-1][0] <= most:
             out[-1] = (out[-1][0], max(b, out[-1][1]))
         else:
             out.append((a, b))
