@@ -28,6 +28,7 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from fatbin_inspect.errors import BudgetExceeded, CorruptError, InputError, LimitExceeded, TruncatedError
 from fatbin_inspect.formats.binio import Blob
@@ -262,11 +263,22 @@ def zip_members(
         zf = open_zip(blob.stream())
     budget = budget if budget is not None else Budget(blob.size)
     infos = zf.infolist()
-    for info in infos if span is None else infos[span[0] : span[1]]:
+    # (zipfile's name index keeps one member a name: the same length, no name repeats)
+    repeats = _repeated(infos) if len(getattr(zf, "NameToInfo", ())) != len(infos) else {}
+    start = 0 if span is None else span[0]
+    for i, info in enumerate(infos[start:] if span is None else infos[span[0] : span[1]], start):
+        name = info.filename
+        note = None
+        if name in repeats:
+            last, count = repeats[name]
+            if i != last:
+                continue  # an earlier member of a name: pip writes the last one over it
+            note = f"{name}: {count} members of the zip have this name: the last one, which pip installs, is read"
         named = zip_wanted(info, all_members)
         if not named and not _zip_file(info):
+            if note is not None:
+                yield Member(name, note=note)
             continue
-        name = info.filename
         try:
             budget.check()
             if info.file_size > MAX_MEMBER_BYTES:
@@ -279,19 +291,44 @@ def zip_members(
                 data = info.header_offset + 30 + hdr[9] + hdr[10]
                 if info.compress_type == zipfile.ZIP_STORED:
                     if named or by_content(blob.read(data, min(HEAD_BYTES, info.file_size), "zip member")):
-                        yield Member(name, blob.view(data, info.file_size, "stored zip member"))
+                        yield Member(name, blob.view(data, info.file_size, "stored zip member"), note=note)
+                    elif note is not None:
+                        yield Member(name, note=note)
                     continue
                 if not by_content(_deflated_head(blob, data, info)):
+                    if note is not None:
+                        yield Member(name, note=note)
                     continue
             check_ratio(info.file_size, info.compress_size)
             with zf.open(info) as fh:
-                yield Member(name, _spill(fh, info.file_size, "zip member", budget=budget))
+                yield Member(name, _spill(fh, info.file_size, "zip member", budget=budget), note=note)
         except BudgetExceeded:
             raise  # the input's budget is spent, or a bomb: no later member is read either
         except InputError as exc:
-            yield Member(name, error=exc)
+            yield Member(name, error=exc, note=note)
         except Exception as exc:  # zlib.error, BadZipFile, NotImplementedError (method), RuntimeError...
-            yield Member(name, error=CorruptError(f"cannot inflate: {_why(exc)}"))
+            yield Member(name, error=CorruptError(f"cannot inflate: {_why(exc)}"), note=note)
+
+
+class _Repeat(NamedTuple):
+    last: int  # the central-directory index of the name's last member
+    members: int  # how many members carry the name
+
+
+def _repeated(infos: list[zipfile.ZipInfo]) -> dict[str, _Repeat]:
+    """The file names that more than one member of a zip carries. pip installs every member in
+    central-directory order, so the last one of a name is the file installed (``zipfile``'s
+    ``getinfo`` answers it too); the earlier ones are never on disk."""
+    seen: dict[str, _Repeat] = {}
+    for i, info in enumerate(infos):
+        prev = seen.get(info.filename)
+        seen[info.filename] = _Repeat(i, 1 if prev is None else prev.members + 1)
+    return {name: r for name, r in seen.items() if r.members > 1 and not name.endswith("/")}
+
+
+def zip_index(infos: list[zipfile.ZipInfo], name: str) -> int | None:
+    """The central-directory index of the member ``name`` as installed (the last of that name)."""
+    return next((i for i in range(len(infos) - 1, -1, -1) if infos[i].filename == name), None)
 
 
 _ZIP_LOCAL = struct.Struct("<IHHHHHIIIHH")

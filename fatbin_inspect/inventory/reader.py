@@ -270,7 +270,7 @@ def zip_member_blob(path: str, name: str) -> Blob | None:
             return None
         zf = archives.open_zip(blob.stream())
         infos = zf.infolist()
-        index = next((i for i, info in enumerate(infos) if info.filename == name), None)
+        index = archives.zip_index(infos, name)
         if index is None:
             return None
         for m in archives.zip_members(blob, all_members=True, span=(index, index + 1), zf=zf):
@@ -394,7 +394,7 @@ def _inspect_archive(
     try:
         reader = reader if reader is not None else open_archive(fmt, blob, opts.members == "all", budget)
         for m in reader.members():
-            if m.note:
+            if m.note and m.blob is None:  # (a member read carries its own note: _member_pairs)
                 notes.append(m.note)
             yield from _member_pairs(
                 member_path.join(path, m.name), m, reader.owner(m.name), opts, depth, budget
@@ -436,6 +436,8 @@ def _member_pairs(child: str, m: archives.Member, owner, opts: Options, depth: i
     if m.blob is None:
         return
     for rec, b in inspect_pairs(child, m.blob, opts, depth + 1, budget):
+        if m.note and rec.path == child:  # a zip member whose name repeats: said on its record
+            rec = dataclasses.replace(rec, notes=(m.note, *rec.notes))
         if _worth_reporting(rec, opts):
             yield (rec if owner is None or rec.package else dataclasses.replace(rec, package=owner)), b
 
