@@ -30,10 +30,16 @@ The layers are walked top (last) first, each read once, streaming: a file is rep
 upper layer replaced or deleted it, so the scan sees exactly the final filesystem. Members are
 named ``LAYER!PATH`` (``blobs/sha256/<hex>!usr/lib/libx.so``), and ``IMAGE!LAYER!PATH`` where a
 layout or archive holds several images: each record says which image and layer its file came
-from. Symlinks are never followed (a link out of the image reads nothing); a hard link is the
-file it names within its layer (tar writes the target first): when an upper layer deleted or
-replaced the target's path, the link still shows the target's bytes, as the final filesystem
-does. Paths with ``..`` are skipped. Python (``*.dist-info/RECORD``) and conda
+from. Symlinks are never followed (a link out of the image reads nothing). A hard link is what
+``umoci unpack`` makes of it: the file its target path holds when the link is made, that is the
+entry of its own layer before it (a file, or a link: chains and fan-outs), else that path in the
+layers below (a link waits in ``ImageReader._pending`` until the walk reaches the layer that has
+it; a whiteout, an opaque folder or a non-folder in between leaves it naming nothing). When an
+upper layer deleted or replaced the target's path, the link still shows the target's bytes, as
+the final filesystem does; a link to itself, to another link naming it, or to nothing is never
+followed. Whiteouts and opaque whiteouts hide what the layers below hold at every level, the
+root's ``.wh..wh..opq`` included (``tests/test_layers_umoci.py`` holds the walk to ``umoci unpack``).
+Paths with ``..`` are skipped. Python (``*.dist-info/RECORD``) and conda
 (``conda-meta/*.json``) metadata of the final filesystem attribute the files to distributions,
 then its dpkg and rpm databases (``containers.packagedb``; an ``rpmdb.sqlite`` is spooled to a
 private temporary file, at most ``packagedb.RPMDB_MAX`` bytes, to be opened).
@@ -605,10 +611,12 @@ class ImageReader:
         self._paths: set[str] = set()  # every path an upper layer has (files, folders, links)
         self._nondirs: set[str] = set()  # upper files and links: nothing below them shows
         self._gone: set[str] = set()  # deleted by an upper whiteout
-        self._opaque: set[str] = set()  # folders an upper layer made opaque
+        self._opaque: set[str] = set()  # folders an upper layer made opaque ("": the root)
+        # path -> names of upper layers' hard links to it, waiting for the lower layer that has it
+        self._pending: dict[str, list[str]] = {}
 
     def _hidden(self, path: str) -> bool:
-        if path in self._paths or path in self._gone:
+        if path in self._paths or path in self._gone or "" in self._opaque:
             return True
         d = posixpath.dirname(path)
         while d:
@@ -627,6 +635,8 @@ class ImageReader:
         layers = self.image.layers
         for pos in range(len(layers) - 1, -1, -1):
             yield from self._layer(layers[pos], counts)
+        counts["links"] += sum(map(len, self._pending.values()))  # links to nothing below them
+        self._pending.clear()
         c = counts
         self.notes.append(
             f"image {self.image.label}: {len(layers)} layers, {c['whiteouts']} whiteouts, "
@@ -665,6 +675,10 @@ class ImageReader:
         if unpacked is not None:
             unpacked.finish(layer.diff_id, None, f"{what} (uncompressed)")
         raw.finish(layer.digest or (layer.diff_id if plain else None), layer.size, what)
+        for target in [t for t in self._pending if walk.hides(t)]:  # deleted before the link was made
+            counts["links"] += len(self._pending.pop(target))
+        for target, names in walk.pending.items():
+            self._pending.setdefault(target, []).extend(names)
         self._paths |= walk.paths
         self._nondirs |= walk.nondirs
         self._gone |= walk.gone
@@ -781,10 +795,14 @@ class _LayerWalk:
         self.nondirs: set[str] = set()
         self.gone: set[str] = set()
         self.opaque: set[str] = set()
-        self.held: dict[str, Member] = {}  # hidden files a later hard link may name
+        # Where the bytes of this layer's regular files and hard links (visible or not) are, for
+        # the hard links that name them (this layer's, and upper layers' waiting in reader._pending):
+        self.held: dict[str, Member] = {}  # path -> a hidden file's member
         self.held_bytes = 0
-        self.shown: dict[str, str] = {}  # visible path -> its member's name (hard links to it)
-        self.sizes: dict[str, int] = {}  # this layer's regular files, visible or not
+        self.shown: dict[str, str] = {}  # path -> the name of the visible member it is
+        self.sizes: dict[str, int] = {}  # path -> its size (also files with nothing to report)
+        self.below: dict[str, str] = {}  # a hard link -> the path it names in the layers below
+        self.pending: dict[str, list[str]] = {}  # path below -> names of links waiting for it
 
     def _member(self, tf, ti, path: str) -> Member | None:
         return archives.tar_member(tf, ti, self.window, name=f"{self.reader.prefix}{self.name}!{path}")
@@ -803,26 +821,43 @@ class _LayerWalk:
             self.reader.files += 1
             self.reader.bytes += ti.size
             self.sizes[path] = ti.size
+        waiting = self.reader._pending.pop(path, ())  # upper layers' hard links naming this path
         if self.reader._hidden(path):
-            self._hold(tf, ti, path)
-            return
-        self.paths.add(path)
-        if not ti.isdir():
-            self.nondirs.add(path)
-        self._count(ti, path)
-        if ti.islnk():
-            yield from self._hardlink(ti, path)
-        elif ti.issym():
-            self._symlink(ti, path)
-        elif ti.isreg():
-            yield from self._regular(tf, ti, path)
+            if ti.islnk():
+                self._link_source(ti, path)  # a later link of this layer may name it
+            else:
+                self._hold(tf, ti, path)
+        else:
+            self.paths.add(path)
+            if not ti.isdir():
+                self.nondirs.add(path)
+            if ti.isreg():
+                self._count(ti.size)
+            if ti.islnk():
+                yield from self._hardlink(ti, path)
+            elif ti.issym():
+                self._symlink(ti, path)
+            elif ti.isreg():
+                yield from self._regular(tf, ti, path)
+        for name in waiting:
+            yield from self._linked(name, path)
 
-    def _count(self, ti, path: str) -> None:
-        """A visible regular file, or a hard link to a file of this layer, in the contents."""
-        size = ti.size if ti.isreg() else self.sizes.get(_link_target(ti)) if ti.islnk() else None
-        if size is not None:
-            self.reader.contents[0] += 1
-            self.reader.contents[1] += size
+    def _count(self, size: int) -> None:
+        """A visible regular file, or a hard link to one, in the contents."""
+        self.reader.contents[0] += 1
+        self.reader.contents[1] += size
+
+    def hides(self, path: str) -> bool:
+        """Whether this layer's whiteouts, opaque folders or non-folders hide ``path`` of the
+        layers below it (a hard link of an upper layer to it finds nothing there)."""
+        if path in self.gone:
+            return True
+        d = path
+        while d:
+            d = posixpath.dirname(d)
+            if d in self.gone or d in self.opaque or d in self.nondirs:
+                return True
+        return False
 
     def _symlink(self, ti, path: str) -> None:
         self.counts["links"] += 1  # never followed: the target is reported where it lives
@@ -849,20 +884,42 @@ class _LayerWalk:
                 self.held[path] = m
                 self.held_bytes += ti.size if self.window is None else 0
 
-    def _hardlink(self, ti, path: str) -> Iterator[Member]:
+    def _link_source(self, ti, path: str) -> None:
+        """Record where the bytes of the hard link ``path`` are: those of the entry it names if
+        this layer had one before it (a file, or a link: chains), else those of the path in the
+        layers below (``below``), as ``umoci unpack`` links to what the filesystem holds there."""
         target = _link_target(ti)
-        m = self.held.get(target)
-        name = f"{self.reader.prefix}{self.name}!{path}"
-        if m is not None:  # the target's own path is gone from the final filesystem
-            self.counts["hardlinks"] += 1
-            yield Member(name, m.blob)
-        elif target in self.shown:  # the target is visible: the link has its records
-            self.counts["hardlinks"] += 1
-            yield Member(name, alias=self.shown[target])
-        elif target in self.paths:  # a visible file with nothing to report
-            self.counts["hardlinks"] += 1
-        else:  # no earlier file of this layer: nothing to follow (never out of the image)
+        if target in self.held:
+            self.held[path] = self.held[target]
+        elif target in self.shown:
+            self.shown[path] = self.shown[target]
+        elif target in self.below:
+            self.below[path] = self.below[target]
+        elif target not in self.sizes:
+            self.below[path] = target
+        if target in self.sizes:
+            self.sizes[path] = self.sizes[target]
+
+    def _hardlink(self, ti, path: str) -> Iterator[Member]:
+        self._link_source(ti, path)
+        yield from self._linked(f"{self.reader.prefix}{self.name}!{path}", path)
+
+    def _linked(self, name: str, path: str) -> Iterator[Member]:
+        """The member ``name`` of a visible hard link to ``path`` of this layer: the bytes of a
+        hidden file (also when an upper layer deleted its name), the records of a visible one, or
+        nothing yet when ``path`` is itself a link to the layers below (it waits for them)."""
+        if path in self.below:
+            self.pending.setdefault(self.below[path], []).append(name)
+            return
+        if path not in self.sizes:  # a folder or a symbolic link: nothing to follow
             self.counts["links"] += 1
+            return
+        self.counts["hardlinks"] += 1
+        self._count(self.sizes[path])
+        if path in self.held:
+            yield Member(name, self.held[path].blob)
+        elif path in self.shown:
+            yield Member(name, alias=self.shown[path])
 
     def _regular(self, tf, ti, path: str) -> Iterator[Member]:
         if _META.search(path):
