@@ -315,12 +315,17 @@ class Response:
         try:
             data = self._raw.read(min(n, cap - self._got + 1))
         except (HTTPError, http.client.HTTPException, OSError, ValueError) as exc:
+            self.close()
             raise self._fail(self._why(exc)) from None
         if self._dog.fired:  # the shut-down socket reads as an end: not the body's end
+            self.close()
             raise self._fail(self._why(TimeoutError()))
         self._got += len(data)
         if self._got > cap:
+            self.close()
             raise LimitExceeded(f"{self.ref}: {show_url(self.url)}: the body is over {cap} bytes")
+        if not data and n:
+            self.close()  # the body's end: the connection and the watchdog go now
         return data
 
     def _why(self, exc: BaseException) -> str:
