@@ -8,6 +8,7 @@ of times (one fatbin per translation unit), so an arch name is never an identity
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 KIND_SASS = "sass"
 KIND_PTX = "ptx"
@@ -30,7 +31,10 @@ class Kernel:
     local: int | None = None  # frame size (per-thread local memory), bytes
 
 
-def _without_init(cls, **fields):
+_R = TypeVar("_R")
+
+
+def _without_init(cls: type[_R], **fields: Any) -> _R:
     """A frozen dataclass record whose fields are set straight in its ``__dict__``: the callers
     name every field, so the record is the one ``cls(**fields)`` makes."""
     record = object.__new__(cls)
@@ -172,7 +176,9 @@ def fast_entry(
     )
 
 
-def bare_entry(kind: str, sm: int, variant: str, size: int, code_version: tuple[int, int], **extra) -> Entry:
+def bare_entry(
+    kind: str, sm: int, variant: str, size: int, code_version: tuple[int, int], **extra: Any
+) -> Entry:
     """An image with no fatbin header around it: a standalone ``.cubin``/``.ptx`` file (offset 0,
     uncompressed, ``size`` bytes), or an arch a probe names (``size`` 0). ``extra``: cubin,
     ptx_target and the other decoded fields. The kind code is the header's (1 PTX, 2 ELF)."""

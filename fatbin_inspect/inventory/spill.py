@@ -63,7 +63,7 @@ class Sink:
         if os.fstat(fd).st_size > KEEP:
             os.ftruncate(fd, 0)
 
-    def write(self, data) -> None:
+    def write(self, data: bytes | bytearray | memoryview) -> None:
         view = memoryview(data)
         while view:
             n = os.pwrite(self.fd, view, self.pos)

@@ -251,7 +251,7 @@ def _machine() -> str | None:
 
 # ------------------------------------------------------------------------------------- GPUs
 def _gpus(
-    probe: GpuProbe | None, roots: Roots, tegra_ccs
+    probe: GpuProbe | None, roots: Roots, tegra_ccs: set[str]
 ) -> tuple[list[LocalGpu], str | None, str | None, str | None]:
     if probe is not None:
         gpus, drv, err = probe()
@@ -330,7 +330,7 @@ def cuda_python_gpus() -> tuple[list[LocalGpu], str | None, str | None]:
         return [], None, str(exc)
 
 
-def _text(v) -> str:
+def _text(v: object) -> str:
     return v.decode(errors="replace") if isinstance(v, bytes) else str(v)
 
 
