@@ -28,7 +28,7 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import IO, Any, NamedTuple
 
 from fatbin_inspect.errors import BudgetExceeded, CorruptError, InputError, LimitExceeded, TruncatedError
 from fatbin_inspect.formats.binio import Blob
@@ -150,7 +150,12 @@ def _ar_decimal(raw: bytes, what: str, pos: int) -> int:
 
 # -------------------------------------------------------------------------------------------- zip
 def _spill(
-    reader, declared: int, what: str, over=CorruptError, head: bytes = b"", budget: Budget | None = None
+    reader: IO[bytes],
+    declared: int,
+    what: str,
+    over: type[InputError] = CorruptError,
+    head: bytes = b"",
+    budget: Budget | None = None,
 ) -> Blob:
     """Copy a stream into memory or an unlinked temp file; more than ``declared`` bytes raise
     ``over`` (a lying header is corrupt; past a limit that is no header's claim, LimitExceeded).
@@ -199,7 +204,7 @@ def _spill(
     return Blob(mm, 0, total, owner=mm)
 
 
-def _scratch_file(size: int):
+def _scratch_file(size: int) -> IO[bytes]:
     """Where a large inflated member goes: an anonymous in-memory file (``memfd``) when the
     machine has room for it several times over, else an unlinked file in the temp dir. Writing
     500 MB to a memfd costs a third of the system time of a disk file, and neither counts in this
@@ -223,7 +228,7 @@ def _mem_available() -> int:
     return 0
 
 
-def open_zip(source) -> zipfile.ZipFile:
+def open_zip(source: Any) -> zipfile.ZipFile:  # a path or a seekable binary file
     """A zip's central directory (``source``: a path or a seekable file object), within limits."""
     try:
         zf = zipfile.ZipFile(source)
@@ -367,7 +372,7 @@ def read_metadata_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int 
 
 
 # -------------------------------------------------------------------------------------------- tar
-def tar_entries(fileobj) -> Iterator[tuple[tarfile.TarInfo, tarfile.TarFile]]:
+def tar_entries(fileobj: Any) -> Iterator[tuple[tarfile.TarInfo, tarfile.TarFile]]:
     """Every entry of a tar stream (``r|*``: read once, in order, any compression tarfile knows),
     within ``MAX_MEMBERS``; hostile bytes raise ``CorruptError``. An entry's data can be read
     (``tf.extractfile``) only until the next entry is asked for."""
@@ -390,7 +395,9 @@ def tar_entries(fileobj) -> Iterator[tuple[tarfile.TarInfo, tarfile.TarFile]]:
         raise CorruptError(f"tar stream breaks off: {_why(exc)}") from None
 
 
-def tar_member(tf: tarfile.TarFile, ti: tarfile.TarInfo, blob: Blob | None = None, name: str | None = None):
+def tar_member(
+    tf: tarfile.TarFile, ti: tarfile.TarInfo, blob: Blob | None = None, name: str | None = None
+) -> Member | None:
     """The ``Member`` for a regular tar entry worth inspecting (its name is a candidate, or its
     first block says so), else None; ``blob``: the whole uncompressed tar, whose members are then
     windows into it (no copy); ``name``: the member's name if not the entry's."""
@@ -434,14 +441,14 @@ class _Bounded(io.RawIOBase):
     byte it gives (those a tar reader skips too) is drawn from ``budget`` and held to the ratio
     rule against the compressed bytes ``source`` has given so far."""
 
-    def __init__(self, raw, limit: int, what: str, source, budget: Budget):
+    def __init__(self, raw: Any, limit: int, what: str, source: Any, budget: Budget):
         self.raw, self.limit, self.what, self.total = raw, limit, what, 0
         self.source, self.budget = source, budget
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, target) -> int:
+    def readinto(self, target: bytearray | memoryview) -> int:  # type: ignore[override]
         try:
             data = self.raw.read(len(target))
         except Exception as exc:  # EOFError (cut stream), zstd/zlib/bz2 errors on hostile bytes
@@ -455,7 +462,7 @@ class _Bounded(io.RawIOBase):
         return len(data)
 
 
-def decompressed(blob: Blob, what: str, budget: Budget | None = None, fileobj=None):
+def decompressed(blob: Blob, what: str, budget: Budget | None = None, fileobj: Any = None) -> Any:
     """A stream of ``blob`` inflated by its magic (zstd, gzip, bzip2, xz; else as stored),
     bounded like every archive member: ``MAX_RATIO`` times its compressed size, at least
     ``SPILL_BYTES``, and the ratio rule as it streams; its bytes are drawn from ``budget`` (the

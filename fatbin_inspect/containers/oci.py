@@ -54,12 +54,26 @@ import posixpath
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from fatbin_inspect.containers import archives, packagedb
 from fatbin_inspect.containers.archives import Member
 from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded, UnreadableError
 from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.model import Package
+
+if TYPE_CHECKING:
+    import tarfile
+    from collections.abc import Callable, Collection, Iterable
+    from typing import BinaryIO
+
+
+class Store(Protocol):
+    """Where an image's blobs are (``DirStore``, ``TarStore``, ``registry.RegistryStore``): the
+    blob ``name`` (a ``Blob``, or a registry's stream of a layer), None when it has none."""
+
+    def get(self, name: str, kind: str = "layer") -> Any: ...
+
 
 MAX_LAYERS = 500  # Docker refuses more than 127; a registry image past this is hostile
 MAX_JSON_BYTES = 8 << 20
@@ -92,7 +106,7 @@ def is_layout_dir(path: str) -> bool:
     )
 
 
-def is_image_names(names) -> bool:
+def is_image_names(names: Collection[str]) -> bool:
     """A tar holding an OCI layout or a ``docker save`` manifest."""
     return "manifest.json" in names or ("oci-layout" in names and "index.json" in names)
 
@@ -148,7 +162,7 @@ class TarStore:
         return None if hit is None else self.blob.view(hit[0], hit[1], name)
 
 
-def _index_member(ti, entries: dict[str, tuple[int, int]], links: dict[str, str]) -> None:
+def _index_member(ti: tarfile.TarInfo, entries: dict[str, tuple[int, int]], links: dict[str, str]) -> None:
     """A tar member into ``entries`` (a regular file: its data's offset and size) or ``links``
     (a symbolic or hard link: the member it names)."""
     name = posixpath.normpath(ti.name.lstrip("/"))
@@ -215,7 +229,7 @@ class _MetaBudget:
         self.left -= n
 
 
-def loads(data: bytes, what: str):
+def loads(data: bytes, what: str) -> Any:
     """JSON from bytes, any failure (bad UTF-8, deep nesting, bad syntax) a ``CorruptError``."""
     try:
         return json.loads(data)
@@ -234,13 +248,13 @@ def check_digest(data: bytes, digest: str | None, what: str) -> None:
 
 
 def _json(
-    store,
+    store: Store,
     name: str,
     digest: str | None = None,
     meta: _MetaBudget | None = None,
     what: str = "",
-    kind="config",
-):
+    kind: str = "config",
+) -> Any:
     """A JSON blob, checked against ``digest`` before it is parsed; None when it is missing."""
     blob = store.get(name, kind)
     if blob is None:
@@ -255,14 +269,14 @@ def _json(
     return loads(data, what)
 
 
-def _blob_name(digest) -> str:
+def _blob_name(digest: object) -> str:
     m = _DIGEST.match(digest) if isinstance(digest, str) else None
     if not m:
         raise CorruptError(f"digest {str(digest)[:80]!r} is not sha256:<64 hex digits>")
     return f"blobs/sha256/{m.group(1)}"
 
 
-def _platform_of(p) -> str:
+def _platform_of(p: object) -> str:
     if not isinstance(p, dict):
         return ""
     return "/".join(
@@ -283,7 +297,7 @@ def short_name(name: str) -> str:
     return name
 
 
-def images(store, platform: str = "", select: str | None = None) -> tuple[list[Image], list[str]]:
+def images(store: Store, platform: str = "", select: str | None = None) -> tuple[list[Image], list[str]]:
     """The images of a store: every entry of an OCI index (or the one named ``select``: a tag,
     ``@DIGEST`` or ``@N``, the N-th), else every image of a ``docker save`` manifest (or the one
     whose RepoTags hold ``select``). ``platform``: what a multi-platform index gives (default
@@ -303,7 +317,7 @@ def images(store, platform: str = "", select: str | None = None) -> tuple[list[I
     return out, notes
 
 
-def _oci_images(store, index, platform: str, select: str | None, notes: list[str]) -> list[Image]:
+def _oci_images(store: Store, index: Any, platform: str, select: str | None, notes: list[str]) -> list[Image]:
     """The images of an OCI index: entries of one name (or none) are the platforms of one image."""
     groups: dict = {}
     for m in _select(_index_entries(index, "index.json"), select, _oci_names):
@@ -311,7 +325,7 @@ def _oci_images(store, index, platform: str, select: str | None, notes: list[str
     return [_oci_image(store, ms, platform, notes) for ms in groups.values()]
 
 
-def _index_entries(index, what: str) -> list:
+def _index_entries(index: Any, what: str) -> list[Any]:
     manifests = index.get("manifests") if isinstance(index, dict) else None
     if not isinstance(manifests, list) or not manifests:
         raise CorruptError(f"{what}: the image index lists no manifests")
@@ -320,26 +334,26 @@ def _index_entries(index, what: str) -> list:
     return manifests
 
 
-def _oci_names(m) -> list[str]:
+def _oci_names(m: Any) -> list[str]:
     ann = m.get("annotations") if isinstance(m, dict) else None
     ann = ann if isinstance(ann, dict) else {}
     names = [v for k in (REF_NAME, _CONTAINERD_NAME) if isinstance(v := ann.get(k), str)]
     return names + [short_name(n) for n in names if short_name(n) != n]
 
 
-def _oci_name(m) -> str | None:
+def _oci_name(m: Any) -> str | None:
     """An index entry's first name (its tag), None for an untagged one."""
     names = _oci_names(m)
     return names[0] if names else None
 
 
-def _docker_names(img) -> list[str]:
+def _docker_names(img: Any) -> list[str]:
     tags = img.get("RepoTags") if isinstance(img, dict) else None
     tags = [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
     return tags + [short_name(t) for t in tags if short_name(t) != t]
 
 
-def _named(entry, select: str, names) -> bool:
+def _named(entry: Any, select: str, names: Callable[[Any], list[str]]) -> bool:
     """``entry`` is named ``select``: one of its names, or ``@`` and a prefix of its digest."""
     if select in names(entry):
         return True
@@ -350,14 +364,14 @@ def _named(entry, select: str, names) -> bool:
     )
 
 
-def _nth(entries: list, select: str):
+def _nth(entries: list[Any], select: str) -> Any:
     i = int(select[1:])
     if i >= len(entries):
         raise CorruptError(f"no image {select}: it holds {len(entries)}")
     return entries[i]
 
 
-def _select(entries: list, select: str | None, names) -> list:
+def _select(entries: list[Any], select: str | None, names: Callable[[Any], list[str]]) -> list[Any]:
     if select is None:
         return entries
     if select.startswith("@") and select[1:].isdigit():
@@ -369,7 +383,7 @@ def _select(entries: list, select: str | None, names) -> list:
     return hits[:1]
 
 
-def _oci_image(store, entries: list, platform: str, notes: list[str]) -> Image:
+def _oci_image(store: Store, entries: list[Any], platform: str, notes: list[str]) -> Image:
     entry = entries[0]
     name = _oci_name(entry)
     meta = _MetaBudget()
@@ -388,7 +402,9 @@ def _oci_image(store, entries: list, platform: str, notes: list[str]) -> Image:
         return Image(name, entry.get("digest") if isinstance(entry, dict) else None, "?", error=str(exc))
 
 
-def _platform_entry(store, entries: list, name, want: str, meta: _MetaBudget, notes: list[str]) -> dict:
+def _platform_entry(
+    store: Store, entries: list[Any], name: str | None, want: str, meta: _MetaBudget, notes: list[str]
+) -> dict:
     """The manifest descriptor for platform ``want`` among the entries of one image (a note
     names the platforms when there are several); CorruptError naming them when none is ``want``."""
     if len(entries) > 1:
@@ -405,7 +421,9 @@ def _platform_entry(store, entries: list, name, want: str, meta: _MetaBudget, no
     return desc
 
 
-def _pick(store, desc: dict, platform: str, meta: _MetaBudget, depth: int) -> tuple[dict | None, list[str]]:
+def _pick(
+    store: Store, desc: dict, platform: str, meta: _MetaBudget, depth: int
+) -> tuple[dict | None, list[str]]:
     """The manifest descriptor for ``platform`` under ``desc`` (itself when it is a manifest), and
     every platform the indexes on the way list (a nested index's too)."""
     if desc.get("mediaType") not in _INDEX_TYPES:
@@ -420,7 +438,7 @@ def _pick(store, desc: dict, platform: str, meta: _MetaBudget, depth: int) -> tu
 
 
 def _among(
-    store, entries: list, platform: str, meta: _MetaBudget, depth: int
+    store: Store, entries: list[Any], platform: str, meta: _MetaBudget, depth: int
 ) -> tuple[dict | None, list[str]]:
     listed: list[str] = []
     fallback = None
@@ -444,7 +462,13 @@ def _among(
 
 
 def _from_manifest(
-    store, manifest, name, digest, platform: str, meta: _MetaBudget, declared: str = ""
+    store: Store,
+    manifest: Any,
+    name: str | None,
+    digest: str | None,
+    platform: str,
+    meta: _MetaBudget,
+    declared: str = "",
 ) -> Image:
     what = f"image manifest {digest}"
     if not isinstance(manifest, dict) or not isinstance(manifest.get("layers"), list):
@@ -474,12 +498,12 @@ def _manifest_layers(descs: list, diff_ids: list | None, what: str) -> list[Laye
     return layers
 
 
-def _size(desc) -> int:
+def _size(desc: object) -> int:
     v = desc.get("size") if isinstance(desc, dict) else None
     return v if type(v) is int and v >= 0 else 0
 
 
-def _diff_ids(config) -> list | None:
+def _diff_ids(config: Any) -> list | None:
     rootfs = config.get("rootfs") if isinstance(config, dict) else None
     ids = rootfs.get("diff_ids") if isinstance(rootfs, dict) else None
     if not isinstance(ids, list) or not all(isinstance(d, str) and _DIGEST.match(d) for d in ids):
@@ -501,7 +525,7 @@ def _check_platform(image: Image, platform: str, declared: str = "") -> Image:
     return image
 
 
-def _docker_image(store, img, platform: str) -> Image:
+def _docker_image(store: Store, img: Any, platform: str) -> Image:
     tags = _docker_names(img)
     name = ", ".join(dict.fromkeys(short_name(t) for t in tags)) or None
     try:
@@ -517,7 +541,7 @@ def _docker_image(store, img, platform: str) -> Image:
         return Image(name, None, "?", error=str(exc))
 
 
-def _docker_config(store, cfg_name, meta: _MetaBudget) -> tuple[dict | None, str | None]:
+def _docker_config(store: Store, cfg_name: object, meta: _MetaBudget) -> tuple[dict | None, str | None]:
     """A ``docker save`` image's config and its digest (the image ID, from its name
     ``<hex>.json``); ``(None, None)`` for a name that is no path inside the archive."""
     if not isinstance(cfg_name, str) or ".." in cfg_name.split("/") or cfg_name.startswith("/"):
@@ -529,7 +553,9 @@ def _docker_config(store, cfg_name, meta: _MetaBudget) -> tuple[dict | None, str
     ), cfg_digest
 
 
-def _docker_layers(store, names, diff_ids: list | None, cfg_name) -> list[Layer]:
+def _docker_layers(
+    store: Store, names: tuple[str, ...], diff_ids: list | None, cfg_name: object
+) -> list[Layer]:
     """The layers of a ``docker save`` image: named by their paths, sized by their members."""
     if diff_ids is not None and len(diff_ids) != len(names):
         raise CorruptError(f"image config {cfg_name}: {len(diff_ids)} diff_ids for {len(names)} layers")
@@ -549,7 +575,7 @@ def _docker_layer_names(layers: list) -> tuple:
     return _check_count(names)
 
 
-def _check_count(names) -> tuple:
+def _check_count(names: list[Any]) -> tuple[Any, ...]:
     if len(names) > MAX_LAYERS:
         raise LimitExceeded(f"image of {len(names)} layers, over the {MAX_LAYERS}-layer limit")
     return tuple(names)
@@ -559,7 +585,7 @@ def _check_count(names) -> tuple:
 class Hashing(io.RawIOBase):
     """A read-once stream that hashes (sha256) and counts every byte it gives."""
 
-    def __init__(self, raw):
+    def __init__(self, raw: BinaryIO):
         import hashlib
 
         self.raw, self.sha, self.total = raw, hashlib.sha256(), 0
@@ -570,7 +596,7 @@ class Hashing(io.RawIOBase):
     def tell(self) -> int:
         return self.total
 
-    def readinto(self, target) -> int:
+    def readinto(self, target: bytearray | memoryview) -> int:  # type: ignore[override]
         data = self.raw.read(len(target))
         n = len(data)
         if n:
@@ -590,13 +616,20 @@ class Hashing(io.RawIOBase):
             raise CorruptError(f"{what}: {self.total} bytes, its descriptor says {size}")
 
 
+class _OpenLayer(NamedTuple):
+    blob: Any  # the stored layer (a Blob, or a registry stream)
+    raw: Hashing  # its stored bytes, hashed
+    stream: Any  # its tar (raw itself for a plain tar)
+    unpacked: Hashing | None  # a compressed docker save layer's tar, hashed
+
+
 class ImageReader:
     """The visible regular files of an image's layers, top layer first, each layer read once;
     ``meta`` collects the Python, conda and dpkg metadata files of the final filesystem, ``rpm``
     the packages of its rpm database; ``files``,
     ``bytes``: the regular files of all the layers and their uncompressed bytes."""
 
-    def __init__(self, store, image: Image, prefix: str = ""):
+    def __init__(self, store: Store, image: Image, prefix: str = ""):
         self.store, self.image, self.prefix = store, image, prefix
         self.meta: dict[str, bytes] = {}
         self.meta_left = MAX_META_BYTES // 2  # (the other half: manifests, indexes, configs)
@@ -649,7 +682,7 @@ class ImageReader:
             + (f", {self.meta_skipped} metadata files over the bound not read" if self.meta_skipped else "")
         )
 
-    def _open_layer(self, layer: Layer, what: str, counts: dict):
+    def _open_layer(self, layer: Layer, what: str, counts: dict[str, int]) -> _OpenLayer:
         """``(blob, raw, stream, unpacked)`` of a layer: ``raw`` hashes its stored bytes,
         ``stream`` gives its tar (``raw`` itself for a plain tar), ``unpacked`` (a compressed
         docker save layer) hashes that tar."""
@@ -663,7 +696,7 @@ class ImageReader:
             stream = unpacked = Hashing(stream)
         elif layer.digest is None and layer.diff_id is None:
             counts["unverified"] += 1
-        return blob, raw, stream, unpacked
+        return _OpenLayer(blob, raw, stream, unpacked)
 
     def _layer(self, layer: Layer, counts: dict) -> Iterator[Member]:
         what = f"layer {layer.digest or layer.name}"
@@ -686,7 +719,7 @@ class ImageReader:
         if len(self._paths) > MAX_PATHS:
             raise LimitExceeded(f"more than {MAX_PATHS} paths in the image's layers")
 
-    def _keep_meta(self, tf, ti, path: str) -> None:
+    def _keep_meta(self, tf: tarfile.TarFile, ti: tarfile.TarInfo, path: str) -> None:
         if ti.size > MAX_JSON_BYTES or ti.size > self.meta_left:
             if not self.meta_skipped:
                 self.notes.append(
@@ -697,7 +730,8 @@ class ImageReader:
             self.meta_over.add(path)
             return
         self.meta_left -= ti.size
-        self.meta[path] = tf.extractfile(ti).read(ti.size)
+        fh = tf.extractfile(ti)  # a regular member: never None
+        self.meta[path] = fh.read(ti.size) if fh is not None else b""
 
     def _note_once(self, note: str) -> None:
         if note not in self.notes:
@@ -707,7 +741,7 @@ class ImageReader:
         """A file of the package database ``rel`` (a ``packagedb.NOT_READ`` key): one note for it."""
         self._note_once(packagedb.not_read_note(packagedb.NOT_READ[rel], f"{self.image.label}: {rel}"))
 
-    def _keep_rpmdb(self, tf, ti, path: str) -> None:
+    def _keep_rpmdb(self, tf: tarfile.TarFile, ti: tarfile.TarInfo, path: str) -> None:
         """An rpm database of the final filesystem: an sqlite one read now (spooled to a private
         temporary file, see ``packagedb.rpm_spooled``), another format a note."""
         what = f"{self.image.label}: {path}"
@@ -778,7 +812,7 @@ class ImageReader:
             out.setdefault(posixpath.normpath(posixpath.join(prefix, f)), record.package)
 
 
-def _claim(out: _Owners, paths, package: Package, links: dict[str, str]) -> None:
+def _claim(out: _Owners, paths: Iterable[str], package: Package, links: dict[str, str]) -> None:
     """The absolute paths a system package lists (``/usr/lib/x``), as image paths (through the
     image's merged-/usr ``links``: ``/lib/x`` is ``usr/lib/x`` where ``lib`` links there)."""
     for p in paths:
@@ -804,10 +838,10 @@ class _LayerWalk:
         self.below: dict[str, str] = {}  # a hard link -> the path it names in the layers below
         self.pending: dict[str, list[str]] = {}  # path below -> names of links waiting for it
 
-    def _member(self, tf, ti, path: str) -> Member | None:
+    def _member(self, tf: tarfile.TarFile, ti: tarfile.TarInfo, path: str) -> Member | None:
         return archives.tar_member(tf, ti, self.window, name=f"{self.reader.prefix}{self.name}!{path}")
 
-    def entry(self, ti, tf) -> Iterator[Member]:
+    def entry(self, ti: tarfile.TarInfo, tf: tarfile.TarFile) -> Iterator[Member]:
         path = posixpath.normpath("/" + ti.name).lstrip("/")
         if ".." in ti.name.split("/"):
             self.counts["outside"] += 1
@@ -859,7 +893,7 @@ class _LayerWalk:
                 return True
         return False
 
-    def _symlink(self, ti, path: str) -> None:
+    def _symlink(self, ti: tarfile.TarInfo, path: str) -> None:
         self.counts["links"] += 1  # never followed: the target is reported where it lives
         target = packagedb.top_link(path, ti.linkname)
         if target is not None:  # a merged-/usr link: system packages list files through it
@@ -873,7 +907,7 @@ class _LayerWalk:
         else:
             self.gone.add(posixpath.join(parent, base[4:]))
 
-    def _hold(self, tf, ti, path: str) -> None:
+    def _hold(self, tf: tarfile.TarFile, ti: tarfile.TarInfo, path: str) -> None:
         """A file an upper layer replaced or deleted: kept (bounded) for a hard link naming it."""
         if not ti.isreg():
             return
@@ -884,7 +918,7 @@ class _LayerWalk:
                 self.held[path] = m
                 self.held_bytes += ti.size if self.window is None else 0
 
-    def _link_source(self, ti, path: str) -> None:
+    def _link_source(self, ti: tarfile.TarInfo, path: str) -> None:
         """Record where the bytes of the hard link ``path`` are: those of the entry it names if
         this layer had one before it (a file, or a link: chains), else those of the path in the
         layers below (``below``), as ``umoci unpack`` links to what the filesystem holds there."""
@@ -900,7 +934,7 @@ class _LayerWalk:
         if target in self.sizes:
             self.sizes[path] = self.sizes[target]
 
-    def _hardlink(self, ti, path: str) -> Iterator[Member]:
+    def _hardlink(self, ti: tarfile.TarInfo, path: str) -> Iterator[Member]:
         self._link_source(ti, path)
         yield from self._linked(f"{self.reader.prefix}{self.name}!{path}", path)
 
@@ -921,7 +955,7 @@ class _LayerWalk:
         elif path in self.shown:
             yield Member(name, alias=self.shown[path])
 
-    def _regular(self, tf, ti, path: str) -> Iterator[Member]:
+    def _regular(self, tf: tarfile.TarFile, ti: tarfile.TarInfo, path: str) -> Iterator[Member]:
         if _META.search(path):
             self.reader._keep_meta(tf, ti, path)
         elif _RPMDB.match(path):
@@ -935,7 +969,7 @@ class _LayerWalk:
                 yield m
 
 
-def _link_target(ti) -> str:
+def _link_target(ti: tarfile.TarInfo) -> str:
     """The path a hard link member names, as the layer's paths are kept."""
     return posixpath.normpath("/" + ti.linkname).lstrip("/")
 
@@ -947,7 +981,7 @@ class _Owners(dict):
         super().__init__()
         self.notes: list[str] | None = notes
 
-    def setdefault(self, key, default=None):
+    def setdefault(self, key: str, default: Package | None = None) -> Package | None:
         if len(self) >= MAX_OWNED and key not in self:
             if self.notes is not None:
                 self.notes.append(f"the image's metadata lists over {MAX_OWNED} files: the rest unattributed")

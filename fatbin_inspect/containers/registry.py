@@ -115,7 +115,7 @@ def _auths(path: str) -> dict:
     return auths if isinstance(auths, dict) else {}
 
 
-def _entry_credentials(entry) -> tuple[str, str] | str | None:
+def _entry_credentials(entry: object) -> tuple[str, str] | str | None:
     """An ``auths`` entry's identity token, or its ``auth`` (base64 of user:password)."""
     if not isinstance(entry, dict):
         return None
