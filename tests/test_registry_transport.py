@@ -386,6 +386,10 @@ def test_ranges_report_whether_the_server_honoured_them(serve):
     assert res["error"] == "CorruptError"
     one_line(res, "is not the range asked (bytes=100-199)")
     assert dict(srv.seen)["/whole"]["range"] == "bytes=100-199"
+    # HEAD: the headers of the whole body, no body read
+    res = get(srv.base + "/whole", method="'HEAD'")
+    assert (res["status"], res["size"]) == (200, 0), res
+    assert srv.seen[-1][0] == "/whole"
 
 
 # --------------------------------------------------------------- challenges and token realms
