@@ -17,7 +17,8 @@ The policy, the same for every caller:
   to a host allowed it, also from ``https``). A 303, or a 301/302 answering a POST, continues as
   a GET without the body.
 - Credentials (``Authorization``) go only to the host (and port) they were given for: a redirect
-  to another host drops them.
+  to another host drops them; a request body (an OAuth2 refresh token) is never sent on to another
+  host (a 307/308 there is refused).
 - Every header this module or a caller uses is validated before use (``Response.header``):
   visible ASCII, at most 8 KiB; ``Content-Length`` digits only; ``Location`` a URL with a host and
   without userinfo; ``Content-Range`` matching the range asked for; a ``WWW-Authenticate``
@@ -438,9 +439,16 @@ class Transport:
                     f"{ref}: {method} {show_url(url)}: more than {self.policy.max_redirects} redirects"
                 )
             target = _join(str(current), location)
+            came_from = current
             current = self.policy.check_url(target, ref, f"{method} {show_url(str(current))}: redirect to")
             if resp.status == 303 or (resp.status in (301, 302) and method == "POST"):
                 method, body = ("GET" if method != "HEAD" else "HEAD"), None
+            if body is not None and netloc(current) != netloc(came_from):
+                # a body (a token grant's refresh token) is a credential too: never to another host
+                raise UnreadableError(
+                    f"{ref}: {method} {show_url(str(came_from))}: redirect of a request body to "
+                    f"{show_url(str(current))}, another host: refused"
+                )
 
     def get(self, url: str, ref: str, cap: int, **kw: object) -> bytes:
         """The body of a 200 answer to GET ``url``, at most ``cap`` bytes."""
