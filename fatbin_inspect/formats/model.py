@@ -259,12 +259,17 @@ class Package:
         return f"{self.name} {self.version}"
 
 
+# the formats of a record that stands for a container: its members have records of their own
+# (a wheel or zip, an ar archive, a tar, a conda package, an OCI image)
+ARCHIVE_FORMATS = ("zip", "ar", "tar", "conda", "oci")
+
+
 @dataclass(frozen=True)
 class FileReport:
     """One input file, or one member of an archive/wheel (path ``CONTAINER!MEMBER``)."""
 
     path: str
-    format: str  # elf | pe | ar | zip | tar | fatbin | cubin | ptx | unknown
+    format: str  # elf | pe | coff | fatbin | cubin | ptx | unknown, or one of ARCHIVE_FORMATS
     size: int
     fatbins: tuple[Fatbin, ...] = ()
     error: FileError | None = None

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
     from multiprocessing.process import BaseProcess
 
+    from fatbin_inspect.formats.binio import Blob
+
 _T = TypeVar("_T")
 
 PR_SET_PDEATHSIG = 1
@@ -42,6 +44,14 @@ def cpus() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:
         return max(1, os.cpu_count() or 1)
+
+
+def maps_whole_file(blob: Blob, path: str) -> bool:
+    """``blob`` maps the whole file at ``path`` as it is now: another process may map it anew."""
+    try:
+        return blob.base == 0 and os.path.isfile(path) and os.path.getsize(path) == blob.size
+    except OSError:
+        return False
 
 
 def processes(asked: int) -> int:

@@ -16,7 +16,9 @@ from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.decompress import Budget
 from fatbin_inspect.formats.model import Entry, FileReport
-from fatbin_inspect.inventory.reader import Options, inspect_pairs, payload
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.payloads import payload
+from fatbin_inspect.inventory.reader import inspect_pairs
 from fatbin_inspect.inventory.walk import iter_files
 
 SUFFIX = {"sass": ".cubin", "ptx": ".ptx", "ltoir": ".ltoir", "tile": ".tileir", "unknown": ".bin"}

@@ -88,7 +88,8 @@ def _torch_cuda(version_py: str) -> str | None:
 def torch_reference(match: str, reports: Sequence[FileReport]) -> FileReport:
     """libtorch_cuda.so for ``--match``: among the inputs, else the installed torch (found, not
     imported), or the library file ``match`` names."""
-    from fatbin_inspect.inventory.reader import Options, inspect_path
+    from fatbin_inspect.inventory.options import Options
+    from fatbin_inspect.inventory.reader import inspect_path
 
     if match != "torch":
         if not os.path.isfile(match):

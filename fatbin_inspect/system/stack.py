@@ -653,7 +653,8 @@ def find_torch(site_dirs: Iterable[str], archs: bool = True) -> Torch | None:
 def library_archs(path: str) -> tuple[tuple[str, ...], str | None]:
     """Distinct cubin and PTX archs in a library, ordered as torch prints them (sm_ first), and the
     newest PTX ISA among them."""
-    from fatbin_inspect.inventory.reader import Options, inspect_path
+    from fatbin_inspect.inventory.options import Options
+    from fatbin_inspect.inventory.reader import inspect_path
 
     seen, isas = set(), set()
     for rec in inspect_path(path, Options()):
