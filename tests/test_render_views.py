@@ -101,7 +101,8 @@ def _argv(command: str, tmp_path) -> list:
     }[command]
 
 
-@pytest.mark.parametrize(("command", "fmt"), [p for p in _pairs() if p[0] != "verify"])
+# verify needs a GPU and releases a package index to reach their views: drawn from records below
+@pytest.mark.parametrize(("command", "fmt"), [p for p in _pairs() if p[0] not in ("verify", "releases")])
 def test_every_view_renders_through_its_command(command, fmt, tmp_path):
     ran = cli(command, *_argv(command, tmp_path), "--format", fmt, "-o", tmp_path / "report")
     assert ran.code in (0, 1, 4), ran.err  # (doctor: 4 on a machine without a GPU; 1: findings)
@@ -133,6 +134,19 @@ def test_verify_views_render_without_a_gpu(fmt):
     sink = _Sink()
     run = {"target": "no prediction", "checks": [], "findings": [], "images": True, "files": []}
     render.view("verify", fmt).write(run, sink)
+    assert sink.out.getvalue()
+
+
+@pytest.mark.parametrize("fmt", render.formats("releases"))
+def test_releases_views_render_without_an_index(fmt):
+    from fatbin_inspect.compat.targets import resolve_targets
+    from fatbin_inspect.judging.releases import ReleasesReport
+
+    (target,) = resolve_targets(["H100"], "550")
+    sink = _Sink()
+    render.view("releases", fmt).write(
+        {"report": ReleasesReport("torch", (target,), (), (None,), (None,))}, sink
+    )
     assert sink.out.getvalue()
 
 

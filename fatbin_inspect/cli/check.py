@@ -21,6 +21,7 @@ from fatbin_inspect.cli.common import (
     progress_for,
     say,
 )
+from fatbin_inspect.cli.index_options import index_options
 from fatbin_inspect.cli.options import (
     compat_option,
     driver_option,
@@ -42,7 +43,7 @@ from fatbin_inspect.judging.inputs import check_roots, parse_env, verdict_option
     "fatbin-inspect check lib.so --targets doctor-*.json --format sarif -o check.sarif --exit-zero",
 )
 @click.command("check")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=True))  # (WHEEL!MEMBER too)
+@click.argument("paths", nargs=-1, type=click.Path(dir_okay=True))  # (WHEEL!MEMBER, pkg:pypi/... too)
 @gpu_option(
     "GPU: a name ('RTX 4090', 'NVIDIA H100 80GB HBM3'), a CC (8.9), an SM (sm_89) or 'auto'.",
     envvar="FATBIN_INSPECT_GPU",
@@ -80,6 +81,7 @@ from fatbin_inspect.judging.inputs import check_roots, parse_env, verdict_option
 @format_option("check")
 @output_option
 @ui_options
+@index_options()
 def check_cmd(
     paths: tuple[str, ...],
     gpus: tuple[str, ...],
@@ -104,6 +106,8 @@ def check_cmd(
     from fatbin_inspect import render
     from fatbin_inspect.render.check_views import Shown
 
+    if not paths:
+        raise click.UsageError("give a PATH, a pkg:pypi/NAME[@VERSION] or -r FILE")
     view = render.view("check", fmt)
     check_roots(paths)
     env = parse_env(env_pairs, inherit_env)

@@ -22,6 +22,7 @@ from fatbin_inspect.cli.common import (
     output_option,
     progress_for,
 )
+from fatbin_inspect.cli.index_options import index_options
 from fatbin_inspect.cli.options import examples, fail_options, ui_options
 from fatbin_inspect.formats.model import FileReport
 from fatbin_inspect.inventory.options import Options
@@ -34,8 +35,8 @@ from fatbin_inspect.release.findings import fails
     "fatbin-inspect diff old.whl new.whl --no-kernels --format markdown -o diff.md",
 )
 @click.command("diff")
-@click.argument("old", type=click.Path(exists=True))
-@click.argument("new", type=click.Path(exists=True))
+@click.argument("old", type=click.Path())  # (pkg:pypi/NAME@VERSION too)
+@click.argument("new", type=click.Path())
 @click.option(
     "--fail-on-dropped",
     is_flag=True,
@@ -53,6 +54,7 @@ from fatbin_inspect.release.findings import fails
 @output_option
 @click.option("--strict", is_flag=True, help="Exit 3 (not 2) when an input could not be read.")
 @ui_options
+@index_options(requirements=False)
 def diff_cmd(
     old: str,
     new: str,
@@ -69,9 +71,10 @@ def diff_cmd(
     An input that cannot be read (a truncated wheel) is an error, not "everything added": the
     report is still written, and the exit code is 2 (3 with --strict)."""
     from fatbin_inspect import render
-    from fatbin_inspect.judging.inputs import iter_reports
+    from fatbin_inspect.judging.inputs import check_roots, iter_reports
     from fatbin_inspect.release import diff as diff_mod
 
+    check_roots([old, new])
     view = render.view("diff", fmt)
     opts = Options(kernels=kernels, details=kernels)
     seen: list[str] = [old, new]  # inputs and record paths: the output may be none of them
@@ -87,10 +90,8 @@ def diff_cmd(
 
     with progress_for(view, "comparing") as progress:
         d = diff_mod.diff(
-            noted(iter_reports([old], opts, progress)),
-            old.rstrip("/"),
-            noted(iter_reports([new], opts, progress)),
-            new.rstrip("/"),
+            *_side(old, noted(iter_reports([old], opts, progress))),
+            *_side(new, noted(iter_reports([new], opts, progress))),
         )
     report = diff_mod.findings(d)
     level = "warning" if fail_on_dropped else fail_on
@@ -98,3 +99,15 @@ def diff_cmd(
     if unreadable:
         raise SystemExit(EXIT_STRICT if strict else EXIT_USAGE)
     raise SystemExit(EXIT_FINDINGS if fails(report.findings, level) and not exit_zero else EXIT_OK)
+
+
+def _side(root: str, reports: Iterable[FileReport]) -> tuple[Iterable[FileReport], str]:
+    """One side of the diff and the root its paths are matched under: the input, or for a
+    package from an index (read first) the folder of its wheel's URL."""
+    from fatbin_inspect.judging.index_inputs import is_index_input
+
+    if not is_index_input(root):
+        return reports, root.rstrip("/")
+    read = list(reports)
+    container = read[0].path.split("!", 1)[0] if read else root
+    return read, container.rpartition("/")[0] or root

@@ -20,6 +20,7 @@ from fatbin_inspect.cli.common import (
     progress_for,
     say,
 )
+from fatbin_inspect.cli.index_options import index_options
 from fatbin_inspect.cli.options import (
     driver_option,
     examples,
@@ -162,6 +163,7 @@ def _torch_site(match: str | None) -> tuple[str, ...]:
 @format_option("gate")
 @output_option
 @ui_options
+@index_options()
 def gate_cmd(
     paths: tuple[str, ...],
     require: tuple[str, ...],

@@ -16,6 +16,7 @@ from fatbin_inspect.cli.common import (
     output_option,
     progress_for,
 )
+from fatbin_inspect.cli.index_options import index_options
 from fatbin_inspect.cli.options import driver_option, examples, gpu_option, ui_options
 from fatbin_inspect.inventory.options import Options
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     "fatbin-inspect build/ --gpu H100 --format json -o inventory.json",
 )
 @click.command("list")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=True))  # (image references too)
+@click.argument("paths", nargs=-1, type=click.Path(dir_okay=True))  # (image references, pkg:pypi/... too)
 @click.option("--kernels", is_flag=True, help="Decode payloads: every kernel, with per-kernel resources.")
 @click.option("--details", is_flag=True, help="Decode cubins: ELF ABI, type, toolkit, device-link.")
 @click.option(
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
 @format_option("list")
 @output_option
 @ui_options
+@index_options()
 def list_cmd(
     paths: tuple[str, ...],
     kernels: bool,
@@ -81,6 +83,8 @@ def list_cmd(
     from fatbin_inspect.judging.list_run import run_list
     from fatbin_inspect.render.list_views import Shown
 
+    if not paths:
+        raise click.UsageError("give a PATH, a pkg:pypi/NAME[@VERSION] or -r FILE")
     _check_paths(paths)
     targets = _targets(gpus, driver)
     view = render.view("list", fmt)
@@ -102,9 +106,11 @@ def _check_paths(paths: Sequence[str]) -> None:
     """Each path exists, each image reference is well formed (else exit 2); WHEEL!MEMBER is read
     in place."""
     from fatbin_inspect.inventory.roots import resolve_roots
-    from fatbin_inspect.judging.inputs import is_member_root
+    from fatbin_inspect.judging.index_inputs import is_index_input
+    from fatbin_inspect.judging.inputs import check_roots, is_member_root
 
-    on_disk = [p for p in paths if not is_member_root(p)]
+    check_roots([p for p in paths if is_index_input(p)])
+    on_disk = [p for p in paths if not is_member_root(p) and not is_index_input(p)]
     if on_disk:
         resolve_roots(on_disk)
 

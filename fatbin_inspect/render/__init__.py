@@ -110,6 +110,13 @@ VIEWS: dict[str, dict[str, View]] = {
     "explain": _table_json(
         "explain", "explain_text:explanation_text", "explain_json:render_explanation_json"
     ),
+    # {report} (judging.releases.ReleasesReport): each release judged per target
+    "releases": _table(
+        _text("releases", "table", "releases_table:render_releases"),
+        _text("releases", "json", "releases_json:render_releases_json"),
+        _text("releases", "markdown", "releases_markdown:render_releases_markdown"),
+        _text("releases", "html", "releases_html:render_releases_html"),
+    ),
     # {target, checks, findings, images, files}
     "verify": _table_json("verify", "verify_table:render_verify", "verify_json:render_verify_json"),
     # {output_dir, written} (the images extract wrote)
