@@ -57,6 +57,47 @@ def kernels(text: bytes) -> tuple[Kernel, ...]:
     return tuple(Kernel(name=m.group(1).decode("ascii", "replace")) for m in _ENTRY.finditer(text))
 
 
+@dataclass(frozen=True)
+class PtxShape:
+    """What PTX text says about the work of compiling it, counted without parsing it
+    (``compat.jit`` estimates the JIT's seconds from these)."""
+
+    bytes: int  # the text up to its NUL
+    instructions: int  # statements (``;``) less register declarations
+    branches: int  # ``bra``
+    calls: int  # ``call``
+    registers: int  # virtual registers declared (the sum of ``.reg ... %r<N>``)
+    entries: int  # ``.entry``: kernels
+    funcs: int  # ``.func``: device functions
+
+
+_REGS = re.compile(rb"\.reg\s[^<;\n]*<(\d{1,7})>")
+
+
+def shape(text: bytes) -> PtxShape:
+    """The counts of ``PtxShape`` over ``text`` (up to a NUL). Substring counts, not a grammar:
+    fatbinary strips comments, and a name holding ``bra`` or ``call`` after a blank is rare; 40 MB
+    of PTX take ~0.2 s."""
+    nul = text.find(b"\0")
+    if nul >= 0:
+        text = text[:nul]
+    decls = text.count(b".reg ") + text.count(b".reg\t")
+    return PtxShape(
+        bytes=len(text),
+        instructions=max(text.count(b";") - decls, 0),
+        branches=_after_blank(text, b"bra"),
+        calls=_after_blank(text, b"call"),
+        registers=sum(int(n) for n in _REGS.findall(text)),
+        entries=text.count(b".entry ") + text.count(b".entry\t"),
+        funcs=text.count(b".func ") + text.count(b".func\t"),
+    )
+
+
+def _after_blank(text: bytes, word: bytes) -> int:
+    """Occurrences of ``word`` after a space, tab or line start (an instruction's opcode)."""
+    return text.count(b" " + word) + text.count(b"\t" + word) + text.count(b"\n" + word)
+
+
 def target_arch(target: str) -> tuple[int, str]:
     """``sm_90a`` -> (90, "a")."""
     m = re.fullmatch(r"(?:sm|compute)_(\d{1,6})([af]?)", target)
