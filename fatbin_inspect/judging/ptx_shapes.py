@@ -31,10 +31,9 @@ def with_ptx_shapes(report: FileReport, verdicts: list[FileVerdict]) -> list[Fil
     }
     if not wanted:
         return verdicts
-    from fatbin_inspect.inventory.reader import payload
-    from fatbin_inspect.judging.verdicts import _bytes_of  # (the one way back to a record's bytes)
+    from fatbin_inspect.inventory.payloads import _record_blob, payload  # (the way back to its bytes)
 
-    blob = _bytes_of(report.path)
+    blob = _record_blob(report.path)
     if blob is None:
         return verdicts
     budget = Budget(blob.size)
