@@ -123,14 +123,22 @@ class Image(NamedTuple):
 
 
 class Power(NamedTuple):
-    """``y = c + a * x ** b``."""
+    """``y = c + a * x1 ** e1 * x2 ** e2 ...`` over the named counts of an image."""
 
     c: float
     a: float
-    b: float
+    exponents: dict[str, float]  # count (a column of the CSV) -> its exponent
 
-    def __call__(self, x: float) -> float:
-        return self.c + self.a * max(x, 1.0) ** self.b
+    def __call__(self, row: dict) -> float:
+        return self.c + self.a * math.prod(max(row[k], 1) ** e for k, e in self.exponents.items())
+
+    def as_json(self) -> dict:
+        return {"c": self.c, "a": self.a, "exponents": self.exponents}
+
+
+# The counts each model reads: from the PTX (check), from the entry header's size (scan, gate)
+MODELS = {"shape": ("instructions", "largest"), "bytes": ("bytes",)}
+CACHE_MODELS = {"shape": ("instructions",), "bytes": ("bytes",)}
 
 
 def cpu_name() -> str:
@@ -263,7 +271,7 @@ def read_csv(path: Path = CSV) -> list[dict]:
         rows = list(csv.DictReader(fh))
     for r in rows:
         for k in (*PtxShape.__dataclass_fields__, "cubin_bytes"):
-            r[k] = int(r[k])
+            r[k] = int(r.get(k) or 0)  # (a count the CSV does not have yet: measure() adds it)
         r["seconds"] = float(r["seconds"])
     return rows
 
@@ -279,6 +287,9 @@ def measure(args: argparse.Namespace) -> None:
         if (r["library"], r["image"]) in keep  # only the sample's, relocatable code compiled with -c
         and ("-c" in r["flags"].split() or not relocatable(WORK / r["library"] / r["image"]))
     ]
+    shapes = {(im.library, im.path.name): im.shape for im in picked}
+    for r in rows:  # the counts are the package's of today (a counting change needs no ptxas run)
+        r.update(dataclasses.asdict(shapes[(r["library"], r["image"])]))
     done = {(r["library"], r["image"]) for r in rows}
     todo = [im for im in picked if (im.library, im.path.name) not in done]
     todo.sort(key=lambda im: im.shape.instructions)
@@ -303,6 +314,7 @@ def measure(args: argparse.Namespace) -> None:
             flush=True,
         )
         write_csv(rows)  # after each compile: an interrupted run resumes
+    write_csv(rows)
     fit_model(rows, args.ptxas)
 
 
@@ -315,26 +327,42 @@ def write_csv(rows: list[dict]) -> None:
         w.writerows({k: r[k] for k in FIELDS} for r in rows)
 
 
-def fit_power(rows: list[dict], feature: str, key: str) -> Power:
-    """``key = c + a * feature ** b`` over ``rows``: ``c`` the median of the images under SMALL
-    instructions, ``b`` and ``log a`` least squares on logs over the others (their ``key - c``),
-    ``a`` then scaled by the mean of the residuals' exponentials (Duan's smearing: a fit on logs
-    predicts the geometric mean, and a library's cost is a sum)."""
+def fit_power(rows: list[dict], features: tuple[str, ...], key: str) -> Power:
+    """``key = c + a * prod(feature ** e)`` over ``rows``: ``c`` the median of the images under
+    SMALL instructions, ``log a`` and the exponents least squares on logs over the others (their
+    ``key - c``), ``a`` then scaled by the mean of the residuals' exponentials (Duan's smearing:
+    a fit on logs predicts the geometric mean, and a library's cost is a sum)."""
     small = sorted(r[key] for r in rows if r["instructions"] < SMALL)
     c = small[len(small) // 2] if small else 0.0
     big = [
-        (math.log(r[feature]), math.log(r[key] - c))
+        ([1.0, *(math.log(max(r[f], 1)) for f in features)], math.log(r[key] - c))
         for r in rows
         if r["instructions"] >= SMALL and r[key] > c
     ]
-    if len(big) < 3:
-        raise SystemExit(f"too few images of {SMALL}+ instructions to fit {key} on {feature}")
-    mx = sum(x for x, _ in big) / len(big)
-    my = sum(y for _, y in big) / len(big)
-    b = sum((x - mx) * (y - my) for x, y in big) / sum((x - mx) ** 2 for x, _ in big)
-    log_a = my - b * mx
-    smear = sum(math.exp(y - log_a - b * x) for x, y in big) / len(big)
-    return Power(_g(c), _g(math.exp(log_a) * smear), _g(b))
+    if len(big) <= len(features) + 2:
+        raise SystemExit(f"too few images of {SMALL}+ instructions to fit {key} on {features}")
+    coef = _least_squares([x for x, _ in big], [y for _, y in big])
+    smear = sum(math.exp(y - sum(k * v for k, v in zip(coef, x))) for x, y in big) / len(big)
+    exps = {f: _g(e) for f, e in zip(features, coef[1:])}
+    return Power(_g(c), _g(math.exp(coef[0]) * smear), exps)
+
+
+def _least_squares(xs: list[list[float]], ys: list[float]) -> list[float]:
+    """The coefficients minimising the squared error of ``x . coef`` against ``y`` (the normal
+    equations, solved by Gaussian elimination: a few columns, no numpy needed)."""
+    n = len(xs[0])
+    m = [
+        [sum(x[i] * x[j] for x in xs) for j in range(n)] + [sum(x[i] * y for x, y in zip(xs, ys))]
+        for i in range(n)
+    ]
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(m[r][col]))
+        m[col], m[pivot] = m[pivot], m[col]
+        for r in range(n):
+            if r != col:
+                f = m[r][col] / m[col][col]
+                m[r] = [a - f * b for a, b in zip(m[r], m[col])]
+    return [m[i][n] / m[i][i] for i in range(n)]
 
 
 def _g(x: float) -> float:
@@ -350,12 +378,12 @@ def by_library(rows: list[dict], predict: Callable[[dict], float], key: str = "s
     return out
 
 
-def leave_one_out(rows: list[dict], feature: str, key: str = "seconds") -> dict[str, float]:
+def leave_one_out(rows: list[dict], features: tuple[str, ...], key: str = "seconds") -> dict[str, float]:
     """Per library: fitted on the other libraries, its predicted / measured sum."""
     out = {}
     for lib in sorted({r["library"] for r in rows}):
-        f = fit_power([r for r in rows if r["library"] != lib], feature, key)
-        out.update(by_library([r for r in rows if r["library"] == lib], lambda r, f=f: f(r[feature]), key))
+        f = fit_power([r for r in rows if r["library"] != lib], features, key)
+        out.update(by_library([r for r in rows if r["library"] == lib], f, key))
     return out
 
 
@@ -386,16 +414,18 @@ def fit_model(rows: list[dict], ptxas: str | None) -> dict:
             "sample": f"per library up to 10 PTX images at evenly spaced ranks of their instruction count, "
             f"{MIN_INSTRUCTIONS}-{MAX_INSTRUCTIONS} instructions; CPU seconds (user+sys) of the ptxas child",
         },
-        "formula": "per PTX image: seconds = c + a * x ** b, x the instructions (formats.ptx.shape) when the "
-        "PTX was read, else its uncompressed bytes; cache_bytes likewise (the cubin ptxas writes); "
-        "times the family's scale (families: seconds, cache_bytes against sm_120 on the same PTX)",
+        "formula": "per PTX image: y = c + a * prod(count ** exponent) over the exponents' counts: "
+        "'shape' where check read the PTX (formats.ptx.shape: seconds from instructions and the largest "
+        "function's, cache bytes from instructions), 'bytes' where only the entry header's size is known "
+        "(scan, gate); seconds are ptxas's user+sys on one core, cache_bytes the cubin it writes; times "
+        "the family's scale (families: seconds, cache_bytes against sm_120 on the same PTX)",
         "families": {f: {"seconds": s, "cache_bytes": c} for f, (s, c) in FAMILY_SCALE.items()},
     }
-    for key, out in (("seconds", "seconds"), ("cubin_bytes", "cache_bytes")):
-        model[out] = {
-            feature: fit_power(rows, feature, key)._asdict() for feature in ("instructions", "bytes")
-        }
-    lolo = {feature: leave_one_out(rows, feature) for feature in ("instructions", "bytes")}
+    model["seconds"] = {name: fit_power(rows, fs, "seconds").as_json() for name, fs in MODELS.items()}
+    model["cache_bytes"] = {
+        name: fit_power(rows, fs, "cubin_bytes").as_json() for name, fs in CACHE_MODELS.items()
+    }
+    lolo = {name: leave_one_out(rows, fs) for name, fs in MODELS.items()}
     lolo["old_model"] = by_library(rows, lambda r: OLD_SECONDS[0] + OLD_SECONDS[1] * r["bytes"])
     model["leave_one_library_out"] = {
         "what": "seconds: sum predicted / sum measured over the library's sampled images, fitted on the "
@@ -405,7 +435,7 @@ def fit_model(rows: list[dict], ptxas: str | None) -> dict:
     model["note"] = (
         f"Fitted on {len(rows)} ptxas {model['measured']['ptxas']} compiles ({SASS}) of PTX from {len(libs)} "
         f"libraries; left out one library at a time, the estimate of that library's seconds is off by "
-        f"at most {worst(lolo['instructions']):.2f}x from the instruction counts "
+        f"at most {worst(lolo['shape']):.2f}x from the PTX's counts "
         f"({worst(lolo['bytes']):.2f}x from bytes alone; the previous model {worst(lolo['old_model']):.2f}x). "
         f"ptxas is single-threaded, as is the driver's JIT of one module; another CPU scales the seconds."
     )

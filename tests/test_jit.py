@@ -80,12 +80,18 @@ def test_per_image_model_grows_with_the_ptx():
     for fam in jit.model()["families"]:
         small, big = jit.per_image(10_000, fam), jit.per_image(1_000_000, fam)
         assert 0 < small[0] < big[0] and 0 < small[1] < big[1]
-        few = jit.per_image(10_000, fam, PtxShape(10_000, 200, 0, 0, 0, 1, 0))
-        many = jit.per_image(10_000, fam, PtxShape(10_000, 20_000, 0, 0, 0, 1, 0))
-        assert 0 < few[0] < many[0]  # the same bytes, more instructions: longer
+        few = jit.per_image(10_000, fam, _shape(instructions=200, largest=200))
+        many = jit.per_image(10_000, fam, _shape(instructions=20_000, largest=20_000))
+        split = jit.per_image(10_000, fam, _shape(instructions=20_000, largest=200, entries=100))
+        assert 0 < few[0] < split[0] < many[0]  # the same bytes: more instructions, larger functions
     m = jit.model()["measured"]
     assert m["ptxas"].startswith("13.") and m["cpu"] and m["date"] and len(m["libraries"]) >= 6
     assert {"sm_80", "sm_90", "sm_100", "sm_120"} <= set(jit.model()["families"])
+
+
+def _shape(**counts):
+    base = {"bytes": 10_000, "instructions": 0, "branches": 0, "calls": 0, "registers": 0, "entries": 1}
+    return PtxShape(**{**base, "funcs": 0, "largest": 0, **counts})
 
 
 def _measure_jit():
@@ -105,12 +111,15 @@ def test_the_shipped_model_is_the_fit_of_the_committed_measurements():
     rows = mj.read_csv()
     m = jit.model()
     assert len({r["library"] for r in rows}) >= 6 and len(rows) == m["measured"]["compiles"]
-    for key, out in (("seconds", "seconds"), ("cubin_bytes", "cache_bytes")):
-        for feature in ("instructions", "bytes"):
-            assert mj.fit_power(rows, feature, key)._asdict() == m[out][feature], (out, feature)
+    for key, out, models in (
+        ("seconds", "seconds", mj.MODELS),
+        ("cubin_bytes", "cache_bytes", mj.CACHE_MODELS),
+    ):
+        for name, features in models.items():
+            assert mj.fit_power(rows, features, key).as_json() == m[out][name], (out, name)
     lolo = m["leave_one_library_out"]
-    assert mj.leave_one_out(rows, "instructions") == lolo["instructions"]
-    assert mj.leave_one_out(rows, "bytes") == lolo["bytes"]
+    for name, features in mj.MODELS.items():
+        assert mj.leave_one_out(rows, features) == lolo[name], name
     # the measurements are the shapes the package counts: the counts of a row are ptx.shape's fields
     assert set(PtxShape.__dataclass_fields__) <= set(rows[0])
 
@@ -147,6 +156,12 @@ def test_ptx_shape_counts_what_the_text_holds():
     assert abs(s.instructions - len(body)) <= 0.05 * len(body)
     assert s.branches == sum(re.search(r"(^|\s)bra(\.uni)?\s", ln) is not None for ln in body)
     assert s.registers == sum(int(n) for ln in lines for n in re.findall(r"^\.reg\s.*<(\d+)>", ln))
+    per_function = [0]
+    for ln in lines:  # a function runs from its .entry/.func line to the next one
+        if ".entry " in ln or ".func " in ln:
+            per_function.append(0)
+        per_function[-1] += ln.count(";")
+    assert s.largest == max(per_function) and s.funcs == 0 and len(per_function) == 1 + s.entries
     assert ptx.shape(text + b"\0garbage;;;") == s  # up to the NUL
 
 

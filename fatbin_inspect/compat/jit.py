@@ -3,12 +3,13 @@ compiling the PTX it picks, and the SASS its JIT cache must then hold.
 
 Pure: a ``FileVerdict`` in, numbers out, with the constants of ``data/jit_model.json``. Each
 counted fatbin that loads PTX keeps the image R-SEL chose: its size after decompression and, when
-``check`` read that PTX (``judging.ptx_shapes``), its instruction count (``formats.ptx.shape``).
+``check`` read that PTX (``judging.ptx_shapes``), its counts (``formats.ptx.shape``).
 The model was fitted by ``scripts/measure_jit.py`` on NVIDIA's ptxas (the compiler the driver's
 JIT embeds) over real PTX of 14 libraries, left out one library at a time (its errors are in the
 data): seconds grow with instructions, not bytes (a kernel with long mangled parameter names
-has more bytes per instruction); where only entry headers were read (``scan``, ``gate``) the
-bytes stand in. The driver compiles one module (fatbin) at a time, on one thread, so the
+has more bytes per instruction), and faster than linearly with the size of one function (ptxas
+optimises a function as a whole), so a module of many small kernels costs less than one of few
+large ones; where only entry headers were read (``scan``, ``gate``) the bytes stand in. The driver compiles one module (fatbin) at a time, on one thread, so the
 seconds add up over images.
 
 The cache (R-JIT-ENV, [S3 §5.2.2]): ``CUDA_CACHE_DISABLE=1`` keeps nothing, and a cache smaller
@@ -19,9 +20,12 @@ every start of the program instead of once per driver version.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from fatbin_inspect.compat import data
 from fatbin_inspect.compat.engine import FatbinVerdict, FileVerdict
@@ -109,19 +113,20 @@ def family_of(cc: tuple[int, int]) -> str:
     return below[-1] if below else fams[0]
 
 
-def _power(row: Mapping[str, float], x: int) -> float:
-    return row["c"] + row["a"] * max(x, 1) ** row["b"]
+def _power(row: Mapping[str, Any], counts: Mapping[str, int]) -> float:
+    """``c + a * prod(count ** exponent)`` of one row of the model."""
+    return row["c"] + row["a"] * math.prod(max(counts[k], 1) ** e for k, e in row["exponents"].items())
 
 
 def per_image(size: int, family: str, shape: PtxShape | None = None) -> tuple[float, float]:
-    """(seconds, cache bytes) of compiling one PTX image: ``c + a * x ** b`` with ``x`` its
-    instructions when its shape is known, else its ``size`` in bytes, times the family's scale."""
+    """(seconds, cache bytes) of compiling one PTX image, times the family's scale: from the
+    counts of its PTX when known (``shape``), else from its ``size`` in bytes."""
     m = model()
     scale = m["families"][family]
-    feature, x = ("instructions", shape.instructions) if shape is not None else ("bytes", size)
+    name, counts = ("shape", dataclasses.asdict(shape)) if shape is not None else ("bytes", {"bytes": size})
     return (
-        _power(m["seconds"][feature], x) * scale["seconds"],
-        _power(m["cache_bytes"][feature], x) * scale["cache_bytes"],
+        _power(m["seconds"][name], counts) * scale["seconds"],
+        _power(m["cache_bytes"][name], counts) * scale["cache_bytes"],
     )
 
 

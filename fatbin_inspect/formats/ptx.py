@@ -73,9 +73,11 @@ class PtxShape:
     registers: int  # virtual registers declared (the sum of ``.reg ... %r<N>``)
     entries: int  # ``.entry``: kernels
     funcs: int  # ``.func``: device functions
+    largest: int  # statements from one ``.entry``/``.func`` to the next, at most (ptxas is superlinear in it)
 
 
 _REGS = re.compile(rb"\.reg\s[^<;\n]*<(\d{1,7})>")
+_FUNCTION = re.compile(rb"\.(?:entry|func)\s")
 
 
 def shape(text: bytes) -> PtxShape:
@@ -86,6 +88,8 @@ def shape(text: bytes) -> PtxShape:
     if nul >= 0:
         text = text[:nul]
     decls = text.count(b".reg ") + text.count(b".reg\t")
+    starts = [m.start() for m in _FUNCTION.finditer(text)]
+    bounds = zip([0, *starts], [*starts, len(text)])  # (the text before the first head included)
     return PtxShape(
         bytes=len(text),
         instructions=max(text.count(b";") - decls, 0),
@@ -94,6 +98,7 @@ def shape(text: bytes) -> PtxShape:
         registers=sum(int(n) for n in _REGS.findall(text)),
         entries=text.count(b".entry ") + text.count(b".entry\t"),
         funcs=text.count(b".func ") + text.count(b".func\t"),
+        largest=max(text.count(b";", a, b) for a, b in bounds),
     )
 
 
