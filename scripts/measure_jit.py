@@ -88,7 +88,8 @@ SOURCES = [
     ("xformers-*.whl", "xformers"),
 ]
 MIN_INSTRUCTIONS, MAX_INSTRUCTIONS = 50, 100_000  # sampled images; larger ones take minutes each
-SMALL = 1_000  # images under this many instructions give the floor c
+SMALL = 1_000  # images of this many instructions and more give the exponents
+TINY = 200  # images under this many give the floor c (what any module costs: ~0.02 s, ~11 KB)
 SASS = "sm_120"  # the family measured; compute_121 PTX is compiled for sm_121 (same family)
 # The other families against sm_120 on the same PTX (seconds, cubin bytes): the totals of the
 # 2026-12-01 run (ptxas 13.5.37, 2 cores of an AMD EPYC), each family's vs_sm_90 over sm_120's.
@@ -329,10 +330,10 @@ def write_csv(rows: list[dict]) -> None:
 
 def fit_power(rows: list[dict], features: tuple[str, ...], key: str) -> Power:
     """``key = c + a * prod(feature ** e)`` over ``rows``: ``c`` the median of the images under
-    SMALL instructions, ``log a`` and the exponents least squares on logs over the others (their
+    TINY instructions, ``log a`` and the exponents least squares on logs over those of SMALL and more (their
     ``key - c``), ``a`` then scaled by the mean of the residuals' exponentials (Duan's smearing:
     a fit on logs predicts the geometric mean, and a library's cost is a sum)."""
-    small = sorted(r[key] for r in rows if r["instructions"] < SMALL)
+    small = sorted(r[key] for r in rows if r["instructions"] < TINY)
     c = small[len(small) // 2] if small else 0.0
     big = [
         ([1.0, *(math.log(max(r[f], 1)) for f in features)], math.log(r[key] - c))
