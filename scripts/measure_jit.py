@@ -102,6 +102,7 @@ FAMILY_SCALE = {
 }
 # The model before issue 56 (sm_120 row of data/jit_model.json schema 1): seconds = c + a * bytes
 OLD_SECONDS = (0.03, 3.38466e-06)
+EXTRA = ("branches", "calls", "registers")  # counted here, not by the package: they did not help
 FIELDS = [
     "library",
     "image",
@@ -109,11 +110,13 @@ FIELDS = [
     "sass",
     "flags",
     *PtxShape.__dataclass_fields__,
+    *EXTRA,
     "seconds",
     "cubin_bytes",
 ]
 _TARGET = re.compile(rb"^[ \t]*\.target\s+(\w+)", re.M)
 _VERSION = re.compile(rb"^([ \t]*\.version\s+)(\d+\.\d+)", re.M)
+_REGS = re.compile(rb"\.reg\s[^<;\n]*<(\d{1,7})>")
 _LINKED = re.compile(rb"^[ \t]*\.(?:visible|weak|extern)[ \t]+\.func", re.M)
 
 
@@ -122,6 +125,24 @@ class Image(NamedTuple):
     path: Path
     target: str
     shape: PtxShape
+    extra: dict[str, int]  # EXTRA's counts
+
+
+def extra_counts(text: bytes) -> dict[str, int]:
+    """Counts measured beside ``PtxShape``'s: ``bra`` and ``call`` opcodes (after a blank), and
+    the virtual registers ``.reg`` declares. A fit with either beside the instructions did no
+    better left out one library at a time (2.20x, 2.32x worst against 2.23x for instructions
+    alone, the largest function's 1.88x: 2026-12-07)."""
+    text = text.split(b"\0", 1)[0]
+
+    def opcode(word: bytes) -> int:
+        return sum(text.count(blank + word) for blank in (b" ", b"\t", b"\n"))
+
+    return {
+        "branches": opcode(b"bra"),
+        "calls": opcode(b"call"),
+        "registers": sum(int(n) for n in _REGS.findall(text)),
+    }
 
 
 class Power(NamedTuple):
@@ -186,7 +207,7 @@ def images() -> list[Image]:
         for p in sorted(out.glob("*.ptx")):
             text = p.read_bytes()
             t = _TARGET.search(text)
-            found.append(Image(name, p, t.group(1).decode() if t else "", shape(text)))
+            found.append(Image(name, p, t.group(1).decode() if t else "", shape(text), extra_counts(text)))
     return found
 
 
@@ -272,7 +293,7 @@ def read_csv(path: Path = CSV) -> list[dict]:
     with path.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     for r in rows:
-        for k in (*PtxShape.__dataclass_fields__, "cubin_bytes"):
+        for k in (*PtxShape.__dataclass_fields__, *EXTRA, "cubin_bytes"):
             r[k] = int(r.get(k) or 0)  # (a count the CSV does not have yet: measure() adds it)
         r["seconds"] = float(r["seconds"])
     return rows
@@ -289,9 +310,10 @@ def measure(args: argparse.Namespace) -> None:
         if (r["library"], r["image"]) in keep  # only the sample's, relocatable code compiled with -c
         and ("-c" in r["flags"].split() or not relocatable(WORK / r["library"] / r["image"]))
     ]
-    shapes = {(im.library, im.path.name): im.shape for im in picked}
+    by_name = {(im.library, im.path.name): im for im in picked}
     for r in rows:  # the counts are the package's of today (a counting change needs no ptxas run)
-        r.update(dataclasses.asdict(shapes[(r["library"], r["image"])]))
+        im = by_name[(r["library"], r["image"])]
+        r.update(dataclasses.asdict(im.shape), **im.extra)
     done = {(r["library"], r["image"]) for r in rows}
     todo = [im for im in picked if (im.library, im.path.name) not in done]
     todo.sort(key=lambda im: im.shape.instructions)
@@ -307,6 +329,7 @@ def measure(args: argparse.Namespace) -> None:
             "sass": "sm_121" if im.target == "sm_121" else SASS,
             "flags": got.flags,
             **dataclasses.asdict(im.shape),
+            **im.extra,
             "seconds": got.seconds,
             "cubin_bytes": got.cubin_bytes,
         }

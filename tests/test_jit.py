@@ -6,7 +6,6 @@ import glob
 import importlib.util
 import json
 import os
-import re
 import subprocess
 import zipfile
 from importlib import resources
@@ -90,8 +89,7 @@ def test_per_image_model_grows_with_the_ptx():
 
 
 def _shape(**counts):
-    base = {"bytes": 10_000, "instructions": 0, "branches": 0, "calls": 0, "registers": 0, "entries": 1}
-    return PtxShape(**{**base, "funcs": 0, "largest": 0, **counts})
+    return PtxShape(**{"bytes": 10_000, "instructions": 0, "entries": 1, "funcs": 0, "largest": 0, **counts})
 
 
 def _measure_jit():
@@ -147,15 +145,13 @@ def test_check_counts_the_ptx_it_would_compile(tmp_path):
 
 def test_ptx_shape_counts_what_the_text_holds():
     """Against a line-by-line count of the nvcc-built standalone PTX: statements that are not
-    directives, bra and call opcodes, .entry lines and the registers .reg declares."""
+    directives, .entry lines, the statements of each function."""
     text = open(RAW_PTX, "rb").read()
     s = ptx.shape(text)
     lines = [ln.strip() for ln in text.decode().splitlines()]
     body = [ln for ln in lines if ln.endswith(";") and not ln.startswith((".", "//"))]
     assert s.bytes == len(text) and s.entries == sum(".entry " in ln for ln in lines) >= 1
     assert abs(s.instructions - len(body)) <= 0.05 * len(body)
-    assert s.branches == sum(re.search(r"(^|\s)bra(\.uni)?\s", ln) is not None for ln in body)
-    assert s.registers == sum(int(n) for ln in lines for n in re.findall(r"^\.reg\s.*<(\d+)>", ln))
     per_function = [0]
     for ln in lines:  # a function runs from its .entry/.func line to the next one
         if ".entry " in ln or ".func " in ln:

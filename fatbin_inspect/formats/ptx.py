@@ -67,44 +67,34 @@ class PtxShape:
     (``compat.jit`` estimates the JIT's seconds from these)."""
 
     bytes: int  # the text up to its NUL
-    instructions: int  # statements (``;``) less register declarations
-    branches: int  # ``bra``
-    calls: int  # ``call``
-    registers: int  # virtual registers declared (the sum of ``.reg ... %r<N>``)
+    instructions: int  # statements (``;``) less register declarations (``.reg``)
     entries: int  # ``.entry``: kernels
-    funcs: int  # ``.func``: device functions
+    funcs: int  # ``.func``: device functions (and their declarations)
     largest: int  # statements from one ``.entry``/``.func`` to the next, at most (ptxas is superlinear in it)
 
 
-_REGS = re.compile(rb"\.reg\s[^<;\n]*<(\d{1,7})>")
-_FUNCTION = re.compile(rb"\.(?:entry|func)\s")
+_FUNCTION = re.compile(rb"\.(entry|func)\s")
 
 
 def shape(text: bytes) -> PtxShape:
-    """The counts of ``PtxShape`` over ``text`` (up to a NUL). Substring counts, not a grammar:
-    fatbinary strips comments, and a name holding ``bra`` or ``call`` after a blank is rare; 40 MB
-    of PTX take ~0.2 s."""
+    """The counts of ``PtxShape`` over ``text`` (up to a NUL): substring counts, not a grammar
+    (fatbinary strips comments), a few passes over the text at C speed. Register declarations,
+    branches and calls were measured too (``scripts/measure_jit.py``) and predicted nothing the
+    instructions and the largest function do not."""
     nul = text.find(b"\0")
     if nul >= 0:
         text = text[:nul]
-    decls = text.count(b".reg ") + text.count(b".reg\t")
-    starts = [m.start() for m in _FUNCTION.finditer(text)]
+    heads = [(m.start(), m.group(1)) for m in _FUNCTION.finditer(text)]
+    starts = [start for start, _ in heads]
+    entries = sum(1 for _, kind in heads if kind == b"entry")
     bounds = zip([0, *starts], [*starts, len(text)])  # (the text before the first head included)
     return PtxShape(
         bytes=len(text),
-        instructions=max(text.count(b";") - decls, 0),
-        branches=_after_blank(text, b"bra"),
-        calls=_after_blank(text, b"call"),
-        registers=sum(int(n) for n in _REGS.findall(text)),
-        entries=text.count(b".entry ") + text.count(b".entry\t"),
-        funcs=text.count(b".func ") + text.count(b".func\t"),
+        instructions=max(text.count(b";") - text.count(b".reg"), 0),
+        entries=entries,
+        funcs=len(heads) - entries,
         largest=max(text.count(b";", a, b) for a, b in bounds),
     )
-
-
-def _after_blank(text: bytes, word: bytes) -> int:
-    """Occurrences of ``word`` after a space, tab or line start (an instruction's opcode)."""
-    return text.count(b" " + word) + text.count(b"\t" + word) + text.count(b"\n" + word)
 
 
 def target_arch(target: str) -> tuple[int, str]:
