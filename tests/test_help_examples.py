@@ -1,8 +1,8 @@
 """Every ``Examples:`` line of every command's ``--help`` runs as written, in a shell, in a folder
 holding the files it names (issue 56 item 6): nvcc-built fixtures under the names the examples
 use (``app``, ``lib.so``, ``dist/*.whl``, ``old.whl``, ``image.tar``, ``.venv`` ...). An example
-that names a GPU with ``auto`` or loads modules (``verify``) needs a GPU and is skipped with that
-reason; one that writes ``-o FILE`` must have written it. What each may exit with is the README's
+that names a GPU with ``auto`` or loads modules (``verify``) needs a GPU, one that asks a package
+index or a registry (``releases``, ``pkg:pypi/``) the network: each is skipped with that reason; one that writes ``-o FILE`` must have written it. What each may exit with is the README's
 table: 0 or 1 (findings), 4 for ``doctor`` on a machine without an NVIDIA driver; never 2 (a
 usage or internal error) or 3, never a traceback."""
 
@@ -26,6 +26,7 @@ from conftest import BIN, ROOT
 from fatbin_inspect.cli.main import cli as group
 
 NEEDS_GPU = ("--gpu auto", "fatbin-inspect verify")
+NEEDS_NETWORK = ("fatbin-inspect releases", "pkg:pypi/", "docker://", "registry://")  # an index, a registry
 
 
 def examples() -> list[tuple[str, str]]:
@@ -130,6 +131,8 @@ def _params() -> list:
 def test_help_example_runs(workdir: Path, command: str, line: str) -> None:
     if any(n in line for n in NEEDS_GPU):
         pytest.skip(f"needs a GPU (NVML or cuda-python): {line}")
+    if any(n in line for n in NEEDS_NETWORK):
+        pytest.skip(f"needs the network (a package index or registry): {line}")
     code = re.split(r"\s#\s", line, maxsplit=1)[0]
     env = dict(os.environ, PATH=f"{workdir / 'bin'}{os.pathsep}{os.environ['PATH']}", PYTHONPATH=ROOT)
     env.update(HOME=str(workdir), XDG_CACHE_HOME=str(workdir / ".cache"), NO_COLOR="1", COLUMNS="100")
