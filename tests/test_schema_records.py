@@ -19,7 +19,8 @@ from importlib import resources
 import pytest
 from conftest import cli, fixture_path
 
-from fatbin_inspect.compat.engine import (
+from fatbin_inspect.compat.jit import JitCost
+from fatbin_inspect.compat.verdict import (
     Chosen,
     EntryVerdict,
     ErrorRef,
@@ -27,7 +28,6 @@ from fatbin_inspect.compat.engine import (
     FatbinVerdict,
     FileVerdict,
 )
-from fatbin_inspect.compat.jit import JitCost
 from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileError, FileReport, Kernel, Package
 from fatbin_inspect.formats.records import as_dict, field_names
 from fatbin_inspect.system.diagnose import Condition, JitCache

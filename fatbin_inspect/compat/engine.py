@@ -1,11 +1,10 @@
-"""Verdicts: per fatbin (which image R-SEL picks, or which error) and per file (R-FILE).
+"""Decisions: per fatbin (which image R-SEL picks, or which error) and per file (R-FILE).
 
-Pure: records in, records out, only packaged data read. ``verify`` compares these predictions
-with real driver loads, so each ``FatbinVerdict`` keeps the fatbin offset and the chosen entry
-(with its offset), and each ``EntryVerdict`` says whether that one image alone would load.
-Fatbins that cannot make a launch fail are kept but ``ignored`` (not counted): nvcc's small
-kernel-less device-link output (nvcc 13 puts one in every executable), fatbins without images,
-and the ``__nv_relfatbin`` copies a linked file keeps next to its device-linked ``.nv_fatbin``.
+Pure: records in, records out (``compat.verdict``), only packaged data read; the sentences the
+records carry are made by ``compat.describe``. Fatbins that cannot make a launch fail are kept but
+``ignored`` (not counted): nvcc's small kernel-less device-link output (nvcc 13 puts one in every
+executable), fatbins without images, and the ``__nv_relfatbin`` copies a linked file keeps next to
+its device-linked ``.nv_fatbin``.
 
 A file's verdict is not its worst fatbin (docs/compatibility.md §4, R-FILE): a fatbin that fails on
 the GPU only because it holds code made for other GPUs ("specialised elsewhere": (i) a higher
@@ -25,132 +24,30 @@ import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
-from fatbin_inspect.compat import data, rules
+from fatbin_inspect.compat import data, describe, rules
 from fatbin_inspect.compat.runtime import RuntimeNeed, from_needs
 from fatbin_inspect.compat.targets import Target
+from fatbin_inspect.compat.verdict import (
+    KINDS,
+    SEVERITY,
+    Chosen,
+    Decision,
+    EntryVerdict,
+    ErrorRef,
+    FatbinGroup,
+    FatbinVerdict,
+    FileVerdict,
+    arch_counts,
+    arch_key,
+    counts_toward,
+    error_ref,
+    specialised_in,
+    targets_generation,
+)
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, KIND_TILE, Entry, Fatbin, FileReport
 
-VERDICTS = ("native", "jit", "fail", "no-device-code", "link-time")
-COVERAGES = ("full", "partial", "none")
-SEVERITY = {"no-device-code": 0, "link-time": 0, "native": 1, "jit": 2, "fail": 3}
 DEVICE_LINK_MAX = 64 << 10  # nvcc's device-link cubins are ~1.5 KB; larger ones always count
-KINDS = {
-    "i": "code for a higher compute capability",
-    "ii": "architecture-, family- or Tegra-specific code for other GPUs",
-    "iii": "code for an older generation that a general cubin of the unit replaces here",
-}
-
-
-@dataclass(frozen=True)
-class ErrorRef:
-    code: int
-    name: str  # runtime API name, e.g. cudaErrorNoKernelImageForDevice
-
-
-@dataclass(frozen=True)
-class Chosen:
-    arch: str  # sm_86, compute_90
-    kind: str  # sass | ptx
-    ptx_isa: str | None
-    offset: int | None = None  # entry header offset (per-fatbin choice)
-    size: int | None = None  # the image's bytes after decompression (per-fatbin choice; compat.jit)
-
-
-class EntryVerdict(NamedTuple):
-    """What one image alone would give (a named tuple, not a dataclass: ``check`` makes one per
-    entry per target, 17,000 for libtorch_cuda.so on 5 GPUs, at a third of the cost)."""
-
-    offset: int
-    arch: str
-    verdict: str  # native | jit | fail: what this image alone would give
-    rule: str
-    reason: str
-    error: ErrorRef | None
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What a fatbin or a whole file gives on one target."""
-
-    verdict: str  # native | jit | fail | no-device-code | link-time
-    error: ErrorRef | None
-    chosen: Chosen | None
-    rule: str  # the deciding rule
-    rules: tuple[str, ...]  # every rule that took part, deciding rule first
-    reason: str
-    confidence: str
-    missing_kernels: tuple[str, ...]  # kernels other images have that the loaded one lacks
-
-
-@dataclass(frozen=True)
-class FatbinVerdict(Decision):
-    offset: int
-    section: str | None
-    ignored: str | None  # why this fatbin does not count, or None
-    entries: tuple[EntryVerdict, ...]
-    # a failing fatbin made for other GPUs: the kinds (i/ii/iii) of its images; () = loads, or a gap
-    elsewhere: tuple[str, ...] = ()
-    general_native: bool = False  # loads a cubin natively that is not architecture-specific
-    archs: tuple[str, ...] = ()  # the archs of its SASS and PTX images
-    kernels: tuple[str, ...] | None = None  # every kernel of its images (None: not decoded)
-    specialised: bool = False  # set by the file: failing, and specialised elsewhere (else a gap)
-    narrow: bool = False  # every image is for one architecture number (sm_100 + compute_100)
-    generation: bool = False  # holds code for the target's major, minor at most the target's
-
-
-@dataclass(frozen=True)
-class FatbinGroup:
-    """Failing fatbins of one file on one target that share a fate: specialised elsewhere, or gaps."""
-
-    count: int
-    archs: tuple[tuple[str, int], ...]  # (arch, fatbins holding it), most frequent first
-    kinds: tuple[tuple[str, int], ...] = ()  # (i | ii | iii, fatbins) for specialised ones
-    kernels: tuple[str, ...] | None = None  # kernels only there (None: payloads not decoded)
-    error: ErrorRef | None = None  # what a launch of one of them gives (209 wins)
-
-
-@dataclass(frozen=True)
-class FileVerdict(Decision):
-    path: str
-    target: Target
-    counts: dict[str, int]  # native / jit / fail fatbins (ignored ones not counted)
-    fatbins: tuple[FatbinVerdict, ...]
-    runtime: RuntimeNeed | None
-    notes: tuple[str, ...] = ()
-    advice: tuple[str, ...] = ()
-    coverage: str = "full"  # full | partial | none (R-FILE)
-    specialised: FatbinGroup | None = None  # failing fatbins set aside: made for other GPUs
-    gaps: FatbinGroup | None = None  # failing fatbins that fail the file
-    kernels_analysed: bool = False  # kernel names were decoded (--kernels)
-    link_archs: tuple[str, ...] = ()  # link-time inputs: the archs they can link code for
-
-    @property
-    def elsewhere(self) -> bool:
-        """Nothing loads and every counted fatbin is made for other GPUs, before the unit's guards."""
-        counted = [f for f in self.fatbins if _counts_toward(f)]
-        return (
-            self.verdict == "fail"
-            and self.rule not in ("R-DRV", "R-GPU")
-            and bool(counted)
-            and all(f.verdict == "fail" and f.elsewhere for f in counted)
-        )
-
-    def set_aside_in(self, unit_general: bool, unit_generation: bool) -> bool:
-        """R-UNIT: nothing loads and every counted fatbin is specialised elsewhere in a unit (a
-        distribution) where another file loads a general cubin natively (``unit_general``) and
-        some file targets the GPU's generation (``unit_generation``): ``specialised_in``."""
-        return self.elsewhere and all(
-            specialised_in(f, unit_general, unit_generation) for f in self.fatbins if _counts_toward(f)
-        )
-
-
-def error_ref(code: int | None) -> ErrorRef | None:
-    if code is None:
-        return None
-    row = data.error_by_number(code)
-    return ErrorRef(code, row["runtime_api_name"] if row else f"error {code}")
 
 
 def _kernel_names(e: Entry) -> tuple[str, ...]:
@@ -389,26 +286,6 @@ def _of_generation(images: Sequence[Entry], target: Target) -> bool:
     return any(rules.cc_of(e)[0] == target.cc[0] and rules.cc_of(e) <= target.cc for e in images)
 
 
-def specialised_in(v: FatbinVerdict, unit_general: bool, unit_generation: bool) -> bool:
-    """A failing fatbin is specialised elsewhere when each image is (i), (ii) or (iii), with two
-    guards from the unit (file, or distribution): (iii) only while the unit loads a general cubin
-    natively on the target (``unit_general``); (i) only while the unit targets the target's
-    generation (``unit_generation``: ``targets_generation``) or the fatbin is narrow, one
-    architecture number (docs/compatibility.md §4: broad code for newer GPUs in a build that
-    dropped the generation is a gap)."""
-    return (
-        bool(v.elsewhere)
-        and ("iii" not in v.elsewhere or unit_general)
-        and ("i" not in v.elsewhere or v.narrow or unit_generation)
-    )
-
-
-def targets_generation(fatbins: Sequence[FatbinVerdict]) -> bool:
-    """Some counted fatbin holds code built for the target's major (``sm_X*`` or ``compute_X*``,
-    minor at most the target's): the unit targets the target's generation (guard of (i))."""
-    return any(v.generation for v in fatbins if _counts_toward(v))
-
-
 # --------------------------------------------------------------------------- step: the file
 def evaluate(
     report: FileReport, target: Target, runtime: RuntimeNeed | None = None, *, stack: bool = True
@@ -420,7 +297,7 @@ def evaluate(
     runtime against its minimum driver once per file)."""
     rt = _runtime_of(report, runtime) if stack else None
     fbs = judge_fatbins(report, target)
-    counted = [v for v in fbs if _counts_toward(v)]
+    counted = [v for v in fbs if counts_toward(v)]
     base = {
         "path": report.path,
         "target": target,
@@ -428,7 +305,7 @@ def evaluate(
         "runtime": rt,
         "kernels_analysed": _kernels_analysed(counted),
     }
-    notes = ((target.driver.note,) if target.driver.note else ()) + platform_notes(report, target)
+    notes = ((target.driver.note,) if target.driver.note else ()) + describe.platform_notes(report, target)
     verdict = _file_verdict(report, target, rt, counted, notes, base)
     unknown = stack and rt is None and report.format in HOST_FORMATS
     return _runtime_unknown(verdict) if unknown else verdict
@@ -449,7 +326,7 @@ def _file_verdict(report: FileReport, target: Target, rt, counted, notes, base) 
     if is_link_time(report):
         return _link_time(counted, notes, base)
     if not counted and rt is None:
-        return _no_device_code(_no_code_reason(base["fatbins"]), "R-SEL", notes, base)
+        return _no_device_code(describe.no_code_reason(base["fatbins"]), "R-SEL", notes, base)
     blocked = _stack_check(rt, target, counted, notes, base)
     return blocked if blocked is not None else _loaded(rt, target, counted, notes, base)
 
@@ -459,13 +336,12 @@ def _loaded(rt, target: Target, counted, notes, base) -> FileVerdict:
     m = rules.mvc(rt, target)
     notes += (f"{m.reason} (R-MVC)",) if m else ()
     if not counted:
-        reason = f"no kernels to load; {rules.driver_for_runtime(rt, target).reason}"
+        reason = describe.no_kernels_reason(rules.driver_for_runtime(rt, target).reason)
         return _no_device_code(reason, "R-DRV", notes, base)
     return _aggregate(counted, target, rt, m is not None, notes, base)
 
 
 HOST_FORMATS = ("elf", "pe")  # programs and libraries, which link (or embed) a CUDA runtime
-RUNTIME_UNKNOWN = "runtime not known: the driver check was not made (R-RT: no cudart linked, none declared)"
 
 
 def _runtime_unknown(v: FileVerdict) -> FileVerdict:
@@ -475,7 +351,7 @@ def _runtime_unknown(v: FileVerdict) -> FileVerdict:
     if v.verdict not in ("native", "jit"):
         return v
     return dataclasses.replace(
-        v, notes=(*v.notes, RUNTIME_UNKNOWN), confidence="low" if v.confidence == "low" else "medium"
+        v, notes=(*v.notes, describe.RUNTIME_UNKNOWN), confidence="low" if v.confidence == "low" else "medium"
     )
 
 
@@ -486,36 +362,14 @@ def judge_fatbins(report: FileReport, target: Target) -> tuple[FatbinVerdict, ..
         evaluate_fatbin(fb, target, ignored_reason(fb, has_nv), st)
         for fb, st in zip(report.fatbins, _statics(report), strict=True)
     )
-    general = any(v.general_native for v in fbs if _counts_toward(v))
+    general = any(v.general_native for v in fbs if counts_toward(v))
     generation = targets_generation(fbs)
     return tuple(
         dataclasses.replace(v, specialised=True)
-        if _counts_toward(v) and specialised_in(v, general, generation)
+        if counts_toward(v) and specialised_in(v, general, generation)
         else v
         for v in fbs
     )
-
-
-def platform_notes(report: FileReport, target: Target) -> tuple[str, ...]:
-    """Warnings that the driver number does not fit where the code runs: a Jetson given a
-    desktop driver number, a Windows binary judged against a Linux driver number."""
-    drv, out = target.driver, []
-    platform = getattr(drv, "platform", None)
-    if target.gpu.tegra and not drv.assumed and platform != "jetson":
-        out.append(
-            f"{target.gpu.name} is a Jetson: its driver comes with JetPack/L4T (--driver jetpack-6.2), "
-            f"but {drv.version} is a desktop driver number; judged as CUDA {drv.cuda}"
-        )
-    if report.format == "pe" and platform == "linux":
-        out.append(
-            f"a Windows binary judged against Linux driver {drv.version}: Windows drivers are numbered "
-            "differently (e.g. 581.xx for R580); give the Windows number"
-        )
-    return tuple(out)
-
-
-def _counts_toward(v: FatbinVerdict) -> bool:
-    return v.ignored is None and v.verdict != "no-device-code"
 
 
 def is_link_time(report: FileReport) -> bool:
@@ -548,11 +402,8 @@ def host_fits(report: FileReport, target: Target) -> bool:
 
 
 def _wrong_host(report: FileReport, target: Target, counted, notes, base) -> FileVerdict:
-    reason = (
-        f"{report.machine} code cannot load on {target.gpu.name}'s {target.host_arch} host: pip does not "
-        f"install a wheel built for {report.machine} there and the dynamic loader refuses the file (R-HOST)"
-    )
-    advice = (f"install the {target.host_arch} build of this package on that host",)
+    reason = describe.wrong_host_reason(report, target)
+    advice = describe.wrong_host_advice(target)
     return _nothing_loads(
         "R-HOST", None, reason, "high" if target.host else "medium", counted, notes, advice, base
     )
@@ -592,12 +443,10 @@ def _stack_check(rt, target: Target, counted, notes, base) -> FileVerdict | None
             continue
         c = _counts(counted)
         if counted:
-            notes += (
-                f"past this check the images would give: {c['native']} native, {c['jit']} jit, {c['fail']} fail",
-            )
+            notes += (describe.past_check_note(c),)
         if check.rule == "R-DRV" and not rules.gpu_supported(target).ok:
             notes += (f"{rules.gpu_supported(target).reason} (R-GPU)",)
-        advice = _advice(check.rule, target, rt)
+        advice = describe.advice(check.rule, target, rt)
         return _nothing_loads(
             check.rule, error_ref(check.error), check.reason, check.confidence, counted, notes, advice, base
         )
@@ -608,14 +457,8 @@ def _link_time(counted, notes, base) -> FileVerdict:
     """R-LINK: no run-time verdict; the coverage says whether it can link code for the target."""
     loads = [v for v in counted if v.verdict != "fail"]
     coverage = "none" if not loads else "full" if len(loads) == len(counted) else "partial"
-    archs = tuple(sorted({a for v in counted for a in v.archs}, key=_arch_key))
-    t = base["target"]
-    reason = (
-        f"link-time input (static archive member or relocatable object): it is linked into a program, "
-        f"never loaded itself; code for {', '.join(archs) or 'nothing'}"
-    )
-    if counted:
-        reason += f"; {len(loads)} of {len(counted)} fatbins have code for CC {t.cc[0]}.{t.cc[1]}"
+    archs = tuple(sorted({a for v in counted for a in v.archs}, key=arch_key))
+    reason = describe.link_time_reason(archs, len(loads), len(counted), base["target"])
     return FileVerdict(
         verdict="link-time",
         error=None,
@@ -640,17 +483,11 @@ def group(vs: Sequence[FatbinVerdict], loading: Sequence[FatbinVerdict], kinds: 
         return None
     return FatbinGroup(
         count=len(vs),
-        archs=_arch_counts(vs),
+        archs=arch_counts(vs),
         kinds=_kinds(vs) if kinds else (),
         kernels=_only_kernels(vs, loading),
         error=worst_error(vs),
     )
-
-
-def _arch_counts(vs: Sequence[FatbinVerdict]) -> tuple[tuple[str, int], ...]:
-    """(arch, fatbins holding it), most frequent first."""
-    archs = Counter(a for v in vs for a in v.archs)
-    return tuple(sorted(archs.items(), key=lambda kv: (-kv[1], _arch_key(kv[0]))))
 
 
 def _kinds(vs: Sequence[FatbinVerdict]) -> tuple[tuple[str, int], ...]:
@@ -686,11 +523,11 @@ def _aggregate(counted, target: Target, rt, mvc: bool, notes, base) -> FileVerdi
         chosen=None if fails else _chosen(bad),
         rule=lead.rule,
         rules=_rules(bad, mvc, partial),
-        reason=_reason(lead, bad, counted, loading, spec, gaps, target),
+        reason=describe.file_reason(lead, bad, counted, loading, spec, gaps, target),
         counts=_counts(counted),
         missing_kernels=_missing_kernels(loading),
         notes=notes,
-        advice=_advice(lead.rule, target, rt) if fails else (),
+        advice=describe.advice(lead.rule, target, rt) if fails else (),
         confidence=_confidence(bad, partial),
         coverage=coverage,
         specialised=group(spec, loading, True),
@@ -744,14 +581,7 @@ def _dropped_note(gaps, counted, t: Target) -> tuple[str, ...]:
     dropped = [v for v in gaps if "i" in v.elsewhere and not v.narrow]
     if not dropped or targets_generation(counted):
         return ()
-    x, y = t.cc
-    code = f"sm_{x}0 or compute_{x}0" if y == 0 else f"sm_{x}0…sm_{x}{y} or compute_{x}0…compute_{x}{y}"
-    n = "1 fatbin" if len(dropped) == 1 else f"{len(dropped)} fatbins"
-    return (
-        f"no fatbin holds {code} code: the build targets the generation of CC {x}.{y} nowhere, so "
-        f"{n} of code for newer GPUs {'is a gap' if len(dropped) == 1 else 'are gaps'}, not "
-        "specialised for other GPUs (R-FILE, guard of (i))",
-    )
+    return (describe.dropped_note(len(dropped), t),)
 
 
 def _rules(bad, mvc: bool, partial: bool) -> tuple[str, ...]:
@@ -783,103 +613,6 @@ def _chosen(bad: Sequence[FatbinVerdict]) -> Chosen | None:
     return Chosen(c.arch, c.kind, c.ptx_isa) if c is not None else None
 
 
-def _reason(lead, bad, counted, loading, spec, gaps, t: Target) -> str:
-    dev = f"CC {t.cc[0]}.{t.cc[1]}"
-    reason = lead.reason
-    if len(counted) > 1:
-        reason = f"{of_fatbins(len(bad), len(counted))}: {reason}"
-    if not loading and spec and not gaps:
-        archs = ", ".join(a for a, _ in _arch_counts(spec)[:4])
-        return f"{reason}; only code for {archs}: this file is for other GPUs than {dev}"
-    if gaps and loading:
-        from fatbin_inspect.compat.gap_kernels import clause, decoded_names
-
-        named = clause(decoded_names(gaps) or ())  # the kernels they hold, when decoded
-        return f"{of_fatbins(len(gaps), len(counted))} have no code for {dev} and fail at first use: {lead.reason}{named}"
-    return reason
-
-
-def of_fatbins(n: int, total: int) -> str:
-    """'all 40 fatbins', 'its only fatbin', '3 of 40 fatbins'."""
-    if n == total:
-        return f"all {total} fatbins" if total > 1 else "its only fatbin"
-    return f"{n} of {total} fatbins"
-
-
-def _arch_key(arch: str) -> tuple:
-    head, _, tail = arch.partition("_")
-    digits = "".join(ch for ch in tail if ch.isdigit())
-    return (head != "sm", int(digits or 0), tail)
-
-
-def _counts(counted) -> dict[str, int]:
+def _counts(counted: Sequence[FatbinVerdict]) -> dict[str, int]:
     c = Counter(v.verdict for v in counted)
     return {"native": c["native"], "jit": c["jit"], "fail": c["fail"]}
-
-
-def _no_code_reason(fbs) -> str:
-    if fbs:
-        return f"only {len(fbs)} fatbin(s) that cannot make a launch fail ({fbs[0].ignored or 'no images'})"
-    return "no CUDA device code and no CUDA runtime linked"
-
-
-def coverage_line(v: FileVerdict, archs_shown: int = 3) -> str | None:
-    """One sentence for a partial or failing file: what is set aside and what fails."""
-    parts = []
-    if v.specialised is not None:
-        parts.append(_specialised_line(v.specialised, archs_shown))
-    if v.gaps is not None:
-        parts.append(_gaps_line(v.gaps, v.target))
-    return "; ".join(parts) or None
-
-
-def _specialised_line(s: FatbinGroup, archs_shown: int) -> str:
-    archs = " ".join(f"{a} ×{n}" for a, n in s.archs[:archs_shown]) + (
-        " …" if len(s.archs) > archs_shown else ""
-    )
-    n = "1 fatbin is" if s.count == 1 else f"{s.count} fatbins are"
-    return f"{n} specialised for other GPUs ({archs}) and {'is' if s.count == 1 else 'are'} not used here"
-
-
-def _gaps_line(g: FatbinGroup, t: Target) -> str:
-    ks = f" ({len(g.kernels)} kernels)" if g.kernels is not None else ""
-    err = f" with {g.error.code}" if g.error else ""
-    n, s = ("1 fatbin", "s") if g.count == 1 else (f"{g.count} fatbins", "")
-    dev = f"CC {t.cc[0]}.{t.cc[1]}"
-    return f"{n}{ks} ha{'s' if s else 've'} no code for {dev} and fail{s}{err} at first use"
-
-
-def _advice(rule: str, t: Target, rt: RuntimeNeed | None) -> tuple[str, ...]:
-    """What to do about a failure decided by ``rule`` (a rebuild, unless the rule says otherwise)."""
-    advise = _ADVICE.get(rule)
-    if advise is None or (rule == "R-DRV" and rt is None):
-        return (f"rebuild with code for this GPU: {rules.toolkit_targets(t)}",)
-    return advise(t, rt)
-
-
-def _driver_advice(t: Target, rt: RuntimeNeed | None) -> tuple[str, ...]:
-    assert rt is not None, "R-DRV advice needs the runtime"
-    floor = data.mvc_floor(rt.major)
-    want = f">= {'.'.join(map(str, floor))}" if floor else f"of CUDA {rt.version} or newer"
-    return (
-        f"install a driver {want}, or (datacenter/Jetson only) a cuda-compat-{rt.major}-x package (R-FWD)",
-    )
-
-
-def _fwd_advice(t: Target, rt: RuntimeNeed | None) -> tuple[str, ...]:
-    row = data.error_by_number(rules.forward_compat(t).error or 0)
-    return (row["fix"],) if row and row.get("fix") else ()
-
-
-_ADVICE = {
-    "R-DRV": _driver_advice,
-    "R-GPU": lambda t, rt: ("install a driver branch that supports this GPU",),
-    "R-FWD": _fwd_advice,
-    "R-PTX-ISA": lambda t, rt: (
-        "upgrade the driver, or ship a cubin for this GPU so no JIT is needed (R-MVC caveat 2)",
-        rules.toolkit_targets(t),
-    ),
-    "R-JIT-ENV": lambda t, rt: (
-        "unset the CUDA_*_PTX_JIT variable, or ship both a cubin and PTX for this GPU",
-    ),
-}

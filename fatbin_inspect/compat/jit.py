@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from fatbin_inspect.compat import data
-from fatbin_inspect.compat.engine import FatbinVerdict, FileVerdict
+from fatbin_inspect.compat.verdict import FatbinVerdict, FileVerdict
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.formats.model import KIND_PTX
 

@@ -18,7 +18,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fatbin_inspect.compat.engine import SEVERITY, ErrorRef, FileVerdict, targets_generation, worst_error
+from fatbin_inspect.compat.engine import worst_error
+from fatbin_inspect.compat.verdict import SEVERITY, ErrorRef, FileVerdict, targets_generation
 
 # a CUDA token: cuda118, cuda12x, cu12, cu130 (after a separator, before a separator or the suffix)
 _TOKEN = re.compile(r"(?i)(?<=[_\-.])(cuda|cu)(\d{2,3})x?(?=[_\-.]|$)")

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from fatbin_inspect.compat import data, engine, jit, rules, units
+from fatbin_inspect.compat import data, describe, engine, jit, rules, units, verdict
 from fatbin_inspect.compat import runtime as runtime_mod
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import NOT_PROBED, LocalDevices, Target, resolve_driver, resolve_targets
@@ -95,7 +95,7 @@ def counted_fatbins(report: FileReport) -> list[Fatbin]:
     ]
 
 
-def state(d: engine.Decision) -> str:
+def state(d: verdict.Decision) -> str:
     """What a fatbin's or a file's verdict means: ok | jit | ptx-too-new | runtime-too-new | no-device | none."""
     if d.verdict in ("native", "no-device-code"):
         return OK
@@ -118,12 +118,12 @@ class _Emitter:
             self.out.append(Finding(rule_id, sev, message, self.path, target, arch, self.dist, offset))
 
 
-_of = engine.of_fatbins
+_of = describe.of_fatbins
 
 
 def check_requirement(
     emit: _Emitter,
-    v: engine.FileVerdict,
+    v: verdict.FileVerdict,
     req: Requirement,
     set_aside: bool = False,
     fatbins: Sequence[Fatbin] = (),
@@ -144,13 +144,13 @@ def check_requirement(
     _failures(emit, v, req, arch, total, fatbins)
     _jit_findings(emit, v, label, arch, total)
     if v.specialised is not None and v.coverage == "partial":
-        emit("FBI014", "note", f"{label}: {engine.coverage_line(v)}", label, arch)
+        emit("FBI014", "note", f"{label}: {describe.coverage_line(v)}", label, arch)
     _arch_specific_only(emit, v, req, arch, total)
     if emit.policy.require_exact and req.arch is not None:
         _exact(emit, v, req, total)
 
 
-def _set_aside_note(emit: _Emitter, v: engine.FileVerdict, label: str, arch: str) -> None:
+def _set_aside_note(emit: _Emitter, v: verdict.FileVerdict, label: str, arch: str) -> None:
     """FBI014 for a file only for other GPUs while another of its distribution runs (R-UNIT)."""
     counted = [f for f in v.fatbins if f.ignored is None and f.verdict != "no-device-code"]
     archs = ", ".join(dict.fromkeys(a for f in counted for a in f.archs))
@@ -164,7 +164,7 @@ def _set_aside_note(emit: _Emitter, v: engine.FileVerdict, label: str, arch: str
     )
 
 
-def _jit_findings(emit: _Emitter, v: engine.FileVerdict, label: str, arch: str, total: int) -> None:
+def _jit_findings(emit: _Emitter, v: verdict.FileVerdict, label: str, arch: str, total: int) -> None:
     """FBI002 (fatbins that load only by JIT) and FBI021 (a JIT estimated over max-jit-seconds)."""
     if v.counts["jit"]:
         sev = "note" if emit.policy.ptx_counts else "error"
@@ -183,7 +183,7 @@ def _jit_findings(emit: _Emitter, v: engine.FileVerdict, label: str, arch: str, 
 
 
 def _failures(
-    emit: _Emitter, v: engine.FileVerdict, req: Requirement, arch: str, total: int, fatbins: Sequence[Fatbin]
+    emit: _Emitter, v: verdict.FileVerdict, req: Requirement, arch: str, total: int, fatbins: Sequence[Fatbin]
 ) -> None:
     """FBI001/FBI009 (209), FBI003 (222) for the gaps (or for everything when nothing loads)."""
     label = req.label
@@ -211,7 +211,7 @@ def _failures(
         emit("FBI001", "error", f"{label}: no loadable SASS or PTX in {what}{elsewhere}", label, arch)
 
 
-def _failing(v: engine.FileVerdict, total: int) -> str:
+def _failing(v: verdict.FileVerdict, total: int) -> str:
     """'3 of 40 fatbins' that fail (the gaps, or all), with their kernels when decoded."""
     failing = v.gaps.count if v.gaps is not None and v.coverage == "partial" else total
     what = f"{_of(failing, total)}"
@@ -239,7 +239,7 @@ def _ptx_too_new(emit: _Emitter, req: Requirement, arch: str, what: str, fatbins
 
 
 def _arch_specific_only(
-    emit: _Emitter, v: engine.FileVerdict, req: Requirement, arch: str, total: int
+    emit: _Emitter, v: verdict.FileVerdict, req: Requirement, arch: str, total: int
 ) -> None:
     """FBI005: a file that loads only through arch-specific (sm_XYa) code where sm_XY is required."""
     if req.arch is None or split_arch(req.arch)[2] == "a":
@@ -256,7 +256,7 @@ def _arch_specific_only(
         )
 
 
-def _only_arch_specific(v: engine.FileVerdict) -> list:
+def _only_arch_specific(v: verdict.FileVerdict) -> list:
     """The fatbins that load natively only by arch-specific code, when none loads general code
     (beside general code for the target they are specialised kernels, cuBLASLt's sm_90a ones)."""
     if any(f.general_native for f in v.fatbins if f.ignored is None):
@@ -264,7 +264,7 @@ def _only_arch_specific(v: engine.FileVerdict) -> list:
     return [f for f in v.fatbins if f.ignored is None and f.verdict == "native" and not f.general_native]
 
 
-def _exact(emit: _Emitter, v: engine.FileVerdict, req: Requirement, total: int) -> None:
+def _exact(emit: _Emitter, v: verdict.FileVerdict, req: Requirement, total: int) -> None:
     """FBI016 (require-exact): loading fatbins whose cubin is not built for exactly the required arch."""
     if req.arch is None:  # (a --gpu requirement: no arch to be exact about)
         return
@@ -291,7 +291,7 @@ def check_runtime(emit: _Emitter, rt: RuntimeNeed | None, target: Target) -> Non
     than the minimum (R-DRV)."""
     o = rules.driver_for_runtime(rt, target)
     if not o.ok:
-        err = engine.error_ref(o.error)
+        err = verdict.error_ref(o.error)
         emit("FBI004", "error", f"{err.name} ({err.code}): {o.reason}" if err else o.reason, FILE_WIDE)
 
 
@@ -375,7 +375,7 @@ class _Artifact:
     fatbins: list[Fatbin]
     runtime: RuntimeNeed | None
     reqs: tuple[Requirement, ...] = ()
-    verdicts: dict[str, engine.FileVerdict] = dataclasses.field(default_factory=dict)
+    verdicts: dict[str, verdict.FileVerdict] = dataclasses.field(default_factory=dict)
 
 
 def gate(
@@ -561,7 +561,7 @@ def _emit_artifact(art: _Artifact, aside, local, context: Context, reference) ->
         target = dataclasses.replace(art.reqs[0].target, driver=resolve_driver(pol.min_driver, local.driver))
         check_runtime(emit, art.runtime, target)
         if art.runtime is None and report.format in engine.HOST_FORMATS:
-            emit("FBI019", "warning", engine.RUNTIME_UNKNOWN, FILE_WIDE)
+            emit("FBI019", "warning", describe.RUNTIME_UNKNOWN, FILE_WIDE)
     if reference is not None:
         check_torch_runtime(emit, art.runtime, context.torch_runtime)
     for req in art.reqs:
@@ -609,12 +609,12 @@ def check_torch_runtime(emit: _Emitter, rt: RuntimeNeed | None, torch: RuntimeNe
 
 def check_driver_numbering(emit: _Emitter, report: FileReport, req: Requirement) -> None:
     """FBI018: a Jetson target given a desktop driver number; a Windows binary on a Linux number."""
-    for note in engine.platform_notes(report, req.target):
+    for note in describe.platform_notes(report, req.target):
         emit("FBI018", "warning", f"{req.label}: {note}", req.label)
 
 
 # ------------------------------------------------------------------------------- check
-def verdict_finding(v: engine.FileVerdict) -> Finding | None:
+def verdict_finding(v: verdict.FileVerdict) -> Finding | None:
     """``check``'s verdict for one file and target as a finding; None when it loads natively.
     JIT-only is a warning (it fails under ``--fail-on warning``), every failure an error."""
     s = state(v)
@@ -638,15 +638,15 @@ def verdict_finding(v: engine.FileVerdict) -> Finding | None:
 def check_findings(
     inputs: Sequence[str],
     targets: Sequence[Target],
-    verdicts: Sequence[engine.FileVerdict],
+    verdicts: Sequence[verdict.FileVerdict],
     unreadable: Sequence[FileReport],
 ) -> FindingsReport:
     """``check`` as findings: one check per file with device code and target, FBI008 per unreadable input."""
     findings = [f for f in map(verdict_finding, verdicts) if f is not None]
     findings += [
-        Finding("FBI019", "warning", f"{v.target.label}: {engine.RUNTIME_UNKNOWN}", v.path, v.target.label)
+        Finding("FBI019", "warning", f"{v.target.label}: {describe.RUNTIME_UNKNOWN}", v.path, v.target.label)
         for v in verdicts
-        if engine.RUNTIME_UNKNOWN in v.notes
+        if describe.RUNTIME_UNKNOWN in v.notes
     ]
     findings += [
         Finding("FBI008", "error", r.error.message, r.path, offset=r.error.offset)

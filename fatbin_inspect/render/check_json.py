@@ -9,17 +9,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fatbin_inspect.compat.engine import (
+from fatbin_inspect.compat.describe import coverage_line
+from fatbin_inspect.compat.jit import DEFAULT_CACHE, CacheSettings, JitCost, cost, measured, phrase
+from fatbin_inspect.compat.targets import Target
+from fatbin_inspect.compat.verdict import (
     Chosen,
     EntryVerdict,
     ErrorRef,
     FatbinGroup,
     FatbinVerdict,
     FileVerdict,
-    coverage_line,
 )
-from fatbin_inspect.compat.jit import DEFAULT_CACHE, CacheSettings, JitCost, cost, measured, phrase
-from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.formats.records import as_dict
 from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, tool
 

@@ -16,8 +16,9 @@ from rich.table import Table
 from rich.text import Text
 
 from fatbin_inspect.compat import jit
-from fatbin_inspect.compat.engine import FileVerdict, coverage_line
+from fatbin_inspect.compat.describe import coverage_line
 from fatbin_inspect.compat.targets import Target
+from fatbin_inspect.compat.verdict import FileVerdict
 from fatbin_inspect.render.check_table import STYLE, verdict_counts
 from fatbin_inspect.render.console import PathCell, hang, render
 from fatbin_inspect.render.scan_table import common_dir

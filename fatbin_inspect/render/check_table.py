@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from fatbin_inspect.compat import jit
-from fatbin_inspect.compat.engine import FileVerdict, coverage_line
+from fatbin_inspect.compat.describe import coverage_line
 from fatbin_inspect.compat.targets import Target
+from fatbin_inspect.compat.verdict import FileVerdict
 from fatbin_inspect.formats.demangle import demangle
 from fatbin_inspect.render.console import Hanging, bounded, hang, render
 from fatbin_inspect.render.wording import plural

@@ -294,8 +294,8 @@ def verdict_of(file_verdict, path: str | None = None) -> Verdict:
     """A coverage ``Verdict`` from the engine's ``FileVerdict`` (its ``error`` is a record with
     ``code`` and ``name``, a dict of them, or None); with the file's JIT (R-JIT-COST) when it is
     a ``FileVerdict``."""
-    from fatbin_inspect.compat.engine import FileVerdict
     from fatbin_inspect.compat.jit import cost
+    from fatbin_inspect.compat.verdict import FileVerdict
 
     err = file_verdict.error
     if err is not None:

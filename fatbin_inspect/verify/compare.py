@@ -19,15 +19,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from fatbin_inspect.compat import data
-from fatbin_inspect.compat.engine import (
-    FatbinVerdict,
-    FileVerdict,
-    evaluate,
-    rollup,
-    specialised_in,
-    targets_generation,
-)
+from fatbin_inspect.compat.engine import evaluate, rollup
 from fatbin_inspect.compat.targets import Target
+from fatbin_inspect.compat.verdict import FatbinVerdict, FileVerdict, specialised_in, targets_generation
 from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Entry, Fatbin, FileReport
