@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from fatbin_inspect.compat import data, rules
+from fatbin_inspect.compat.data import CC
 from fatbin_inspect.compat.gap_kernels import clause, decoded_names
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import Target
@@ -103,6 +104,20 @@ def dropped_note(dropped: int, t: Target) -> str:
         f"no fatbin holds {code} code: the build targets the generation of CC {x}.{y} nowhere, so "
         f"{n} of code for newer GPUs {'is a gap' if dropped == 1 else 'are gaps'}, not "
         "specialised for other GPUs (R-FILE, guard of (i))"
+    )
+
+
+def component_note(beyond: int, reach: CC, low: CC, t: Target) -> str:
+    """Why ``beyond`` broad fatbins for newer GPUs (their code from ``low`` up) are gaps although
+    some fatbin targets the GPU's generation: that code stops at ``reach``, below all of theirs,
+    as an older build's (a statically linked component's) does, so it does not stand for them."""
+    x, y = t.cc
+    n = "1 fatbin" if beyond == 1 else f"{beyond} fatbins"
+    return (
+        f"the only code for the generation of CC {x}.{y} is in fatbins whose newest code is for CC "
+        f"{reach[0]}.{reach[1]} (an older build, such as a statically linked component), so {n} of "
+        f"code for CC {low[0]}.{low[1]} and newer {'is a gap' if beyond == 1 else 'are gaps'}, not "
+        "specialised for other GPUs: this library's own kernels fail here (R-FILE, guard of (i))"
     )
 
 

@@ -42,8 +42,9 @@ from fatbin_inspect.compat.verdict import (
     arch_key,
     counts_toward,
     error_ref,
+    generation_reach,
+    oldest,
     specialised_in,
-    targets_generation,
 )
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, KIND_TILE, Entry, Fatbin, FileReport
 
@@ -363,10 +364,10 @@ def judge_fatbins(report: FileReport, target: Target) -> tuple[FatbinVerdict, ..
         for fb, st in zip(report.fatbins, _statics(report), strict=True)
     )
     general = any(v.general_native for v in fbs if counts_toward(v))
-    generation = targets_generation(fbs)
+    reach = generation_reach(fbs)
     return tuple(
         dataclasses.replace(v, specialised=True)
-        if counts_toward(v) and specialised_in(v, general, generation)
+        if counts_toward(v) and specialised_in(v, general, reach)
         else v
         for v in fbs
     )
@@ -577,11 +578,16 @@ def _worst(loading: Sequence[FatbinVerdict]) -> list[FatbinVerdict]:
 
 
 def _dropped_note(gaps, counted, t: Target) -> tuple[str, ...]:
-    """Why broad fatbins for newer GPUs are gaps here: the file targets the GPU's generation nowhere."""
+    """Why broad fatbins for newer GPUs are gaps here: the file targets the GPU's generation
+    nowhere, or only with code that stops below theirs (a statically linked component's)."""
     dropped = [v for v in gaps if "i" in v.elsewhere and not v.narrow]
-    if not dropped or targets_generation(counted):
+    reach = generation_reach(counted)
+    if reach is None:
+        return (describe.dropped_note(len(dropped), t),) if dropped else ()
+    beyond = [v for v in dropped if oldest(v) > reach]
+    if not beyond:
         return ()
-    return (describe.dropped_note(len(dropped), t),)
+    return (describe.component_note(len(beyond), reach, min(map(oldest, beyond)), t),)
 
 
 def _rules(bad, mvc: bool, partial: bool) -> tuple[str, ...]:

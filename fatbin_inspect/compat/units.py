@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fatbin_inspect.compat.engine import worst_error
-from fatbin_inspect.compat.verdict import SEVERITY, ErrorRef, FileVerdict, targets_generation
+from fatbin_inspect.compat.verdict import ANY_REACH, SEVERITY, ErrorRef, FileVerdict, generation_reach
 
 # a CUDA token: cuda118, cuda12x, cu12, cu130 (after a separator, before a separator or the suffix)
 _TOKEN = re.compile(r"(?i)(?<=[_\-.])(cuda|cu)(\d{2,3})x?(?=[_\-.]|$)")
@@ -135,13 +135,14 @@ def set_aside(chosen: Sequence[tuple[str, FileVerdict]]) -> set[str]:
     """Files made only for other GPUs (``FileVerdict.set_aside_in``): (iii) counts when another
     file runs a general cubin natively, broad (i) code when some file of the unit targets the
     GPU's generation (the guard of (i): a distribution that dropped it has no specialised files)."""
-    generation = any(targets_generation(w.fatbins) for _, w in chosen if w.verdict != "link-time")
+    generation = any(generation_reach(w.fatbins) for _, w in chosen if w.verdict != "link-time")
+    reach = ANY_REACH if generation else None
     out = set()
     for p, v in chosen:
         others_general = any(
             q != p and any(f.general_native for f in w.fatbins if f.ignored is None) for q, w in chosen
         )
-        if v.set_aside_in(others_general, generation):
+        if v.set_aside_in(others_general, reach):
             out.add(p)
     return out
 

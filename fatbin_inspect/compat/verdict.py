@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from fatbin_inspect.compat import data
+from fatbin_inspect.compat.data import CC
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import Target
 
@@ -124,13 +125,19 @@ class FileVerdict(Decision):
             and all(f.verdict == "fail" and f.elsewhere for f in counted)
         )
 
-    def set_aside_in(self, unit_general: bool, unit_generation: bool) -> bool:
+    def set_aside_in(self, unit_general: bool, unit_reach: CC | None) -> bool:
         """R-UNIT: nothing loads and every counted fatbin is specialised elsewhere in a unit (a
         distribution) where another file loads a general cubin natively (``unit_general``) and
-        some file targets the GPU's generation (``unit_generation``): ``specialised_in``."""
+        some file targets the GPU's generation, reaching ``unit_reach``: ``specialised_in``."""
         return self.elsewhere and all(
-            specialised_in(f, unit_general, unit_generation) for f in self.fatbins if counts_toward(f)
+            specialised_in(f, unit_general, unit_reach) for f in self.fatbins if counts_toward(f)
         )
+
+
+# R-UNIT's reach: another file of a distribution that targets the generation vouches for a broad
+# file whatever its own code reaches (a separate build for older GPUs is the distribution's choice;
+# a static component's older code inside one file is not the library's)
+ANY_REACH: CC = (999, 9)
 
 
 def error_ref(code: int | None) -> ErrorRef | None:
@@ -145,24 +152,44 @@ def counts_toward(v: FatbinVerdict) -> bool:
     return v.ignored is None and v.verdict != "no-device-code"
 
 
-def specialised_in(v: FatbinVerdict, unit_general: bool, unit_generation: bool) -> bool:
+def specialised_in(v: FatbinVerdict, unit_general: bool, unit_reach: CC | None) -> bool:
     """A failing fatbin is specialised elsewhere when each image is (i), (ii) or (iii), with two
     guards from the unit (file, or distribution): (iii) only while the unit loads a general cubin
-    natively on the target (``unit_general``); (i) only while the unit targets the target's
-    generation (``unit_generation``: ``targets_generation``) or the fatbin is narrow, one
-    architecture number (docs/compatibility.md §4: broad code for newer GPUs in a build that
-    dropped the generation is a gap)."""
+    natively on the target (``unit_general``); (i) only while the fatbin is narrow, one
+    architecture number, or the unit targets the target's generation with code that reaches the
+    fatbin's oldest architecture (``unit_reach``: ``generation_reach``, or ``ANY_REACH``).
+    docs/compatibility.md §4: broad code for newer GPUs in a build that dropped the generation is
+    a gap, and so it is when only older code (a statically linked component's sm_75 and sm_80
+    beside the library's own sm_86 to sm_120) still targets the generation."""
     return (
         bool(v.elsewhere)
         and ("iii" not in v.elsewhere or unit_general)
-        and ("i" not in v.elsewhere or v.narrow or unit_generation)
+        and ("i" not in v.elsewhere or v.narrow or (unit_reach is not None and unit_reach >= oldest(v)))
     )
 
 
-def targets_generation(fatbins: Sequence[FatbinVerdict]) -> bool:
-    """Some counted fatbin holds code built for the target's major (``sm_X*`` or ``compute_X*``,
-    minor at most the target's): the unit targets the target's generation (guard of (i))."""
-    return any(v.generation for v in fatbins if counts_toward(v))
+def generation_reach(fatbins: Sequence[FatbinVerdict]) -> CC | None:
+    """The newest architecture of the counted fatbins that hold code built for the target's major
+    (``sm_X*`` or ``compute_X*``, minor at most the target's); None: the unit targets the
+    target's generation nowhere (guard of (i))."""
+    return max((newest(v) for v in fatbins if v.generation and counts_toward(v)), default=None)
+
+
+def newest(v: FatbinVerdict) -> CC:
+    """The highest compute capability a fatbin's SASS and PTX images are built for."""
+    return max((arch_cc(a) for a in v.archs), default=(0, 0))
+
+
+def oldest(v: FatbinVerdict) -> CC:
+    """The lowest compute capability a fatbin's SASS and PTX images are built for."""
+    return min((arch_cc(a) for a in v.archs), default=(0, 0))
+
+
+def arch_cc(arch: str) -> CC:
+    """``sm_86`` -> (8, 6), ``compute_100`` and ``sm_100a`` -> (10, 0)."""
+    digits = "".join(ch for ch in arch.partition("_")[2] if ch.isdigit())
+    n = int(digits or 0)
+    return n // 10, n % 10
 
 
 def arch_key(arch: str) -> tuple[bool, int, str]:
