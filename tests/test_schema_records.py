@@ -47,7 +47,9 @@ DOCUMENTS = {
             fixture_path("bin"),
             *("--gpu", "H100", "--gpu", "6.1", "--gpu", "RTX 4090", "--driver", "535"),
             *("--per-fatbin", "--format", "json"),
-        ]
+        ],
+        # R-HOST's device answer: the x86_64 fixtures on GB10's aarch64 host
+        ["check", fixture_path("units"), "--gpu", "GB10", "--driver", "580", "--format", "json"],
     ],
     "scan": [
         ["scan", fixture_path("units"), "--no-cache", "--gpu", "H100", "--gpu", "7.5", "--format", "json"]
@@ -72,6 +74,11 @@ RECORDS = {
     ("check", "results[].jit"): JitCost,
     ("check", "results[].specialised"): FatbinGroup,
     ("check", "results[].gaps"): FatbinGroup,
+    ("check", "results[].device"): FileVerdict,  # R-HOST's device answer (GB10: x86_64 fixtures)
+    ("check", "results[].device.error"): ErrorRef,
+    ("check", "results[].device.chosen"): Chosen,
+    ("check", "results[].device.specialised"): FatbinGroup,
+    ("check", "results[].device.gaps"): FatbinGroup,
     ("check", "results[].fatbin_verdicts[]"): FatbinVerdict,
     ("check", "results[].fatbin_verdicts[].entries[]"): EntryVerdict,
     ("doctor", "stack"): Stack,

@@ -71,6 +71,19 @@ def wrong_host_reason(report: FileReport, target: Target) -> str:
     )
 
 
+def device_line(d: FileVerdict) -> str:
+    """R-HOST's device answer in a line: ``native sm_120 — on a host that can load the file``
+    (``fail 209 (R-SASS-1), coverage partial — …`` when it fails there too)."""
+    if d.verdict in ("native", "jit") and d.chosen is not None:
+        head = f"{d.verdict} {d.chosen.arch}"
+    elif d.verdict == "fail":
+        head = f"fail {d.error.code} ({d.rule})" if d.error else f"fail ({d.rule})"
+    else:
+        head = d.verdict
+    cov = f", coverage {d.coverage}" if d.coverage != "full" else ""
+    return f"{head}{cov} — on a host that can load the file"
+
+
 def wrong_host_advice(target: Target) -> tuple[str, ...]:
     return (f"install the {target.host_arch} build of this package on that host",)
 

@@ -307,8 +307,11 @@ def evaluate(
         "kernels_analysed": _kernels_analysed(counted),
     }
     notes = ((target.driver.note,) if target.driver.note else ()) + describe.platform_notes(report, target)
-    verdict = _file_verdict(report, target, rt, counted, notes, base)
     unknown = stack and rt is None and report.format in HOST_FORMATS
+    if counted and not host_fits(report, target):  # R-HOST, with what the device code would give
+        device = _file_verdict(report, target, rt, counted, notes, base)
+        return _wrong_host(report, target, _runtime_unknown(device) if unknown else device, notes, base)
+    verdict = _file_verdict(report, target, rt, counted, notes, base)
     return _runtime_unknown(verdict) if unknown else verdict
 
 
@@ -321,9 +324,8 @@ def _runtime_of(report: FileReport, runtime: RuntimeNeed | None) -> RuntimeNeed 
 
 
 def _file_verdict(report: FileReport, target: Target, rt, counted, notes, base) -> FileVerdict:
-    """R-HOST, R-LINK, then the stack (R-FWD, R-DRV, R-GPU), then R-FILE over the images."""
-    if counted and not host_fits(report, target):
-        return _wrong_host(report, target, counted, notes, base)
+    """R-LINK, then the stack (R-FWD, R-DRV, R-GPU), then R-FILE over the images: what the file
+    gives on a host that can load it (R-HOST is ``evaluate``'s)."""
     if is_link_time(report):
         return _link_time(counted, notes, base)
     if not counted and rt is None:
@@ -402,12 +404,13 @@ def host_fits(report: FileReport, target: Target) -> bool:
     return report.machine is None or host is None or report.machine == host
 
 
-def _wrong_host(report: FileReport, target: Target, counted, notes, base) -> FileVerdict:
+def _wrong_host(report: FileReport, target: Target, device: FileVerdict, notes, base) -> FileVerdict:
+    """R-HOST fails the file; ``device`` is what its device code gives on a host that can load
+    it, and its fatbin counts are the file's (they describe the device code, not the host)."""
     reason = describe.wrong_host_reason(report, target)
     advice = describe.wrong_host_advice(target)
-    return _nothing_loads(
-        "R-HOST", None, reason, "high" if target.host else "medium", counted, notes, advice, base
-    )
+    v = _nothing_loads("R-HOST", None, reason, "high" if target.host else "medium", (), notes, advice, base)
+    return dataclasses.replace(v, counts=dict(device.counts), device=device)
 
 
 def _nothing_loads(

@@ -43,6 +43,7 @@ class UnitVerdict:
     set_aside: tuple[str, ...] = ()  # files specialised elsewhere (R-UNIT)
     variants: tuple[str, ...] = ()  # the variant picked from each set of alternative builds (R-VARIANT)
     variants_unused: tuple[str, ...] = ()  # the alternatives not picked
+    device: FileVerdict | None = None  # R-HOST decided: what the deciding file's device code gives
 
 
 def variant_of(path: str) -> Variant | None:
@@ -159,7 +160,9 @@ def _roll_up(chosen: Sequence[tuple[str, FileVerdict]], decided: dict[str, tuple
     p, v = max(kept, key=lambda pv: SEVERITY[pv[1].verdict])
     partial = bool(aside) or _any_partial(kept)
     reason = v.reason + _aside_note(aside)
-    return UnitVerdict(v.verdict, "partial" if partial else "full", v.error, v.rule, reason, p, *extra)
+    return UnitVerdict(
+        v.verdict, "partial" if partial else "full", v.error, v.rule, reason, p, *extra, device=v.device
+    )
 
 
 def _judged(chosen: Sequence[tuple[str, FileVerdict]]) -> list[tuple[str, FileVerdict]]:
@@ -175,12 +178,15 @@ def _any_partial(kept: Sequence[tuple[str, FileVerdict]]) -> bool:
     return any(w.coverage != "full" for _, w in kept)
 
 
-def _nothing_loads(judged: Sequence[tuple[str, FileVerdict]], extra: tuple) -> UnitVerdict:
+def _nothing_loads(
+    judged: Sequence[tuple[str, FileVerdict]], extra: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+) -> UnitVerdict:
     """No file of the unit loads: the first failing file's rule and reason, the worst error."""
     fails = [v for _, v in judged if v.verdict == "fail"]
     p, v = next(((q, w) for q, w in judged if w.verdict == "fail"), judged[0])
     reason = f"no file of the unit loads anything on this GPU: {v.reason}"
-    return UnitVerdict("fail", "none", worst_error(fails), v.rule, reason, p, *extra)
+    error = worst_error(fails) if any(f.error for f in fails) else None  # R-HOST: never loaded, no error
+    return UnitVerdict("fail", "none", error, v.rule, reason, p, *extra, device=v.device)
 
 
 def _aside_note(aside: set[str]) -> str:

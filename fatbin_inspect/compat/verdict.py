@@ -113,6 +113,8 @@ class FileVerdict(Decision):
     gaps: FatbinGroup | None = None  # failing fatbins that fail the file
     kernels_analysed: bool = False  # kernel names were decoded (--kernels)
     link_archs: tuple[str, ...] = ()  # link-time inputs: the archs they can link code for
+    # R-HOST: what the device code gives on a host that can load the file (None: the host fits)
+    device: FileVerdict | None = None
 
     @property
     def elsewhere(self) -> bool:

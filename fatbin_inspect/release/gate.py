@@ -136,7 +136,7 @@ def check_requirement(
     if total == 0:
         return
     if v.rule == "R-HOST":
-        emit("FBI020", "error", f"{label}: {v.reason}", label, arch)
+        emit("FBI020", "error", f"{label}: {_host_why(v)}", label, arch)
         return
     if set_aside:
         _set_aside_note(emit, v, label, arch)
@@ -614,6 +614,11 @@ def check_driver_numbering(emit: _Emitter, report: FileReport, req: Requirement)
 
 
 # ------------------------------------------------------------------------------- check
+def _host_why(v: verdict.FileVerdict) -> str:
+    """R-HOST's reason, with what the device code gives on a host that can load the file."""
+    return f"{v.reason}; device code: {describe.device_line(v.device)}" if v.device else v.reason
+
+
 def verdict_finding(v: verdict.FileVerdict) -> Finding | None:
     """``check``'s verdict for one file and target as a finding; None when it loads natively.
     JIT-only is a warning (it fails under ``--fail-on warning``), every failure an error."""
@@ -624,7 +629,7 @@ def verdict_finding(v: verdict.FileVerdict) -> Finding | None:
     if v.error is not None:
         why = f"{v.error.name} ({v.error.code}): {v.reason}"
     else:  # a failure without a CUDA error is R-HOST's (the file is never loaded)
-        why = v.reason if v.verdict == "fail" else f"only PTX (JIT): {v.reason}"
+        why = _host_why(v) if v.verdict == "fail" else f"only PTX (JIT): {v.reason}"
     return Finding(
         "FBI020" if v.rule == "R-HOST" else STATE_RULE[s],
         "warning" if s == JIT else "error",

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fatbin_inspect.compat import jit
-from fatbin_inspect.compat.describe import coverage_line
+from fatbin_inspect.compat.describe import coverage_line, device_line
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.compat.verdict import FileVerdict
 from fatbin_inspect.render.check_table import STYLE, verdict_counts
@@ -154,14 +154,35 @@ def _failures(verdicts: Sequence[FileVerdict], cut: int) -> list[RenderableType]
             merged.setdefault((key, tuple(paths)), []).append(t)
     out: list[RenderableType] = []
     fixes_shown: set[str] = set()
-    for ((error, rule, reason, advice), paths), ts in merged.items():
+    for (key, paths), ts in merged.items():
+        error, rule, reason, advice = key
         err = f"{error.code} {error.name}" if error else "fail"
         line = Text(f"{err} ({rule})", style="red")
         line.append(f" on {'; '.join(map(target_name, ts))}", style="bold")
         line.append(f": {_files(paths, cut)}: {reason}")
         out.append(hang("  ", line))
+        out += [hang("    device code: ", d) for d in _device_lines(per_cause(verdicts, key, ts, paths))]
         out += [hang("    fix: ", a, style="cyan") for a in _new(advice, fixes_shown)]
     return out
+
+
+def per_cause(
+    verdicts: Sequence[FileVerdict], key: tuple, ts: Sequence[Target], paths: Sequence[str]
+) -> list[FileVerdict]:
+    """The verdicts one failure line stands for: its cause, targets and files."""
+    return [
+        v
+        for v in verdicts
+        if v.verdict == "fail"
+        and (v.error, v.rule, v.reason, v.advice) == key
+        and v.target in ts
+        and v.path in paths
+    ]
+
+
+def _device_lines(vs: Sequence[FileVerdict]) -> list[str]:
+    """R-HOST: what the device code gives on a host that can load the file, once per answer."""
+    return list(dict.fromkeys(device_line(v.device) for v in vs if v.device is not None))
 
 
 def _new(items: Sequence[str], seen: set[str]) -> list[str]:
