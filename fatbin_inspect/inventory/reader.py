@@ -31,6 +31,7 @@ from fatbin_inspect.containers import (
     open_archive,
 )
 from fatbin_inspect.containers import layout as layout_of
+from fatbin_inspect.containers.cudart_version import static_cudart_version
 from fatbin_inspect.errors import (
     BudgetExceeded,
     CorruptError,
@@ -661,10 +662,11 @@ def _inspect_binary(
     fatbins = _found_fatbins(fmt, read, layout, opts, errors, delegated, disk)
     errors += layout.errors
     static = (
-        bool(fatbins)
+        (bool(fatbins) or fmt == "elf")  # without fatbins: a runtime without kernels (R-RT 3)
         and not delegated
         and has_static_cudart(read, layout.needs, [(fb.offset, fb.end) for fb in fatbins] + _code(layout))
     )
+    found = static_cudart_version(read, layout, _machine(blob, fmt)) if static and not fatbins else None
     rec = FileReport(
         path=path,
         format=layout.format,
@@ -674,6 +676,7 @@ def _inspect_binary(
         needs=layout.needs,
         notes=tuple(layout.notes) + _more_errors(errors),
         static_cudart=static,
+        static_cudart_version=found.version if found else None,
         relocatable=fmt == "coff" or (fmt == "elf" and blob.head(18)[16:18] == b"\x01\x00"),
         machine=_machine(blob, fmt),
     )
