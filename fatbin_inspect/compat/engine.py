@@ -309,7 +309,7 @@ def evaluate(
     notes = ((target.driver.note,) if target.driver.note else ()) + describe.platform_notes(report, target)
     unknown = stack and rt is None and report.format in HOST_FORMATS
     if counted and not host_fits(report, target):  # R-HOST, with what the device code would give
-        device = _file_verdict(report, target, rt, counted, notes, base)
+        device = _file_verdict(report, target, rt, counted, (), base)  # the target's notes stay outside
         return _wrong_host(report, target, _runtime_unknown(device) if unknown else device, notes, base)
     verdict = _file_verdict(report, target, rt, counted, notes, base)
     return _runtime_unknown(verdict) if unknown else verdict

@@ -161,7 +161,7 @@ def _failures(verdicts: Sequence[FileVerdict], cut: int) -> list[RenderableType]
         line.append(f" on {'; '.join(map(target_name, ts))}", style="bold")
         line.append(f": {_files(paths, cut)}: {reason}")
         out.append(hang("  ", line))
-        out += [hang("    device code: ", d) for d in _device_lines(per_cause(verdicts, key, ts, paths))]
+        out += [hang("    device code: ", d) for d in _device_lines(per_cause(verdicts, key, ts, paths), cut)]
         out += [hang("    fix: ", a, style="cyan") for a in _new(advice, fixes_shown)]
     return out
 
@@ -180,9 +180,16 @@ def per_cause(
     ]
 
 
-def _device_lines(vs: Sequence[FileVerdict]) -> list[str]:
-    """R-HOST: what the device code gives on a host that can load the file, once per answer."""
-    return list(dict.fromkeys(device_line(v.device) for v in vs if v.device is not None))
+def _device_lines(vs: Sequence[FileVerdict], cut: int) -> list[str]:
+    """R-HOST: what the device code gives on a host that can load the file, once per answer,
+    naming the files of each when the failure line's files differ."""
+    answers: dict[str, list[str]] = {}
+    for v in vs:
+        if v.device is not None:
+            answers.setdefault(device_line(v.device), []).append(v.path)
+    if len(answers) == 1:
+        return list(answers)
+    return [f"{line}: {_files(list(dict.fromkeys(paths)), cut)}" for line, paths in answers.items()]
 
 
 def _new(items: Sequence[str], seen: set[str]) -> list[str]:
