@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from fatbin_inspect.compat import data, describe, engine, jit, rules, units, verdict
+from fatbin_inspect.compat import data, describe, engine, fatbin_decision, jit, rules, units, verdict
 from fatbin_inspect.compat import runtime as runtime_mod
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import NOT_PROBED, LocalDevices, Target, resolve_driver, resolve_targets
@@ -92,7 +92,7 @@ def counted_fatbins(report: FileReport) -> list[Fatbin]:
         fb
         for fb in report.fatbins
         if any(e.kind in (KIND_SASS, KIND_PTX) for e in fb.entries)
-        and engine.ignored_reason(fb, has_nv) is None
+        and fatbin_decision.ignored_reason(fb, has_nv) is None
     ]
 
 

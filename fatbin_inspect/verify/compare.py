@@ -120,7 +120,7 @@ Loader = Callable[[bytes], LoadResult]  # image bytes -> what a child process ma
 
 def engine_predictor(target: Target) -> Predictor:
     """Predictions of the compatibility engine (``evaluate_fatbin``) for ``target``."""
-    from fatbin_inspect.compat.engine import evaluate_fatbin
+    from fatbin_inspect.compat.fatbin_decision import evaluate_fatbin
 
     def predict(fb: Fatbin, nojit: bool) -> Prediction | None:
         t = dataclasses.replace(target, disable_ptx_jit=True) if nojit else target
