@@ -77,3 +77,19 @@ def test_without_the_static_cudart_nothing_changes(tmp_path: pathlib.Path) -> No
         None,
         "no CUDA device code and no CUDA runtime linked",
     )
+
+
+def test_a_wheel_member_without_kernels_is_judged(tmp_path: pathlib.Path) -> None:
+    """Bindings live in wheels: a member with a static cudart whose version is known is kept
+    (members without device code are otherwise left out of a wheel's records)."""
+    import zipfile
+
+    plug = _plugin(tmp_path)
+    whl = tmp_path / "plug-1.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+    with zipfile.ZipFile(whl, "w") as z:
+        z.writestr("plug-1.0.dist-info/METADATA", "Name: plug\nVersion: 1.0\n\n")
+        z.write(plug, "plug/_runtime.so")
+        z.writestr("plug/__init__.py", "")
+    doc = cli("check", str(whl), "--gpu", "H100", "--driver", "535", "--format", "json", codes=(1,)).json()
+    (r,) = doc["results"]
+    assert r["path"].endswith("!plug/_runtime.so") and (r["verdict"], r["error"]["code"]) == ("fail", 35)

@@ -30,10 +30,12 @@ def of_fatbins(n: int, total: int) -> str:
     return f"{n} of {total} fatbins"
 
 
-def no_code_reason(fbs: Sequence[FatbinVerdict]) -> str:
-    """Why a file without counted fatbins has no device code to judge."""
+def no_code_reason(fbs: Sequence[FatbinVerdict], static_cudart: bool = False) -> str:
+    """Why a file without counted fatbins has no device code to judge (and no runtime known)."""
     if fbs:
         return f"only {len(fbs)} fatbin(s) that cannot make a launch fail ({fbs[0].ignored or 'no images'})"
+    if static_cudart:
+        return "no CUDA device code; a static CUDA runtime is linked, but its version is not known: the driver check was not made"
     return "no CUDA device code and no CUDA runtime linked"
 
 

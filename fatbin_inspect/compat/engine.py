@@ -91,7 +91,8 @@ def _file_verdict(report: FileReport, target: Target, rt, counted, notes, base) 
     if is_link_time(report):
         return _link_time(counted, notes, base)
     if not counted and rt is None:
-        return _no_device_code(describe.no_code_reason(base["fatbins"]), "R-SEL", notes, base)
+        reason = describe.no_code_reason(base["fatbins"], report.static_cudart)
+        return _no_device_code(reason, "R-SEL", notes, base)
     blocked = _stack_check(rt, target, counted, notes, base)
     return blocked if blocked is not None else _loaded(rt, target, counted, notes, base)
 

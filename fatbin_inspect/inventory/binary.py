@@ -6,6 +6,7 @@ decoded as ``Options`` ask (``decoding``), its linked CUDA libraries, static cud
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from fatbin_inspect.containers import Layout, Region, has_static_cudart, machine_of
 from fatbin_inspect.containers import layout as layout_of
@@ -58,7 +59,13 @@ def inspect_binary(
             read, layout.needs, [(fb.offset, fb.end) for fb in fatbins] + code_ranges(layout)
         )
     )
-    found = static_cudart_version(read, layout, _machine(blob, fmt)) if static and not fatbins else None
+    # a runtime without kernels; not the cudart itself (a bundled copy: its users name it)
+    own = (
+        static
+        and not fatbins
+        and not os.path.basename(path.rsplit("!", 1)[-1]).lower().startswith("libcudart")
+    )
+    found = static_cudart_version(read, layout, _machine(blob, fmt)) if own else None
     rec = FileReport(
         path=path,
         format=layout.format,
