@@ -108,6 +108,7 @@ def _every_field_set():
         sha256="ab" * 32,
         machine="aarch64",
         contents=(7, 1234),
+        static_cudart_version="13.0",
     )
 
 
