@@ -16,10 +16,14 @@ Addresses: ``tcp://HOST:PORT``, ``tls://HOST:PORT`` (certificates from ``scan --
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from typing import Any
 
 from fatbin_inspect.errors import UsageError
+from fatbin_inspect.scanning.executors import Done, Queued, Unread
+from fatbin_inspect.scanning.units import Unit
 
 SCHEMES = ("tcp", "tls")
 _ADDRESS = re.compile(r"(?:([A-Za-z][A-Za-z0-9+.-]*)://)?(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):(\d{1,5})")
@@ -153,3 +157,95 @@ def run_unit(fn, args: tuple) -> tuple[str, object, list]:
         return here, fn(*args), []
     rest = [u for u in batch if u not in unseen]
     return here, fn(rest, *args[1:]) if rest else [], unseen
+
+
+class DaskExecutor(Queued):
+    """The scan's units on the Dask workers that see the roots (``start`` probes them). A unit a
+    worker could not see goes to another one (a batch: the files it could not see); where none
+    is left it comes back ``Unread``. A lost scheduler is ``ClusterLost``."""
+
+    remote = True
+
+    def __init__(
+        self,
+        scheduler: str | None,
+        scheduler_file: str | None = None,
+        timeout: float = 30,
+        tls: tuple[str, str, str | None] | None = None,
+    ) -> None:
+        super().__init__()
+        self.where = scheduler or scheduler_file
+        self.client = connect(scheduler, scheduler_file, timeout, tls)
+        self.jobs = 2  # until ``start`` has found the workers that see the roots
+        self.workers: dict[str, int] = {}
+        self.executors: dict[frozenset[str], Any] = {}  # workers left out -> an executor for the rest
+        self.units: dict[Any, tuple[Unit, frozenset[str]]] = {}  # future -> (unit, workers tried)
+
+    def start(self, roots: list[str]) -> list[str]:
+        """The workers that see ``roots``; a note for each left out. In flight and split as for
+        a local pool of as many processes as they have threads; never in-process."""
+        try:
+            self.workers, notes = usable_workers(self.client, roots)
+        except BaseException:
+            self.client.close()
+            raise
+        self.jobs = max(2, sum(self.workers.values()))
+        return notes
+
+    def _run(self, unit: Unit, tried: frozenset[str] = frozenset()) -> Any:
+        """``unit`` to the workers that see the roots, less those ``tried``."""
+        ex = self.executors.get(tried)
+        if ex is None:
+            ex = self.executors[tried] = self.client.get_executor(
+                pure=False, workers=[w for w in self.workers if w not in tried], allow_other_workers=False
+            )
+        fut = ex.submit(run_unit, unit.fn, unit.args)
+        self.units[fut] = (unit, tried)
+        return fut
+
+    def done(self, wait: bool = False) -> list[Done]:
+        out: list[Done] = []
+        for fut in self._ended(wait):
+            out += self._answer(fut)
+        self._hand_out()
+        return out
+
+    def _answer(self, fut: Any) -> list[Done]:
+        """A unit's result; what a worker could not see sent elsewhere, or ``Unread``."""
+        unit, tried = self.units.pop(fut)
+        here, result, unseen = self._result(fut)
+        if not unseen:
+            return [Done(unit, result)]
+        tried = tried | {here}
+        left = any(w not in tried for w in self.workers)
+        if unit.part is not None:  # a part: again elsewhere, or the whole file is unread
+            if left:
+                self.inflight.add(self._run(unit, tried))
+                return []
+            return [Done(unit, Unread(len(tried)))]
+        rest = Unit(unit.fn, (unseen, *unit.args[1:]))  # a batch: the files it could not see
+        if left:
+            self.inflight.add(self._run(rest, tried))
+            return [Done(unit, result)]
+        return [Done(rest, Unread(len(tried))), Done(unit, result)]
+
+    def _result(self, fut: Any) -> tuple[str, Any, list[Any]]:
+        """``run_unit``'s answer; a lost scheduler is ``ClusterLost``."""
+        try:
+            return fut.result()
+        except (KeyboardInterrupt, ClusterLost):
+            raise
+        except Exception as exc:
+            lost = ("CancelledError", "CommClosedError", "FutureCancelledError")
+            if self.client.status != "running" or type(exc).__name__ in lost:
+                raise ClusterLost(f"lost the Dask scheduler at {self.where}: {type(exc).__name__}") from None
+            raise
+
+    def abandon(self) -> None:
+        with contextlib.suppress(Exception):
+            self.client.cancel(list(self.inflight), force=True)
+        self.inflight = set()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.client.close(timeout=5)
