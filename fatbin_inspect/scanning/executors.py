@@ -154,6 +154,7 @@ class LocalPool(Queued):
         self.units: dict[Any, Unit] = {}  # future -> its unit, to run it again
         self.suspects: collections.deque[Unit] = collections.deque()
         self.alone: Any = None  # the future of the suspect running alone
+        self.processes: list[Any] = []  # the pool's processes (it forgets them once broken)
 
     @property
     def pending(self) -> bool:
@@ -187,6 +188,9 @@ class LocalPool(Queued):
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
             self.pool = workers.pool(self.jobs, multiprocessing.get_context(method))
         fut = workers.submit(self.pool, unit.fn, *unit.args)
+        procs = getattr(self.pool, "_processes", None) or {}
+        if len(procs) > len(self.processes):  # (all forked at the first unit; spawned as needed)
+            self.processes = list(procs.values())
         self.units[fut] = unit
         return fut
 
@@ -199,17 +203,22 @@ class LocalPool(Queued):
         return None
 
     def _why(self, exc: Exception) -> str:
-        """Why a unit gave no result; a broken pool is stopped (the next unit starts a new one)."""
+        """Why a unit gave no result; a broken pool is stopped (the next unit starts a new one).
+        Its processes' exit codes are read once the pool's manager thread has joined them: the
+        futures fail before that, while the dead process may not be reaped yet."""
         from concurrent.futures.process import BrokenProcessPool
 
         if not (isinstance(exc, BrokenProcessPool) and self.pool is not None):
             return f"{type(exc).__name__}: {exc}"
         from fatbin_inspect.inventory import workers
 
-        codes = [p.exitcode for p in (getattr(self.pool, "_processes", None) or {}).values()]
+        manager = getattr(self.pool, "_executor_manager_thread", None)
+        if manager is not None:
+            manager.join(5)
+        codes = [p.exitcode for p in self.processes]
         killed = sorted({-c for c in codes if isinstance(c, int) and c < 0} - {15})  # not our SIGTERMs
         workers.stop(self.pool)
-        self.pool = None
+        self.pool, self.processes = None, []
         return "killed by " + ", ".join(_signal_name(k) for k in killed) if killed else "it exited"
 
     def abandon(self) -> None:

@@ -23,6 +23,7 @@ from fatbin_inspect.scanning.distributions import Attributor, innermost_wheel, w
 from fatbin_inspect.scanning.executors import Crash, Done, Unread, executor_for
 from fatbin_inspect.scanning.options import ProgressFn, ScanOptions, options_fingerprint
 from fatbin_inspect.scanning.texts import TextStore
+from fatbin_inspect.scanning.units import Encoded, Scanned
 
 
 class ScanLoop:
@@ -128,24 +129,23 @@ class ScanLoop:
             return owner, None, owner
         return owner.label, owner, owner
 
-    def _finish(self, results: list[tuple[str, Any, list[Any]]]) -> None:
-        """``[(path, key, worker.encoded records)]`` from a unit (or a split file put together)."""
+    def _finish(self, results: list[Scanned]) -> None:
+        """The files a unit read (or a split file put together)."""
         for path, key, encs in results:
             apath = self.apaths.pop(path, None) or os.path.abspath(path)
             if self.executor.remote:  # sent as ``apath``: the records are shown on the path given
                 path, encs = self._shown_on(path, encs)
-            texts = [e[2] for e in encs] if self.encoder is not None else None
+            texts: list[Any] | None = [e.text for e in encs] if self.encoder is not None else None
             summaries: Sequence[Any]
-            if all(e[0] is not None for e in encs):
-                self.cache.put_encoded(apath, key, [e[:2] for e in encs], texts)
-                summaries = summaries_from([e[0] for e in encs], path)
-                self._kept(path, [e[0] for e in encs])
+            items = [e.item for e in encs]
+            if None not in items:
+                self.cache.put_encoded(apath, key, [(e.item, e.data) for e in encs], texts)
+                summaries = summaries_from(items, path)
+                self._kept(path, items)
             else:  # some record does not encode: not cached, summarized here
-                from fatbin_inspect.scanning.coverage import summarize
-
-                summaries = [summarize(e[3]) for e in encs]
+                summaries = [_summary(e, path) for e in encs]
                 self.answerable = False
-            self.accept(path, [e[3] for e in encs] if self.full else summaries, texts, summaries)
+            self.accept(path, [e.record for e in encs] if self.full else summaries, texts, summaries)
             self._tick(1, key[2])
 
     def _kept(self, path: str, items: list[Any]) -> None:
@@ -154,11 +154,13 @@ class ScanLoop:
         if self.answerable:
             self.kept.append((path, items))
 
-    def _shown_on(self, sent: str, encs: list[Any]) -> tuple[str, list[Any]]:
+    def _shown_on(self, sent: str, encs: list[Encoded]) -> tuple[str, list[Encoded]]:
         """A remote unit's records, made on the absolute path ``sent``, on the path the scan shows."""
         shown = self.shown.pop(sent, sent)
         if shown != sent:
-            encs = [e if e[3] is None else (*e[:3], _rebase(e[3], sent, shown)) for e in encs]
+            encs = [
+                e if e.record is None else e._replace(record=_rebase(e.record, sent, shown)) for e in encs
+            ]
         return shown, encs
 
     def _error(self, path: str, size: int, message: str) -> None:
@@ -224,7 +226,7 @@ class ScanLoop:
             self._error(path, key[2], joined.error)
             self._tick(1, key[2])
         elif joined.records is not None:
-            self._finish([(path, key, joined.records)])
+            self._finish([Scanned(path, key, joined.records)])
         else:  # a part could not vouch for its bytes: the file whole
             self._submit(units.batch_unit([units.FileRef(path, key)], self.work))
 
@@ -353,7 +355,7 @@ class ScanLoop:
         self.stats["inspected"] += 1
         records = [r for r in inspect_blob(path, blob, opts, 0) if worker.kept(r, path)]
         encs = worker.encoded(records, path, self.encoder, True, False)
-        texts = [e[2] for e in encs] if self.encoder is not None else None
+        texts = [e.text for e in encs] if self.encoder is not None else None
         self.accept(path, records, texts, attribute=False)
         self._tick(1, blob.size)
 
@@ -446,6 +448,16 @@ class ScanLoop:
             encoder = self.encoder
             texts = lambda: self.store.texts(order, encoder)  # noqa: E731
         return [self.reports[i] for i in order], texts
+
+
+def _summary(enc: Encoded, path: str) -> Any:
+    """The ``coverage.FileSummary`` of one record of ``path``: of the record where it came back
+    whole, else of its summary item."""
+    if enc.record is None:
+        return summaries_from([enc.item], path)[0]
+    from fatbin_inspect.scanning.coverage import summarize
+
+    return summarize(enc.record)
 
 
 def _rebase(rec: Any, sent: str, shown: str) -> Any:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from fatbin_inspect.formats.model import FileReport
 from fatbin_inspect.inventory import member_path
 
 BATCH_FILES = 64
@@ -98,7 +99,27 @@ class Batcher:
         return files
 
 
-JoinFn = Callable[[str, list[Any]], "list[tuple[Any, ...]] | None"]
+class Encoded(NamedTuple):
+    """What a worker hands back per record (``worker.encoded``, ``cache.encode_record``): its
+    summary item (None for a record that does not encode: the file is then not cached), its data
+    for the cache (only when asked), its text (with an encoder), both ``cache.pack``ed as the
+    cache keeps them, and the record itself (only when asked, or when it does not encode)."""
+
+    item: list[Any] | None
+    data: bytes | None
+    text: bytes | None
+    record: FileReport | None
+
+
+class Scanned(NamedTuple):
+    """One file of a batch, read: its path and cache key as sent, and its records."""
+
+    path: str
+    key: Key
+    records: list[Encoded]
+
+
+JoinFn = Callable[[str, list[Any]], "list[Encoded] | None"]
 
 
 @dataclass(slots=True)
@@ -123,7 +144,7 @@ class Joined(NamedTuple):
 
     path: str
     key: Key
-    records: list[tuple[Any, ...]] | None
+    records: list[Encoded] | None
     error: str | None
     unread: int
 
@@ -203,7 +224,7 @@ def elf_parts(
     return elf_split.inspect_part, args, sizes, functools.partial(elf_split.join, split=split)
 
 
-def join_spans(path: str, parts: list[Any]) -> list[tuple[Any, ...]]:
+def join_spans(path: str, parts: list[list[Encoded]]) -> list[Encoded]:
     """The ``worker.encoded`` records of a split zip as one whole-file unit gives them: its own
     record first (kept only with an error, which ended the walk through its members there), then
     the members'."""
@@ -217,5 +238,8 @@ def join_spans(path: str, parts: list[Any]) -> list[tuple[Any, ...]]:
     return members
 
 
-def _record_path(enc: tuple[Any, ...], base: str) -> str:
-    return base + enc[0][0] if enc[0] is not None else enc[3].path
+def _record_path(enc: Encoded, base: str) -> str:
+    if enc.item is not None:
+        return base + enc.item[0]
+    assert enc.record is not None  # (one that does not encode is handed back whole)
+    return enc.record.path
