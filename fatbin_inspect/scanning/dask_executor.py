@@ -19,11 +19,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.scanning.executors import Done, Queued, Unread
-from fatbin_inspect.scanning.units import Unit
+from fatbin_inspect.scanning.units import FileRef, Unit
 
 SCHEMES = ("tcp", "tls")
 _ADDRESS = re.compile(r"(?:([A-Za-z][A-Za-z0-9+.-]*)://)?(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):(\d{1,5})")
@@ -50,7 +51,7 @@ def check_address(address: str) -> str:
     return f"{scheme}://{m.group(2)}:{int(m.group(3))}"
 
 
-def security(tls: tuple[str, str, str | None] | None, address: str | None):
+def security(tls: tuple[str, str, str | None] | None, address: str | None) -> Any:
     """A ``distributed.Security`` from ``(CA file, certificate, key or None)`` (the certificate
     file may hold the key), encryption required; None without ``tls`` (Dask's configuration
     then gives a ``tls://`` address its certificates). UsageError naming the option for a file
@@ -73,7 +74,7 @@ def connect(
     scheduler_file: str | None = None,
     timeout: float = 30,
     tls: tuple[str, str, str | None] | None = None,
-):
+) -> Any:
     """A ``distributed.Client``; UsageError when there is no address, no dask, or no answer.
     ``tls``: the client's ``(CA file, certificate, key or None)`` for a ``tls://`` scheduler."""
     if not scheduler and not scheduler_file:
@@ -111,7 +112,7 @@ def sees(paths: list[str]) -> bool:
     return all(os.path.exists(p) for p in paths)
 
 
-def usable_workers(client, roots: list[str]) -> tuple[dict[str, int], list[str]]:
+def usable_workers(client: Any, roots: list[str]) -> tuple[dict[str, int], list[str]]:
     """``({worker address: threads}, notes)``: the workers that see every root."""
     threads = client.nthreads()
     seen = client.run(sees, roots)
@@ -129,7 +130,7 @@ def usable_workers(client, roots: list[str]) -> tuple[dict[str, int], list[str]]
     return good, notes
 
 
-def _visible(path: str, key) -> bool:
+def _visible(path: str, key: tuple[int, ...]) -> bool:
     """The file the client stat-ed (same size and mtime), readable here."""
     if os.path.isdir(path):  # an OCI image layout: keyed by its index.json
         path = os.path.join(path, "index.json")
@@ -140,23 +141,31 @@ def _visible(path: str, key) -> bool:
     return (st.st_size, st.st_mtime_ns) == (key[2], key[3]) and os.access(path, os.R_OK)
 
 
-def run_unit(fn, args: tuple) -> tuple[str, object, list]:
-    """Run on a worker: ``(worker address, fn(*args) or None, [(path, key) not seen here])``.
-    ``fn`` is ``worker.inspect_batch`` (args[0] a batch) or ``worker.inspect_span`` (args[0:2]
-    path and key)."""
+class Ran(NamedTuple):
+    """A unit run on a worker: the worker's address, the unit's result (None where it read
+    nothing), and the files it could not see there."""
+
+    worker: str
+    result: Any
+    unseen: list[FileRef]
+
+
+def run_unit(fn: Callable[..., Any], args: tuple[Any, ...]) -> Ran:
+    """Run on a worker: ``fn(*args)`` for the files this worker sees. ``fn`` is
+    ``worker.inspect_batch`` (args[0] a batch) or ``worker.inspect_span`` (args[0:2] path and key)."""
     from distributed import get_worker
 
     here = get_worker().address
     if fn.__name__ == "inspect_span":
         if not _visible(args[0], args[1]):
-            return here, None, [(args[0], args[1])]
-        return here, fn(*args), []
+            return Ran(here, None, [FileRef(args[0], args[1])])
+        return Ran(here, fn(*args), [])
     batch = args[0]
-    unseen = [(p, k) for p, k in batch if not _visible(p, k)]
+    unseen = [FileRef(p, k) for p, k in batch if not _visible(p, k)]
     if not unseen:
-        return here, fn(*args), []
+        return Ran(here, fn(*args), [])
     rest = [u for u in batch if u not in unseen]
-    return here, fn(rest, *args[1:]) if rest else [], unseen
+    return Ran(here, fn(rest, *args[1:]) if rest else [], unseen)
 
 
 class DaskExecutor(Queued):
@@ -229,7 +238,7 @@ class DaskExecutor(Queued):
             return [Done(unit, result)]
         return [Done(rest, Unread(len(tried))), Done(unit, result)]
 
-    def _result(self, fut: Any) -> tuple[str, Any, list[Any]]:
+    def _result(self, fut: Any) -> Ran:
         """``run_unit``'s answer; a lost scheduler is ``ClusterLost``."""
         try:
             return fut.result()

@@ -371,16 +371,15 @@ class ScanLoop:
                 return
         known = self.cache.preload(os.path.abspath(root.path))
         for entry in entries.walk(root.path, known, None if walk is None else walk.listed):
-            kind = type(entry)
-            if kind is entries.Seen:
-                self._file(entry)  # type: ignore[arg-type]
-            elif kind is entries.Settled:
+            if isinstance(entry, entries.Seen):
+                self._file(entry)
+            elif isinstance(entry, entries.Settled):
                 self._settled(*entry)
-            elif kind is entries.Unreadable:
-                self._error(entry.path, 0, entry.why)  # type: ignore[union-attr]
+            elif isinstance(entry, entries.Unreadable):
+                self._error(entry.path, 0, entry.why)
             else:
                 self.stats["skipped"] += 1
-                self.skipped.append((entry.path, entry.why))  # type: ignore[union-attr]
+                self.skipped.append((entry.path, entry.why))
 
     # ---------------------------------------------------------------------- run
     def run(self, roots: tuple[Root, ...]) -> None:
