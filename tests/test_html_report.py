@@ -395,7 +395,8 @@ def test_chromium_layout_on_a_phone_and_a_laptop(tmp_path, width):
 
 
 def test_drilldown_is_bounded_per_file(monkeypatch):
-    from fatbin_inspect.inventory.reader import Options, inspect_path
+    from fatbin_inspect.inventory.options import Options
+    from fatbin_inspect.inventory.reader import inspect_path
     from fatbin_inspect.release.findings import FindingsReport
     from fatbin_inspect.render.findings import html
     from fatbin_inspect.scanning import coverage

@@ -242,17 +242,3 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
-
-
-def executor_for(executor: str, jobs: int, scheduler: Any = None) -> Executor:
-    """The executor a scan asked for: ``"dask"`` (``scheduler``: the ``dask_executor.connect``
-    arguments), else a local pool of ``jobs`` processes (``inventory.workers.processes``), or
-    this process alone for one."""
-    if executor == "dask":
-        from fatbin_inspect.scanning.dask_executor import DaskExecutor
-
-        return DaskExecutor(*scheduler)
-    from fatbin_inspect.inventory.workers import processes
-
-    n = processes(jobs)
-    return InProcess() if n == 1 else LocalPool(n)

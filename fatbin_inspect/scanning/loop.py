@@ -14,16 +14,18 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import fatbin_inspect.scanning.answers as answers
+import fatbin_inspect.scanning.entries as entries
+import fatbin_inspect.scanning.units as units
 from fatbin_inspect.formats.model import FileError, FileReport
 from fatbin_inspect.inventory import member_path
 from fatbin_inspect.inventory.roots import Root
-from fatbin_inspect.scanning import answers, entries, units
 from fatbin_inspect.scanning.cache import MISS, ScanCache, default_dir, pack_text, stat_key, summaries_from
 from fatbin_inspect.scanning.distributions import Attributor, innermost_wheel, wheel_distribution
-from fatbin_inspect.scanning.executors import Crash, Done, Unread, executor_for
+from fatbin_inspect.scanning.encoded import Encoded, Scanned
+from fatbin_inspect.scanning.executors import Crash, Done, Executor, InProcess, LocalPool, Unread
 from fatbin_inspect.scanning.options import ProgressFn, ScanOptions, options_fingerprint
 from fatbin_inspect.scanning.texts import TextStore
-from fatbin_inspect.scanning.units import Encoded, Scanned
 
 
 class ScanLoop:
@@ -54,9 +56,7 @@ class ScanLoop:
         self.done = self.bytes_done = self.ticks = 0
         self.notes: list[str] = []
         self.unread: list[str] = []
-        self.executor = executor_for(
-            opts.executor, opts.jobs, (opts.scheduler, opts.scheduler_file, opts.connect_timeout, opts.tls)
-        )
+        self.executor = executor_for(opts)
         self.shown: dict[str, str] = {}  # absolute path sent to a remote worker -> the path shown
         self.all_members = opts.option("members") == "all"
         self.batch = units.Batcher()
@@ -242,12 +242,12 @@ class ScanLoop:
             return False
         parts = None
         if fmt == "zip":
-            from fatbin_inspect.scanning import worker
+            import fatbin_inspect.scanning.worker as worker
 
             spans = worker.zip_spans(path, self.all_members, jobs * 2, units.SPAN_BYTES)
             parts = units.zip_parts(path, key, spans, self.work) if spans else None
         elif fmt == "elf" and self._splits_elf():
-            from fatbin_inspect.scanning import elf_split
+            import fatbin_inspect.scanning.elf_split as elf_split
 
             split = elf_split.plan(path, self.opts.inventory, units.ELF_PARTS_PER_JOB * jobs)
             parts = units.elf_parts(path, key, split, self.work, self.opts.encoder_parts) if split else None
@@ -311,7 +311,7 @@ class ScanLoop:
     def _miss(self, path: str, apath: str, key: tuple[Any, ...], size: int, fmt: str | None) -> None:
         """A file the cache cannot answer for: its head read here (a file with no device format
         is remembered as such), then a unit (a large file split into parts)."""
-        from fatbin_inspect.scanning import worker
+        import fatbin_inspect.scanning.worker as worker
 
         try:
             fmt = fmt or worker.head_format(path)
@@ -340,9 +340,10 @@ class ScanLoop:
 
     def _stdin(self, path: str) -> None:
         """``-``: standard input read once, here (a pipe is not for the pool), never cached."""
-        from fatbin_inspect.inventory.reader import as_options, inspect_blob
+        import fatbin_inspect.scanning.worker as worker
+        from fatbin_inspect.inventory.options import as_options
+        from fatbin_inspect.inventory.reader import inspect_blob
         from fatbin_inspect.inventory.walk import stdin_blob
-        from fatbin_inspect.scanning import worker
 
         opts = as_options(self.opts.inventory)
         self.stats["files"] += 1
@@ -447,6 +448,19 @@ class ScanLoop:
             encoder = self.encoder
             texts = lambda: self.store.texts(order, encoder)  # noqa: E731
         return [self.reports[i] for i in order], texts
+
+
+def executor_for(opts: ScanOptions) -> Executor:
+    """The executor a scan asked for: the Dask scheduler's (reached here), else a local pool of
+    ``jobs`` processes (``inventory.workers.processes``), or this process alone for one."""
+    if opts.executor == "dask":
+        from fatbin_inspect.scanning.dask_executor import DaskExecutor
+
+        return DaskExecutor(opts.scheduler, opts.scheduler_file, opts.connect_timeout, opts.tls)
+    from fatbin_inspect.inventory.workers import processes
+
+    n = processes(opts.jobs)
+    return InProcess() if n == 1 else LocalPool(n)
 
 
 def _summary(enc: Encoded, path: str) -> Any:

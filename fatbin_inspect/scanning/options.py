@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from fatbin_inspect.formats.model import FileReport
 
 if TYPE_CHECKING:  # the parsers are imported only when a file has to be read
-    from fatbin_inspect.inventory.reader import Options
+    from fatbin_inspect.inventory.options import Options
 
 ProgressFn = Callable[[int, int, int], None]  # (files done, files seen, bytes done)
 

@@ -232,9 +232,9 @@ class TextStore:
         """The records of a file whose row was taken (its ``n`` summaries are in the answer
         already), read again in this process: the same key before and after, and ``n`` records.
         Else the row is dropped (the next scan reads the file) and the scan stops."""
+        import fatbin_inspect.scanning.worker as worker
         from fatbin_inspect.errors import InputError
-        from fatbin_inspect.inventory.reader import as_options
-        from fatbin_inspect.scanning import worker
+        from fatbin_inspect.inventory.options import as_options
 
         def same() -> bool:
             try:

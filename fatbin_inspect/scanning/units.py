@@ -18,16 +18,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from fatbin_inspect.formats.model import FileReport
 from fatbin_inspect.inventory import member_path
+
+# a large zip's units (no parser imported); the loop reads them here, tests change them here
+from fatbin_inspect.inventory.zip_plan import SPAN_BYTES as SPAN_BYTES
+from fatbin_inspect.inventory.zip_plan import SPLIT_BYTES as SPLIT_BYTES
+from fatbin_inspect.scanning.encoded import Encoded, Key
 
 BATCH_FILES = 64
 BATCH_BYTES = 64 << 20
-SPLIT_BYTES = 64 << 20  # as inventory.reader's for one file (not imported: a warm scan loads no parser)
-SPAN_BYTES = 32 << 20
 ELF_PARTS_PER_JOB = 8  # slices of one ELF file's hidden fatbins per worker
-
-Key = tuple  # a file's ``cache.stat_key``: (device, inode, size, mtime, ctime)
 
 
 class FileRef(NamedTuple):
@@ -73,7 +73,7 @@ class Work(NamedTuple):
 
 def batch_unit(files: Sequence[FileRef], work: Work) -> Unit:
     """One unit reading ``files`` whole (``worker.inspect_batch``)."""
-    from fatbin_inspect.scanning import worker
+    import fatbin_inspect.scanning.worker as worker
 
     return Unit(worker.inspect_batch, (list(files), *work))
 
@@ -97,26 +97,6 @@ class Batcher:
         """The files gathered (none left here)."""
         files, self.files, self.nbytes = self.files, [], 0
         return files
-
-
-class Encoded(NamedTuple):
-    """What a worker hands back per record (``worker.encoded``, ``cache.encode_record``): its
-    summary item (None for a record that does not encode: the file is then not cached), its data
-    for the cache (only when asked), its text (with an encoder), both ``cache.pack``ed as the
-    cache keeps them, and the record itself (only when asked, or when it does not encode)."""
-
-    item: list[Any] | None
-    data: bytes | None
-    text: bytes | None
-    record: FileReport | None
-
-
-class Scanned(NamedTuple):
-    """One file of a batch, read: its path and cache key as sent, and its records."""
-
-    path: str
-    key: Key
-    records: list[Encoded]
 
 
 JoinFn = Callable[[str, list[Any]], "list[Encoded] | None"]
@@ -205,7 +185,7 @@ def zip_parts(
 ) -> tuple[Any, list[Any], list[int], JoinFn]:
     """``Splits.start``'s function, arguments, sizes and join for a large zip's ``spans``
     (``worker.zip_spans``: first member, end, inflated bytes)."""
-    from fatbin_inspect.scanning import worker
+    import fatbin_inspect.scanning.worker as worker
 
     args = [(path, key, span[:2], *work) for span in spans]
     return worker.inspect_span, args, [span[2] for span in spans], join_spans
@@ -216,7 +196,7 @@ def elf_parts(
 ) -> tuple[Any, list[Any], list[int], JoinFn]:
     """``Splits.start``'s function, arguments, sizes and join for a large ELF file's ``split``
     (``elf_split.plan``)."""
-    from fatbin_inspect.scanning import elf_split
+    import fatbin_inspect.scanning.elf_split as elf_split
 
     parts = encoder_parts if work.encoder is not None else None
     sizes = elf_split.sizes(split)
