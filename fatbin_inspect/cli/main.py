@@ -21,7 +21,7 @@ from fatbin_inspect.render.escape import shown
 from fatbin_inspect.version import __version__
 
 COMMANDS = {
-    "list": "fatbin_inspect.cli.inventory:list_cmd",
+    "list": "fatbin_inspect.cli.list:list_cmd",
     "extract": "fatbin_inspect.cli.extract:extract_cmd",
     "check": "fatbin_inspect.cli.check:check_cmd",
     "explain": "fatbin_inspect.cli.explain:explain_cmd",
@@ -29,6 +29,7 @@ COMMANDS = {
     "scan": "fatbin_inspect.cli.scan:scan_cmd",
     "gate": "fatbin_inspect.cli.gate:gate_cmd",
     "diff": "fatbin_inspect.cli.diff:diff_cmd",
+    "releases": "fatbin_inspect.cli.releases:releases_cmd",
     "doctor": "fatbin_inspect.cli.doctor:doctor_cmd",
     "verify": "fatbin_inspect.cli.verify:verify_cmd",
 }

@@ -29,6 +29,9 @@ from fatbin_inspect.scanning.texts import TextStore
 
 
 class ScanLoop:
+    """One scan: made (its cache opened, its executor reached), ``run`` once over the roots,
+    then read (``ordered``, ``stats``, ``skipped``, ``images``, ``notes``, ``unread``)."""
+
     PUMP_EVERY = 64  # files walked between two looks at the units in flight
 
     def __init__(self, opts: ScanOptions, progress: ProgressFn | None) -> None:
