@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Iterable
 
 from fatbin_inspect.containers import packagedb
 from fatbin_inspect.containers.wheel import info_dir_name, metadata_headers, metadata_name, wheel_name
@@ -210,7 +211,7 @@ def _dpkg_claims(root: str, links: dict[str, str], notes: list[str]) -> list[tup
     return out
 
 
-def _claimed(root: str, paths, links: dict[str, str]) -> set[str]:
+def _claimed(root: str, paths: Iterable[str], links: dict[str, str]) -> set[str]:
     """The absolute paths a system package lists, as paths under ``root`` through its merged-/usr
     ``links`` (``/lib/x`` is ``ROOT/usr/lib/x`` where ``lib`` links to ``usr/lib``)."""
     return {
@@ -296,7 +297,7 @@ class Attributor:
     the sorted order of the ``.dist-info``, ``.egg-info`` and ``conda-meta`` entries, then those of
     the folder's ``lib/python*/site-packages`` when it is a prefix), whatever order files come in."""
 
-    def __init__(self, roots=()) -> None:
+    def __init__(self, roots: Iterable[str] = ()) -> None:
         # folder -> [(label or Package, _Record | set of paths), ...]
         self._dirs: dict[str, list] = {}
         self.notes: list[str] = []  # one line each: package databases and records not read

@@ -22,7 +22,7 @@ import bisect
 import dataclasses
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,9 +115,19 @@ class Part:
 
 FIRST_CODES = 16
 
+# (before, after, separator, items) of a record's text or data, as ``cache.record_data_parts``
+EncodedParts = tuple[bytes, bytes, bytes, list[bytes]]
+Piece = bytes | tuple[bytes]  # bytes as they are, or a packed rest as ``(frame,)``
+
 
 def inspect_part(
-    path: str, split: HiddenSplit, i: int, opts: Any, encoder_parts, data: bool, key: tuple | None = None
+    path: str,
+    split: HiddenSplit,
+    i: int,
+    opts: Any,
+    encoder_parts: Callable[..., EncodedParts | None] | None,
+    data: bool,
+    key: tuple[int, ...] | None = None,
 ) -> Part | None:
     """Pool entry point: part ``i`` of ``split`` (0: the file less its slices; ``i``: slice
     ``i - 1``), encoded; None when it cannot vouch for its bytes (the file is then read whole),
@@ -178,7 +188,7 @@ def _key(path: str) -> tuple | None:
         return None
 
 
-def _items(parts, first: int, text: bool) -> Items | None:
+def _items(parts: EncodedParts | None, first: int, text: bool) -> Items | None:
     if parts is None:
         return None
     sep, items = parts[2], parts[3]
@@ -218,7 +228,7 @@ def join(path: str, parts: list[Any], split: HiddenSplit) -> list[Encoded] | Non
     return [Encoded(item, data, text, None)]
 
 
-def _segments(main: Part, cuts: list[int]) -> list[tuple[int, list | None, list | None]]:
+def _segments(main: Part, cuts: list[int]) -> list[tuple[int, list[Piece] | None, list[Piece] | None]]:
     """The main part's fatbins as runs no piece of the split falls between."""
     runs = itertools.groupby(range(len(main.starts)), key=lambda j: bisect.bisect(cuts, main.starts[j]))
     out = []
@@ -229,12 +239,12 @@ def _segments(main: Part, cuts: list[int]) -> list[tuple[int, list | None, list 
     return out
 
 
-def _from(items: Items | None, j: int, k: int | None = None) -> list | None:
+def _from(items: Items | None, j: int, k: int | None = None) -> list[Piece] | None:
     """The pieces of items ``j`` to ``k`` (default: to the last), separators between them; a
     packed rest as ``(frame,)``."""
     if items is None:
         return None
-    pieces: list = []
+    pieces: list[Piece] = []
     for item in items.first[j:k]:
         pieces += [items.sep, item] if pieces else [item]
     if k is None and items.rest is not None:
@@ -242,14 +252,20 @@ def _from(items: Items | None, j: int, k: int | None = None) -> list | None:
     return pieces
 
 
-def _packed(around, segments: list, items: list, text: bool) -> bytes | None:
+def _packed(
+    around: tuple[bytes, bytes, bytes] | None,
+    segments: Sequence[list[Piece] | None],
+    items: Sequence[Items | None],
+    text: bool,
+) -> bytes | None:
     """One frame of ``before + separator.join(segments) + after`` (``around``), the packed rests
     unpacked into it a step at a time; None without ``around``."""
     if around is None:
         return None
     before, after, sep = around
-    pieces: list = [before]
+    pieces: list[Piece] = [before]
     for j, seg in enumerate(segments):
+        assert seg is not None  # with ``around``, every part handed back its items
         pieces += [sep, *seg] if j else seg
     pieces.append(after)
     size = sum(len(p) if isinstance(p, bytes) else packed_size(p[0]) for p in pieces)
@@ -257,7 +273,7 @@ def _packed(around, segments: list, items: list, text: bool) -> bytes | None:
     return pack_stream(_unpacked(pieces), size, inert)
 
 
-def _unpacked(pieces: list) -> Iterator[bytes]:
+def _unpacked(pieces: list[Piece]) -> Iterator[bytes]:
     for p in pieces:
         if isinstance(p, bytes):
             yield p
