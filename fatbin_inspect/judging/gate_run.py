@@ -14,9 +14,12 @@ from fatbin_inspect.judging.needs import Needs
 from fatbin_inspect.judging.torch import torch_reference
 
 if TYPE_CHECKING:
+    from fatbin_inspect.compat.runtime import RuntimeNeed
     from fatbin_inspect.compat.targets import Target
     from fatbin_inspect.formats.model import FileReport
+    from fatbin_inspect.judging.inputs import Progress
     from fatbin_inspect.release.findings import FindingsReport
+    from fatbin_inspect.release.gate import Context
     from fatbin_inspect.release.policy import Policy
 
 CUDA_NAMED = re.compile(r"(?i)(cuda|[_-]cu\d{2,3}\b|^nvidia[_-])")  # a wheel whose name says CUDA
@@ -28,7 +31,9 @@ class GateRun(NamedTuple):
     fail_on: str  # the policy's level: a finding at or above it fails the gate
 
 
-def gate_context(paths, reports, reference):
+def gate_context(
+    paths: Sequence[str], reports: Sequence[FileReport], reference: FileReport | None
+) -> Context:
     """What the gate needs besides the records: wheel requirements as runtimes (R-RT 4), the
     inputs that name CUDA (FBI015 when they hold no device code), torch's runtime (FBI017)."""
     from fatbin_inspect.compat import runtime
@@ -44,12 +49,13 @@ def gate_context(paths, reports, reference):
     return Context(wheel_rts, frozenset(named), torch_rt, runtimes)
 
 
-def _wheel_runtimes(paths: list[str]) -> tuple[dict, set[str]]:
+def _wheel_runtimes(paths: list[str]) -> tuple[dict[str, RuntimeNeed], set[str]]:
     """The runtime each wheel's requirements name (R-RT 4), and the wheels that name CUDA (in
     their requirements or their name)."""
     from fatbin_inspect.judging.verdicts import is_wheel, wheel_runtime
 
-    wheel_rts, named = {}, set()
+    wheel_rts: dict[str, RuntimeNeed] = {}
+    named: set[str] = set()
     for w in filter(is_wheel, paths):
         rt = wheel_runtime(w)
         if rt is not None:
@@ -59,7 +65,9 @@ def _wheel_runtimes(paths: list[str]) -> tuple[dict, set[str]]:
     return wheel_rts, named
 
 
-def _fleet(target_files, pol, warn: Callable[[str], None] | None) -> tuple:
+def _fleet(
+    target_files: Sequence[str], pol: Policy, warn: Callable[[str], None] | None
+) -> tuple[Target, ...]:
     """The ``--targets`` files' targets (else the policy's), merged; () without either."""
     if not (target_files or pol.targets):
         return ()
@@ -80,7 +88,9 @@ def _fleet(target_files, pol, warn: Callable[[str], None] | None) -> tuple:
     return fleet_mod.merge(found)
 
 
-def _read(paths, opts: Options, progress, cache_dir: str | None) -> list:
+def _read(
+    paths: Sequence[str], opts: Options, progress: Progress | None, cache_dir: str | None
+) -> list[FileReport]:
     """Every record of ``paths``, through the scan cache when ``cache_dir`` is given."""
     from fatbin_inspect.judging.inputs import RecordCache, iter_reports
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # a warm scan without targets imports neither the engine nor 
     from fatbin_inspect.compat.targets import Target
     from fatbin_inspect.compat.verdict import FileVerdict
     from fatbin_inspect.scanning import ScanOptions, ScanResult
-    from fatbin_inspect.scanning.coverage import Coverage
+    from fatbin_inspect.scanning.coverage import Coverage, Verdict
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class ScanRun:
     # the engine's verdicts of each file with device code (one per target): the findings of the
     # HTML report, the SBOM's verdicts and FBI017 are made of them
     engine: Mapping[str, list[FileVerdict]]
-    roll_up: Callable[[Sequence[str]], list] | None
+    roll_up: Callable[[Sequence[str]], list[Verdict]] | None
     seconds: float  # wall time of the scan itself (the table's summary line says it)
 
     def engine_verdicts(self) -> list[FileVerdict]:
@@ -120,7 +120,9 @@ def run_scan(
     start = time.monotonic()
     result = scan(paths, opts, progress)
     seconds = time.monotonic() - start
-    verdicts, roll_up, engine_vs = None, None, {}
+    verdicts: dict[str, Sequence[Verdict]] | None = None
+    roll_up: Callable[[Sequence[str]], list[Verdict]] | None = None
+    engine_vs: dict[str, list[FileVerdict]] = {}
     if targets:
         from fatbin_inspect.judging.torch import environment_runtime
         from fatbin_inspect.judging.verdicts import distribution_verdicts

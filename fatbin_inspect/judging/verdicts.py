@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 from fatbin_inspect.compat import runtime
 from fatbin_inspect.compat.engine import evaluate
@@ -19,6 +20,9 @@ from fatbin_inspect.inventory import member_path
 from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.judging.inputs import Progress, iter_reports
 from fatbin_inspect.judging.ptx_shapes import with_ptx_shapes
+
+if TYPE_CHECKING:
+    from fatbin_inspect.scanning.coverage import Verdict
 
 
 def is_wheel(path: str) -> bool:
@@ -217,7 +221,15 @@ def _with_index_inputs(
             yield from ((r, groups[fetched.platform.arch]) for r in fetched.records)
 
 
-def distribution_verdicts(reports: Sequence[FileReport], targets: Sequence[Target], env_runtime):
+class DistributionVerdicts(NamedTuple):
+    per_file: dict[str, Sequence[Verdict]]  # path -> one coverage verdict per target
+    roll_up: Callable[[Sequence[str]], list[Verdict]]  # the files of a row -> its verdict per target
+    engine: dict[str, list[FileVerdict]]  # path -> the engine's verdict per target
+
+
+def distribution_verdicts(
+    reports: Sequence[FileReport], targets: Sequence[Target], env_runtime: tuple[int, ...] | None
+) -> DistributionVerdicts:
     """Per-file engine verdicts as coverage ``Verdict`` records, the roll-up of a row's files
     (R-UNIT, R-VARIANT by ``env_runtime``), and the engine's verdicts themselves (path -> one per
     target)."""
@@ -227,11 +239,13 @@ def distribution_verdicts(reports: Sequence[FileReport], targets: Sequence[Targe
     wheels = WheelRuntimes()
     engine_vs = {r.path: vs for r in reports if (vs := judge(r, targets, wheels))}
 
-    def roll_up(paths):
+    def roll_up(paths: Sequence[str]) -> list[Verdict]:
         out = []
         for i in range(len(targets)):
             u = units.unit_verdict([(p, engine_vs[p][i]) for p in paths if p in engine_vs], env_runtime)
             out.append(verdict_of(u, u.path))
         return out
 
-    return {p: [verdict_of(v, p) for v in vs] for p, vs in engine_vs.items()}, roll_up, engine_vs
+    return DistributionVerdicts(
+        {p: [verdict_of(v, p) for v in vs] for p, vs in engine_vs.items()}, roll_up, engine_vs
+    )
