@@ -10,6 +10,7 @@ import contextlib
 import gc
 import os
 import sys
+from collections.abc import Sequence
 from typing import NoReturn
 
 import click
@@ -38,19 +39,19 @@ COMMANDS = {
 class DefaultGroup(click.Group):
     """A group whose first argument, when not a command name, is a path for ``list``."""
 
-    def list_commands(self, ctx):
+    def list_commands(self, ctx: click.Context) -> list[str]:
         import importlib.util
 
         return sorted(n for n, t in COMMANDS.items() if importlib.util.find_spec(t.split(":")[0]))
 
-    def get_command(self, ctx, name):
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         target = COMMANDS.get(name)
         if target is None:
             return None
         mod, attr = target.split(":")
         return adopt(getattr(__import__(mod, fromlist=[attr]), attr))
 
-    def parse_args(self, ctx, args):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         lead = 0
         while lead < len(args) and args[lead] == "--debug":  # group flags before a bare PATH
             lead += 1
@@ -86,7 +87,7 @@ def _no_such_command(word: str) -> None:
     envvar="FATBIN_INSPECT_DEBUG",
     help="On an internal error, print the full traceback.",
 )
-def cli(debug):
+def cli(debug: bool) -> None:
     """Will the CUDA code inside these binaries run on that GPU with that driver?
 
     \b
@@ -98,7 +99,7 @@ def cli(debug):
         os.environ["FATBIN_INSPECT_DEBUG"] = "1"
 
 
-def main(argv=None) -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     # A run allocates up to a few hundred thousand small, acyclic, long-lived records (kernels);
     # the default thresholds would walk them in generation 2 again and again (~15% of a
     # `--kernels` run). Reference counting still frees everything; cycles wait a little longer.

@@ -30,7 +30,7 @@ import stat
 import sys
 import tempfile
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO
 
 from fatbin_inspect.errors import UsageError
@@ -186,7 +186,7 @@ def _exchange(a: str, b: str) -> bool:
 
 
 @functools.cache
-def _renameat2():
+def _renameat2() -> Callable[[int, bytes, int, bytes, int], int] | None:
     """glibc's ``renameat2`` (2.28 and newer), or None."""
     if not sys.platform.startswith("linux"):
         return None
