@@ -6,7 +6,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterable
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import click
 
@@ -14,6 +14,9 @@ from fatbin_inspect.cli.options import format_option as format_option  # the sha
 from fatbin_inspect.cli.options import output_option as output_option
 from fatbin_inspect.cli.options import settings
 from fatbin_inspect.formats.model import FileReport
+
+if TYPE_CHECKING:
+    from fatbin_inspect.inventory.opened import Record
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
 MAX_COLUMNS = 1000  # the widest report COLUMNS asks for
@@ -26,6 +29,18 @@ def say(line: str) -> None:
     from fatbin_inspect.render.escape import shown
 
     click.echo(f"fatbin-inspect: {shown(line)}", err=True)
+
+
+def read_exit(named: Iterable[str], errors: Iterable[Record], strict: bool) -> int:
+    """The exit code of what was read: 2 (a missing path's) when an input named on the command
+    line could not be opened at all (``inventory.opened.unopened``), 3 under ``strict`` when any
+    record is an error, else 0."""
+    from fatbin_inspect.inventory.opened import unopened
+
+    errors = [r for r in errors if r.error is not None]
+    if unopened(named, errors):
+        return EXIT_USAGE
+    return EXIT_STRICT if strict and errors else EXIT_OK
 
 
 def note_error(report: FileReport) -> None:

@@ -5,14 +5,13 @@ from __future__ import annotations
 import click
 
 from fatbin_inspect.cli.common import (
-    EXIT_OK,
-    EXIT_STRICT,
     format_option,
     look,
     note_error,
     open_output,
     output_option,
     progress_for,
+    read_exit,
     write_output,
 )
 from fatbin_inspect.cli.options import driver_option, examples, gpu_option, ui_options
@@ -80,10 +79,10 @@ def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpu
     seen: list = list(paths)  # inputs and record paths: the output may be none of them
     if fmt in ("json", "jsonl"):
         with open_output(output, seen) as out:
-            failed = _JSON_VIEWS[fmt](out, paths, opts, targets, seen)
+            errors = _JSON_VIEWS[fmt](out, paths, opts, targets, seen)
     else:
-        failed = _table(paths, opts, targets, entries, output, seen)
-    raise SystemExit(EXIT_STRICT if strict and failed else EXIT_OK)
+        errors = _table(paths, opts, targets, entries, output, seen)
+    raise SystemExit(read_exit(paths, errors, strict))
 
 
 def _check_paths(paths) -> None:
@@ -106,8 +105,8 @@ def _targets(gpus, driver) -> tuple:
     return tuple(resolve_targets(list(gpus), driver, local=local_devices(gpus, driver)))
 
 
-def _table(paths, opts: Options, targets, entries: str, output, seen: list) -> bool:
-    """The inventory table (and the check table with --gpu); True when a file was unreadable."""
+def _table(paths, opts: Options, targets, entries: str, output, seen: list) -> list[FileReport]:
+    """The inventory table (and the check table with --gpu); the records that are errors."""
     reports = []
     with progress_for("table", "reading") as progress:
         for r in iter_reports(paths, opts, progress):
@@ -123,20 +122,21 @@ def _table(paths, opts: Options, targets, entries: str, output, seen: list) -> b
         verdicts = [v for r in reports for v in judge(r, targets, wheels)]
         text += view("check", "long")(targets, verdicts, **look(output))
     write_output(text, output, [*seen, *(r.path for r in reports)])
-    return any(r.error for r in reports)
+    return [r for r in reports if r.error is not None]
 
 
-def _json(out, paths, opts: Options, targets, seen: list) -> bool:
+def _json(out, paths, opts: Options, targets, seen: list) -> list[FileReport]:
     if opts.kernels and not targets:  # the large case: encode where decoded
         return _write_json_by_pieces(out, paths, opts, seen)
     return _write_json(out, paths, opts, targets, seen)
 
 
 class _Errors:
-    """Records passed on as they come, each unreadable one told on stderr and remembered."""
+    """Records passed on as they come, each unreadable one told on stderr and kept (``failed``)."""
 
     def __init__(self, reports, seen: list):
-        self.reports, self.failed, self.seen = reports, False, seen
+        self.reports, self.seen = reports, seen
+        self.failed: list[FileReport] = []
 
     def __iter__(self):
         for r in self.reports:
@@ -147,10 +147,10 @@ class _Errors:
         self.seen.append(r.path)
         if r.error is not None:
             note_error(r)
-            self.failed = True
+            self.failed.append(r)
 
 
-def _write_jsonl(out, paths, opts: Options, targets, seen: list) -> bool:
+def _write_jsonl(out, paths, opts: Options, targets, seen: list) -> list[FileReport]:
     from fatbin_inspect.render import inventory_json, jsondump
 
     recs = _Errors(iter_reports(paths, opts), seen)
@@ -159,7 +159,7 @@ def _write_jsonl(out, paths, opts: Options, targets, seen: list) -> bool:
     return recs.failed
 
 
-def _write_json(out, paths, opts: Options, targets, seen: list) -> bool:
+def _write_json(out, paths, opts: Options, targets, seen: list) -> list[FileReport]:
     """The inventory document, streamed: records are held only until the document is known to
     be large (more than ``PRETTY_MAX_ENTRIES`` entries: written compact), then written as they
     come; with targets, the verdicts (not the records) are kept for the ``results`` at the end."""
@@ -216,7 +216,7 @@ def _write_json(out, paths, opts: Options, targets, seen: list) -> bool:
     return recs.failed
 
 
-def _write_json_by_pieces(out, paths, opts: Options, seen: list) -> bool:
+def _write_json_by_pieces(out, paths, opts: Options, seen: list) -> list[FileReport]:
     """``--kernels --format json``: each piece written as it arrives (``inputs.iter_pieces``:
     memory does not grow with the kernels). Same document as
     ``inventory_json.inventory_document``, compact."""
@@ -234,5 +234,5 @@ def _write_json_by_pieces(out, paths, opts: Options, seen: list) -> bool:
     return recs.failed
 
 
-# --format json / jsonl: (out, paths, options, targets, seen) -> a file was unreadable
+# --format json / jsonl: (out, paths, options, targets, seen) -> the records that are errors
 _JSON_VIEWS = {"json": _json, "jsonl": _write_jsonl}

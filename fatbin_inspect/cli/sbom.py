@@ -9,7 +9,7 @@ import os
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 
-from fatbin_inspect.cli.common import EXIT_FINDINGS, EXIT_OK, EXIT_STRICT, note_error, write_output
+from fatbin_inspect.cli.common import EXIT_FINDINGS, EXIT_OK, note_error, read_exit, write_output
 from fatbin_inspect.errors import UsageError
 
 FORMAT = "cyclonedx"
@@ -62,7 +62,7 @@ def list_sbom(paths: Sequence[str], opts, targets, output: str | None, strict: b
         note_error(r)
         reports.append(r)
     write_output(sbom_text("list", reports, targets), output, [*paths, *(r.path for r in reports)])
-    return EXIT_STRICT if strict and any(r.error for r in reports) else EXIT_OK
+    return read_exit(paths, reports, strict)
 
 
 def gate_sbom(

@@ -10,12 +10,14 @@ from fatbin_inspect.cli.common import (
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_STRICT,
+    EXIT_USAGE,
     format_option,
     look,
     note_error,
     open_output,
     output_option,
     progress_for,
+    read_exit,
     say,
     write_output,
 )
@@ -228,7 +230,7 @@ def scan_cmd(
     text = _VIEWS[fmt](run, paths, inputs, output, shown)
     if text is not None:
         write_output(text, output, inputs)
-    raise SystemExit(_exit_code(run, strict, fail_on, exit_zero))
+    raise SystemExit(_exit_code(run, paths, strict, fail_on, exit_zero))
 
 
 def _check_usage(jobs, insecure, executor, scheduler, scheduler_file, verdicts_only, gpus, target_files):
@@ -338,8 +340,16 @@ def _table_view(run, paths, inputs, output, view) -> str:
 
     result, targets = run.result, run.targets
     s = result.stats
+    unreadable = sum(1 for r in result.reports if r.error is not None and not r.fatbins)
     summary = summary_line(
-        len(result.reports), len(run.coverage.rows), s.files, s.bytes, run.seconds, s.cache_hits, s.inspected
+        len(result.reports) - unreadable,
+        len(run.coverage.rows),
+        s.files,
+        s.bytes,
+        run.seconds,
+        s.cache_hits,
+        s.inspected,
+        unreadable,
     )
     text = render_view("scan", "table")(
         run.coverage,
@@ -364,10 +374,13 @@ def _table_view(run, paths, inputs, output, view) -> str:
 _VIEWS = {"json": _json_view, "cyclonedx": _sbom_view, "html": _html_view, "table": _table_view}
 
 
-def _exit_code(run, strict: bool, fail_on: str, exit_zero: bool) -> int:
-    """3 (--strict) when a file was unreadable or not a regular file, 3 when no Dask worker could
+def _exit_code(run, paths, strict: bool, fail_on: str, exit_zero: bool) -> int:
+    """2 when an input named on the command line could not be opened at all (``read_exit``), 3
+    (--strict) when a file was unreadable or not a regular file, 3 when no Dask worker could
     read a file, 1 when a row fails at the --fail-on level, else 0."""
     result = run.result
+    if read_exit(paths, result.reports, False) == EXIT_USAGE:
+        return EXIT_USAGE
     if strict:
         for path, why in result.skipped:  # like ``list --strict``: a FIFO or a loop is unreadable
             say(f"{path}: {why}")

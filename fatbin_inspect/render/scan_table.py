@@ -284,10 +284,21 @@ def _attention(cov: Coverage, i: int, sm: int | None) -> list:
 
 
 def summary_line(
-    n_files: int, n_rows: int, files_seen: int, nbytes: int, seconds: float, hits: int, inspected: int
+    n_files: int,
+    n_rows: int,
+    files_seen: int,
+    nbytes: int,
+    seconds: float,
+    hits: int,
+    inspected: int,
+    unreadable: int = 0,
 ) -> str:
+    """The scan's first line. ``n_files``: the records with device code; ``unreadable``: those
+    that are an error and nothing else (counted apart: an unreachable image is not a file with
+    device code)."""
     cache = f", {hits} of {inspected} binaries from cache" if hits else ""
+    bad = f", {unreadable:,} unreadable" if unreadable else ""
     return (
-        f"{plural(n_files, 'file')} with device code in {plural(n_rows, 'distribution/folder')} "
+        f"{plural(n_files, 'file')} with device code{bad} in {plural(n_rows, 'distribution/folder')} "
         f"(scanned {plural(files_seen, 'file')}, {human(nbytes)} in {seconds:.1f} s{cache})"
     )
