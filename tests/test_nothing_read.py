@@ -81,6 +81,7 @@ def test_no_image_for_the_platform_exits_2_in_every_format(tmp_path):
             assert r.code == 0, (argv, r)
 
 
+@pytest.mark.slow
 def test_a_truncated_elf_is_an_error_record_in_scan_as_in_list(tmp_path):
     with open(LIB, "rb") as fh:
         data = fh.read()
@@ -138,6 +139,7 @@ def _child(args, stdin, tmp_path):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "kind, why",
     [

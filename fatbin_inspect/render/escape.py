@@ -118,3 +118,12 @@ def safe(renderable):
     if isinstance(getattr(renderable, "text", None), Text):  # console.Hanging: a Text laid out
         renderable.text = safe_text(renderable.text)
     return renderable
+
+
+def text(s: str, style: str = "") -> Text:
+    """A rich ``Text`` of input-derived ``s`` (a name, a path, a message), escaped by ``shown``
+    first: ``Text`` itself drops BEL, BS, VT, FF and CR, which every other format shows
+    (``\\x07``), and ``safe`` cannot give back what it dropped."""
+    from rich.text import Text
+
+    return Text(shown(s), style=style)
