@@ -185,7 +185,7 @@ def _sizes(at: Any, n: int) -> list | None:
     a count (the frame checks the other), or None."""
     try:
         sizes = json.loads(at)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):  # (a nesting deeper than the parser's stack)
         return None
     if type(sizes) is not list or len(sizes) != n:
         return None
@@ -197,11 +197,11 @@ def _sizes(at: Any, n: int) -> list | None:
 
 def _split(blob: Any, at: Any, n: int) -> list[tuple[bytes, Any]] | None:
     """The ``n`` frames of a packed column, still packed, each with the bytes ``at`` (its
-    ``[[frame bytes, bytes], ...]`` as JSON) says it unpacks to; None when they do not add up."""
+    ``[[frame bytes, bytes], ...]`` as JSON) says it unpacks to; None when they do not add up
+    or the column is not a blob (a number or a text in it is a row some other writer made)."""
     sizes = _sizes(at, n)
-    if sizes is None or blob is None:
+    if sizes is None or type(blob) is not bytes:
         return None
-    blob = bytes(blob)
     out, pos = [], 0
     for frame, size in sizes:
         out.append((blob[pos : pos + frame], size))
