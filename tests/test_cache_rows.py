@@ -17,6 +17,7 @@ import sys
 
 import pytest
 from conftest import ROOT, fixture_path
+from hostile_runner import CHILD_MAIN
 
 FILES = [
     "t12_lib_sm86_c89.so",
@@ -25,30 +26,20 @@ FILES = [
     "t14_sm90a.cubin",
 ]
 
-_CHILD = r'''
+_CHILD = (
+    r"""
 import json, os, re, resource, shutil, sqlite3, sys
 mem = 1 << 30
 resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-from fatbin_inspect.cli.main import main
+"""
+    + CHILD_MAIN
+    + r'''
 tree, cache, out = sys.argv[1], sys.argv[2], sys.argv[3]
 os.environ["FATBIN_INSPECT_CACHE_DIR"] = cache
 OUT, ERR = os.path.join(out, "o"), os.path.join(out, "e")
 
 def run(argv):
-    sys.stdout.flush(); sys.stderr.flush()
-    fo = os.open(OUT, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    fe = os.open(ERR, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    keep = os.dup(1), os.dup(2)
-    os.dup2(fo, 1); os.dup2(fe, 2)
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    sys.stdout.flush(); sys.stderr.flush()
-    os.dup2(keep[0], 1); os.dup2(keep[1], 2)
-    for fd in (fo, fe, *keep):
-        os.close(fd)
+    code = run_main(argv, OUT, ERR)
     with open(OUT, "rb") as o, open(ERR, "rb") as e:
         return code, o.read(), e.read()
 
@@ -119,6 +110,7 @@ for table, cols in columns.items():
 with open(os.path.join(out, "results.json"), "w") as fh:
     json.dump({"base": {k: v[0] for k, v in base.items()}, **results}, fh)
 '''
+)
 
 # the rows that validate but say another true-looking thing: a bare row ("no device code",
 # summary NULL) and a row of no records (summary []); whoever can write the cache (this user

@@ -104,6 +104,10 @@ def main(argv=None) -> None:
     gc.set_threshold(100_000, 50, 100)
     _hold_standard_streams()
     try:
+        if os.environ.get("_FATBIN_INSPECT_COMPLETE"):  # a shell asks for completions
+            from fatbin_inspect.cli.completion import check_environment
+
+            check_environment(os.environ)
         cli.main(args=argv, prog_name="fatbin-inspect", standalone_mode=False)
     except SystemExit:
         raise
