@@ -17,6 +17,7 @@ Nothing below ``render`` prints. No subpackage shares a name with an API functio
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 from fatbin_inspect.version import __version__
@@ -33,3 +34,10 @@ def __getattr__(name: str) -> Any:
 
         return getattr(api, name)
     raise AttributeError(f"module 'fatbin_inspect' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The API names too, though not loaded yet: ``dir()``, REPL and IDE completion and
+    ``help(fatbin_inspect)`` (pydoc lists what ``dir`` gives and ``__all__`` admits) see them."""
+    loaded = (n for n in globals() if n.startswith("__") or f"{__name__}.{n}" in sys.modules)  # subpackages
+    return sorted({*__all__, *loaded})

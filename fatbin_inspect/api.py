@@ -57,7 +57,7 @@ def inspect(
 ) -> list[FileReport]:
     """The records of ``fatbin-inspect list PATH`` (``--kernels``, ``--details``, ``--no-scan``): one
     per file and archive member, with its fatbins and entries."""
-    from fatbin_inspect.inventory.reader import Options
+    from fatbin_inspect.inventory.options import Options
     from fatbin_inspect.judging.inputs import iter_reports
 
     opts = Options(kernels=kernels, details=details or kernels, scan_hidden=scan_hidden)

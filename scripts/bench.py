@@ -151,7 +151,9 @@ def bench_inventory(files):
 def cubin_images(files):
     """The decoded cubins of ``files`` (default: the committed fixtures), as bytes."""
     from fatbin_inspect.formats.binio import open_blob
-    from fatbin_inspect.inventory.reader import Options, inspect_pairs, payload
+    from fatbin_inspect.inventory.options import Options
+    from fatbin_inspect.inventory.payloads import payload
+    from fatbin_inspect.inventory.reader import inspect_pairs
 
     out = []
     for path in files:

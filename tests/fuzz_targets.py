@@ -16,7 +16,9 @@ from fatbin_inspect.containers import archives, detect, elf, pe
 from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats import cubin, fatbin, ptx
 from fatbin_inspect.formats.binio import Blob
-from fatbin_inspect.inventory.reader import Options, decode_entry, inspect_blob
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.payloads import decode_entry
+from fatbin_inspect.inventory.reader import inspect_blob
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")

@@ -126,8 +126,9 @@ def test_every_option_has_an_environment_default(monkeypatch):
 
 def test_kernels_json_encoded_in_workers_is_the_same_document(monkeypatch, schema):
     # large files take the path where worker processes decode *and* encode their fatbins
-    from fatbin_inspect.inventory import reader as inventory
-    from fatbin_inspect.inventory.reader import Options, inspect_path
+    from fatbin_inspect.inventory import decoding
+    from fatbin_inspect.inventory.options import Options
+    from fatbin_inspect.inventory.reader import inspect_path
     from fatbin_inspect.render import inventory_json
 
     files = [
@@ -138,7 +139,7 @@ def test_kernels_json_encoded_in_workers_is_the_same_document(monkeypatch, schem
     expected = inventory_json.inventory_document(
         [r for f in files for r in inspect_path(f, Options(kernels=True))]
     )
-    monkeypatch.setattr(inventory, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(decoding, "PARALLEL_MIN_BYTES", 0)
     doc = cli(*files, "--kernels", "--format", "json").json()
     jsonschema.validate(doc, schema)
     assert doc == json.loads(json.dumps(expected))

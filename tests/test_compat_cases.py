@@ -16,7 +16,8 @@ from fatbin_inspect.compat import data, runtime
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import resolve_targets
-from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.reader import inspect_path
 
 LISTING = fixture_path("compat", "cases.json")
 

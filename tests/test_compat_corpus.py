@@ -11,7 +11,8 @@ from conftest import CORPUS, device_only
 from fatbin_inspect.compat import runtime
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.targets import resolve_targets
-from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.reader import inspect_path
 
 pytestmark = pytest.mark.corpus
 LIB = os.path.join(CORPUS, "x", "torch", "lib", "libtorch_cuda.so")

@@ -17,7 +17,8 @@ import fatbin_inspect as fi
 from fatbin_inspect.compat import runtime, units
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.targets import resolve_targets
-from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.reader import inspect_path
 from fatbin_inspect.render.findings.json import document
 from fatbin_inspect.verify import compare
 

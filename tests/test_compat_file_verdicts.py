@@ -16,7 +16,8 @@ from conftest import cli, device_only, fixture_path
 from fatbin_inspect.compat import runtime
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.targets import resolve_targets
-from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.reader import inspect_path
 
 GPUS = ("A100", "H100", "RTX 4090", "RTX 5090", "B200", "GB10", "Jetson AGX Orin", "GTX 1080")
 # file -> per GPU (in GPUS order): verdict, coverage, specialisation kinds of the set-aside fatbins, gaps

@@ -11,7 +11,8 @@ from fatbin_inspect.compat import runtime
 from fatbin_inspect.containers import STATIC_CUDART_MARKER, has_static_cudart
 from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport
-from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.reader import inspect_path
 from fatbin_inspect.judging.verdicts import metadata_runtime
 
 

@@ -17,7 +17,8 @@ from conftest import cli, device_only, fixture_path
 from fatbin_inspect.compat import runtime, units
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.targets import resolve_targets
-from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.reader import inspect_path
 
 EXT = ("ext_generic.so", "ext_hopper.so", "ext_attn.so")
 VAR = ("libvar_cuda126.so", "libvar_cuda130.so")

@@ -204,7 +204,7 @@ def test_oci_image_final_filesystem_with_whiteouts_and_layers(tmp_path, fmt, doc
 
 
 def test_oci_multi_platform_index_default_and_platform_option(tmp_path):
-    from fatbin_inspect.inventory.reader import Options
+    from fatbin_inspect.inventory.options import Options
 
     img = _image(tmp_path, platforms=("linux/arm64", "linux/amd64"))
     own = next(iter(inspect_path(str(img))))

@@ -14,7 +14,8 @@ import pytest
 from conftest import CORPUS
 from oracle import cuobjdump_entries, our_entries
 
-from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.reader import inspect_path
 
 pytestmark = pytest.mark.corpus
 CORPUS_DIR = os.environ.get("FATBIN_INSPECT_CORPUS", CORPUS)

@@ -16,7 +16,8 @@ from conftest import CORPUS, cli, device_only
 from fatbin_inspect.compat import runtime, units
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.targets import resolve_targets
-from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.reader import inspect_path
 from fatbin_inspect.judging.verdicts import wheel_runtime
 
 pytestmark = pytest.mark.corpus

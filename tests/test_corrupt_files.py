@@ -331,7 +331,7 @@ def test_unreadable_file_chmod_000(tmp_path):
 
 def test_file_that_vanishes_between_listing_and_opening(tmp_path, monkeypatch):
     """Works as root too: the directory entry is gone when the inventory opens it."""
-    from fatbin_inspect.inventory.reader import Options
+    from fatbin_inspect.inventory.options import Options
     from fatbin_inspect.judging import inputs as cli_inventory
 
     p = tmp_path / "gone.fatbin"

@@ -18,8 +18,8 @@ import zstandard
 from fatbin_inspect.formats import cubin as C
 from fatbin_inspect.formats import decompress, fatbin
 from fatbin_inspect.formats.binio import Blob
-from fatbin_inspect.inventory import reader
-from fatbin_inspect.inventory.reader import decode_entry
+from fatbin_inspect.inventory import payloads
+from fatbin_inspect.inventory.payloads import decode_entry
 
 KIND_SASS = 2
 
@@ -69,7 +69,7 @@ def _entry_of(image: bytes, compress: str = "zstd"):
 
 def _whole(image: bytes):
     """The record parsing the whole image gives (no reused buffer, no sparse image)."""
-    info, ks = C.parse_cubin(image, kernels=True, resources=True, demangle=reader.demangle)
+    info, ks = C.parse_cubin(image, kernels=True, resources=True, demangle=payloads.demangle)
     return info, ks
 
 
@@ -83,13 +83,13 @@ def _decoded(blob, e):
 def whole_decodes(monkeypatch):
     """How many entries were decoded whole (``decompress.decode``) rather than in place."""
     calls = []
-    real = reader.decode
+    real = payloads.decode
 
     def counting(method, data, size, offset=None, *a, **k):
         calls.append(size)
         return real(method, data, size, offset, *a, **k)
 
-    monkeypatch.setattr(reader, "decode", counting)
+    monkeypatch.setattr(payloads, "decode", counting)
     return calls
 
 

@@ -7,7 +7,8 @@ import builders as B
 import pytest
 from conftest import CORPUS, cli, fixture_path
 
-from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.reader import inspect_path
 from fatbin_inspect.release import diff as D
 
 OLD_LIB = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")  # sm_75, sm_80, sm_90 + compute_90

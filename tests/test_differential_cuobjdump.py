@@ -7,7 +7,8 @@ import pytest
 from conftest import FIXTURES, fixture_path
 from oracle import cuobjdump_entries, our_entries
 
-from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.reader import inspect_path
 
 pytestmark = pytest.mark.cuobjdump
 

@@ -20,7 +20,7 @@ from conftest import BIN, ROOT
 
 from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.formats.fatbin import parse_fatbin
-from fatbin_inspect.inventory.reader import payload
+from fatbin_inspect.inventory.payloads import payload
 from tests.builders import ptx_text
 
 pytestmark = pytest.mark.nvfatbin

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fatbin_inspect.formats.binio import Blob, open_blob
-from fatbin_inspect.inventory import reader
+from fatbin_inspect.inventory import hidden, slices
+from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.render.scan_json import file_rest, file_rest_parts
 from fatbin_inspect.scanning import ScanOptions, cache, elf_split, scan, worker
 
@@ -64,10 +65,10 @@ def _library(seed: int, count: int, fake_every: int, gap: int) -> bytes:
 @pytest.fixture
 def small_split(monkeypatch):
     """Split thresholds scaled down to the synthetic libraries."""
-    monkeypatch.setattr(reader, "SPLIT_HIDDEN", 2048)
-    monkeypatch.setattr(reader, "PIECE_MIN", 2048)
-    monkeypatch.setattr(reader, "SLICE_MIN", 256)
-    monkeypatch.setattr(reader, "SCAN_CHUNK", 1024)
+    monkeypatch.setattr(slices, "SPLIT_HIDDEN", 2048)
+    monkeypatch.setattr(slices, "PIECE_MIN", 2048)
+    monkeypatch.setattr(slices, "SLICE_MIN", 256)
+    monkeypatch.setattr(hidden, "SCAN_CHUNK", 1024)
 
 
 OPTS = [
@@ -127,7 +128,7 @@ def test_split_gives_the_whole_files_bytes(tmp_path, small_split, seed, count, f
 
 def test_split_keeps_fatbins_a_false_hit_would_hide(tmp_path, small_split):
     """Every fatbin holds a plausible header in its payload: slices starting inside one drop
-    their first, false, fatbins (``reader.chained``) and the join still equals the whole file."""
+    their first, false, fatbins (``slices.chained``) and the join still equals the whole file."""
     path = str(tmp_path / "lib.so")
     with open(path, "wb") as f:
         f.write(_library(7, 80, 1, 32))
@@ -138,7 +139,7 @@ def test_split_keeps_fatbins_a_false_hit_would_hide(tmp_path, small_split):
     found = [
         elf_split.inspect_part(path, split, i, OPTS[0], None, False) for i in range(1, len(split.slices) + 1)
     ]
-    keep = reader.chained(split, [list(zip(p.starts, p.ends)) for p in found])
+    keep = slices.chained(split, [list(zip(p.starts, p.ends)) for p in found])
     assert keep is not None and any(keep)  # some slice did begin with a false hit
 
 
@@ -154,7 +155,7 @@ def test_marker_in_a_slice_reads_the_file_whole(tmp_path, small_split):
     with open(path, "wb") as f:
         f.write(elf64([(".nv_fatbin", 1, _fatbin(rng, False)), (".ldata", 1, data)]))
     assert _split(path, OPTS[0], 8) is None
-    (rec,) = worker.inspect_file(path, reader.Options())
+    (rec,) = worker.inspect_file(path, Options())
     assert rec.static_cudart and len(rec.fatbins) == 21
 
 
@@ -193,7 +194,7 @@ def test_split_scan_equals_unsplit_scan_in_a_pool(tmp_path, small_split, monkeyp
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 1 << 30), fake_every=st.sampled_from([0, 2]))
 def test_magic_scan_is_the_same_in_any_chunks(seed, fake_every):
-    """``_scan_chunks`` finds the same fatbins with chunks of any size: a fatbin whose header
+    """``hidden.scan_chunks`` finds the same fatbins with chunks of any size: a fatbin whose header
     starts in the last 16 bytes of a chunk, or whose magic runs across its end, is found (the
     walk once stopped 16 bytes short of a chunk's end and the next chunk began after it)."""
     rng = random.Random(seed)
@@ -204,14 +205,12 @@ def test_magic_scan_is_the_same_in_any_chunks(seed, fake_every):
     blob = Blob(bytes(data))
 
     def found(size):
-        old, reader.SCAN_CHUNK = reader.SCAN_CHUNK, size
+        old, hidden.SCAN_CHUNK = hidden.SCAN_CHUNK, size
         try:
             errors: list = []
-            return [
-                fb.offset for part in reader._scan_chunks(blob, 0, blob.size, None, errors) for fb in part
-            ]
+            return [fb.offset for part in hidden.scan_chunks(blob, 0, blob.size, None, errors) for fb in part]
         finally:
-            reader.SCAN_CHUNK = old
+            hidden.SCAN_CHUNK = old
 
     whole = found(1 << 30)
     assert len(whole) >= 12
@@ -231,7 +230,7 @@ def test_plan_leaves_alone_what_it_cannot_split(tmp_path, small_split):
     with open(small, "wb") as f:
         f.write(_library(1, 1, 0, 32))
     assert elf_split.plan(small, OPTS[0], 8) is None
-    assert reader.hidden_split("elf", open_blob(path), reader.Options(), 1) is None
+    assert slices.hidden_split("elf", open_blob(path), Options(), 1) is None
 
 
 @pytest.mark.parametrize("probe", [False, True])

@@ -8,7 +8,8 @@ import pytest
 from fatbin_inspect.errors import CorruptError, TruncatedError
 from fatbin_inspect.formats import fatbin as F
 from fatbin_inspect.formats.binio import Blob
-from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.reader import inspect_path
 
 
 def parse(data: bytes):

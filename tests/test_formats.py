@@ -17,7 +17,8 @@ import jsonschema
 import pytest
 from conftest import GOLDEN, TESTS
 
-from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.reader import inspect_path
 from fatbin_inspect.release import policy as P
 from fatbin_inspect.release.findings import RULES, fails
 from fatbin_inspect.release.gate import gate

@@ -8,6 +8,10 @@ named ncclDevKernel_* and sm_80 SASS only, as NCCL's kernels sit in TensorFlow's
 library. On RTX 5090 and H100 the library's own code JIT-compiles, NCCL's kernels fail.
 """
 
+import ast
+import dataclasses
+import pathlib
+
 import pytest
 from conftest import cli_json, fixture_path
 
@@ -15,7 +19,10 @@ import fatbin_inspect as fi
 from fatbin_inspect.compat import gap_kernels
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.targets import resolve_targets
-from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.inventory import payloads
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.reader import inspect_path
+from fatbin_inspect.judging import verdicts
 
 F6 = fixture_path("units", "f6_linked_gap.so")
 F5 = fixture_path("units", "f5_dropped_gen.so")
@@ -153,3 +160,25 @@ def test_a_real_library_names_its_gaps_kernels():
         "; they hold 59 kernels, most often named fermiPlusCgemmLDS128_batched ×9, cutlass::Kernel ×5, "
         "cutlass::Kernel2 ×5, …"
     )
+
+
+def test_kernel_names_reads_the_records_bytes_again():
+    """``inventory.payloads.kernel_names``: the names of the fatbins asked for, decoded from the
+    file the record names; None for a record whose bytes cannot be read again."""
+    (rec,) = inspect_path(F6, Options())
+    gap = [fb.offset for fb in rec.fatbins if all(e.sm == 80 for e in fb.entries)]
+    names = payloads.kernel_names(rec, gap)
+    assert names is not None and set(names) <= set(gap)
+    assert sorted(n for ns in names.values() for n in ns if "ncclDevKernel_" in n)
+    assert payloads.kernel_names(rec, []) == {}
+    assert payloads.kernel_names(dataclasses.replace(rec, path=F6 + "!inner.tar!x.so"), gap) is None
+
+
+def test_the_judging_reads_no_bytes_to_name_them():
+    """``judging.verdicts`` leaves the byte reading to ``inventory.payloads.kernel_names``: it maps
+    no file and decodes no payload itself."""
+    tree = ast.parse(pathlib.Path(verdicts.__file__).read_text(encoding="utf-8"))
+    froms = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    names = {a.name for n in froms for a in n.names}
+    assert not names & {"open_blob", "decode_entry", "payload", "zip_member_blob", "binio"}
+    assert not {n.module for n in froms} & {"fatbin_inspect.formats.binio", "fatbin_inspect.inventory.reader"}

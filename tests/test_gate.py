@@ -9,7 +9,8 @@ import pytest
 from conftest import cli
 
 from fatbin_inspect.errors import UsageError
-from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.reader import inspect_path
 from fatbin_inspect.release import policy as P
 from fatbin_inspect.release.gate import gate
 

@@ -1,5 +1,5 @@
 """A large binary's hidden pieces magic-scanned by a second process while this one walks the
-fatbin sections (``inventory.reader._hand_off``): the record is the one a single process makes."""
+fatbin sections (``inventory.handoff``): the record is the one a single process makes."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ from builders import cubin, elf64, entry, fatbin, ptx_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fatbin_inspect.inventory import reader
-from fatbin_inspect.inventory.reader import Options, hand_off, inspect_path
+from fatbin_inspect.inventory import handoff, hidden
+from fatbin_inspect.inventory.handoff import hand_off
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.reader import inspect_path
 
 MB = 1 << 20
 
@@ -69,16 +71,16 @@ def _library(seed: int, counts: list[int], cut: bool) -> bytes:
 @pytest.fixture
 def handed(monkeypatch):
     """Hand-offs at any size, with the pieces each one took."""
-    monkeypatch.setattr(reader, "HAND_OFF_MIN", 1)
-    monkeypatch.setattr(reader, "SCAN_CHUNK", 512)
+    monkeypatch.setattr(handoff, "HAND_OFF_MIN", 1)
+    monkeypatch.setattr(hidden, "SCAN_CHUNK", 512)
     taken: list[tuple[frozenset[int], int | None]] = []  # (pieces, child pid)
-    real = reader._HandOff.__init__
+    real = handoff.HandOff.__init__
 
     def init(self, *args):
         real(self, *args)
         taken.append((self.indices, self.pid))
 
-    monkeypatch.setattr(reader._HandOff, "__init__", init)
+    monkeypatch.setattr(handoff.HandOff, "__init__", init)
     return taken
 
 
@@ -128,7 +130,7 @@ def test_a_worker_that_gives_nothing_leaves_the_pieces_here(tmp_path, handed, mo
     with open(path, "wb") as f:
         f.write(_library(11, [4, 6, 8], False))
     one = list(inspect_path(path, Options(jobs=1)))
-    monkeypatch.setattr(reader, "_scan_pieces", worker_fn)
+    monkeypatch.setattr(hidden, "_scan_pieces", worker_fn)
     del handed[:]
     two = list(inspect_path(path, Options(jobs=2)))
     ((pieces, pid),) = handed

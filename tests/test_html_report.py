@@ -1,6 +1,7 @@
 """``--format html`` of check, gate and scan: parsed with html5lib, content checked, nothing interpreted;
 one test renders the page in headless Chromium and looks at the pixels."""
 
+import html
 import json
 import os
 import re
@@ -13,7 +14,7 @@ import pytest
 from conftest import cli, fixture_path
 
 from fatbin_inspect.compat import data
-from fatbin_inspect.render.findings.html import COLOURS
+from fatbin_inspect.render.findings.html import COLOURS, breakable
 
 html5lib = pytest.importorskip("html5lib", reason="html5lib is in the test extra (pip install -e '.[test]')")
 
@@ -299,6 +300,10 @@ const measure = () => {
     cells: [...document.querySelectorAll("table")].filter((t) => t.rows[0].cells[4]?.textContent === "message")
       .flatMap((t) => [...t.rows].slice(1).map((row) => r(row.cells[4]).width)),
     labels: [...document.querySelectorAll("svg text[text-anchor=end]")].map((e) => [e.textContent, e.getBBox().x]),
+    scroll: [document.documentElement.scrollWidth, document.documentElement.clientWidth],
+    findings: [...document.querySelectorAll("table.findings tr")].slice(1).map((tr) => [...tr.cells]
+      .filter((td) => ["rule", "target", "message"].includes(td.dataset.label) && td.textContent)
+      .map((td) => [td.dataset.label, r(td).left, r(td).right])),
   }));
 };
 addEventListener("load", measure);
@@ -382,10 +387,16 @@ def test_chromium_layout_on_a_phone_and_a_laptop(tmp_path, width):
     names = {"libvendor_" + os.path.basename(f) + ".so" for f in (SM80, MULTI, PTX80)}
     labels = layout["labels"]
     assert {t for t, _ in labels} >= names and all(x >= 0 for _, x in labels), labels  # whole, not cut
+    scroll_width, client_width = layout["scroll"]
+    assert scroll_width <= client_width, layout["scroll"]  # nothing to scroll sideways
+    cells = [c for row in layout["findings"] for c in row]
+    assert layout["findings"] and all(left >= 0 and right <= width for _, left, right in cells), cells
+    assert all({"rule", "message"} <= {label for label, _, _ in row} for row in layout["findings"])
 
 
 def test_drilldown_is_bounded_per_file(monkeypatch):
-    from fatbin_inspect.inventory.reader import Options, inspect_path
+    from fatbin_inspect.inventory.options import Options
+    from fatbin_inspect.inventory.reader import inspect_path
     from fatbin_inspect.release.findings import FindingsReport
     from fatbin_inspect.render.findings import html
     from fatbin_inspect.scanning import coverage
@@ -411,3 +422,25 @@ def test_partial_coverage_is_marked_in_the_verdict_heatmap(tmp_path):
     assert glyphs == ["✓~", "✗"]  # RTX 5090: neither fatbin has code for it
     tips = ["".join(t.itertext()) for r in verdicts.iter(f"{SVG}rect") for t in r.iter(f"{SVG}title")]
     assert "partial coverage" in tips[0] and "partial coverage" not in tips[1]
+
+
+def test_identical_findings_are_one_row_with_a_count():
+    """The same rule, target and message of several files is one row naming them all: the gate
+    of fixtures/bin gives 172 findings, 29 of them one FBI006 line of 29 files."""
+    args = ["gate", fixture_path("bin"), "--require", "sm_80,sm_90,sm_120", "--require-ptx", "--isolated"]
+    findings = cli(*args, "--format", "json", codes=1).json()["findings"]
+    page = cli(*args, "--format", "html", codes=1).out
+    keys = {(f["severity"], f["rule_id"], f.get("target") or "", f["message"]) for f in findings}
+    rows = re.findall(r'<tr><td data-label="severity">.*?</tr>', page)
+    assert len(rows) == len(keys) < len(findings)
+    biggest = max(
+        keys,
+        key=lambda k: sum(
+            (f["severity"], f["rule_id"], f.get("target") or "", f["message"]) == k for f in findings
+        ),
+    )
+    n = sum((f["severity"], f["rule_id"], f.get("target") or "", f["message"]) == biggest for f in findings)
+    row = next(r for r in rows if html.escape(biggest[3], quote=False) in r)
+    assert f"×{n}" in row and f"{n} artifacts" in row
+    for f in findings:  # every artifact is still named
+        assert breakable(f["path"]) in page

@@ -6,7 +6,8 @@ import pytest
 from conftest import fixture_path
 from oracle import cuobjdump_resources
 
-from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.reader import inspect_path
 
 pytestmark = pytest.mark.cuobjdump
 

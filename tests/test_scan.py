@@ -405,7 +405,7 @@ def test_cached_records_follow_the_path_as_given(site, tmp_path, monkeypatch):
 
 
 def test_options_given_as_a_dict_share_the_cache_with_options():
-    from fatbin_inspect.inventory.reader import Options
+    from fatbin_inspect.inventory.options import Options
     from fatbin_inspect.scanning import FINGERPRINT_DEFAULTS, options_fingerprint
 
     assert {k: getattr(Options(), k) for k in FINGERPRINT_DEFAULTS} == FINGERPRINT_DEFAULTS
@@ -539,16 +539,17 @@ def test_a_large_zip_listed_by_worker_processes_gives_the_records_of_one_walk(
 ):
     """list/check/gate of a wheel above SPLIT_BYTES: spans inflated in parallel, same records."""
     from fatbin_inspect.inventory import reader as core
+    from fatbin_inspect.inventory.options import Options
 
     whl = _big_wheel(tmp_path)
     members = "all" if all_members else "device"
-    one = list(inspect_path(str(whl), core.Options(jobs=1, members=members)))
+    one = list(inspect_path(str(whl), Options(jobs=1, members=members)))
     monkeypatch.setattr(core, "SPLIT_BYTES", 1)
     monkeypatch.setattr(core, "SPAN_BYTES", 1)
     calls = []
     real = core._inspect_zip_parallel
     monkeypatch.setattr(core, "_inspect_zip_parallel", lambda *a: (calls.append(len(a[1])), real(*a))[1])
-    par = list(inspect_path(str(whl), core.Options(jobs=2, members=members)))
+    par = list(inspect_path(str(whl), Options(jobs=2, members=members)))
     assert calls and calls[0] >= 4
     assert par == one and [r.notes for r in par] == [r.notes for r in one]
     assert par[0].path == str(whl) and any(r.error for r in par[1:])  # the zip first; the broken member kept
@@ -561,7 +562,8 @@ def test_quick_test_skips_code_where_the_inventory_never_looks(tmp_path):
     import builders as B
 
     from fatbin_inspect.formats.binio import open_blob
-    from fatbin_inspect.inventory.reader import Options, magic_ranges
+    from fatbin_inspect.inventory.hidden import magic_ranges
+    from fatbin_inspect.inventory.options import Options
     from fatbin_inspect.scanning import worker
 
     fb = B.sample_fatbin()
@@ -590,7 +592,7 @@ def test_quick_test_looks_in_the_fatbin_sections_first(tmp_path):
     import builders as B
 
     from fatbin_inspect.formats.binio import gaps, open_blob
-    from fatbin_inspect.inventory import reader
+    from fatbin_inspect.inventory import hidden
 
     fb = B.sample_fatbin()
     data = B.elf64(
@@ -604,13 +606,13 @@ def test_quick_test_looks_in_the_fatbin_sections_first(tmp_path):
     path = tmp_path / "lib.so"
     path.write_bytes(data)
     blob = open_blob(str(path))
-    ranges = reader.magic_ranges("elf", blob)
+    ranges = hidden.magic_ranges("elf", blob)
     start = data.index(fb)
     assert ranges[0] == (start, start + len(fb))
-    layout = reader.layout_of("elf", blob)
+    layout = hidden.layout_of("elf", blob)
     covered = sorted(ranges)
     assert all(b <= c for (_a, b), (c, _d) in itertools.pairwise(covered))  # each byte once
-    assert sum(b - a for a, b in ranges) == sum(b - a for a, b in gaps(reader._code(layout), blob.size))
+    assert sum(b - a for a, b in ranges) == sum(b - a for a, b in gaps(hidden.code_ranges(layout), blob.size))
 
 
 def test_a_warm_json_scan_loads_neither_the_engine_nor_a_parser(tmp_path):

@@ -10,7 +10,7 @@ import shutil
 import pytest
 from conftest import BIN, COMPAT, cli, fixture_path
 
-from fatbin_inspect.inventory.reader import Options
+from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.judging.inputs import iter_reports
 from fatbin_inspect.render import inventory_json, jsondump
 
@@ -130,8 +130,7 @@ def test_list_kernels_json_streamed_from_parallel_slices_equals_the_document(
     ``packed``: every fragment crosses the pipe zstd-compressed (``jsondump.Packed``), as where
     there is no memory file; ``spilled``: through one (``spill.Spilled``, where Linux has them);
     ``capped``: a slot takes 300 bytes of a slice, the rest is packed after it."""
-    from fatbin_inspect.inventory import reader as core
-    from fatbin_inspect.inventory import spill
+    from fatbin_inspect.inventory import decoding, spill
 
     monkeypatch.setattr(jsondump, "PACK_OVER", pack_over)
     monkeypatch.setattr(spill, "CAP", cap)
@@ -139,9 +138,9 @@ def test_list_kernels_json_streamed_from_parallel_slices_equals_the_document(
     monkeypatch.setattr(spill, "PIECE", 100)
     if not ring:
         monkeypatch.setattr(spill, "open_ring", lambda n: None)
-    monkeypatch.setattr(core, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(core, "SLICES_PER_JOB", 3)
-    monkeypatch.setattr(core, "WINDOW_PER_JOB", 1)
+    monkeypatch.setattr(decoding, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(decoding, "SLICES_PER_JOB", 3)
+    monkeypatch.setattr(decoding, "WINDOW_PER_JOB", 1)
     monkeypatch.setenv("FATBIN_INSPECT_JOBS", "2")
     files = [os.path.join(BIN, n) for n in ("t02_exe_sm75_sm80_sm90_c90", "hidden_ldata_2fatbins.so")]
     opts = Options(kernels=True, details=True)
@@ -156,7 +155,9 @@ def test_list_kernels_json_streamed_from_parallel_slices_equals_the_document(
     blob = open_blob(blob_path)
     fatbins = next(iter(iter_reports([blob_path], Options()))).fatbins
     parts = list(
-        core.iter_decoded(blob, fatbins, Options(kernels=True, details=True, jobs=2), blob_path, core._same)
+        decoding.iter_decoded(
+            blob, fatbins, Options(kernels=True, details=True, jobs=2), blob_path, decoding._same
+        )
     )
     whole = next(iter(iter_reports([blob_path], opts))).fatbins
     assert len(parts) > 1 and tuple(fb for p in parts for fb in p) == whole
@@ -175,16 +176,15 @@ def test_spilled_slices_through_a_short_ring_read_as_encoded(monkeypatch, keep):
     another slice's bytes), whether it is emptied first or overwritten in place over a longer
     slice's bytes."""
     from fatbin_inspect.formats.binio import open_blob
-    from fatbin_inspect.inventory import reader as core
-    from fatbin_inspect.inventory import spill
+    from fatbin_inspect.inventory import decoding, spill
 
     if spill.open_ring(1) is None:
         pytest.skip("workers here are not forked: no memory files are handed to them")
     monkeypatch.setattr(jsondump, "PACK_OVER", 64)
     monkeypatch.setattr(spill, "PIECE", 1000)
     monkeypatch.setattr(spill, "KEEP", keep)
-    monkeypatch.setattr(core, "SLICES_PER_JOB", 12)
-    monkeypatch.setattr(core, "WINDOW_PER_JOB", 1)
+    monkeypatch.setattr(decoding, "SLICES_PER_JOB", 12)
+    monkeypatch.setattr(decoding, "WINDOW_PER_JOB", 1)
     rings = []
     real_open = spill.open_ring
     monkeypatch.setattr(spill, "open_ring", lambda n: rings.append(n) or real_open(n))
@@ -193,11 +193,14 @@ def test_spilled_slices_through_a_short_ring_read_as_encoded(monkeypatch, keep):
     fatbins = [listed[i % 2] for i in range(24)]  # larger and smaller slices in turn
     opts = Options(kernels=True, details=True, jobs=1)
     kinds, got = set(), []
-    for f in core._iter_parallel(path, os.path.getsize(path), fatbins, opts, 2, jsondump.fatbins_fragment):
+    for f in decoding._iter_parallel(
+        path, os.path.getsize(path), fatbins, opts, 2, jsondump.fatbins_fragment
+    ):
         kinds.add(type(f).__name__)
         got.append(_fragment_bytes(f))
     want = [
-        _fragment_bytes(jsondump.fatbins_fragment(core._pairs(open_blob(path), [fb], opts))) for fb in fatbins
+        _fragment_bytes(jsondump.fatbins_fragment(decoding._pairs(open_blob(path), [fb], opts)))
+        for fb in fatbins
     ]
     assert rings == [2] and kinds == {"Spilled"}
     assert got == want
@@ -266,7 +269,7 @@ def test_parallel_slices_of_a_file_changed_after_its_listing_decode_nothing(tmp_
     file's answer is an error saying so (``list --kernels`` of a library truncated while it was
     read gave per-entry "runs past the end" errors and a record without one)."""
     from fatbin_inspect.errors import TruncatedError
-    from fatbin_inspect.inventory import reader as core
+    from fatbin_inspect.inventory import decoding
 
     path = tmp_path / "lib.so"
     shutil.copy(os.path.join(BIN, "hidden_ldata_2fatbins.so"), path)
@@ -278,12 +281,16 @@ def test_parallel_slices_of_a_file_changed_after_its_listing_decode_nothing(tmp_
         with open(path, "ab") as f:
             f.write(b"\0" * change)
     with pytest.raises(TruncatedError, match="shrank" if change < 0 else "changed"):
-        list(core._iter_parallel(str(path), size, fatbins, Options(kernels=True, jobs=1), 2, core._same))
+        list(
+            decoding._iter_parallel(
+                str(path), size, fatbins, Options(kernels=True, jobs=1), 2, decoding._same
+            )
+        )
     assert (
         len(
             list(
-                core._iter_parallel(
-                    str(path), path.stat().st_size, fatbins, Options(kernels=True), 2, core._same
+                decoding._iter_parallel(
+                    str(path), path.stat().st_size, fatbins, Options(kernels=True), 2, decoding._same
                 )
             )
         )
@@ -295,7 +302,7 @@ def test_a_fragment_writes_each_entry_before_the_next_is_decoded(monkeypatch):
     """The worker's encoder takes a fatbin's entries one at a time, each written before the next
     is decoded (a fatbin's records are never all held), and gives what the whole records give."""
     from fatbin_inspect.formats.binio import open_blob
-    from fatbin_inspect.inventory import reader as core
+    from fatbin_inspect.inventory import decoding
 
     path = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")
     fatbins = next(iter(iter_reports([path], Options()))).fatbins
@@ -311,10 +318,10 @@ def test_a_fragment_writes_each_entry_before_the_next_is_decoded(monkeypatch):
         for fb, entries in pairs:
             yield fb, (events.append("d") or e for e in entries)
 
-    lazy = jsondump.fatbins_fragment(watched(core._pairs(open_blob(path), fatbins, opts)))
+    lazy = jsondump.fatbins_fragment(watched(decoding._pairs(open_blob(path), fatbins, opts)))
     decoded = events.count("d")
     assert decoded >= 3 and "".join(events).count("dd") == 0  # never two decoded in a row
-    whole = core._same(core._pairs(open_blob(path), fatbins, opts))
+    whole = decoding._same(decoding._pairs(open_blob(path), fatbins, opts))
     assert bytes(lazy) == bytes(jsondump.fatbins_fragment((fb, fb.entries) for fb in whole))
 
 

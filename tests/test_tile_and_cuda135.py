@@ -10,7 +10,9 @@ from fatbin_inspect.compat.engine import evaluate, evaluate_fatbin
 from fatbin_inspect.compat.targets import resolve_targets
 from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.formats.fatbin import parse_fatbin
-from fatbin_inspect.inventory.reader import Options, inspect_path, payload
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.payloads import payload
+from fatbin_inspect.inventory.reader import inspect_path
 
 KIND_TILE_CODE = 0x80
 TILE_IR = b"\x7fTileIR\x00\x0d\x05\x00\x00" + bytes(40)  # bytecode 13.5 header, body zeroed

@@ -164,7 +164,8 @@ def test_timeout_is_not_a_finding():
 
 
 def _fatbin():
-    from fatbin_inspect.inventory.reader import Options, inspect_path
+    from fatbin_inspect.inventory.options import Options
+    from fatbin_inspect.inventory.reader import inspect_path
 
     rec = next(inspect_path(fixture_path("bin", RAW), Options(details=True)))
     return rec.fatbins[0]
@@ -194,7 +195,8 @@ def _driver_as_predicted(path, t, fail_all=False):
     for it (or every one fails), natively only where the engine picks a cubin."""
     from fatbin_inspect.compat.engine import evaluate_fatbin
     from fatbin_inspect.formats.binio import open_blob
-    from fatbin_inspect.inventory.reader import Options, inspect_path
+    from fatbin_inspect.inventory.options import Options
+    from fatbin_inspect.inventory.reader import inspect_path
 
     rec = next(inspect_path(path, Options(details=True)))
     blob = open_blob(path)

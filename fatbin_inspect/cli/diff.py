@@ -22,7 +22,7 @@ from fatbin_inspect.cli.common import (
 )
 from fatbin_inspect.cli.findings import findings_format_option, write_findings
 from fatbin_inspect.cli.options import examples, fail_options, ui_options
-from fatbin_inspect.inventory.reader import Options
+from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.release.findings import fails
 
 

@@ -17,7 +17,7 @@ from fatbin_inspect.cli.common import (
 from fatbin_inspect.cli.options import driver_option, examples, gpu_option, ui_options
 from fatbin_inspect.cli.sbom import digests_for, list_sbom
 from fatbin_inspect.formats.model import FileReport
-from fatbin_inspect.inventory.reader import Options
+from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.judging.inputs import iter_reports
 
 # The judging step (judging.verdicts, and with it the compatibility engine and its data) is

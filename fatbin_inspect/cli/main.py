@@ -90,7 +90,7 @@ def cli(debug):
 
     \b
     fatbin-inspect PATH...            list every fat binary and entry
-    fatbin-inspect check PATH --gpu   predict native / JIT / fail (209, 222, 35...)
+    fatbin-inspect check PATH --gpu   predict native / JIT / fail (209, 222, 35)
     fatbin-inspect scan [ENV]         per-distribution coverage of an environment
     """
     if debug:

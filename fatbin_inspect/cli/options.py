@@ -23,8 +23,11 @@ Repeatable options read comma-separated lists from the environment (``FATBIN_INS
 
 from __future__ import annotations
 
+import difflib
 import functools
 import os
+import re
+import shlex
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -51,6 +54,13 @@ def env_name(prefix: str, opt: click.Option) -> str:
     return f"{prefix}_{long_name(opt).upper().replace('-', '_')}"
 
 
+def did_you_mean(value: object, choices: Sequence[object]) -> str:
+    """``"; did you mean 'sarif'?"`` for the closest of ``choices`` (difflib, as click's own
+    suggestion for a mistyped option name), or ``""``."""
+    close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 class Choice(click.Choice):
     """A ``click.Choice`` that also takes hidden old spellings (``explain --format text``)."""
 
@@ -58,10 +68,14 @@ class Choice(click.Choice):
         super().__init__(list(choices))
         self.aliases = dict(aliases or {})
 
-    def convert(self, value: Any, param, ctx) -> Any:
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and value in self.aliases:
             value = self.aliases[value]
-        return super().convert(value, param, ctx)
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            exc.message = exc.message.rstrip(".") + did_you_mean(value, self.choices)
+            raise
 
     def shell_complete(self, ctx, param, incomplete):
         from click.shell_completion import CompletionItem
@@ -94,7 +108,7 @@ class EnvOption(click.Option):
                 if not others:
                     raise click.BadParameter(
                         f"{raw!r} is not one of {', '.join(map(str, self.type.choices))} "
-                        "(nor taken by any other command)",
+                        f"(nor taken by any other command){did_you_mean(raw, self.type.choices)}",
                         ctx=ctx,
                         param=self,
                         param_hint=f"{var} (--{long_name(self)})",
@@ -364,11 +378,37 @@ def driver_option(*aliases: str, dest: str = "driver", help: str, envvar: Sequen
     )
 
 
-def examples(*lines: str):
-    """Add an ``Examples:`` block (kept as written) to a command's --help."""
+HELP_WIDTH = 80  # the examples fit a terminal this wide (click indents the epilog by 2 more)
+_EXAMPLE_INDENT = 4
+
+
+def example_lines(line: str, width: int = HELP_WIDTH) -> list[str]:
+    """One example as lines of at most ``width`` columns once indented: as written where it fits;
+    else its ``# comment`` on a line above it, and a command still too long continued at a space
+    (never inside quotes) with a ``\\`` at the end of each line but the last."""
+    room = width - _EXAMPLE_INDENT
+    if len(line) <= room:
+        return [line]
+    command, *comment = re.split(r"\s{2,}# ", line, maxsplit=1)  # the examples pad their comments
+    out = [f"# {comment[0].strip()}"] if comment else []
+    words = shlex.split(command, posix=False)
+    current = words[0]
+    for word in words[1:]:
+        if len(current) + 1 + len(word) + 2 > room:
+            out.append(current + " \\")
+            current = "    " + word
+        else:
+            current += " " + word
+    return [*out, current]
+
+
+def examples(*lines: str) -> Callable[[click.Command], click.Command]:
+    """Add an ``Examples:`` block (kept as written, each example fitted to 80 columns by
+    ``example_lines``) to a command's --help."""
 
     def deco(cmd: click.Command) -> click.Command:
-        cmd.epilog = "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+        fitted = [part for line in lines for part in example_lines(line)]
+        cmd.epilog = "\b\nExamples:\n" + "\n".join(f"  {part}" for part in fitted)
         return cmd
 
     return deco

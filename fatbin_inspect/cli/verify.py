@@ -58,8 +58,9 @@ def verify_cmd(
     CUDA_DISABLE_PTX_JIT=1 (native or JIT?), then entry by entry. A hang or crash costs one result.
 
     \b
-    Exit codes: 0 every prediction confirmed, 1 a prediction contradicted or a load hung/crashed,
-    2 usage error, 4 no GPU, driver or cuda-python (pip install 'fatbin-inspect[gpu]').
+    Exit codes: 0 every prediction confirmed, 1 a prediction contradicted or a
+    load hung/crashed, 2 usage error, 4 no GPU, driver or cuda-python
+    (pip install 'fatbin-inspect[gpu]').
     """
     from fatbin_inspect.render import view
     from fatbin_inspect.verify import compare

@@ -90,11 +90,11 @@ def pick_variant(
     below it, else the closest above), else the one with the best verdict (newest CUDA on a tie)."""
     tagged = [(variant_of(p), p, v) for p, v in members]
     if runtime is not None:
-        same = [t for t in tagged if t[0] is not None and t[0].cuda[0] == runtime[0]]
+        same = [(v, p, verdict) for v, p, verdict in tagged if v is not None and v.cuda[0] == runtime[0]]
         if same:
             want = runtime[1] if len(runtime) > 1 else 99
 
-            def closeness(t):
+            def closeness(t: tuple[Variant, str, FileVerdict]) -> tuple[bool, int]:
                 minor = t[0].cuda[1] if len(t[0].cuda) > 1 else want
                 return (minor <= want, -abs(want - minor))
 

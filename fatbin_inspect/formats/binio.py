@@ -23,7 +23,7 @@ from fatbin_inspect.formats import mapguard
 Buffer = bytes | bytearray | mmap.mmap
 
 
-def gaps(ranges, size: int, pos: int = 0) -> Iterator[tuple[int, int]]:
+def gaps(ranges: Iterable[tuple[int, int]], size: int, pos: int = 0) -> Iterator[tuple[int, int]]:
     """The byte ranges of ``[pos, size)`` that none of ``ranges`` (``(start, end)``, any order,
     overlapping or not) covers."""
     for start, end in sorted(ranges):
@@ -44,7 +44,7 @@ def _needle(sub: bytes) -> re.Pattern[bytes]:
 class Blob:
     __slots__ = ("_owner", "base", "buf", "size")
 
-    def __init__(self, buf: Buffer, base: int = 0, size: int | None = None, owner=None):
+    def __init__(self, buf: Buffer, base: int = 0, size: int | None = None, owner: object = None):
         self.buf = buf
         self.base = base
         self.size = (len(buf) - base) if size is None else size
@@ -170,7 +170,7 @@ class BlobStream(io.RawIOBase):
             self._unreleased = 0
         return data
 
-    def readinto(self, target) -> int:
+    def readinto(self, target: bytearray | memoryview) -> int:  # type: ignore[override]
         data = self.read(len(target))
         target[: len(data)] = data
         return len(data)

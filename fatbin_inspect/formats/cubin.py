@@ -23,10 +23,15 @@ import functools
 import re
 import struct
 import sys
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, cast
 
 from fatbin_inspect.errors import CorruptError, NotLoaded, TruncatedError
 from fatbin_inspect.formats.elf64 import E_SHNUM, E_SHOFF, EHDR64, ELF_MAGIC, SHDR64, SHT_NOBITS, SYM64
 from fatbin_inspect.formats.model import CubinInfo, Kernel, fast_kernel
+
+if TYPE_CHECKING:
+    import mmap
 
 EM_CUDA = 190
 OSABI_CUDA_V1 = 0x33
@@ -83,7 +88,7 @@ class SparseImage:
 
     __slots__ = ("buf", "head", "size", "start", "tail")
 
-    def __init__(self, buf, head: int, tail: bytes, start: int, size: int):
+    def __init__(self, buf: bytes | mmap.mmap, head: int, tail: bytes, start: int, size: int):
         self.buf, self.head, self.tail, self.start, self.size = buf, head, tail, start, size
 
     def __len__(self) -> int:
@@ -106,7 +111,7 @@ class _Elf:
     """Section table of one cubin, bounds-checked. ``size``: the image's length when ``data`` is
     longer (a reused buffer)."""
 
-    def __init__(self, data, size: int | None = None):
+    def __init__(self, data: bytes | mmap.mmap | SparseImage, size: int | None = None):
         self.size = size = len(data) if size is None else size
         if size < EHDR64.size or data[:4] != ELF_MAGIC:
             raise CorruptError("not an ELF image", 0)
@@ -236,7 +241,7 @@ def _names(raw: bytes, offsets: array.array) -> _Names:
     return names
 
 
-def _nv_records(data: bytes):
+def _nv_records(data: bytes) -> Iterator[tuple[int, int, int | bytes]]:
     """Yield (attribute, format, value_or_bytes) from a ``.nv.info``/``.nv.compat`` section."""
     pos, n = 0, len(data)
     while pos + 4 <= n:
@@ -251,7 +256,7 @@ def _nv_records(data: bytes):
             yield attr, fmt, v
 
 
-def _notes(data: bytes):
+def _notes(data: bytes) -> Iterator[tuple[int, bytes]]:
     pos, n = 0, len(data)
     while pos + _NOTE.size <= n:
         namesz, descsz, ntype = _NOTE.unpack_from(data, pos)
@@ -285,7 +290,11 @@ def _tkinfo(desc: bytes) -> tuple[str | None, str | None]:
 
 
 def parse_cubin(
-    data, kernels: bool = False, resources: bool = False, demangle=None, size=None
+    data: bytes | mmap.mmap | SparseImage,
+    kernels: bool = False,
+    resources: bool = False,
+    demangle: Callable[[str], str | None] | None = None,
+    size: int | None = None,
 ) -> tuple[CubinInfo, tuple[Kernel, ...] | None]:
     """Decode a cubin's identity and, on request, its kernels and their resource usage.
     ``demangle(name) -> str | None`` fills ``Kernel.demangled``. ``data`` may be longer than the
@@ -415,7 +424,9 @@ def _global_resources(glob: bytes) -> tuple[dict[int, int], dict[int, int]]:
     return regs, frame
 
 
-def _with_resources(elf: _Elf, syms: list[tuple[int, str]], demangle=None) -> tuple[Kernel, ...]:
+def _with_resources(
+    elf: _Elf, syms: list[tuple[int, str]], demangle: Callable[[str], str | None] | None = None
+) -> tuple[Kernel, ...]:
     glob = elf.section(".nv.info")
     regs, frame = _global_resources(glob) if glob else ({}, {})
     kernels = []
@@ -446,15 +457,20 @@ def _with_resources(elf: _Elf, syms: list[tuple[int, str]], demangle=None) -> tu
     return tuple(kernels)
 
 
+_Matcher = Callable[[bytes, int], "re.Match[bytes]"]  # a run of none always matches
+
+
 @functools.cache
-def _skipper(attribute: int):
+def _skipper(attribute: int) -> _Matcher:
     """A pattern matching a run of ``.nv.info`` records none of which is an SVAL record of
     ``attribute``: any record of another format (4 bytes) and SVAL records of other attributes
     with 0-64 data bytes (a multiple of 4: the lengths ptxas writes); what it stops at (the record
     asked for, a longer one, the end) is read by ``_sval``'s own walk."""
     other = re.escape(bytes((attribute,)))
     sizes = b"|".join(re.escape(bytes((v, 0))) + b".{%d}" % v for v in range(0, 65, 4))
-    return re.compile(b"(?:[^\\x04]...|\\x04[^" + other + b"](?:" + sizes + b"))*", re.DOTALL).match
+    return cast(
+        _Matcher, re.compile(b"(?:[^\\x04]...|\\x04[^" + other + b"](?:" + sizes + b"))*", re.DOTALL).match
+    )
 
 
 def _sval(data: bytes, attribute: int) -> bytes | None:

@@ -17,6 +17,8 @@ import mmap
 import threading
 import time
 import zlib
+from collections.abc import Callable
+from typing import Any
 
 from fatbin_inspect.errors import BudgetExceeded, CorruptError, LimitExceeded
 
@@ -29,7 +31,7 @@ ZSTD_CHUNK = 4 << 20
 _zstd = None
 
 
-def _zstd_decompressor():
+def _zstd_decompressor() -> Any:
     global _zstd
     if _zstd is None:
         import zstandard
@@ -139,17 +141,19 @@ class _Reused(threading.local):
     """One thread's output buffer (an anonymous mapping: only pages written become resident) and
     zstd contexts, kept from one entry to the next."""
 
-    buf: mmap.mmap | None = None
-    scratch: bytearray | None = None
-    dctx = None
+    buf: mmap.mmap  # these three are set together by the thread's first ``get``
+    scratch: bytearray
+    dctx: Any
+    ready = False
 
-    def get(self):
-        if self.buf is None:
+    def get(self) -> _Reused:
+        if not self.ready:
             import zstandard
 
             self.buf = mmap.mmap(-1, REUSED_MAX + 1, flags=mmap.MAP_PRIVATE)
             self.scratch = bytearray(STREAM_CHUNK)
             self.dctx = zstandard.ZstdDecompressor()
+            self.ready = True
         return self
 
 
@@ -183,7 +187,9 @@ def zstd_reused(data: bytes | memoryview, size: int) -> mmap.mmap | None:
     return state.buf
 
 
-def zstd_parts(data: bytes | memoryview, size: int, head: int, span) -> tuple[mmap.mmap, bytes, int] | None:
+def zstd_parts(
+    data: bytes | memoryview, size: int, head: int, span: Callable[[memoryview], tuple[int, int]]
+) -> tuple[mmap.mmap, bytes, int] | None:
     """Decode ``data``, a zstd frame declaring ``size`` bytes (more than ``REUSED_MAX``), keeping
     only its first ``head`` bytes (at most ``REUSED_MAX``) and the span ``span(first bytes) ->
     (start, end)`` names: ``(the reused buffer, holding the head; the span's bytes; start)``,

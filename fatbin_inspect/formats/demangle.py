@@ -7,6 +7,7 @@ mangled name then.
 from __future__ import annotations
 
 import ctypes  # (ctypes.util, which imports subprocess, only when no soname is found)
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -15,7 +16,7 @@ _free: Any = None
 _loaded = False
 
 
-def _libraries(name: str):
+def _libraries(name: str) -> Iterator[str]:
     """Where the C++ runtime ``name`` may be: its sonames first (``dlopen`` finds them as the
     linker would), then ``ctypes.util.find_library``, whose import and ``ldconfig -p`` subprocess
     cost each worker process ~15 ms, only when those fail."""
@@ -28,7 +29,7 @@ def _libraries(name: str):
         yield path
 
 
-def _free_fn():
+def _free_fn() -> Any:
     """``free`` of the C library: this process's own symbols first (glibc, macOS), then by name."""
     try:
         return ctypes.CDLL(None).free
@@ -38,7 +39,7 @@ def _free_fn():
         return ctypes.CDLL(util.find_library("c")).free
 
 
-def _load():
+def _load() -> None:
     global _fn, _free, _loaded
     _loaded = True
     for name in ("stdc++", "c++"):

@@ -21,7 +21,7 @@ import json
 import math
 import re
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from fatbin_inspect.errors import CorruptError, LimitExceeded
 from fatbin_inspect.formats.binio import read_regular
@@ -49,7 +49,7 @@ def read_text(path: str, limit: int = CONFIG_BYTES) -> str:
 def loads_json(text: str | bytes) -> Any:
     """A JSON document under the bounds above."""
 
-    def no_constant(word: str):
+    def no_constant(word: str) -> NoReturn:
         raise CorruptError(f"{word} is not a number JSON allows")
 
     try:

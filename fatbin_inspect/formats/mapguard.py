@@ -98,7 +98,7 @@ def _install() -> bool:
                     ("restorer", ctypes.c_void_p),
                 ]
 
-            def on_bus(signum, info, context):
+            def on_bus(signum: int, info: int, context: int) -> None:
                 addr = ctypes.c_void_p.from_address(info + 16).value or 0  # siginfo_t.si_addr
                 for start, region in list(_regions.items()):
                     if start <= addr < region[0]:

@@ -8,6 +8,7 @@ of times (one fatbin per translation unit), so an arch name is never an identity
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 KIND_SASS = "sass"
 KIND_PTX = "ptx"
@@ -30,7 +31,10 @@ class Kernel:
     local: int | None = None  # frame size (per-thread local memory), bytes
 
 
-def _without_init(cls, **fields):
+_R = TypeVar("_R")
+
+
+def _without_init(cls: type[_R], **fields: Any) -> _R:
     """A frozen dataclass record whose fields are set straight in its ``__dict__``: the callers
     name every field, so the record is the one ``cls(**fields)`` makes."""
     record = object.__new__(cls)
@@ -172,7 +176,9 @@ def fast_entry(
     )
 
 
-def bare_entry(kind: str, sm: int, variant: str, size: int, code_version: tuple[int, int], **extra) -> Entry:
+def bare_entry(
+    kind: str, sm: int, variant: str, size: int, code_version: tuple[int, int], **extra: Any
+) -> Entry:
     """An image with no fatbin header around it: a standalone ``.cubin``/``.ptx`` file (offset 0,
     uncompressed, ``size`` bytes), or an arch a probe names (``size`` 0). ``extra``: cubin,
     ptx_target and the other decoded fields. The kind code is the header's (1 PTX, 2 ELF)."""
@@ -253,12 +259,17 @@ class Package:
         return f"{self.name} {self.version}"
 
 
+# the formats of a record that stands for a container: its members have records of their own
+# (a wheel or zip, an ar archive, a tar, a conda package, an OCI image)
+ARCHIVE_FORMATS = ("zip", "ar", "tar", "conda", "oci")
+
+
 @dataclass(frozen=True)
 class FileReport:
     """One input file, or one member of an archive/wheel (path ``CONTAINER!MEMBER``)."""
 
     path: str
-    format: str  # elf | pe | ar | zip | tar | fatbin | cubin | ptx | unknown
+    format: str  # elf | pe | coff | fatbin | cubin | ptx | unknown, or one of ARCHIVE_FORMATS
     size: int
     fatbins: tuple[Fatbin, ...] = ()
     error: FileError | None = None

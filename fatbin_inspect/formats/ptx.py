@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fatbin_inspect.errors import CorruptError
 from fatbin_inspect.formats.model import Kernel
+
+if TYPE_CHECKING:
+    import mmap
 
 # `[ \t]*`, not `\s*`, after `^`: `\s*` spans newlines, so every line start of a blank run would
 # rescan the whole run (64 KiB of newlines took 10 s). Numbers are capped at 6 digits: int() of a
@@ -39,7 +43,7 @@ def looks_like_ptx(head: bytes) -> bool:
     return m is not None and b"\0" not in probe[: m.start()] and b".target" in probe
 
 
-def parse_header(text: bytes) -> PtxHeader:
+def parse_header(text: bytes | mmap.mmap) -> PtxHeader:
     head = text[:HEAD_BYTES]
     m = _VERSION.search(head)
     if not m:
@@ -50,7 +54,7 @@ def parse_header(text: bytes) -> PtxHeader:
     )
 
 
-def kernels(text: bytes) -> tuple[Kernel, ...]:
+def kernels(text: bytes | mmap.mmap) -> tuple[Kernel, ...]:
     nul = text.find(b"\0")
     if nul >= 0:
         text = text[:nul]

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fatbin_inspect.errors import UsageError
-from fatbin_inspect.inventory.walk import image_ref
+from fatbin_inspect.inventory.walk import ImageRef, image_ref
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def resolve_roots(paths: Iterable[str]) -> tuple[Root, ...]:
     return tuple(roots)
 
 
-def _image_kind(p: str, ref) -> str:
+def _image_kind(p: str, ref: ImageRef) -> str:
     """The kind of a root named as an image: registry, stdin, oci-image (a layout) or image (a tar)."""
     if ref.transport == "docker":
         from fatbin_inspect.containers.registry import parse

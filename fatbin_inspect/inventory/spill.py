@@ -1,6 +1,6 @@
 """What a worker encodes, handed to its parent through anonymous memory files (Linux ``memfd``).
 
-A process decoding a slice of a large file (``reader._iter_parallel``: a worker, or the parent
+A process decoding a slice of a large file (``decoding._iter_parallel``: a worker, or the parent
 itself) turns it into its final bytes (``--kernels --format json``: ~0.7 MB a slice, 11.5 MB
 for one of libtorch_cuda.so's fatbins). Pickled whole, those bytes were held by the worker, the
 pipe and the parent at once; compressed first (``render.jsondump.Packed``), they cost zstd at
@@ -63,7 +63,7 @@ class Sink:
         if os.fstat(fd).st_size > KEEP:
             os.ftruncate(fd, 0)
 
-    def write(self, data) -> None:
+    def write(self, data: bytes | bytearray | memoryview) -> None:
         view = memoryview(data)
         while view:
             n = os.pwrite(self.fd, view, self.pos)

@@ -21,8 +21,18 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Generator, Iterator
-from typing import Any
+from collections.abc import Callable, Generator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor, Future, ProcessPoolExecutor
+    from multiprocessing.connection import Connection
+    from multiprocessing.context import BaseContext
+    from multiprocessing.process import BaseProcess
+
+    from fatbin_inspect.formats.binio import Blob
+
+_T = TypeVar("_T")
 
 PR_SET_PDEATHSIG = 1
 PER_CPU = 4  # the most worker processes asked for (-j, FATBIN_INSPECT_JOBS, the API) per CPU
@@ -34,6 +44,14 @@ def cpus() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:
         return max(1, os.cpu_count() or 1)
+
+
+def maps_whole_file(blob: Blob, path: str) -> bool:
+    """``blob`` maps the whole file at ``path`` as it is now: another process may map it anew."""
+    try:
+        return blob.base == 0 and os.path.isfile(path) and os.path.getsize(path) == blob.size
+    except OSError:
+        return False
 
 
 def processes(asked: int) -> int:
@@ -84,7 +102,7 @@ def trim_heap(over: int = 0) -> None:
 
 
 @functools.cache
-def _libc():
+def _libc() -> Any:  # ctypes.CDLL of glibc
     """glibc's ``malloc_trim`` and ``mallinfo2`` (None where it lacks it), or None off Linux."""
     if not sys.platform.startswith("linux"):
         return None
@@ -118,7 +136,7 @@ def _watch(parent: int) -> None:
     os._exit(1)
 
 
-def pool(jobs: int, mp_context=None):
+def pool(jobs: int, mp_context: BaseContext | None = None) -> ProcessPoolExecutor:
     """A ``ProcessPoolExecutor`` of ``jobs`` workers set up by ``init``."""
     from concurrent.futures import ProcessPoolExecutor
 
@@ -143,13 +161,13 @@ def sigint_held() -> Iterator[None]:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def submit(executor, fn, *args):
+def submit(executor: Executor, fn: Callable[..., _T], *args: Any) -> Future[_T]:
     """``executor.submit(fn, *args)`` with SIGINT held back while it may fork workers."""
     with sigint_held():
         return executor.submit(fn, *args)
 
 
-def stop(executor) -> None:
+def stop(executor: Executor) -> None:
     """End ``executor`` now (Ctrl-C): kill its workers, drop queued work, wait for nothing."""
     for proc in list((getattr(executor, "_processes", None) or {}).values()):
         with contextlib.suppress(OSError, ValueError, AttributeError):
@@ -157,7 +175,9 @@ def stop(executor) -> None:
     executor.shutdown(wait=False, cancel_futures=True)
 
 
-def in_order(task, args: tuple, n: int, jobs: int, window: int) -> Generator[Any, None, None]:
+def in_order(
+    task: Callable[..., Any], args: tuple[Any, ...], n: int, jobs: int, window: int
+) -> Generator[Any, None, None]:
     """``task(*args, i)`` for each ``i`` in ``range(n)``, yielded in order, computed by
     ``jobs - 1`` worker processes and this one. Each takes the next ``i`` from a shared counter
     the moment it is free, so no worker waits to be handed work; this process takes one whenever
@@ -221,7 +241,7 @@ def in_order(task, args: tuple, n: int, jobs: int, window: int) -> Generator[Any
             if r not in live:
                 continue
             if x is r:
-                receive(r)
+                receive(cast("Connection", r))
                 continue
             # the worker ended: first what it sent (a fork's workers hold each other's pipe
             # ends, so a dead one's pipe need not read as closed), then how: well only once
@@ -235,7 +255,7 @@ def in_order(task, args: tuple, n: int, jobs: int, window: int) -> Generator[Any
             r.close()
             del live[r]
 
-    def receive(r) -> bool:
+    def receive(r: Connection) -> bool:
         try:
             i, out, exc = r.recv()
         except (EOFError, OSError):
@@ -282,7 +302,7 @@ def in_order(task, args: tuple, n: int, jobs: int, window: int) -> Generator[Any
 PIPE_BYTES = 1 << 20  # what a worker's answers may fill of its pipe before it waits (Linux)
 
 
-def _widen(conn) -> None:
+def _widen(conn: Connection) -> None:
     """Let ``conn``'s pipe hold ``PIPE_BYTES`` (Linux ``F_SETPIPE_SZ``; elsewhere, or refused,
     its default). A worker's answer is a slice's small fragments and where the rest lies in
     memory files: ~11 KB, at times ~0.7 MB (libtorch_cuda.so --kernels). With the default
@@ -297,13 +317,13 @@ def _widen(conn) -> None:
         pass
 
 
-def _start_all(crew) -> None:
+def _start_all(crew: Sequence[BaseProcess]) -> None:
     with sigint_held():
         for p in crew:
             p.start()
 
 
-def _take(taken, timeout: float | None = None) -> int | None:
+def _take(taken: Any, timeout: float | None = None) -> int | None:  # a multiprocessing Value("q")
     """The next ``i`` of ``in_order``'s shared counter (None: its lock was not had in time)."""
     lock = taken.get_lock()
     if not lock.acquire(timeout=timeout):
@@ -316,7 +336,15 @@ def _take(taken, timeout: float | None = None) -> int | None:
         lock.release()
 
 
-def _crew_member(parent: int, task, args: tuple, n: int, taken, room, conn) -> None:
+def _crew_member(
+    parent: int,
+    task: Callable[..., Any],
+    args: tuple[Any, ...],
+    n: int,
+    taken: Any,
+    room: Any,
+    conn: Connection,
+) -> None:
     """One of ``in_order``'s workers: take the next ``i`` while there is room, answer, repeat;
     leave once every ``i`` is taken. Anything else that goes wrong here ends the process with
     status 1 and no traceback (``in_order`` then computes what it held)."""

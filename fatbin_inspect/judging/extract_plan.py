@@ -13,10 +13,12 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 
 from fatbin_inspect.errors import InputError
-from fatbin_inspect.formats.binio import open_blob
+from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.decompress import Budget
-from fatbin_inspect.formats.model import FileReport
-from fatbin_inspect.inventory.reader import Options, inspect_pairs, payload
+from fatbin_inspect.formats.model import Entry, FileReport
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.payloads import payload
+from fatbin_inspect.inventory.reader import inspect_pairs
 from fatbin_inspect.inventory.walk import iter_files
 
 SUFFIX = {"sass": ".cubin", "ptx": ".ptx", "ltoir": ".ltoir", "tile": ".tileir", "unknown": ".bin"}
@@ -80,7 +82,16 @@ def images(
     return _images(paths, names, numbers, set(kinds), tally, seen, warn, note_error)
 
 
-def _images(paths, names, numbers, kinds, tally: Tally, seen, warn, note_error) -> Iterator[Image]:
+def _images(
+    paths: Iterable[str],
+    names: set[str],
+    numbers: set[tuple[int, str]],
+    kinds: set[str],
+    tally: Tally,
+    seen: list[str],
+    warn: Callable[[str], None],
+    note_error: Callable[[FileReport], None],
+) -> Iterator[Image]:
     stems: dict[str, str] = {}  # output stem -> the record path that owns it in this run
     for root in paths:
         for path, skip in iter_files(root):
@@ -111,16 +122,20 @@ class _Wanted:
     numbers: Iterable[tuple[int, str]]
     kinds: Iterable[str]
 
-    def __call__(self, e) -> bool:
+    def __call__(self, e: Entry) -> bool:
         if self.kinds and e.kind not in self.kinds:
             return False
         return not (self.names or self.numbers) or e.arch in self.names or (e.sm, e.variant) in self.numbers
 
 
-def _record_images(rec, b, stem: str, wanted: _Wanted, warn) -> Iterator[Image]:
+def _record_images(
+    rec: FileReport, b: Blob | None, stem: str, wanted: _Wanted, warn: Callable[[str], None]
+) -> Iterator[Image]:
     """The wanted images of one record, its payloads read from ``b`` (one decompression budget
     per record: it bounds decompression bombs)."""
-    budget = Budget(b.size) if b is not None else None
+    if b is None:  # a record given without bytes (an archive's own record) holds no image to read
+        return
+    budget = Budget(b.size)
     for fi, fb in enumerate(rec.fatbins):
         for ei, e in enumerate(fb.entries):
             if not wanted(e):

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 
 from fatbin_inspect.errors import UsageError
-from fatbin_inspect.inventory.reader import Options
+from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.judging.torch import torch_reference
 
 CUDA_NAMED = re.compile(r"(?i)(cuda|[_-]cu\d{2,3}\b|^nvidia[_-])")  # a wheel whose name says CUDA

@@ -8,9 +8,10 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from fatbin_inspect.errors import UsageError
-from fatbin_inspect.formats.model import FileError, FileReport
+from fatbin_inspect.formats.model import ARCHIVE_FORMATS, FileError, FileReport
 from fatbin_inspect.inventory import member_path
-from fatbin_inspect.inventory.reader import Options, inspect_path
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.reader import inspect_path
 from fatbin_inspect.inventory.walk import StatItem, iter_files, iter_stat
 
 Progress = Callable[[int, int, int], None]
@@ -205,7 +206,7 @@ def iter_pieces(
 ) -> Iterator[Iterator[bytes]]:
     """``--kernels`` of large inputs: the encoded ``files[]`` elements under ``paths``, one
     iterator of pieces per file. A large host binary's fatbins are decoded *and encoded* by
-    worker processes (``inventory.reader.iter_decoded`` with ``fatbins_fragment``), so 150k
+    worker processes (``inventory.decoding.iter_decoded`` with ``fatbins_fragment``), so 150k
     kernel records never cross a process boundary and each piece can be written as it arrives;
     other files are encoded whole (``file_pieces(record)``). ``on_record`` sees every record
     (or the header-only record of a file decoded in pieces) first."""
@@ -224,19 +225,19 @@ def _file_pieces(path, opts, file_pieces, fatbins_fragment, on_record) -> Iterat
 
     from fatbin_inspect.errors import InputError
     from fatbin_inspect.formats.binio import open_blob
-    from fatbin_inspect.inventory import reader as inventory
+    from fatbin_inspect.inventory import decoding
 
-    if os.path.getsize(path) >= inventory.PARALLEL_MIN_BYTES and _is_binary(path):
+    if os.path.getsize(path) >= decoding.PARALLEL_MIN_BYTES and _is_binary(path):
         reports = list(inspect_path(path, dataclasses.replace(opts, kernels=False, details=False)))
         r = reports[0]
-        if len(reports) == 1 and r.fatbins and r.format not in ("zip", "ar", "tar", "conda", "oci"):
+        if len(reports) == 1 and r.fatbins and r.format not in ARCHIVE_FORMATS:
             try:
                 blob = open_blob(path)
             except InputError:
                 blob = None
-            if blob is not None and inventory.parallel_worthwhile(blob, r.fatbins, opts, path):
+            if blob is not None and decoding.parallel_worthwhile(blob, r.fatbins, opts, path):
                 on_record(r)
-                yield file_pieces(r, inventory.iter_decoded(blob, r.fatbins, opts, path, fatbins_fragment))
+                yield file_pieces(r, decoding.iter_decoded(blob, r.fatbins, opts, path, fatbins_fragment))
                 return
     for r in inspect_path(path, opts):
         on_record(r)

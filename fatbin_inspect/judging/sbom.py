@@ -8,7 +8,7 @@ a conda package's ``info/index.json``, an image's RECORD or ``conda-meta``); the
 scan attributed it to (a ``*.dist-info`` RECORD, a wheel's name, or a prefix's
 ``conda-meta/NAME-VERSION-BUILD.json``, which makes it a conda package); the innermost wheel
 of its path (``dist/x-1.0-py3-none-any.whl!x/lib.so``). The records must have been read with
-``inventory.reader.Options(digests=True)`` for their hashes.
+``inventory.options.Options(digests=True)`` for their hashes.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from fatbin_inspect.compat.engine import FileVerdict
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.containers.wheel import canonicalize_name, wheel_name
-from fatbin_inspect.formats.model import FileReport
+from fatbin_inspect.formats.model import ARCHIVE_FORMATS, FileReport
 from fatbin_inspect.inventory import member_path
-from fatbin_inspect.judging.verdicts import ARCHIVE_FORMATS, WheelRuntimes, judge, runtime_of
+from fatbin_inspect.judging.verdicts import WheelRuntimes, judge, runtime_of
 from fatbin_inspect.release.findings import Finding, FindingsReport
 from fatbin_inspect.scanning.coverage import Verdict, verdict_of
 

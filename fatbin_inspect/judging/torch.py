@@ -6,14 +6,25 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, TypeAlias
 
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.formats.model import FileReport
 
+if TYPE_CHECKING:
+    from fatbin_inspect.compat.engine import FileVerdict
+    from fatbin_inspect.compat.runtime import RuntimeNeed
+    from fatbin_inspect.scanning.coverage import FileSummary
+
+Record: TypeAlias = "FileReport | FileSummary"  # what a scan holds: full records or their summaries
+
 TORCH_LIB = "torch/lib/libtorch_cuda.so"
 
 
-def _torch_runtime(reports, engine_vs):
+def _torch_runtime(
+    reports: Iterable[Record], engine_vs: Mapping[str, list[FileVerdict]]
+) -> tuple[Record | None, RuntimeNeed | None]:
     """(torch's libtorch_cuda.so among the records, the runtime it was judged with), or Nones."""
     torch = next(
         (r for r in reports if r.path.replace("\\", "/").endswith("torch/lib/libtorch_cuda.so")), None
@@ -23,7 +34,7 @@ def _torch_runtime(reports, engine_vs):
     return torch, engine_vs[torch.path][0].runtime
 
 
-def torch_mismatches(reports, engine_vs) -> list[str]:
+def torch_mismatches(reports: Sequence[Record], engine_vs: Mapping[str, list[FileVerdict]]) -> list[str]:
     """Files whose CUDA runtime major differs from the torch scanned with them (a CUDA 12
     extension beside a CUDA 13 torch): both runtimes would load into one process."""
     torch, trt = _torch_runtime(reports, engine_vs)
@@ -41,7 +52,7 @@ def torch_mismatches(reports, engine_vs) -> list[str]:
     return out
 
 
-def environment_runtime(given: str | None, reports) -> tuple[int, ...] | None:
+def environment_runtime(given: str | None, reports: Sequence[FileReport]) -> tuple[int, ...] | None:
     """R-VARIANT's runtime: ``--runtime``, else the CUDA of the torch among the inputs (its
     ``torch/version.py`` when installed, else the cudart its libtorch_cuda.so links)."""
     from fatbin_inspect.compat import runtime, units
@@ -74,10 +85,11 @@ def _torch_cuda(version_py: str) -> str | None:
     return m.group(1) if m else None
 
 
-def torch_reference(match: str, reports) -> FileReport:
+def torch_reference(match: str, reports: Sequence[FileReport]) -> FileReport:
     """libtorch_cuda.so for ``--match``: among the inputs, else the installed torch (found, not
     imported), or the library file ``match`` names."""
-    from fatbin_inspect.inventory.reader import Options, inspect_path
+    from fatbin_inspect.inventory.options import Options
+    from fatbin_inspect.inventory.reader import inspect_path
 
     if match != "torch":
         if not os.path.isfile(match):

@@ -13,12 +13,10 @@ from fatbin_inspect.compat import runtime
 from fatbin_inspect.compat.engine import FileVerdict, evaluate
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import Target
-from fatbin_inspect.formats.model import FileReport
+from fatbin_inspect.formats.model import ARCHIVE_FORMATS, FileReport
 from fatbin_inspect.inventory import member_path
-from fatbin_inspect.inventory.reader import Options
+from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.judging.inputs import Progress, iter_reports
-
-ARCHIVE_FORMATS = ("zip", "ar", "tar", "conda", "oci")
 
 
 def is_wheel(path: str) -> bool:
@@ -128,35 +126,16 @@ def judge(report: FileReport, targets: Sequence[Target], wheels: WheelRuntimes) 
 def name_gap_kernels(report: FileReport, verdicts: list[FileVerdict]) -> list[FileVerdict]:
     """The verdicts of a file on disk whose gaps were judged from their headers alone, with the
     kernels those fatbins hold named in the reason (``compat.gap_kernels``): their payloads are
-    decoded here (kernel names only), once for every target. A member of a wheel (a zip) is
-    read alone; one deeper in archives only when its payloads were decoded (``--kernels``)."""
+    decoded once for every target (``inventory.payloads.kernel_names``). A member of a wheel (a
+    zip) is read alone; one deeper in archives only when its payloads were decoded (``--kernels``)."""
     from fatbin_inspect.compat import gap_kernels
+    from fatbin_inspect.inventory.payloads import kernel_names
 
     wanted = {f.offset for v in verdicts for f in _unnamed_gaps(v)}
-    blob = _bytes_of(report.path) if wanted else None
-    if blob is None:
+    kernels_at = kernel_names(report, wanted) if wanted else None
+    if kernels_at is None:
         return verdicts
-    kernels_at = _decoded_kernels(blob, report, wanted)
     return [gap_kernels.named(v, kernels_at) for v in verdicts]
-
-
-def _bytes_of(path: str):
-    """The bytes a record was read from: a file on disk, or a member of a zip (a wheel) on disk,
-    that member alone inflated; None for anything else (a member of a member, of a tar or an
-    image: left unnamed unless ``--kernels`` decoded it)."""
-    from fatbin_inspect.errors import InputError
-    from fatbin_inspect.formats.binio import open_blob
-    from fatbin_inspect.inventory.reader import zip_member_blob
-
-    names = member_path.split(path)
-    if len(names) == 2 and os.path.isfile(names[0]):
-        return zip_member_blob(names[0], names[1])
-    if len(names) != 1 or not os.path.isfile(path):
-        return None
-    try:
-        return open_blob(path)
-    except InputError:
-        return None
 
 
 def _unnamed_gaps(v: FileVerdict) -> list:
@@ -165,23 +144,6 @@ def _unnamed_gaps(v: FileVerdict) -> list:
 
     gaps = gap_kernels.gap_fatbins(v)
     return gaps if gaps and gap_kernels.decoded_names(gaps) is None else []
-
-
-def _decoded_kernels(blob, report: FileReport, offsets: set[int]) -> dict[int, list[str]]:
-    """The kernel names of the fatbins at ``offsets`` of ``report``'s bytes, decoded from their
-    payloads (a fatbin with an entry that does not decode is left out: not known)."""
-    from fatbin_inspect.inventory.reader import decode_entry
-
-    decoded = {
-        fb.offset: [decode_entry(blob, e, kernels=True, resources=False) for e in fb.entries]
-        for fb in report.fatbins
-        if fb.offset in offsets
-    }
-    return {
-        offset: [k.name for e in entries for k in e.kernels or ()]
-        for offset, entries in decoded.items()
-        if not any(e.decode_error for e in entries)
-    }
 
 
 def judge_paths(

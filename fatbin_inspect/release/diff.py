@@ -75,7 +75,7 @@ class DiffReport:
     distributions: tuple[DistDiff, ...]
 
 
-def arch_order(arch: str):
+def arch_order(arch: str) -> tuple[int, int, str]:
     prefix, sm, variant = split_arch(arch)
     return ({"sm": 0, "compute": 1}.get(prefix, 2), sm, variant)
 
@@ -92,7 +92,7 @@ def archs_of(r: FileReport) -> tuple[str, ...]:
     )
 
 
-def kernels_of(r: FileReport) -> frozenset | None:
+def kernels_of(r: FileReport) -> frozenset[str] | None:
     """Kernel names over all images; None when no entry was decoded for kernels."""
     if not any(e.kernels is not None for e in r.entries):
         return None
@@ -169,7 +169,8 @@ def diff(old: Iterable[FileReport], old_root: str, new: Iterable[FileReport], ne
 
 def _file_diff(key: str, o: FileReport | None, n: FileReport | None, renamed_from: str | None) -> FileDiff:
     """One file's change: added or dropped (one side only), else its archs and kernels."""
-    dist = distribution_of(n or o)  # (one of them is a record)
+    either = n if n is not None else o  # (one of them is a record)
+    dist = distribution_of(either) if either is not None else None
     name = dist.split()[0] if dist else None
     if o is None or n is None:
         return _one_sided(key, o, n, name)
@@ -200,7 +201,9 @@ def _one_sided(key: str, o: FileReport | None, n: FileReport | None, name: str |
     )
 
 
-def _kernel_changes(ko, kn) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _kernel_changes(
+    ko: frozenset[str] | None, kn: frozenset[str] | None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(kernels added, kernels dropped); both empty when either side was not decoded."""
     if ko is None or kn is None:
         return (), ()

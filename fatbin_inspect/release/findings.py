@@ -304,7 +304,7 @@ def counts(findings: Iterable[Finding]) -> dict[str, int]:
     return out
 
 
-def sort_key(f: Finding):
+def sort_key(f: Finding) -> tuple[str, int, str, str, str]:
     return (f.path, -rank(f.severity), f.rule_id, f.target or "", f.arch or "")
 
 

@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from fatbin_inspect.compat import data, engine, jit, rules, units
 from fatbin_inspect.compat import runtime as runtime_mod
@@ -112,7 +113,15 @@ class _Emitter:
         self.policy = policy
         self.out: list[Finding] = []
 
-    def __call__(self, rule_id: str, severity: str, message: str, target=FILE_WIDE, arch=None, offset=None):
+    def __call__(
+        self,
+        rule_id: str,
+        severity: str,
+        message: str,
+        target: str | None = FILE_WIDE,
+        arch: str | None = None,
+        offset: int | None = None,
+    ) -> None:
         sev = self.policy.grade(rule_id, severity)
         if sev is not None:
             self.out.append(Finding(rule_id, sev, message, self.path, target, arch, self.dist, offset))
@@ -345,7 +354,7 @@ def _forbids(forbidden: str, prefix: str, sm: int, variant: str) -> bool:
     return fp == prefix and fsm == sm and (not fv or fv == variant)
 
 
-def _required(required, sm: int, variant: str) -> bool:
+def _required(required: Iterable[str], sm: int, variant: str) -> bool:
     # an sm_XYf cubin is emitted as a plain sm_XY one, so a required sm_XYf admits sm_XY
     return any(
         rsm == sm and (rv == variant or (rv == "f" and not variant))
@@ -381,7 +390,7 @@ class _Artifact:
 def gate(
     reports: Iterable[FileReport],
     policy: Policy,
-    flags=None,
+    flags: Mapping[str, Any] | None = None,
     reference: FileReport | None = None,
     fleet: Sequence[Target] = (),
     local: LocalDevices = NOT_PROBED,
@@ -428,7 +437,7 @@ def gate(
 
 
 def _judge_artifact(
-    art: _Artifact, ref_archs, local: LocalDevices, fleet_reqs: tuple[Requirement, ...]
+    art: _Artifact, ref_archs: tuple[str, ...], local: LocalDevices, fleet_reqs: tuple[Requirement, ...]
 ) -> None:
     """The artifact's requirements (its policy's, then the fleet's) and its verdict on each."""
     art.reqs = requirements(art.policy.require, art.policy.gpus, art.policy.min_driver, ref_archs, local)
@@ -436,7 +445,13 @@ def _judge_artifact(
     art.verdicts = {r.label: engine.evaluate(art.report, r.target, stack=False) for r in art.reqs}
 
 
-def _collect(reports, policy: Policy, flags, reference, context: Context):
+def _collect(
+    reports: Iterable[FileReport],
+    policy: Policy,
+    flags: Mapping[str, Any] | None,
+    reference: FileReport | None,
+    context: Context,
+) -> tuple[list[_Artifact], list[str], int]:
     arts: list[_Artifact] = []
     inputs: list[str] = []
     ignored = 0
@@ -489,7 +504,9 @@ def _by_unit_and_label(arts: Sequence[_Artifact]) -> dict[tuple[str | None, str]
     return groups
 
 
-def _alternates(arts: Sequence[_Artifact], context: Context, local) -> dict[tuple[str, str | None], str]:
+def _alternates(
+    arts: Sequence[_Artifact], context: Context, local: LocalDevices
+) -> dict[tuple[str, str | None], str]:
     """R-VARIANT: within a distribution, alternative builds (``…_cuda126.so``/``…_cuda130.so``)
     count as one. For each requirement (and for the minimum driver's runtime check, label None)
     the variant the package would load — torch's CUDA with ``--match torch``, else the best — is
@@ -509,7 +526,9 @@ def _alternates(arts: Sequence[_Artifact], context: Context, local) -> dict[tupl
     return out
 
 
-def _picked_variants(paths, index: Mapping[str, _Artifact], torch) -> dict[tuple[str, str | None], str]:
+def _picked_variants(
+    paths: Sequence[str], index: Mapping[str, _Artifact], torch: tuple[int, ...] | None
+) -> dict[tuple[str, str | None], str]:
     """For each label all ``paths`` were judged on: the variant picked, for the others."""
     out: dict[tuple[str, str | None], str] = {}
     for label in index[paths[0]].verdicts:
@@ -519,7 +538,9 @@ def _picked_variants(paths, index: Mapping[str, _Artifact], torch) -> dict[tuple
     return out
 
 
-def _runtime_alternates(variants: Sequence[_Artifact], local) -> dict[tuple[str, str | None], str]:
+def _runtime_alternates(
+    variants: Sequence[_Artifact], local: LocalDevices
+) -> dict[tuple[str, str | None], str]:
     """Variants whose runtime the minimum driver cannot serve, when another variant's it can."""
     pol = variants[0].policy
     if not pol.min_driver or not variants[0].reqs:
@@ -550,7 +571,13 @@ def _as_alternate(f: Finding, alternates: dict[tuple[str, str | None], str]) -> 
     )
 
 
-def _emit_artifact(art: _Artifact, aside, local, context: Context, reference) -> None:
+def _emit_artifact(
+    art: _Artifact,
+    aside: set[tuple[str, str]],
+    local: LocalDevices,
+    context: Context,
+    reference: FileReport | None,
+) -> None:
     emit, report, pol = art.emit, art.report, art.policy
     if report.error is not None:
         emit("FBI008", "error", report.error.message, FILE_WIDE, None, report.error.offset)
@@ -569,7 +596,9 @@ def _emit_artifact(art: _Artifact, aside, local, context: Context, reference) ->
         check_driver_numbering(emit, report, req)
 
 
-def _nothing_to_check(reports, arts, ignored: int, policy: Policy, context: Context) -> list[Finding]:
+def _nothing_to_check(
+    reports: Sequence[FileReport], arts: Sequence[_Artifact], ignored: int, policy: Policy, context: Context
+) -> list[Finding]:
     """FBI015: no artifact with device code, everything ignored, or a CUDA-named wheel without device code."""
     out = []
     with_code = {member_path.outermost(a.report.path) for a in arts if a.fatbins}

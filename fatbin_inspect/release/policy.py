@@ -35,9 +35,12 @@ import re
 import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fatbin_inspect.containers.wheel import canonicalize_name, wheel_name
+
+if TYPE_CHECKING:
+    from fatbin_inspect.formats.model import FileReport
 from fatbin_inspect.errors import InputError, UsageError
 from fatbin_inspect.formats import documents
 from fatbin_inspect.release.findings import FAIL_LEVELS, RULE_BY_ID, SEVERITIES
@@ -106,7 +109,7 @@ class Policy:
         return dict(self.severity).get(rule_id, severity)
 
 
-def distribution_of(report) -> str | None:
+def distribution_of(report: FileReport) -> str | None:
     """``report.distribution`` (set by scan), else "name version" from a wheel file name in the path."""
     if report.distribution:
         return report.distribution

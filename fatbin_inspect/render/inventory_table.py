@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from rich.text import Text
 
-from fatbin_inspect.formats.model import Entry, FileReport
+from fatbin_inspect.formats.model import ARCHIVE_FORMATS, Entry, FileReport
 from fatbin_inspect.render import escape
 from fatbin_inspect.render.console import (
     Hanging,
@@ -39,7 +39,7 @@ def _file_header(r: FileReport) -> Text:
         t.append(
             f"  {plural(len(r.fatbins), 'fatbin')}, {plural(sum(len(fb.entries) for fb in r.fatbins), 'entry')} in {', '.join(secs)}"
         )
-    elif r.format in ("zip", "ar", "tar", "conda", "oci") and not r.error:
+    elif r.format in ARCHIVE_FORMATS and not r.error:
         t.append("  archive: members with device code follow", style="dim")
     elif not r.error:
         t.append("  no device code", style="dim")

@@ -299,7 +299,7 @@ def fatbins_fragment(pairs) -> bytearray | Packed | spill.Spilled:
     """Compact JSON of some fatbins, comma-joined: a piece of one file's ``"fatbins"`` array
     (``Packed`` when large), made by the worker that decoded them; the bytes cross the pipe and
     are written as they are, not copied again. Module-level for the worker processes
-    (``inventory.reader.iter_decoded``: ``(fatbin, its decoded entries)`` pairs). Written one
+    (``inventory.decoding.iter_decoded``: ``(fatbin, its decoded entries)`` pairs). Written one
     entry at a time, each as it is decoded: a fatbin's dicts and text at once were most of a
     worker's peak, then its records."""
     from fatbin_inspect.render.inventory_json import fatbin_dict

@@ -32,6 +32,7 @@ from fatbin_inspect.formats.model import FileError, FileReport
 from fatbin_inspect.inventory import member_path
 from fatbin_inspect.inventory.roots import Root, resolve_roots
 from fatbin_inspect.inventory.walk import iter_stat
+from fatbin_inspect.inventory.zip_plan import SPAN_BYTES, SPLIT_BYTES  # a large zip's units (no parser)
 from fatbin_inspect.scanning.cache import (
     MISS,
     Answer,
@@ -50,16 +51,11 @@ from fatbin_inspect.scanning.cache import (
 from fatbin_inspect.scanning.distributions import Attributor, innermost_wheel, wheel_distribution
 
 if TYPE_CHECKING:  # the parsers are imported only when a file has to be read
-    from fatbin_inspect.inventory.reader import Options
+    from fatbin_inspect.inventory.options import Options
 
 MIN_SIZE = 64  # smaller than a fatbin header + one entry header, or than a PTX header
 BATCH_FILES = 64
 BATCH_BYTES = 64 << 20
-# a zip this large (a wheel) is split into about ``jobs * 2`` units of its members, each of at
-# least SPAN_BYTES inflated, so that one 500 MB wheel does not keep one worker busy while the
-# others idle; the records are put together again in member order (same records, one cache entry)
-SPLIT_BYTES = 64 << 20  # as inventory.reader's for one file (not imported: a warm scan loads no parser)
-SPAN_BYTES = 32 << 20
 ELF_PARTS_PER_JOB = 8  # slices of one ELF file's hidden fatbins per worker (cuFFT, 2 workers: 16 of 16 MB)
 
 ProgressFn = Callable[[int, int, int], None]  # (files done, files seen, bytes done)
@@ -824,7 +820,8 @@ class _Scanner:
 
     def _stdin(self, path: str) -> None:
         """``-``: standard input read once, here (a pipe is not for the pool), never cached."""
-        from fatbin_inspect.inventory.reader import as_options, inspect_blob
+        from fatbin_inspect.inventory.options import as_options
+        from fatbin_inspect.inventory.reader import inspect_blob
         from fatbin_inspect.inventory.walk import stdin_blob
         from fatbin_inspect.scanning import worker
 
@@ -1104,7 +1101,7 @@ class _Scanner:
         already), read again in this process: the same key before and after, and ``n`` records.
         Else the row is dropped (the next scan reads the file) and the scan stops."""
         from fatbin_inspect.errors import InputError
-        from fatbin_inspect.inventory.reader import as_options
+        from fatbin_inspect.inventory.options import as_options
         from fatbin_inspect.scanning import worker
 
         def same() -> bool:

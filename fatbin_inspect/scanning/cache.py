@@ -56,7 +56,7 @@ from fatbin_inspect.version import __version__
 # file no longer replace each other (alternating gate and scan read every file again each time);
 # 15: texts checked when packed and carrying zstd's checksum (``pack_text``), not when read;
 # 16: ``answers``, a whole scan's answer in one row; 17: a host binary whose section table does
-# not read is an error record (``reader.magic_ranges``), no longer a row of "no device code"
+# not read is an error record (``hidden.magic_ranges``), no longer a row of "no device code"
 CACHE_VERSION = 17
 ENV_DIR = "FATBIN_INSPECT_CACHE_DIR"
 COMMIT_EVERY = 4096  # rows per statement and commit (a cold scan of 15,000 files: 4 commits)

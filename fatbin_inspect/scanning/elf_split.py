@@ -2,12 +2,12 @@
 
 cuFFT holds 24,000 fatbins in a 265 MB ``.ldata`` section, found by the magic scan: one worker
 took 0.8-1.7 s over them while the other had long finished the rest of the tree. The plan
-(``inventory.reader.HiddenSplit``) cuts those pieces into slices. Part 0 reads the file as ever,
+(``inventory.slices.HiddenSplit``) cuts those pieces into slices. Part 0 reads the file as ever,
 less the slices' pieces (the record's other fields, its own fatbins); part ``i`` reads slice
 ``i - 1``. Each part encodes its fatbins where it found them (the scan's text by
 ``ScanOptions.encoder_parts``, the cache's data by ``cache.record_data_parts``) and counts them
 for the summary (``coverage.tally``); ``join`` keeps of each slice the fatbins the magic scan of
-the whole piece finds (``reader.chained``: a slice that begins inside a fatbin drops the false
+the whole piece finds (``slices.chained``: a slice that begins inside a fatbin drops the false
 hits it took there) and puts the bytes together in file order, so the text, the data and the
 summary are those one worker makes of the file (tests/test_elf_split.py). When that cannot be
 vouched for (a false hit across the point where the whole scan resumes, a limit reached, the
@@ -30,10 +30,9 @@ from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.decompress import Budget
 from fatbin_inspect.formats.mapguard import faults
-from fatbin_inspect.inventory.reader import (
+from fatbin_inspect.inventory.options import Options, as_options
+from fatbin_inspect.inventory.slices import (
     HiddenSplit,
-    Options,
-    as_options,
     chained,
     hidden_split,
     inspect_split_main,

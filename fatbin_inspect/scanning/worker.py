@@ -18,20 +18,14 @@ from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.fatbin import MAGIC_BYTES
 from fatbin_inspect.formats.mapguard import faults
 from fatbin_inspect.formats.model import FileError, FileReport
-from fatbin_inspect.inventory.reader import (
-    Options,
-    as_options,
-    changed_record,
-    inspect_blob,
-    inspect_path,
-    inspect_zip_span,
-    magic_ranges,
-    unchanged,
-)
-from fatbin_inspect.inventory.reader import (
+from fatbin_inspect.inventory.hidden import magic_ranges
+from fatbin_inspect.inventory.options import Options, as_options
+from fatbin_inspect.inventory.reader import inspect_blob, inspect_path, inspect_zip_span
+from fatbin_inspect.inventory.record_errors import changed_record, unchanged
+from fatbin_inspect.inventory.walk import image_ref
+from fatbin_inspect.inventory.zip_plan import (
     zip_spans as zip_spans,  # re-exported: scan and its tests call worker.zip_spans
 )
-from fatbin_inspect.inventory.walk import image_ref
 from fatbin_inspect.scanning.cache import encode_record, pack_text
 
 CHUNK = 32 << 20
@@ -53,7 +47,7 @@ def head_format(path: str) -> str:
 
 def has_magic(blob: Blob, ranges=None) -> bool:
     """The fatbin magic somewhere in ``ranges`` (``(start, end)``; default the whole blob), e.g.
-    ``inventory.reader.magic_ranges``: all but code, where the inventory never looks either
+    ``inventory.hidden.magic_ranges``: all but code, where the inventory never looks either
     (libtorch_cpu.so has 399 of its 425 MB there); ``CHUNK`` bytes at a time (``Blob.contains``)."""
     return blob.contains(MAGIC_BYTES, [(0, blob.size)] if ranges is None else ranges, CHUNK)
 

@@ -7,10 +7,12 @@ Every call returns a tuple ``(CUresult, *values)``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from fatbin_inspect.errors import DeviceError
 
 
-def bindings():
+def bindings() -> Any:  # cuda-python's driver module: foreign, untyped objects
     try:
         from cuda.bindings import driver
     except ImportError:
@@ -21,12 +23,12 @@ def bindings():
     return driver
 
 
-def code(result) -> int:
+def code(result: Any) -> int:
     """A CUresult as a plain int (an IntEnum in some releases, a fast enum in others)."""
     return int(getattr(result, "value", result))
 
 
-def check(ret, what: str):
+def check(ret: Any, what: str) -> Any:
     """The value of a binding call, or DeviceError naming the CUresult."""
     ret = ret if isinstance(ret, tuple) else (ret,)
     rc = code(ret[0])

@@ -30,7 +30,7 @@ from fatbin_inspect.compat import data
 from fatbin_inspect.compat.targets import Driver, resolve_driver
 from fatbin_inspect.errors import FatbinInspectError
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Entry, bare_entry
-from fatbin_inspect.system.stack import LocalGpu, Runtime, Stack, Torch
+from fatbin_inspect.system.stack import BundledPtxas, LocalGpu, Runtime, Stack, Torch
 
 if TYPE_CHECKING:
     from fatbin_inspect.compat.rules import Outcome
@@ -390,7 +390,7 @@ def _ptxas_warnings(stack: Stack, out: list[Advice]) -> None:
                 out.append(advice)
 
 
-def _ptxas_for(p, mm: tuple[int, int], g: LocalGpu) -> Advice | None:
+def _ptxas_for(p: BundledPtxas, mm: tuple[int, int], g: LocalGpu) -> Advice | None:
     """ptxas-too-old when ptxas ``p`` (CUDA ``mm``) cannot target GPU ``g``'s SM."""
     sm = f"sm_{g.cc.replace('.', '')}"
     able = [data.version_tuple(v)[:2] for v in data.toolkits_targeting(sm)]

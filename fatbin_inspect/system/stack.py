@@ -251,7 +251,7 @@ def _machine() -> str | None:
 
 # ------------------------------------------------------------------------------------- GPUs
 def _gpus(
-    probe: GpuProbe | None, roots: Roots, tegra_ccs
+    probe: GpuProbe | None, roots: Roots, tegra_ccs: set[str]
 ) -> tuple[list[LocalGpu], str | None, str | None, str | None]:
     if probe is not None:
         gpus, drv, err = probe()
@@ -330,7 +330,7 @@ def cuda_python_gpus() -> tuple[list[LocalGpu], str | None, str | None]:
         return [], None, str(exc)
 
 
-def _text(v) -> str:
+def _text(v: object) -> str:
     return v.decode(errors="replace") if isinstance(v, bytes) else str(v)
 
 
@@ -653,7 +653,8 @@ def find_torch(site_dirs: Iterable[str], archs: bool = True) -> Torch | None:
 def library_archs(path: str) -> tuple[tuple[str, ...], str | None]:
     """Distinct cubin and PTX archs in a library, ordered as torch prints them (sm_ first), and the
     newest PTX ISA among them."""
-    from fatbin_inspect.inventory.reader import Options, inspect_path
+    from fatbin_inspect.inventory.options import Options
+    from fatbin_inspect.inventory.reader import inspect_path
 
     seen, isas = set(), set()
     for rec in inspect_path(path, Options()):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import sys
 import time
+from typing import Any
 
 from fatbin_inspect.verify.protocol import image_jit, read_request, write_reply
 
@@ -65,10 +66,10 @@ def main() -> int:
             return 0
 
 
-def _context(drv, cudadrv, device: int):
+def _context(drv: Any, cudadrv: Any, device: int) -> tuple[Any, dict[str, Any] | None]:
     """The device's primary context made current, or the fatal reply saying why not."""
 
-    def fatal(what, ret):
+    def fatal(what: str, ret: Any) -> dict[str, Any] | None:
         rc = cudadrv.code(ret[0])
         return {"fatal": "init", "code": rc, "message": f"{what} returned CUresult {rc}"} if rc else None
 

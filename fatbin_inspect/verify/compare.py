@@ -17,6 +17,7 @@ import dataclasses
 import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from fatbin_inspect.compat import data
 from fatbin_inspect.compat.engine import (
@@ -31,7 +32,9 @@ from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Entry, Fatbin, FileReport
-from fatbin_inspect.inventory.reader import Options, inspect_pairs, payload
+from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.inventory.payloads import payload
+from fatbin_inspect.inventory.reader import inspect_pairs
 from fatbin_inspect.verify.runner import CRASH, FAILED, LOADED, TIMEOUT, LoadResult
 
 NATIVE, JIT, FAIL, NOT_ALONE, EMPTY, ERROR = "native", "jit", "fail", "not-loadable-alone", "empty", "error"
@@ -118,9 +121,10 @@ def not_loadable_alone(e: Entry, fb: Fatbin | None = None) -> str | None:
 
 
 Predictor = Callable[[Fatbin, bool], Prediction | None]  # (fatbin, JIT disabled) -> prediction
+Loader = Callable[[bytes], LoadResult]  # image bytes -> what a child process made of loading it
 
 
-def engine_predictor(target) -> Predictor:
+def engine_predictor(target: Target) -> Predictor:
     """Predictions of the compatibility engine (``evaluate_fatbin``) for ``target``."""
     from fatbin_inspect.compat.engine import evaluate_fatbin
 
@@ -131,7 +135,7 @@ def engine_predictor(target) -> Predictor:
     return predict
 
 
-def as_prediction(res) -> Prediction:
+def as_prediction(res: Any) -> Prediction:  # FatbinResult, EntryResult or FileVerdict
     """The engine's verdict record (``verdict``; ``error`` as a number or a {code} record, or an
     ``outcome`` carrying ``error``/``rule``/``reason``) as a ``Prediction``."""
     outcome = getattr(res, "outcome", None)
@@ -158,8 +162,8 @@ def check_fatbin(
     fb: Fatbin,
     whole: bytes,
     images: Callable[[Entry], bytes],
-    load,
-    load_nojit,
+    load: Loader,
+    load_nojit: Loader,
     predict: Predictor | None,
     entries: bool = True,
 ) -> Iterator[ImageCheck]:
@@ -195,7 +199,9 @@ def _agree(pred: Prediction | None, actual: str, res: LoadResult) -> bool | None
     return _same(pred, actual, res.code)
 
 
-def _judge_whole(path: str, fb: Fatbin, res: LoadResult, res_nojit: LoadResult, predict) -> ImageCheck:
+def _judge_whole(
+    path: str, fb: Fatbin, res: LoadResult, res_nojit: LoadResult, predict: Predictor | None
+) -> ImageCheck:
     actual = _actual(res, NATIVE if res_nojit.status == LOADED else JIT)
     if actual == JIT and res_nojit.status in (TIMEOUT, CRASH):
         actual = ERROR  # cannot tell native from JIT
@@ -203,7 +209,8 @@ def _judge_whole(path: str, fb: Fatbin, res: LoadResult, res_nojit: LoadResult, 
     agree = _agree(pred, actual, res)
     if agree and predict and res_nojit.status in (LOADED, FAILED):
         pred_nojit = predict(fb, True)
-        agree = _same(pred_nojit, NATIVE if res_nojit.status == LOADED else FAIL, res_nojit.code)
+        if pred_nojit is not None:  # (no prediction without JIT: nothing to contradict)
+            agree = _same(pred_nojit, NATIVE if res_nojit.status == LOADED else FAIL, res_nojit.code)
     return ImageCheck(path, fb.offset, None, actual, res, res_nojit, pred, agree)
 
 
@@ -249,7 +256,7 @@ def findings(checks: list[ImageCheck]) -> list[Disagreement]:
 def summary(checks: list[ImageCheck]) -> tuple[tuple[str, int], ...]:
     """Counts over whole fatbins and entries: loaded natively, by JIT, failed, predictions confirmed."""
 
-    def n(pred) -> int:
+    def n(pred: Callable[[ImageCheck], bool]) -> int:
         return sum(1 for c in checks if pred(c))
 
     return (
@@ -267,8 +274,8 @@ def summary(checks: list[ImageCheck]) -> tuple[tuple[str, int], ...]:
 
 def check_file(
     path: str,
-    load,
-    load_nojit,
+    load: Loader,
+    load_nojit: Loader,
     predict: Predictor | None,
     entries: bool = True,
     max_fatbins: int | None = None,
@@ -284,11 +291,12 @@ def check_file(
         if reports is not None:
             reports.append(rec)
         for fb in rec.fatbins[:max_fatbins]:
+            # (b is None for a file inside an image input: its bytes were let go; not handled yet)
             yield from check_fatbin(
                 rec.path,
                 fb,
-                whole_image(b, fb),
-                functools.partial(entry_image, b),
+                whole_image(b, fb),  # type: ignore[arg-type]
+                functools.partial(entry_image, b),  # type: ignore[arg-type]
                 load,
                 load_nojit,
                 predict,

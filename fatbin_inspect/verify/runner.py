@@ -54,7 +54,7 @@ class ChildSession:
     def __enter__(self) -> ChildSession:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _start(self) -> subprocess.Popen[bytes]:

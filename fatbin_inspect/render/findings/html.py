@@ -72,7 +72,13 @@ vertical-align:top;overflow-wrap:break-word}th{font-weight:600}td:first-child{wh
 td.msg{min-width:16em}code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace}
 details{margin:2px 0 2px 14px}summary{cursor:pointer}.legend span{display:inline-block;width:12px;height:12px;
 margin:0 4px 0 12px;vertical-align:-1px;border-radius:2px;border:1px solid #c9ccd1}.scroll{overflow-x:auto}
-@media (max-width:600px){body{margin:12px}}
+.count{color:#5b6470;font-weight:600;font-size:12px}
+@media (max-width:600px){body{margin:12px}
+table.findings,table.findings tbody,table.findings tr,table.findings td{display:block;width:auto}
+table.findings tr:first-child{display:none}table.findings tr{border-bottom:1px solid #dde1e6;padding:6px 0}
+table.findings td{border:0;padding:1px 0;white-space:normal;min-width:0}
+table.findings td[data-label]:not(:first-child)::before{content:attr(data-label) ": ";color:#5b6470}
+table.findings td[data-label=target]:empty{display:none}}
 """
 
 
@@ -286,18 +292,42 @@ def _file(child: Row, report: FileReport | None, n_findings: int) -> str:
     )
 
 
+def _grouped(findings: Sequence[Finding]) -> list[tuple[Finding, list[str]]]:
+    """Findings that say the same (severity, rule, target, message) of several artifacts, as one
+    with their artifacts, in the order each first appears."""
+    groups: dict[tuple[str, str, str, str], tuple[Finding, list[str]]] = {}
+    for f in findings:
+        key = (f.severity, f.rule_id, f.target or "", f.message)
+        if key in groups:
+            groups[key][1].append(f.path)
+        else:
+            groups[key] = (f, [f.path])
+    return list(groups.values())
+
+
+def _artifacts(paths: Sequence[str]) -> str:
+    if len(paths) == 1:
+        return f"<code>{breakable(paths[0])}</code>"
+    listed = "<br>".join(f"<code>{breakable(p)}</code>" for p in paths)
+    return f"<details><summary>{len(paths)} artifacts</summary>{listed}</details>"
+
+
 def _findings_section(report: FindingsReport) -> str:
+    """One row a group of identical findings (``_grouped``), with a count; under 600 px wide each
+    row is a block of labelled lines (CSS), so rule, target and message stay on screen."""
     if not report.findings:
         return "<h2>Findings</h2><p>No findings.</p>"
     rows = "".join(
-        f'<tr><td><span class="pill {escape(f.severity)}">{escape(f.severity)}</span></td>'
-        f"<td><code>{escape(f.rule_id)}</code> {escape(f.rule.name)}</td><td><code>{breakable(f.path)}</code></td>"
-        f'<td>{escape(f.target or "")}</td><td class="msg">{escape(f.message)}</td></tr>'
-        for f in report.findings
+        f'<tr><td data-label="severity"><span class="pill {escape(f.severity)}">{escape(f.severity)}</span>'
+        f"{f'<span class=count>×{len(paths)}</span>' if len(paths) > 1 else ''}</td>"
+        f'<td data-label="rule"><code>{escape(f.rule_id)}</code> {escape(f.rule.name)}</td>'
+        f'<td data-label="artifact">{_artifacts(paths)}</td>'
+        f'<td data-label="target">{escape(f.target or "")}</td><td class="msg" data-label="message">{escape(f.message)}</td></tr>'
+        for f, paths in _grouped(report.findings)
     )
     return (
-        '<h2>Findings</h2><div class="scroll"><table><tr><th>severity</th><th>rule</th><th>artifact</th><th>target</th>'
-        f"<th>message</th></tr>{rows}</table></div>"
+        '<h2>Findings</h2><div class="scroll"><table class="findings"><tr><th>severity</th><th>rule</th>'
+        f"<th>artifact</th><th>target</th><th>message</th></tr>{rows}</table></div>"
     )
 
 

@@ -6,7 +6,8 @@ and ends with one ``summary`` line, so ``jq 'select(.type=="finding")'`` works l
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from fatbin_inspect.release.findings import (
     RULE_BY_ID,
@@ -51,7 +52,7 @@ def summary_dict(report: FindingsReport, fail_on: str) -> dict[str, Any]:
     }
 
 
-def _checks(report: FindingsReport, fail_on: str):
+def _checks(report: FindingsReport, fail_on: str) -> Iterator[dict[str, Any]]:
     for c in report.checks:
         fs = findings_for(c, report.findings)
         yield {
@@ -89,7 +90,7 @@ def render(report: FindingsReport, fail_on: str = "error", color: bool = False) 
     return jsondump.dumps(document(report, fail_on))
 
 
-def write(report: FindingsReport, fail_on: str, out) -> None:
+def write(report: FindingsReport, fail_on: str, out: BinaryIO) -> None:
     """``render`` streamed to the binary stream ``out``, each finding written as it is encoded."""
     jsondump.write(out, document(report, fail_on, stream=True))
 

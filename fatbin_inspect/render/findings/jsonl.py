@@ -5,12 +5,15 @@ Same fields as ``json`` (gate.schema.json), so ``jq 'select(.type=="finding")'``
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
 from fatbin_inspect.release.findings import FindingsReport
 from fatbin_inspect.render import jsondump
 from fatbin_inspect.render.findings.json import SCHEMA_VERSION, finding_dict, summary_dict
 
 
-def _records(report: FindingsReport, fail_on: str):
+def _records(report: FindingsReport, fail_on: str) -> Iterator[dict[str, Any]]:
     for f in report.findings:
         yield {"schema_version": SCHEMA_VERSION, "type": "finding", **finding_dict(f)}
     yield {
@@ -25,6 +28,6 @@ def render(report: FindingsReport, fail_on: str = "error", color: bool = False) 
     return "".join(jsondump.dumps_line(r) for r in _records(report, fail_on))
 
 
-def write(report: FindingsReport, fail_on: str, out) -> None:
+def write(report: FindingsReport, fail_on: str, out: BinaryIO) -> None:
     """``render`` streamed to the binary stream ``out``, a line at a time."""
     jsondump.write_lines(out, _records(report, fail_on))

@@ -8,8 +8,9 @@ container (wheel, archive or file) the artifacts came from.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 
-from fatbin_inspect.release.findings import Check, FindingsReport, fails, findings_for, split_path
+from fatbin_inspect.release.findings import Check, Finding, FindingsReport, fails, findings_for, split_path
 from fatbin_inspect.render.escape import shown, utf8
 
 FILE_WIDE_NAME = "policy"  # test case name of the file-wide rules (no target)
@@ -20,7 +21,7 @@ def _x(s: str) -> str:
     return utf8(shown(s))
 
 
-def _lines(fs) -> str:
+def _lines(fs: Iterable[Finding]) -> str:
     return "\n".join(f"{f.severity} {f.rule_id} {f.rule.name}: {_x(f.message)}" for f in fs)
 
 

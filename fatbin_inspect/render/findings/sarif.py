@@ -15,7 +15,7 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from fatbin_inspect.release.findings import RULES, Finding, FindingsReport, split_path
+from fatbin_inspect.release.findings import RULES, Finding, FindingsReport, Rule, split_path
 from fatbin_inspect.render.jsondump import to_json
 from fatbin_inspect.version import __version__
 
@@ -45,7 +45,7 @@ def artifact_uri(path: str) -> str:
     return quote(_name_bytes(str(PurePosixPath(p))))  # the exact bytes of the name
 
 
-def _rule(r) -> dict[str, Any]:
+def _rule(r: Rule) -> dict[str, Any]:
     return {
         "id": r.id,
         "name": r.name,
