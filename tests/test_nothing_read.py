@@ -18,6 +18,7 @@ import pytest
 from builders import layer_tar, oci_layout
 from conftest import ROOT, fixture_path
 from hostile_runner import commands, every_command_format, formats, run_many
+from test_oci_images import registry  # noqa: F401  (the fixture: Debian's docker-registry)
 
 LIB = fixture_path("bin", "t12_lib_sm86_c89.so")  # sm_86 SASS + compute_89 PTX
 MEM = 1 << 30
@@ -79,6 +80,68 @@ def test_no_image_for_the_platform_exits_2_in_every_format(tmp_path):
             assert "is linux/amd64 (its config), not linux/arm64 (--platform)" in r.stderr, (argv, r)
         else:  # the image that is there: read, exit 0
             assert r.code == 0, (argv, r)
+
+
+@pytest.mark.slow
+@pytest.mark.slow
+def test_a_real_registry_that_has_no_such_image_or_refuses_the_login(tmp_path, registry):  # noqa: F811
+    """Debian's docker-registry with htpasswd auth: an unknown repository, an unknown tag, no
+    image for --platform, a wrong password and no login each exit 2 in list and scan, every
+    format; the image that is there, with the password, exits 0."""
+    import base64
+
+    crypt = pytest.importorskip("crypt", reason="bcrypt for htpasswd (Python < 3.13, libxcrypt)")
+
+    lay = _layout(tmp_path / "L")
+    (tmp_path / "htpasswd").write_text(
+        "alice:" + crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH)) + "\n"
+    )
+    port = registry(f"auth: {{htpasswd: {{realm: test, path: {tmp_path}/htpasswd}}}}\n")
+    subprocess.run(
+        [
+            "skopeo",
+            "copy",
+            "--dest-tls-verify=false",
+            "--dest-creds",
+            "alice:s3cret",
+            f"oci:{lay}",
+            f"docker://127.0.0.1:{port}/gpu/app:t",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+
+    def auth(password: str) -> str:
+        path = tmp_path / f"auth-{password}.json"
+        token = base64.b64encode(f"alice:{password}".encode()).decode()
+        path.write_text(json.dumps({"auths": {f"127.0.0.1:{port}": {"auth": token}}}))
+        return str(path)
+
+    base = f"docker://127.0.0.1:{port}/gpu"
+    cases = [  # (reference, extra scan options, auth file, exit)
+        (f"{base}/app:t", [], auth("s3cret"), 0),
+        (f"{base}/nosuch:t", [], auth("s3cret"), 2),
+        (f"{base}/app:nosuch", [], auth("s3cret"), 2),
+        (f"{base}/app:t", ["--platform", "linux/arm64"], auth("s3cret"), 2),
+        (f"{base}/app:t", [], auth("wrong"), 2),
+        (f"{base}/app:t", [], os.devnull, 2),  # no login
+    ]
+    for ref, extra, auth_file, code in cases:
+        runs = [
+            ["scan", "--no-cache", "-j1", ref, *extra, "--format", f]
+            for f in formats(dict(commands())["scan"])
+        ]
+        if not extra:
+            runs += [["list", ref, "--format", f] for f in formats(dict(commands())["list"])]
+        env = {"REGISTRY_AUTH_FILE": auth_file, "DOCKER_CONFIG": str(tmp_path), **NO_CACHE}
+        for argv, r in zip(runs, run_many(tmp_path, runs, mem=MEM, timeout=300, env=env)):
+            assert r.code == code, (argv, r)
+            if code == 2:
+                assert r.stderr.startswith(f"fatbin-inspect: {ref}: ") and r.stderr.count("\n") == 1, (
+                    argv,
+                    r,
+                )
 
 
 @pytest.mark.slow
