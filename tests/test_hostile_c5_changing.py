@@ -29,6 +29,10 @@ def _shrinking(path):
 binio.open_blob = _shrinking
 import fatbin_inspect.inventory.reader as _r
 _r.open_blob = _shrinking
+import fatbin_inspect.inventory.decoding as _d
+_d.open_blob = _shrinking
+import fatbin_inspect.inventory.hidden as _h
+_h.open_blob = _shrinking
 import fatbin_inspect.scanning.worker as _w
 _w.open_blob = _shrinking
 """

@@ -220,7 +220,13 @@ def iter_pieces(
             yield from _file_pieces(path, opts, file_pieces, fatbins_fragment, on_record)
 
 
-def _file_pieces(path, opts, file_pieces, fatbins_fragment, on_record) -> Iterator[Iterator[bytes]]:
+def _file_pieces(
+    path: str,
+    opts: Options,
+    file_pieces: Callable[..., Iterator[bytes]],
+    fatbins_fragment: Callable[..., Any],
+    on_record: Callable[[FileReport], None],
+) -> Iterator[Iterator[bytes]]:
     import dataclasses
 
     from fatbin_inspect.errors import InputError
