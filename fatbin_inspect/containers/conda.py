@@ -24,6 +24,10 @@ from __future__ import annotations
 import re
 import zipfile
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    import tarfile
 
 from fatbin_inspect.containers import archives
 from fatbin_inspect.containers.archives import Member
@@ -54,7 +58,7 @@ def declared_cuda(index: dict) -> tuple[str | None, str | None]:
     return (v, f"conda build string {build}") if v else (None, None)
 
 
-def _depends_cuda(depends) -> tuple[str | None, str | None]:
+def _depends_cuda(depends: object) -> tuple[str | None, str | None]:
     """(CUDA version, evidence) from ``depends``: ``cuda-version``, then ``cudatoolkit`` (the
     runtime itself, as the older defaults and conda-forge packages pin it), then ``__cuda``."""
     deps = [d for d in depends if isinstance(d, str)] if isinstance(depends, list) else []
@@ -104,6 +108,56 @@ def package_of(index: dict) -> Package:
     )
 
 
+class MetaRecord(NamedTuple):
+    """An installed package's ``conda-meta/NAME-VERSION-BUILD.json``, checked: its package (None:
+    no name), the paths it lists (relative to the prefix) and a note per value of the wrong type."""
+
+    package: Package | None
+    files: list[str]
+    notes: list[str]
+
+
+def _kind(value: object) -> str:
+    """What a JSON value is, for a note: ``a number``, ``a list``, ``an object``, ..."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return "a string" if isinstance(value, str) else "null"
+
+
+def meta_record(doc: object, what: str) -> MetaRecord:
+    """A parsed ``conda-meta`` record (``what`` names the file). ``name`` must be a non-empty
+    string (else the package is unattributed, with a note); ``version``, ``build`` and ``subdir``
+    that are not strings are left out and ``depends`` that is not a list is ignored, each with a
+    note; ``files`` that is not a list attributes nothing (a note), and its entries that are not
+    strings are skipped (one note counting them)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("name"), str) or not doc["name"]:
+        return MetaRecord(None, [], [f"{what}: no package name: its files unattributed"])
+    notes: list[str] = []
+    clean: dict[str, object] = {"name": doc["name"]}
+    for key, want in (("version", str), ("build", str), ("subdir", str), ("depends", list)):
+        value = doc.get(key)
+        if value is None:
+            continue
+        if isinstance(value, want):
+            clean[key] = value
+        else:
+            notes.append(f"{what}: {key} is {_kind(value)}, not {_kind(want())}: ignored")
+    files = doc.get("files", [])
+    if not isinstance(files, list):
+        notes.append(f"{what}: files is {_kind(files)}, not a list: its files unattributed")
+        files = []
+    paths = [f for f in files if isinstance(f, str)]
+    if len(paths) < len(files):
+        notes.append(f"{what}: {len(files) - len(paths)} entries of files are not strings: not attributed")
+    return MetaRecord(package_of(clean), paths, notes)
+
+
 class _InfoLater(Exception):
     """A ``.tar.bz2``'s ``info/`` comes after its files."""
 
@@ -117,7 +171,9 @@ class CondaReader:
         self.package: Package | None = None
         self.paths: set[str] | None = None  # files the package lists (paths.json / info/files)
         self.notes: list[str] = []
-        self._index = self._paths = self._files = None
+        self._index: Any = None  # info/index.json and info/paths.json, parsed; info/files' bytes
+        self._paths: Any = None
+        self._files: bytes | None = None
         self.unread = False  # its metadata was there but could not be used (a note says why)
 
     @property
@@ -166,7 +222,7 @@ class CondaReader:
         self._settle()
         yield from self._tar(self._inner(pkg_tar[0]), meta_only=False)
 
-    def _inner(self, info: zipfile.ZipInfo):
+    def _inner(self, info: zipfile.ZipInfo) -> Any:
         """An inner ``.tar.zst`` as a zstd stream (stored, as conda writes them: a window into the
         package; otherwise inflated into memory within the member bounds first)."""
         if info.compress_type == zipfile.ZIP_STORED and not info.flag_bits & 0x1:
@@ -179,7 +235,7 @@ class CondaReader:
                 inner = archives._spill(fh, info.file_size, info.filename)
         return archives.decompressed(inner, info.filename)
 
-    def _tar(self, stream, meta_only: bool, first: bool = False) -> Iterator[Member]:
+    def _tar(self, stream: Any, meta_only: bool, first: bool = False) -> Iterator[Member]:
         """``first``: raise ``_InfoLater`` at a package file that comes before ``info/index.json``
         (nothing was yielded yet); the caller reads ``info/`` first in another pass."""
         for ti, tf in archives.tar_entries(stream):
@@ -196,10 +252,11 @@ class CondaReader:
                 if m is not None:
                     yield m
 
-    def _read_meta(self, tf, ti, name: str) -> None:
+    def _read_meta(self, tf: tarfile.TarFile, ti: tarfile.TarInfo, name: str) -> None:
         if ti.size > MAX_INFO_BYTES:
             raise LimitExceeded(f"{name} of {ti.size} bytes, over the {MAX_INFO_BYTES}-byte limit")
-        data = tf.extractfile(ti).read(ti.size)
+        fh = tf.extractfile(ti)  # a regular member: never None
+        data = fh.read(ti.size) if fh is not None else b""
         if name == "info/files":
             self._files = data
             return
