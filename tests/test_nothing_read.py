@@ -53,7 +53,7 @@ def test_unreachable_registry_exits_2_in_every_command_and_format(tmp_path):
     results = run_many(tmp_path, [argv for *_, argv in runs], mem=MEM, timeout=300, env=NO_CACHE)
     _all_exit_2(runs, results, ref)
     scan = [r for (cmd, _f, _a), r in zip(runs, results) if cmd == "scan"]
-    assert scan and all("cannot reach" in r.stderr for r in scan)
+    assert scan and all("refused" in r.stderr or "cannot reach" in r.stderr for r in scan)
 
 
 def test_unknown_tag_of_a_layout_exits_2_in_every_command_and_format(tmp_path):
