@@ -13,7 +13,6 @@ from fatbin_inspect.cli.common import (
     note_error,
     output_option,
     progress_for,
-    read_exit,
 )
 from fatbin_inspect.cli.index_options import index_options
 from fatbin_inspect.cli.options import driver_option, examples, gpu_option, ui_options
@@ -98,6 +97,8 @@ def list_cmd(
     with progress_for(view, "reading") as progress:
         run = run_list(paths, opts, targets, view.needs, note_error, progress, seen)
     view.write(run, Output(output, seen), Shown(entries))
+    from fatbin_inspect.cli.common import read_exit
+
     raise SystemExit(read_exit(paths, run.errors, strict))
 
 
