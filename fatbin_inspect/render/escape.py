@@ -20,6 +20,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # rich is imported by the renderers that use it, not by every error line
+    from rich.console import RenderableType
     from rich.text import Text
 
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
@@ -97,11 +98,13 @@ def safe_text(t: Text, keep_lf: bool = False) -> Text:
     return new
 
 
-def safe(renderable):
+def safe(renderable: RenderableType) -> RenderableType:
     """``renderable`` with every string and ``Text`` in it (table cells too) escaped by ``shown``;
     column headers keep their LF (the renderers wrap them, e.g. the check matrix's targets)."""
     from rich.table import Table
     from rich.text import Text
+
+    from fatbin_inspect.render.console import Hanging
 
     if isinstance(renderable, str):
         return shown(renderable)
@@ -117,7 +120,7 @@ def safe(renderable):
                 _shown_in_rich(h) if isinstance(h, str) else safe_text(h, True) if isinstance(h, Text) else h
             )
         return renderable
-    if isinstance(getattr(renderable, "text", None), Text):  # console.Hanging: a Text laid out
+    if isinstance(renderable, Hanging):  # a Text laid out
         renderable.text = safe_text(renderable.text)
     return renderable
 
