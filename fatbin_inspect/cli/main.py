@@ -67,7 +67,7 @@ def _no_such_command(word: str) -> None:
     """``fatbin-inspect chekc x``: a word that is neither a path nor a command, but looks like one."""
     if word.startswith("-") or os.path.lexists(word):
         return
-    import difflib  # (not for the path it mostly is: ~2 ms)
+    import difflib  # (not for the path it mostly is)
 
     close = difflib.get_close_matches(word, list(COMMANDS), n=1, cutoff=0.6)
     if close:
@@ -164,7 +164,7 @@ def _hold_standard_streams() -> None:
 def _internal_error(exc: Exception) -> NoReturn:
     say(f"internal error: {type(exc).__name__}: {exc}")
     if os.environ.get("FATBIN_INSPECT_DEBUG"):
-        import traceback  # here: 5 ms of import no run without an internal error pays
+        import traceback  # here: an import no run without an internal error pays
 
         traceback.print_exc()
         click.echo(
@@ -180,7 +180,7 @@ def _internal_error(exc: Exception) -> NoReturn:
 def console_main() -> None:
     """The installed command. Once the report is written and flushed, leave without the
     interpreter's teardown, which would free hundreds of thousands of records one by one
-    (~0.3 s after ``libtorch_cuda.so --kernels``). Library callers and tests use ``main``."""
+    (after ``libtorch_cuda.so --kernels``). Library callers and tests use ``main``."""
     try:
         main()
         code = 0

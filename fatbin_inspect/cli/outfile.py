@@ -3,8 +3,8 @@
 - A report is written to a temporary file beside the target and renamed over it, so a reader
   never sees half a report and a failed run leaves the old one. Over an existing file, Linux's
   ``renameat2(RENAME_EXCHANGE)`` swaps the two names and the old bytes are then unlinked: on
-  ext4 a rename over a file first writes back the new file's data (``auto_da_alloc``), ~20 ms
-  for a 33 MB scan document, which the swap does not ask for; elsewhere ``os.replace``. A
+  ext4 a rename over a file first writes back the new file's data (``auto_da_alloc``),
+  which the swap does not ask for; elsewhere ``os.replace``. A
   target that is a symbolic link, a FIFO, a device or a socket is refused (``refuse_special``):
   never written through, never waited on (``-o -`` is standard output; ``os.devnull`` alone is
   let through).

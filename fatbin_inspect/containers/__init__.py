@@ -102,7 +102,7 @@ def _signatures() -> tuple[
 ]:
     """(the signatures, the tests worth trying for each first byte). Made at the
     first ``detect``, not at import: a warm scan, which asks nothing of a file, then imports no
-    parser (~4 ms of its start).
+    parser.
 
     The signatures are (format, the first bytes it can start with or None for any, test of the
     first bytes), in the order they are tried; ELF is told apart first. A scan asks this of every

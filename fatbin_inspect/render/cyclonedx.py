@@ -1,7 +1,7 @@
 """``--format cyclonedx``: a ``judging.sbom.Sbom`` as a CycloneDX 1.6 JSON document (docs/sbom.md).
 
-Written with cyclonedx-python-lib (the ``sbom`` extra), imported only here: it takes about 0.4 s
-to import, which no other format pays. One component per package (a ``pkg:pypi`` or
+Written with cyclonedx-python-lib (the ``sbom`` extra), imported only here: its import is slow,
+and no other format pays for it. One component per package (a ``pkg:pypi`` or
 ``pkg:conda`` purl) holding one nested ``file`` component per CUDA file; files no package claims
 are top-level components. The CUDA facts are properties named ``fatbin-inspect:...``.
 

@@ -129,7 +129,7 @@ def text(s: str, style: str = "") -> Text:
     """A rich ``Text`` of input-derived ``s`` (a name, a path, a message), escaped by ``shown``
     first: ``Text`` itself drops BEL, BS, VT, FF and CR, which every other format shows
     (``\\x07``), and ``safe`` cannot give back what it dropped. ``safe`` passes it as it is
-    (its text was escaped here: not searched twice, ~1.8 us a kernel line)."""
+    (its text was escaped here: not searched twice per kernel line)."""
     global _Shown
     if _Shown is None:
         from rich.text import Text

@@ -14,7 +14,7 @@ data only, never code:
   packed (``pack_text``: printable ASCII and newlines only), and its frame then carries zstd's
   content checksum (XXH64), which libzstd verifies as it unpacks; a text is accepted back only
   from a frame with a checksum, so the bytes a warm scan copies are the bytes that were checked
-  (a warm scan of 35 MB of texts: ~4 ms of checksum where checking each byte again took 25 ms).
+  (checking each byte again would cost a warm scan several times the checksum).
   Each text is also ASCII without ESC when read (a row some other writer made cannot put an
   escape sequence on a terminal).
 
@@ -22,8 +22,8 @@ Each record's data and text is one zstd frame (level 1, its content size in the 
 packed by the worker that encoded the record (``pack``), so a 23 MB record crosses the pipe to
 the scan as 0.5 MB; a row holds its records' frames back to back, with ``[frame bytes, bytes]``
 of each beside them (``records_at``, ``texts_at``). The scan document's 33 MB of texts over six
-wheels are 0.7 MB so, packed in 16 ms and unpacked in 19 ms, where SQLite took 0.2 s to write
-them whole. A frame is unpacked only when its header declares the size the row gives (at most
+wheels are 0.7 MB so, packed and unpacked in less time than SQLite took to write them whole.
+A frame is unpacked only when its header declares the size the row gives (at most
 ``MAX_UNPACKED``), so a row cannot make a scan allocate more than it says.
 
 A row that does not validate (wrong shapes or types, lengths that do not add up) is a miss. The

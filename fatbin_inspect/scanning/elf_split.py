@@ -1,7 +1,7 @@
 """One large ELF file's hidden fatbins read by several scan workers, then joined by the scan.
 
 cuFFT holds 24,000 fatbins in a 265 MB ``.ldata`` section, found by the magic scan: one worker
-took 0.8-1.7 s over them while the other had long finished the rest of the tree. The plan
+was still on them long after the other had finished the rest of the tree. The plan
 (``inventory.slices.HiddenSplit``) cuts those pieces into slices. Part 0 reads the file as ever,
 less the slices' pieces (the record's other fields, its own fatbins); part ``i`` reads slice
 ``i - 1``. Each part encodes its fatbins where it found them (the scan's text by
