@@ -66,7 +66,7 @@ def _field(doc: Any, key: str, kind: type | tuple[type, ...], path: str, where: 
     return value
 
 
-def _stack(doc: dict, path: str) -> dict:
+def _stack(doc: dict[str, Any], path: str) -> dict[str, Any]:
     """A doctor report's ``stack`` with its ``gpus`` list; a UsageError for anything else."""
     stack = doc.get("stack")
     if not isinstance(stack, dict) or not isinstance(stack.get("gpus", []), list):
@@ -217,7 +217,9 @@ def _entry_targets(entries: Any, where: str, default_driver: str | None) -> list
     return [_entry_target(e, f"{where}: targets[{i}]", default_driver) for i, e in enumerate(entries)]
 
 
-def _entry_fields(e: dict, here: str, default_driver: str | None) -> tuple[str, str | None, str | int | None]:
+def _entry_fields(
+    e: dict[str, Any], here: str, default_driver: str | None
+) -> tuple[str, str | None, str | int | None]:
     """(gpu, name, driver) of an entry, each of its kind."""
     gpu, name, driver = e.get("gpu"), e.get("name"), e.get("driver", default_driver)
     if not isinstance(gpu, str) or not gpu.strip():
@@ -327,7 +329,7 @@ def _json_targets(
     return out
 
 
-def _judged_as(t: Target) -> tuple:
+def _judged_as(t: Target) -> tuple[object, ...]:
     """What the engine reads of a target: two nodes alike in these get the same verdicts, however
     their GPU was named (``H100`` in a fleet TOML, ``NVIDIA H100 80GB HBM3`` in a doctor report)."""
     from fatbin_inspect.compat import data
@@ -341,7 +343,7 @@ def _judged_as(t: Target) -> tuple:
 def merge(targets: Iterable[Target]) -> tuple[Target, ...]:
     """One target per judged GPU, driver and switches (``_judged_as``), naming every host that
     has it and every product name it was given as (first-seen order: the first name labels it)."""
-    groups: dict[tuple, tuple[Target, set[str], list[str]]] = {}
+    groups: dict[tuple[object, ...], tuple[Target, set[str], list[str]]] = {}
     for t in targets:
         first, hosts, names = groups.setdefault(_judged_as(t), (t, set(), []))
         hosts.update(t.hosts)

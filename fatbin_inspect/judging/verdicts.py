@@ -14,7 +14,7 @@ from fatbin_inspect.compat import runtime
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import Target
-from fatbin_inspect.compat.verdict import FileVerdict
+from fatbin_inspect.compat.verdict import FatbinVerdict, FileVerdict
 from fatbin_inspect.formats.model import ARCHIVE_FORMATS, FileReport
 from fatbin_inspect.inventory import member_path
 from fatbin_inspect.inventory.options import Options
@@ -163,7 +163,7 @@ def name_gap_kernels(report: FileReport, verdicts: list[FileVerdict]) -> list[Fi
     return [gap_kernels.named(v, kernels_at) for v in verdicts]
 
 
-def _unnamed_gaps(v: FileVerdict) -> list:
+def _unnamed_gaps(v: FileVerdict) -> list[FatbinVerdict]:
     """The gap fatbins of ``v`` whose kernels are not known yet."""
     from fatbin_inspect.compat import gap_kernels
 

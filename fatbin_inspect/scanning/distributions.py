@@ -290,6 +290,9 @@ def _site_dirs(prefix: str) -> list[str]:
     return [d for d in out if os.path.isdir(d)]
 
 
+_Claim = tuple[str | Package, _Record | set[str]]  # (label or Package, its RECORD or paths)
+
+
 class Attributor:
     """Maps real file paths to ``name version`` labels; ``None`` for files no metadata claims.
 
@@ -298,15 +301,14 @@ class Attributor:
     the folder's ``lib/python*/site-packages`` when it is a prefix), whatever order files come in."""
 
     def __init__(self, roots: Iterable[str] = ()) -> None:
-        # folder -> [(label or Package, _Record | set of paths), ...]
-        self._dirs: dict[str, list] = {}
+        self._dirs: dict[str, list[_Claim]] = {}  # folder -> its claims
         self.notes: list[str] = []  # one line each: package databases and records not read
         # the folders above which no metadata is read: each root's ``ceiling``, real and as given
         self._ceilings = sorted(
             {c for r in roots for c in (ceiling(r), ceiling(os.path.realpath(r)))}, key=len, reverse=True
         )
 
-    def _claims(self, d: str) -> list:
+    def _claims(self, d: str) -> list[_Claim]:
         """The claims made in folder ``d``, then those of the site-packages of a prefix ``d``
         (RECORD lines ``../../../bin/x`` reach the prefix's ``bin/`` and ``lib/``)."""
         found = self._dirs.get(d)
@@ -316,8 +318,8 @@ class Attributor:
             ]
         return found
 
-    def _read_dir(self, d: str) -> list:
-        found: list[tuple[str | Package, _Record | set[str]]] = []
+    def _read_dir(self, d: str) -> list[_Claim]:
+        found: list[_Claim] = []
         try:
             with os.scandir(d) as it:
                 names = sorted(e.name for e in it if e.is_dir(follow_symlinks=False))

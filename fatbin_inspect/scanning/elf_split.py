@@ -40,6 +40,7 @@ from fatbin_inspect.inventory.slices import (
     slice_has_marker,
 )
 from fatbin_inspect.scanning.cache import (
+    Key,
     is_inert,
     pack,
     pack_stream,
@@ -181,7 +182,7 @@ def inspect_part(
     )
 
 
-def _key(path: str) -> tuple | None:
+def _key(path: str) -> Key | None:
     try:
         return stat_key(os.stat(path))
     except OSError:
