@@ -201,7 +201,7 @@ class Image:
         platform = f" {self.platform}" if self.platform != "?" else ""
         return f"{self.name or '(untagged)'}{digest}{platform}"
 
-    def facts(self) -> dict:
+    def facts(self) -> dict[str, Any]:
         """The image as plain data (scan output)."""
         return {
             "name": self.name,
@@ -404,7 +404,7 @@ def _oci_image(store: Store, entries: list[Any], platform: str, notes: list[str]
 
 def _platform_entry(
     store: Store, entries: list[Any], name: str | None, want: str, meta: _MetaBudget, notes: list[str]
-) -> dict:
+) -> dict[str, Any]:
     """The manifest descriptor for platform ``want`` among the entries of one image (a note
     names the platforms when there are several); CorruptError naming them when none is ``want``."""
     if len(entries) > 1:
@@ -422,8 +422,8 @@ def _platform_entry(
 
 
 def _pick(
-    store: Store, desc: dict, platform: str, meta: _MetaBudget, depth: int
-) -> tuple[dict | None, list[str]]:
+    store: Store, desc: dict[str, Any], platform: str, meta: _MetaBudget, depth: int
+) -> tuple[dict[str, Any] | None, list[str]]:
     """The manifest descriptor for ``platform`` under ``desc`` (itself when it is a manifest), and
     every platform the indexes on the way list (a nested index's too)."""
     if desc.get("mediaType") not in _INDEX_TYPES:
@@ -439,7 +439,7 @@ def _pick(
 
 def _among(
     store: Store, entries: list[Any], platform: str, meta: _MetaBudget, depth: int
-) -> tuple[dict | None, list[str]]:
+) -> tuple[dict[str, Any] | None, list[str]]:
     listed: list[str] = []
     fallback = None
     for m in entries:
@@ -473,7 +473,7 @@ def _from_manifest(
     what = f"image manifest {digest}"
     if not isinstance(manifest, dict) or not isinstance(manifest.get("layers"), list):
         raise CorruptError(f"{what} lists no layers")
-    cfg_desc: dict = manifest["config"] if isinstance(manifest.get("config"), dict) else {}
+    cfg_desc: dict[str, Any] = manifest["config"] if isinstance(manifest.get("config"), dict) else {}
     cfg_digest = cfg_desc.get("digest")
     config = None
     if cfg_digest is not None:
@@ -541,7 +541,9 @@ def _docker_image(store: Store, img: Any, platform: str) -> Image:
         return Image(name, None, "?", error=str(exc))
 
 
-def _docker_config(store: Store, cfg_name: object, meta: _MetaBudget) -> tuple[dict | None, str | None]:
+def _docker_config(
+    store: Store, cfg_name: object, meta: _MetaBudget
+) -> tuple[dict[str, Any] | None, str | None]:
     """A ``docker save`` image's config and its digest (the image ID, from its name
     ``<hex>.json``); ``(None, None)`` for a name that is no path inside the archive."""
     if not isinstance(cfg_name, str) or ".." in cfg_name.split("/") or cfg_name.startswith("/"):
