@@ -14,6 +14,7 @@ from fatbin_inspect.cli.common import (
     note_error,
     output_option,
     progress_for,
+    read_exit,
     say,
 )
 from fatbin_inspect.cli.index_options import index_options
@@ -208,7 +209,7 @@ def scan_cmd(
         note_error(r)
     inputs = [*paths, *(r.path for r in run.result.reports)]  # the output may be none of them
     view.write(run, Output(output, inputs), Shown(paths, show_files, verdicts_only, show_layers))
-    raise SystemExit(_exit_code(run, strict, fail_on, exit_zero))
+    raise SystemExit(_exit_code(run, paths, strict, fail_on, exit_zero))
 
 
 def _check_usage(jobs, insecure, executor, scheduler, scheduler_file, verdicts_only, gpus, target_files):
@@ -249,12 +250,13 @@ def _check_dask(scheduler, scheduler_file) -> None:
         check_address(scheduler)
 
 
-def _exit_code(run, strict: bool, fail_on: str, exit_zero: bool) -> int:
-    """2 when a package asked of an index could not be judged (no such release, an sdist only,
-    the index unreachable), 3 (--strict) when a file was unreadable or not a regular file, 3
-    when no Dask worker could read a file, 1 when a row fails at the --fail-on level, else 0."""
+def _exit_code(run, paths, strict: bool, fail_on: str, exit_zero: bool) -> int:
+    """2 when an input named on the command line could not be opened at all (``read_exit``) or a
+    package asked of an index could not be judged (no such release, an sdist only, the index
+    unreachable), 3 (--strict) when a file was unreadable or not a regular file, 3 when no Dask
+    worker could read a file, 1 when a row fails at the --fail-on level, else 0."""
     result = run.result
-    if run.unread_packages:
+    if run.unread_packages or read_exit(paths, result.reports, False) == EXIT_USAGE:
         return EXIT_USAGE
     if strict:
         for path, why in result.skipped:  # like ``list --strict``: a FIFO or a loop is unreadable
