@@ -578,6 +578,12 @@ def test_scan_takes_packages_attributed_to_their_release(index, wheels, isolated
     monkeypatch.setattr(remote_zip, "open_wheel", no_wheel_bytes)
     again = _scan("pkg:pypi/demo-cuda@1.0", "--index-url", index, *targets)
     assert again["coverage"] == remote["coverage"]
+    assert (remote["stats"]["files"], remote["stats"]["cache_hits"], again["stats"]["cache_hits"]) == (
+        1,
+        0,
+        1,
+    )
+    assert again["stats"]["bytes"] == remote["stats"]["bytes"] == os.path.getsize(wheels[1][0])
     cold = cli("scan", "pkg:pypi/demo-cuda@1.0", "--index-url", index, *targets, "--no-cache", codes=2)
     assert "the wheel was read again" in cold.err  # (the check above can fail)
 

@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # a warm scan without targets imports neither the engine nor 
     from fatbin_inspect.compat.targets import Target
     from fatbin_inspect.compat.verdict import FileVerdict
     from fatbin_inspect.formats.model import FileReport
+    from fatbin_inspect.judging import index_inputs
     from fatbin_inspect.scanning import ScanOptions, ScanResult
     from fatbin_inspect.scanning.coverage import Coverage, Verdict
 
@@ -135,10 +136,18 @@ def run_scan(
     on: dict[str, Sequence[Target]] = {}
     unread: tuple[FileReport, ...] = ()
     if packages:
-        fetched, on = _package_reports(packages, opts, targets)
+        fetched, on, wheels = _package_reports(packages, opts, targets)
         unread = tuple(r for r in fetched if r.error is not None)
         reports = sorted((*result.reports, *fetched), key=lambda r: r.path)
-        result = dataclasses.replace(result, reports=tuple(reports))
+        st = result.stats
+        stats = dataclasses.replace(
+            st,
+            files=st.files + len(wheels),
+            bytes=st.bytes + sum(_wheel_size(f) for f in wheels),
+            inspected=st.inspected + len(wheels),
+            cache_hits=st.cache_hits + sum(f.cached for f in wheels),
+        )
+        result = dataclasses.replace(result, reports=tuple(reports), stats=stats)
     seconds = time.monotonic() - start
     verdicts: dict[str, Sequence[Verdict]] | None = None
     roll_up: Callable[[Sequence[str]], list] | None = None
@@ -156,11 +165,12 @@ def run_scan(
 
 def _package_reports(
     packages: Sequence[str], opts: ScanOptions, targets: Sequence[Target]
-) -> tuple[list[FileReport], dict[str, Sequence[Target]]]:
+) -> tuple[list[FileReport], dict[str, Sequence[Target]], list[index_inputs.Fetched]]:
     """The records a scan keeps (device code or an error) of each package's wheel per host CPU
     among ``targets`` (none: the command's platform), each attributed to its release
     (``distribution``: "NAME VERSION", as an installed distribution's), and the targets each
-    record is judged on. The wheels are read as ``check`` reads them, cached by their sha256."""
+    record is judged on, and the wheels read (the scan's stats count them: one file each). The wheels are read as ``check`` reads them, cached by their
+    sha256."""
     from fatbin_inspect.inventory.options import Options
     from fatbin_inspect.judging import index_inputs
 
@@ -171,9 +181,12 @@ def _package_reports(
         groups = {arch: tuple(group) for arch, group in index_inputs.judge_groups(targets).items()}
     kept: list[FileReport] = []
     on: dict[str, Sequence[Target]] = {}
+    wheels: dict[str, index_inputs.Fetched] = {}
     for path in packages:
         for arch, group in groups.items():
             for fetched in index_inputs.fetch_all(path, inv_opts, [arch]):
+                if fetched.file is not None:
+                    wheels.setdefault(fetched.file.url, fetched)
                 dist = f"{fetched.release.name} {fetched.file.version}" if fetched.file else None
                 for r in fetched.records:
                     if not (r.fatbins or r.error is not None):
@@ -183,4 +196,13 @@ def _package_reports(
                         continue
                     kept.append(dataclasses.replace(r, distribution=dist) if dist else r)
                     on[r.path] = group
-    return kept, on
+    return kept, on, list(wheels.values())
+
+
+def _wheel_size(fetched: index_inputs.Fetched) -> int:
+    """A wheel's size: the index's, else its own record's (the zip's size, as read)."""
+    if fetched.file is not None and fetched.file.size:
+        return fetched.file.size
+    from fatbin_inspect.inventory import member_path
+
+    return next((r.size for r in fetched.records if not member_path.is_member(r.path)), 0)
