@@ -629,3 +629,37 @@ def test_scan_requirements_and_one_line_errors(index, isolated):
     port = __import__("index_servers").free_port()  # nothing listens there
     ran = cli("scan", "pkg:pypi/demo-cuda@1.0", "--index-url", f"http://127.0.0.1:{port}/simple/", codes=2)
     assert "127.0.0.1" in ran.err and len(ran.err.strip().splitlines()) == 1
+
+
+@pytest.mark.corpus
+@pytest.mark.slow
+def test_corpus_scan_from_the_index_equals_the_scan_of_the_files(tmp_path, isolated):
+    """The real corpus wheels under 50 MB, served by pypiserver: ``scan pkg:pypi/...`` gives
+    the rows, files and verdicts ``scan`` of the downloaded file gives."""
+    found = [w for w in _corpus_wheels() if os.path.getsize(w) < 50 << 20]
+    if not found:
+        pytest.skip("no corpus wheels in .cache/corpus (scripts/fetch_corpus.sh)")
+    folder = tmp_path / "served"
+    folder.mkdir()
+    for w in found:
+        os.symlink(w, folder / os.path.basename(w))
+    try:
+        server = pypiserver(str(folder))
+    except FileNotFoundError:
+        pytest.skip("pypi-server not installed (pip install pypiserver)")
+    from fatbin_inspect.containers.wheel import wheel_name
+
+    targets = ["--gpu", "H100", "--gpu", "GTX 1080", "--gpu", "RTX 5090", "--driver", "570"]
+    judged = 0
+    try:
+        for w in found:
+            dist = wheel_name(w)
+            pin = f"pkg:pypi/{dist.name}@{dist.version}"
+            remote = _scan(pin, "--index-url", server.url + "/simple/", "--python", "3.11", *targets)
+            local = _scan(w, *targets, "--no-cache")
+            assert list(_rows(remote).values()) == list(_rows(local).values()), w
+            assert [r["name"] for r in remote["coverage"]["rows"]] == [f"{dist.name} {dist.version}"], w
+            judged += len(remote["files"])
+    finally:
+        server.stop()
+    assert judged  # (files with device code were compared)
