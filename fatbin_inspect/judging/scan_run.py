@@ -124,10 +124,13 @@ def run_scan(
     read by ``judging.index_inputs``: the wheel of each host CPU among the targets, judged on
     the targets of that CPU only; their records need full records (no summaries, no streamed
     texts), and only packages given means no site-packages scanned."""
-    from fatbin_inspect.judging import index_inputs
     from fatbin_inspect.scanning import ScanResult, ScanStats, coverage, scan
 
-    packages = [p for p in paths if index_inputs.is_index_input(p)]
+    packages: list[str] = []
+    if any(p.startswith(("pkg:", "-r:")) for p in paths):  # (a scan of files imports no index code)
+        from fatbin_inspect.judging import index_inputs
+
+        packages = [p for p in paths if index_inputs.is_index_input(p)]
     local = [p for p in paths if p not in packages]
     if packages:
         opts = dataclasses.replace(opts, summary=False, encoder=None, encoder_parts=None)
@@ -169,8 +172,8 @@ def _package_reports(
     """The records a scan keeps (device code or an error) of each package's wheel per host CPU
     among ``targets`` (none: the command's platform), each attributed to its release
     (``distribution``: "NAME VERSION", as an installed distribution's), and the targets each
-    record is judged on, and the wheels read (the scan's stats count them: one file each). The wheels are read as ``check`` reads them, cached by their
-    sha256."""
+    record is judged on, and the wheels read (the scan's stats count them: one file each). The
+    wheels are read as ``check`` reads them, cached by their sha256."""
     from fatbin_inspect.inventory.options import Options
     from fatbin_inspect.judging import index_inputs
 
