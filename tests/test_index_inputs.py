@@ -438,6 +438,8 @@ def test_releases_table_and_answers(index, isolated):
         == "newest release that runs natively on NVIDIA H100 (CC 9.0): 1.0; newest through JIT: 2.0"
     )
     assert (gtx["newest_native"], gtx["newest_jit"]) == (None, None)
+    # 2.0's aarch64 wheel is the pure one: it runs, but not on GB10's GPU; 1.0 is the answer
+    assert _gb10["newest_jit"] == "1.0" and _gb10["newest_native"] in ("1.0", None)
     table = cli(*args, *gpus, "--limit", "2", codes=1).out
     assert "1.0" not in table.split("newest")[0].split("version", 1)[1] and "1 older release(s)" in table
     md = cli(*args, "--gpu", "H100", "--since", "1.0", "--format", "markdown", codes=1).out
