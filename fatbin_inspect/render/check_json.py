@@ -21,7 +21,7 @@ from fatbin_inspect.compat.engine import (
 from fatbin_inspect.compat.jit import DEFAULT_CACHE, CacheSettings, JitCost, cost, measured, phrase
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.formats.records import as_dict
-from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, tool
+from fatbin_inspect.render.jsondump import SCHEMA_VERSION, tool
 
 MISSING_KERNELS_LISTED = 200  # names listed per result; the count is always complete
 
