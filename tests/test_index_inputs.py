@@ -545,3 +545,12 @@ def test_x86_and_aarch64_wheels_of_one_release(tmp_path, isolated):
             assert _results(mine) == _results(local), gpu
     finally:
         server.stop()
+
+
+def test_scan_says_it_takes_no_package_from_an_index():
+    """``scan`` reads no ``pkg:pypi/...`` yet: it says so, naming the commands that do."""
+    err = cli("scan", "pkg:pypi/nvidia-curand", codes=2).err
+    assert err.strip() == (
+        "fatbin-inspect: pkg:pypi/nvidia-curand: scan reads no package from an index yet"
+        " (list, check, gate and diff do)"
+    )
