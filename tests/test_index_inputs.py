@@ -554,3 +554,11 @@ def test_scan_says_it_takes_no_package_from_an_index():
         "fatbin-inspect: pkg:pypi/nvidia-curand: scan reads no package from an index yet"
         " (list, check, gate and diff do)"
     )
+
+
+def test_list_of_a_package_not_on_the_index_is_no_success(index, isolated):
+    """A ``pkg:pypi/...`` named to ``list`` that gives nothing (no such project, version or index)
+    exits 2, as a missing path does, with one line naming it."""
+    ran = cli("list", "pkg:pypi/nope@1.0", "--index-url", index, codes=2)
+    assert ran.err.strip() == f"fatbin-inspect: pkg:pypi/nope@1.0: no project 'nope' on {index}", ran.err
+    cli("list", "pkg:pypi/nope@1.0", "--index-url", index, "--format", "json", codes=2)
