@@ -438,6 +438,8 @@ def test_releases_table_and_answers(index, isolated):
         == "newest release that runs natively on NVIDIA H100 (CC 9.0): 1.0; newest through JIT: 2.0"
     )
     assert (gtx["newest_native"], gtx["newest_jit"]) == (None, None)
+    # 2.0's aarch64 wheel is the pure one: it runs, but not on GB10's GPU; 1.0 is the answer
+    assert _gb10["newest_jit"] == "1.0" and _gb10["newest_native"] in ("1.0", None)
     table = cli(*args, *gpus, "--limit", "2", codes=1).out
     assert "1.0" not in table.split("newest")[0].split("version", 1)[1] and "1 older release(s)" in table
     md = cli(*args, "--gpu", "H100", "--since", "1.0", "--format", "markdown", codes=1).out
@@ -663,3 +665,11 @@ def test_corpus_scan_from_the_index_equals_the_scan_of_the_files(tmp_path, isola
     finally:
         server.stop()
     assert judged  # (files with device code were compared)
+
+
+def test_list_of_a_package_not_on_the_index_is_no_success(index, isolated):
+    """A ``pkg:pypi/...`` named to ``list`` that gives nothing (no such project, version or index)
+    exits 2, as a missing path does, with one line naming it."""
+    ran = cli("list", "pkg:pypi/nope@1.0", "--index-url", index, codes=2)
+    assert ran.err.strip() == f"fatbin-inspect: pkg:pypi/nope@1.0: no project 'nope' on {index}", ran.err
+    cli("list", "pkg:pypi/nope@1.0", "--index-url", index, "--format", "json", codes=2)
