@@ -614,13 +614,23 @@ def test_scan_judges_each_host_cpu_on_its_own_wheel(index, isolated):
     assert files["demo_cuda/k.fatbin"]["verdicts"][gb10]["verdict"] in ("native", "jit")
     assert row["verdicts"][h100]["verdict"] == "native"
     assert row["verdicts"][gb10]["verdict"] in ("native", "jit")
+    import jsonschema
+
+    import fatbin_inspect
+
+    schema = os.path.join(os.path.dirname(fatbin_inspect.__file__), "schemas", "scan.schema.json")
+    with open(schema) as fh:
+        jsonschema.validate(doc, json.load(fh))
+    assert {f["distribution"] for f in doc["files"]} == {"demo-cuda 1.0"}
 
 
-def test_scan_requirements_and_one_line_errors(index, isolated):
+def test_scan_requirements_and_one_line_errors(index, wheels, isolated):
     req = isolated / "requirements.txt"
     req.write_text("demo-cuda==2.0\n")
     doc = _scan("-r", str(req), "--index-url", index, "--python", "3.11", "--gpu", "H100", "--driver", "580")
     assert list(_rows(doc)) == ["demo-cuda 2.0"]
+    mixed = _scan("pkg:pypi/demo-cuda@1.0", wheels[1][2], "--index-url", index, "--gpu", "H100")
+    assert len(_rows(mixed)) == 2 and "demo-cuda 1.0" in _rows(mixed)  # beside a file on disk
     for spec, message in [
         ("pkg:pypi/no-such-project", "no project 'no-such-project'"),
         ("pkg:pypi/demo-cuda@9.9", "no release ==9.9"),
