@@ -547,13 +547,134 @@ def test_x86_and_aarch64_wheels_of_one_release(tmp_path, isolated):
         server.stop()
 
 
-def test_scan_says_it_takes_no_package_from_an_index():
-    """``scan`` reads no ``pkg:pypi/...`` yet: it says so, naming the commands that do."""
-    err = cli("scan", "pkg:pypi/nvidia-curand", codes=2).err
-    assert err.strip() == (
-        "fatbin-inspect: pkg:pypi/nvidia-curand: scan reads no package from an index yet"
-        " (list, check, gate and diff do)"
+def _scan(*args, codes=(0, 1)):
+    return cli("scan", *args, "--format", "json", codes=codes).json()
+
+
+def _rows(doc: dict) -> dict:
+    """Distribution rows: name -> (the row's verdicts, its files' member names)."""
+    return {
+        row["name"]: (
+            [v["verdict"] for v in row.get("verdicts", [])],
+            sorted(c["name"].split("!", 1)[-1] for c in row.get("children", [])),
+        )
+        for row in doc["coverage"]["rows"]
+    }
+
+
+def test_scan_takes_packages_attributed_to_their_release(index, wheels, isolated, monkeypatch):
+    """``scan pkg:pypi/...``: the rows of the release (NAME VERSION), with the same verdicts as
+    a scan of the downloaded wheel; a warm repeat reads no wheel byte (the scan cache, by sha256)."""
+    targets = ["--gpu", "H100", "--gpu", "GTX 1080", "--driver", "580"]
+    remote = _scan("pkg:pypi/demo-cuda@1.0", "--index-url", index, *targets)
+    local = _scan(wheels[1][0], *targets, "--no-cache")
+    assert [r["name"] for r in remote["coverage"]["rows"]] == ["demo-cuda 1.0"]
+    assert _rows(remote)["demo-cuda 1.0"] == _rows(local)[list(_rows(local))[0]]
+    assert [f["path"].split("!", 1)[-1] for f in remote["files"]] == ["demo_cuda/_ext.so"]
+    from fatbin_inspect.containers.index import remote_zip
+    from fatbin_inspect.errors import InputError
+
+    def no_wheel_bytes(*args, **kw):
+        raise InputError("the wheel was read again")
+
+    monkeypatch.setattr(remote_zip, "open_wheel", no_wheel_bytes)
+    again = _scan("pkg:pypi/demo-cuda@1.0", "--index-url", index, *targets)
+    assert again["coverage"] == remote["coverage"]
+    assert (remote["stats"]["files"], remote["stats"]["cache_hits"], again["stats"]["cache_hits"]) == (
+        1,
+        0,
+        1,
     )
+    assert again["stats"]["bytes"] == remote["stats"]["bytes"] == os.path.getsize(wheels[1][0])
+    cold = cli("scan", "pkg:pypi/demo-cuda@1.0", "--index-url", index, *targets, "--no-cache", codes=2)
+    assert "the wheel was read again" in cold.err  # (the check above can fail)
+
+
+@pytest.mark.parametrize("fmt", ["table", "html", "cyclonedx"])
+def test_scan_packages_in_every_format(index, isolated, fmt):
+    ran = cli(
+        "scan", "pkg:pypi/demo-cuda@1.0", "--index-url", index, "--gpu", "H100", "--format", fmt, codes=0
+    )
+    assert "demo-cuda" in ran.out and "Traceback" not in ran.err
+
+
+def test_scan_judges_each_host_cpu_on_its_own_wheel(index, isolated):
+    """GB10 (aarch64) is judged on the aarch64 wheel's fatbin, the H100 on the x86_64 wheel's
+    library: one row for the release, each file judged on its own host CPU's targets only."""
+    doc = _scan(
+        "pkg:pypi/demo-cuda@1.0", "--index-url", index, "--gpu", "GB10", "--gpu", "H100", "--driver", "580"
+    )
+    names = [t["gpu"] for t in doc["targets"]]
+    (row,) = doc["coverage"]["rows"]
+    files = {c["name"].split("!", 1)[-1]: c for c in row["children"]}
+    assert set(files) == {"demo_cuda/_ext.so", "demo_cuda/k.fatbin"}
+    h100, gb10 = names.index("NVIDIA H100"), names.index("NVIDIA GB10")
+    assert files["demo_cuda/_ext.so"]["verdicts"][h100]["verdict"] == "native"
+    assert files["demo_cuda/_ext.so"]["verdicts"][gb10]["verdict"] == "no-device-code"
+    assert files["demo_cuda/k.fatbin"]["verdicts"][gb10]["verdict"] in ("native", "jit")
+    assert row["verdicts"][h100]["verdict"] == "native"
+    assert row["verdicts"][gb10]["verdict"] in ("native", "jit")
+    import jsonschema
+
+    import fatbin_inspect
+
+    schema = os.path.join(os.path.dirname(fatbin_inspect.__file__), "schemas", "scan.schema.json")
+    with open(schema) as fh:
+        jsonschema.validate(doc, json.load(fh))
+    assert {f["distribution"] for f in doc["files"]} == {"demo-cuda 1.0"}
+
+
+def test_scan_requirements_and_one_line_errors(index, wheels, isolated):
+    req = isolated / "requirements.txt"
+    req.write_text("demo-cuda==2.0\n")
+    doc = _scan("-r", str(req), "--index-url", index, "--python", "3.11", "--gpu", "H100", "--driver", "580")
+    assert list(_rows(doc)) == ["demo-cuda 2.0"]
+    mixed = _scan("pkg:pypi/demo-cuda@1.0", wheels[1][2], "--index-url", index, "--gpu", "H100")
+    assert len(_rows(mixed)) == 2 and "demo-cuda 1.0" in _rows(mixed)  # beside a file on disk
+    for spec, message in [
+        ("pkg:pypi/no-such-project", "no project 'no-such-project'"),
+        ("pkg:pypi/demo-cuda@9.9", "no release ==9.9"),
+        ("pkg:pypi/demo-cuda@3.0", "built from source on your machine: nothing to judge before install"),
+    ]:
+        ran = cli("scan", spec, "--index-url", index, "--gpu", "H100", codes=2)
+        assert message in ran.err and "Traceback" not in ran.err and len(ran.err.strip().splitlines()) == 1
+    port = __import__("index_servers").free_port()  # nothing listens there
+    ran = cli("scan", "pkg:pypi/demo-cuda@1.0", "--index-url", f"http://127.0.0.1:{port}/simple/", codes=2)
+    assert "127.0.0.1" in ran.err and len(ran.err.strip().splitlines()) == 1
+
+
+@pytest.mark.corpus
+@pytest.mark.slow
+def test_corpus_scan_from_the_index_equals_the_scan_of_the_files(tmp_path, isolated):
+    """The real corpus wheels under 50 MB, served by pypiserver: ``scan pkg:pypi/...`` gives
+    the rows, files and verdicts ``scan`` of the downloaded file gives."""
+    found = [w for w in _corpus_wheels() if os.path.getsize(w) < 50 << 20]
+    if not found:
+        pytest.skip("no corpus wheels in .cache/corpus (scripts/fetch_corpus.sh)")
+    folder = tmp_path / "served"
+    folder.mkdir()
+    for w in found:
+        os.symlink(w, folder / os.path.basename(w))
+    try:
+        server = pypiserver(str(folder))
+    except FileNotFoundError:
+        pytest.skip("pypi-server not installed (pip install pypiserver)")
+    from fatbin_inspect.containers.wheel import wheel_name
+
+    targets = ["--gpu", "H100", "--gpu", "GTX 1080", "--gpu", "RTX 5090", "--driver", "570"]
+    judged = 0
+    try:
+        for w in found:
+            dist = wheel_name(w)
+            pin = f"pkg:pypi/{dist.name}@{dist.version}"
+            remote = _scan(pin, "--index-url", server.url + "/simple/", "--python", "3.11", *targets)
+            local = _scan(w, *targets, "--no-cache")
+            assert list(_rows(remote).values()) == list(_rows(local).values()), w
+            assert [r["name"] for r in remote["coverage"]["rows"]] == [f"{dist.name} {dist.version}"], w
+            judged += len(remote["files"])
+    finally:
+        server.stop()
+    assert judged  # (files with device code were compared)
 
 
 def test_list_of_a_package_not_on_the_index_is_no_success(index, isolated):
