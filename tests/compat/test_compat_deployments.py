@@ -6,6 +6,7 @@ import os
 
 import pytest
 from conftest import COMPAT, cli
+from record_builders import E
 
 from fatbin_inspect.compat import data, rules
 from fatbin_inspect.compat.engine import evaluate
@@ -21,7 +22,6 @@ from fatbin_inspect.compat.targets import (
 )
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.formats.model import Fatbin, FileReport
-from tests.test_compat_rules import E
 
 RT13 = RuntimeNeed("13", "DT_NEEDED libcudart.so.13")
 

@@ -7,14 +7,14 @@ import json
 import os
 
 import pytest
-from conftest import CORPUS, cli, device_only
+from conftest import BIN, CORPUS, cli, device_only
+from record_builders import E
 
 from fatbin_inspect.compat import data, rules
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.targets import Target, resolve_driver, resolve_gpu, resolve_targets
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.formats.model import Fatbin, FileReport
-from tests.test_compat_rules import E
 
 CURAND = os.path.join(CORPUS, "nvidia_curand-10.4.0.35-py3-none-manylinux_2_27_x86_64.whl")
 
@@ -160,7 +160,7 @@ def test_thor_prints_580_00_which_on_a_jetson_is_jetpack_7():
 
 
 def test_desktop_number_for_a_jetson_is_said_in_the_table_header_and_the_matrix():
-    f = os.path.join(os.path.dirname(__file__), "..", "fixtures", "bin", "t12_lib_sm86_c89.so")
+    f = os.path.join(BIN, "t12_lib_sm86_c89.so")
     for extra in ([], ["--long"]):
         res = cli("check", f, "--gpu", "Jetson AGX Orin", "--driver", "580", "--color", "never", *extra)
         assert "580 is a desktop driver number" in res.out, res.out

@@ -1,44 +1,13 @@
 """Each R- rule on its own, R-SEL's choices, and the file roll-up, over synthesized records."""
 
 import pytest
+from record_builders import E
 
 from fatbin_inspect.compat import data, rules
 from fatbin_inspect.compat.engine import evaluate, evaluate_fatbin
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import Target, gpu_for_cc, resolve_driver, resolve_gpu
-from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport, Kernel
-
-
-def E(arch, isa=None, kernels=("k",), device_link=False, offset=0):
-    """An entry record: 'sm_90a' is a cubin, 'compute_80' PTX (ISA ``isa``)."""
-    kind = "sass" if arch.startswith("sm_") else "ptx"
-    num = arch.split("_")[1]
-    variant = num[-1] if num[-1] in "af" else ""
-    sm = int(num.rstrip("af"))
-    cubin = (
-        CubinInfo(8, "exec", sm, variant == "a", None, device_link, None, None) if kind == "sass" else None
-    )
-    code = tuple(int(x) for x in isa.split(".")) if isa else (1, 8)
-    return Entry(
-        offset=offset,
-        kind=kind,
-        kind_code=2 if kind == "sass" else 1,
-        sm=sm,
-        variant=variant,
-        compression="none",
-        stored_size=1,
-        size=1,
-        flags=0,
-        code_version=code,
-        header_size=64,
-        payload_offset=offset + 64,
-        host="linux",
-        debug=False,
-        identifier=None,
-        options=None,
-        cubin=cubin,
-        kernels=tuple(Kernel(k) for k in kernels),
-    )
+from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport
 
 
 def T(gpu, driver="580", **env):

@@ -1,6 +1,6 @@
 """Images built by real tools in the test (umoci, skopeo), a real registry (Debian's
 docker-registry, the CNCF distribution server) on 127.0.0.1, and docker save streams on stdin
-(issue 24 items 2-4; issue 23 class 6 lives in test_hostile_c6_metadata.py)."""
+(issue 24 items 2-4; issue 23 class 6 lives in hostile/test_package_metadata.py)."""
 
 from __future__ import annotations
 
@@ -15,108 +15,26 @@ import signal
 import socket
 import stat
 import subprocess
-import sys
 import tarfile
 import time
 
 import pytest
 from conftest import ROOT, cli, fixture_path
+from image_tools import (
+    LIB,
+    NO_CACHE,
+    child_cli,
+    inside,
+    layer_tar,
+    manifest_of,
+    need,
+    read_file,
+    run,
+    scan_json,
+    umoci_layout,
+)
 
-LIB = fixture_path("bin", "t12_lib_sm86_c89.so")  # sm_86 SASS + compute_89 PTX, links libcudart 13
 EXE = fixture_path("bin", "t01_exe_sm80")
-
-
-def need(*tools):
-    for t in tools:
-        if shutil.which(t) is None:
-            pytest.skip(f"{t} is not installed (.ci/run installs it with apt-get)")
-
-
-def run(*args, **kw):
-    return subprocess.run(args, check=True, capture_output=True, text=True, **kw)
-
-
-NO_CACHE = {"FATBIN_INSPECT_CACHE_DIR": os.devnull}  # what a run may cache goes nowhere
-
-
-def child_cli(*args, stdin):
-    """The CLI in a child process reading ``stdin`` (a real pipe or file: what ``-`` is for a
-    user): (exit code, stdout, stderr)."""
-    p = subprocess.run(
-        [sys.executable, "-m", "fatbin_inspect", *args],
-        capture_output=True,
-        env=dict(os.environ, PYTHONPATH=ROOT, **NO_CACHE),
-        stdin=stdin,
-        timeout=300,
-        cwd=ROOT,
-    )
-    return p.returncode, p.stdout.decode(), p.stderr.decode()
-
-
-def scan_json(*args, stdin=None, env=None):
-    """``scan --no-cache --format json ARGS``: (exit code, report, stderr); in-process through
-    conftest's ``cli``, in a child when ``stdin`` is given."""
-    argv = ("scan", "--no-cache", "--format", "json", *args)
-    if stdin is not None:
-        rc, out, err = child_cli(*argv, stdin=stdin)
-        assert "Traceback" not in err, err
-        return rc, json.loads(out), err
-    r = cli(*argv, env={**NO_CACHE, **(env or {})})
-    return r.code, r.json(), r.err
-
-
-def inside(path: str) -> str:
-    """``INPUT[!IMAGE]!LAYER!PATH`` -> PATH."""
-    return path.rsplit("!", 1)[-1]
-
-
-def umoci_layout(tmp_path, name="L"):
-    """A layout as umoci makes it: an empty ``base`` tag; ``t`` with libx.so and its hard link
-    liby.so in one layer; ``t2`` = t with libx.so deleted (a whiteout in a second layer)."""
-    need("umoci")
-    lay, bundle = str(tmp_path / name), str(tmp_path / f"{name}-bundle")
-    run("umoci", "init", "--layout", lay)
-    run("umoci", "new", "--image", f"{lay}:base")
-    run("umoci", "unpack", "--rootless", "--image", f"{lay}:base", bundle)
-    lib = os.path.join(bundle, "rootfs", "usr", "lib")
-    os.makedirs(lib)
-    shutil.copy(LIB, os.path.join(lib, "libx.so"))
-    os.link(os.path.join(lib, "libx.so"), os.path.join(lib, "liby.so"))
-    run("umoci", "repack", "--image", f"{lay}:t", bundle)
-    shutil.rmtree(bundle)
-    run("umoci", "unpack", "--rootless", "--image", f"{lay}:t", bundle)
-    os.unlink(os.path.join(bundle, "rootfs", "usr", "lib", "libx.so"))
-    run("umoci", "repack", "--image", f"{lay}:t2", bundle)
-    shutil.rmtree(bundle)
-    return lay
-
-
-def layer_tar(entries) -> bytes:
-    """A layer tar: (name, bytes) files, (name, ("hardlink", target)) links, in order."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
-        for name, data in entries:
-            ti = tarfile.TarInfo(name)
-            if isinstance(data, tuple):
-                ti.type, ti.linkname = tarfile.LNKTYPE, data[1]
-                tf.addfile(ti)
-            else:
-                ti.size = len(data)
-                tf.addfile(ti, io.BytesIO(data))
-    return buf.getvalue()
-
-
-def _read(p):
-    with open(p, "rb") as fh:
-        return fh.read()
-
-
-def _manifest_of(layout, tag):
-    index = json.loads(open(os.path.join(layout, "index.json")).read())
-    for m in index["manifests"]:
-        if m.get("annotations", {}).get("org.opencontainers.image.ref.name") == tag:
-            return m["digest"], json.loads(_read(os.path.join(layout, "blobs", "sha256", m["digest"][7:])))
-    raise KeyError(tag)
 
 
 # ------------------------------------------------------------------------------ tags, images
@@ -130,7 +48,7 @@ def test_every_image_of_a_umoci_layout_is_scanned_named_and_selectable(tmp_path)
     assert files == ["t2:usr/lib/liby.so", "t:usr/lib/libx.so", "t:usr/lib/liby.so"], files
     names = [i["name"] for i in doc["images"]]
     assert names == ["base", "t", "t2"]
-    digest, manifest = _manifest_of(lay, "t2")
+    digest, manifest = manifest_of(lay, "t2")
     t2 = doc["images"][2]
     assert t2["digest"] == digest and t2["platform"] == "linux/amd64" and t2["error"] is None
     assert [lay_["digest"] for lay_ in t2["layers"]] == [x["digest"] for x in manifest["layers"]]
@@ -198,7 +116,7 @@ def test_a_hard_link_whose_target_an_upper_layer_deletes_keeps_the_library(tmp_p
     run("umoci", "new", "--image", f"{lay}:base")
     low = tmp_path / "low.tar"
     low.write_bytes(
-        layer_tar([("usr/lib/libx.so", _read(LIB)), ("usr/lib/liby.so", ("hardlink", "usr/lib/libx.so"))])
+        layer_tar([("usr/lib/libx.so", read_file(LIB)), ("usr/lib/liby.so", ("hardlink", "usr/lib/libx.so"))])
     )
     up = tmp_path / "up.tar"
     up.write_bytes(layer_tar([("usr/lib/.wh.libx.so", b"")]))
@@ -226,7 +144,7 @@ def test_platform_is_checked_against_the_config_and_a_nested_index_names_its_pla
     rc, doc, err = scan_json(f"{lay}:arm")  # asked for nothing: a single-platform image as it is
     assert doc["images"][0]["platform"] == "linux/arm64" and len(doc["files"]) == 2, err
     # a nested index (multi-platform image under one tag) without the platform asked
-    digest, _m = _manifest_of(lay, "t")
+    digest, _m = manifest_of(lay, "t")
     size = os.path.getsize(os.path.join(lay, "blobs", "sha256", digest[7:]))
     sub = json.dumps(
         {
@@ -365,7 +283,7 @@ def test_scan_straight_from_a_registry_matches_the_layout(tmp_path, registry):
     r = cli("scan", f"docker://127.0.0.1:{port}", env=NO_CACHE)
     assert r.code == 2 and "give the registry host" in r.err
     # a layer the registry serves changed on its disk: the digest check names it
-    _d, manifest = _manifest_of(lay, "t2")
+    _d, manifest = manifest_of(lay, "t2")
     top = manifest["layers"][-1]["digest"][7:]
     (data_file,) = [
         os.path.join(d, f)
@@ -373,7 +291,7 @@ def test_scan_straight_from_a_registry_matches_the_layout(tmp_path, registry):
         for f in fs
         if f == "data" and os.path.basename(d) == top
     ]
-    raw = bytearray(gzip.decompress(_read(data_file)))
+    raw = bytearray(gzip.decompress(read_file(data_file)))
     raw[raw.find(b"\x7fELF") + 300] ^= 0xFF
     with open(data_file, "wb") as fh:
         fh.write(gzip.compress(bytes(raw)))

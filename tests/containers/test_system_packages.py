@@ -11,11 +11,12 @@ import sqlite3
 
 import pytest
 from conftest import cli, fixture_path
+from image_tools import inside, layer_image, need, run, scan_json
+from package_dbs import dpkg_install
 
 from fatbin_inspect.containers import packagedb
 from fatbin_inspect.errors import CorruptError
 from fatbin_inspect.scanning import ScanOptions, scan
-from tests.test_oci_images import inside, need, run, scan_json
 
 LIB_SRC = fixture_path("bin", "t12_lib_sm86_c89.so")
 RPM_LIB = "usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127"
@@ -83,22 +84,6 @@ def deb_install(tmp_path, root, lib=DEB_LIB, name="libcublas-12-4", version="12.
     deb = tmp_path / f"{name}.deb"
     run("dpkg-deb", "--build", str(build), str(deb))
     dpkg_install(root, [str(deb)])
-
-
-def dpkg_install(root, debs):
-    """``dpkg --root ROOT -i DEB...`` into a fresh (or existing) database under ``root``."""
-    (root / "var/lib/dpkg/info").mkdir(parents=True, exist_ok=True)
-    (root / "var/lib/dpkg/updates").mkdir(exist_ok=True)
-    (root / "var/lib/dpkg/status").touch()
-    run(
-        "dpkg",
-        f"--root={root}",
-        "--force-script-chrootless",
-        "--force-depends",
-        "--log=/dev/null",
-        "-i",
-        *debs,
-    )
 
 
 def _cuda_records(root):
@@ -406,12 +391,10 @@ def test_an_unchecked_write_ahead_log_is_named(tmp_path, rpm_file):
 @pytest.mark.slow
 def test_an_image_with_a_distroless_dpkg_database_says_so(tmp_path):
     """gcr.io/distroless's var/lib/dpkg/status.d/ (one file per package) in an image: one note."""
-    from tests.test_hostile_c6_metadata import _layer_image
-
     with open(LIB_SRC, "rb") as fh:
         lib = fh.read()
     para = b"Package: libcublas\nVersion: 12.4.5.8-1\nArchitecture: amd64\n"
-    ref = _layer_image(
+    ref = layer_image(
         tmp_path,
         [
             ("var/lib/dpkg/status.d/libcublas", para),
@@ -422,7 +405,7 @@ def test_an_image_with_a_distroless_dpkg_database_says_so(tmp_path):
     out = cli("list", ref).out
     assert out.count("var/lib/dpkg/status.d: dpkg status.d (distroless) package database not read") == 1, out
     # dpkg's file lists without its status file (a layer removed it): the lists name no version
-    ref = _layer_image(
+    ref = layer_image(
         tmp_path / "lists",
         [("var/lib/dpkg/info/libcublas.list", b"/usr/lib64/libx.so\n"), ("usr/lib64/libx.so", lib)],
     )
@@ -433,11 +416,9 @@ def test_an_image_with_a_distroless_dpkg_database_says_so(tmp_path):
 @pytest.mark.slow
 def test_an_image_with_a_berkeley_db_rpm_database_says_so(tmp_path):
     """CentOS 7's var/lib/rpm/Packages in an image: not read, named in the image's notes."""
-    from tests.test_hostile_c6_metadata import _layer_image
-
     with open(LIB_SRC, "rb") as fh:
         lib = fh.read()
-    ref = _layer_image(
+    ref = layer_image(
         tmp_path, [("var/lib/rpm/Packages", b"\x00\x06\x15\x61" + bytes(4092)), ("usr/lib64/libx.so", lib)]
     )
     rc, doc, _ = scan_json(ref)

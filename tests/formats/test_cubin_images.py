@@ -14,6 +14,7 @@ import threading
 import builders as B
 import pytest
 import zstandard
+from conftest import TESTS
 
 from fatbin_inspect.formats import cubin as C
 from fatbin_inspect.formats import decompress, fatbin
@@ -182,7 +183,7 @@ def test_parsing_a_40_mb_cubin_holds_a_fraction_of_it(tmp_path):
     less than the cubin (before: by all of it)."""
     script = tmp_path / "peak.py"
     script.write_text(
-        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "import sys; sys.path[:0] = sys.argv[1:]\n"
         "import gc, test_cubin_images as T\n"
         "blob, e = T._entry_of(T.big_cubin(40 << 20))\n"
         "gc.collect()\n"
@@ -195,7 +196,10 @@ def test_parsing_a_40_mb_cubin_holds_a_fraction_of_it(tmp_path):
         "print((hwm() - before) // 1024)\n"
     )
     out = subprocess.run(
-        [sys.executable, str(script), os.path.dirname(__file__)], capture_output=True, text=True, check=True
+        [sys.executable, str(script), os.path.dirname(__file__), TESTS],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     grew_mb = int(out.stdout.strip())
     assert grew_mb < 24, f"peak grew by {grew_mb} MB decoding a 40 MB cubin"

@@ -16,12 +16,12 @@ import site
 from pathlib import Path
 
 import pytest
+from builders import ptx_text
 from conftest import BIN, ROOT
 
 from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.formats.fatbin import parse_fatbin
 from fatbin_inspect.inventory.payloads import payload
-from tests.builders import ptx_text
 
 pytestmark = pytest.mark.nvfatbin
 

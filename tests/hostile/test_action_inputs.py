@@ -4,15 +4,15 @@
 argument), ``--`` stands before the paths so a file named like an option (``--help``) is gated as
 a file, and globs are expanded by the action itself, never by evaluating the input (a file named
 ``$(touch pwned)`` runs nothing). The action's run steps execute as GitHub runs them
-(test_integration_files.py's ``Runner``), each step's shell, and the CLI it starts, under an
+(action_runner.py's ``Runner``), each step's shell, and the CLI it starts, under an
 address-space limit and a timeout (``hostile_runner``'s bounds).
 """
 
 import os
 import shutil
 
+from action_runner import LOCAL, SM80, SM90A, Runner, project, sarif_results
 from hostile_runner import MEMORY, TIMEOUT
-from test_integration_files import LOCAL, SM80, SM90A, Runner, project, sarif_results
 
 LIMITS = {"mem": MEMORY, "timeout": TIMEOUT}
 

@@ -6,7 +6,7 @@ conda-meta, dist-info in layers) has one memory bound per image, not only one pe
 malformed JSON in ``index.json`` or ``conda-meta/*.json`` costs that package's attribution with a
 note, or that input's result, never the other results and never an internal error with exit 0.
 
-The images are built by umoci (test_oci_images.py's helpers); every run is a child under an
+The images are built by umoci (image_tools.py's helpers); every run is a child under an
 address-space limit and a timeout (``hostile_runner``).
 """
 
@@ -17,7 +17,7 @@ import json
 
 import pytest
 from hostile_runner import run1
-from test_oci_images import LIB, _manifest_of, _read, inside, layer_tar, need, run, umoci_layout
+from image_tools import LIB, inside, layer_image, manifest_of, read_file, umoci_layout
 
 TIMEOUT = 300  # a bound on each child (umoci images, 100 MB of conda-meta), not a speed assertion
 
@@ -31,7 +31,7 @@ def scan_json(tmp_path, *args):
 @pytest.mark.slow
 def test_every_blob_is_checked_against_its_digest(tmp_path):
     lay = umoci_layout(tmp_path)
-    _d, manifest = _manifest_of(lay, "t")
+    _d, manifest = manifest_of(lay, "t")
     layer = manifest["layers"][0]["digest"]
     blob = tmp_path / "L" / "blobs" / "sha256" / layer[7:]
     data = bytearray(gzip.decompress(blob.read_bytes()))
@@ -50,16 +50,6 @@ def test_every_blob_is_checked_against_its_digest(tmp_path):
     assert f"image config {cfg}: its bytes hash to" in (r.out + r.err).decode() and b"Traceback" not in r.err
 
 
-def _layer_image(tmp_path, entries, name="M"):
-    need("umoci")
-    lay = str(tmp_path / name)
-    run("umoci", "init", "--layout", lay)
-    run("umoci", "new", "--image", f"{lay}:base")
-    (tmp_path / "l.tar").write_bytes(layer_tar(entries))
-    run("umoci", "raw", "add-layer", "--image", f"{lay}:base", "--tag", "t", str(tmp_path / "l.tar"))
-    return f"{lay}:t"
-
-
 @pytest.mark.slow
 def test_image_metadata_has_one_memory_bound_per_image(tmp_path):
     """80 conda-meta files of 1.4 MB each listing 100,000 files (a few MB compressed; read
@@ -72,7 +62,7 @@ def test_image_metadata_has_one_memory_bound_per_image(tmp_path):
         return b'{"name": "p%d", "version": "1", "files": [' % i + names + b"]}"
 
     entries = [(f"opt/conda/conda-meta/p{i}-1-0.json", junk(i)) for i in range(80)]
-    ref = _layer_image(tmp_path, [*entries, ("opt/conda/lib/libx.so", _read(LIB))])
+    ref = layer_image(tmp_path, [*entries, ("opt/conda/lib/libx.so", read_file(LIB))])
     p = run1(tmp_path, "list", "--format", "json", ref, mem=1 << 30, timeout=TIMEOUT)
     assert p.code == 0, p.stderr[-2000:]
     doc = json.loads(p.out)
@@ -84,12 +74,12 @@ def test_image_metadata_has_one_memory_bound_per_image(tmp_path):
 @pytest.mark.slow
 def test_deep_or_bad_json_costs_attribution_or_the_image_never_the_scan(tmp_path):
     deep = b'{"name": "x", "files": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
-    ref = _layer_image(
+    ref = layer_image(
         tmp_path,
         [
             ("opt/conda/conda-meta/deep-1-0.json", deep),
             ("opt/conda/conda-meta/bad-1-0.json", b"{not json"),
-            ("opt/conda/lib/libx.so", _read(LIB)),
+            ("opt/conda/lib/libx.so", read_file(LIB)),
         ],
     )
     r = run1(tmp_path, "list", "--format", "json", ref, timeout=TIMEOUT)

@@ -11,7 +11,7 @@ import conftest
 ROOT = pathlib.Path(conftest.ROOT)
 SOURCES = [
     *ROOT.glob("fatbin_inspect/**/*.py"),
-    *ROOT.glob("tests/*.py"),
+    *ROOT.glob("tests/**/*.py"),
     *(p for p in ROOT.glob("scripts/*") if p.is_file()),  # (not a __pycache__ a run left)
 ]
 

@@ -14,8 +14,9 @@ import ast
 import pathlib
 
 import pytest
+from conftest import ROOT
 
-PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "fatbin_inspect"
+PACKAGE = pathlib.Path(ROOT) / "fatbin_inspect"
 LAYERS = (
     "version",  # the leaf module every layer may read
     "errors",

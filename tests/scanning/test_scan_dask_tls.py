@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime
 
 import pytest
-from test_scan_dask_cluster import BINS, Cluster, _cli, _doc, _port, _tree
+from dask_cluster import BINS, Cluster, cli_cache_at, doc_untimed, fixture_tree, free_port
 
 pytestmark = [pytest.mark.dask, pytest.mark.slow]
 distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed (extra 'dask')")
@@ -60,7 +60,7 @@ class TlsCluster(Cluster):
         for name in ("scheduler", "worker", "client"):
             _pem_pair(tmp, name, issuer=ca)
         _pem_pair(tmp, "stranger", issuer=_pem_pair(tmp, "other-ca", ca=True))
-        self.port = _port()
+        self.port = free_port()
         self.address = f"tls://127.0.0.1:{self.port}"
         self.scheduler = self._start(
             ["dask", "scheduler", "--host", "127.0.0.1", "--port", str(self.port), "--protocol", "tls"]
@@ -98,25 +98,25 @@ class TlsCluster(Cluster):
 
 
 def test_a_tls_cluster_gives_the_local_json(tmp_path):
-    tree = _tree(tmp_path)
+    tree = fixture_tree(tmp_path)
     c = TlsCluster(tmp_path)
     try:
         c.worker()
         c.worker()
         assert all(w.startswith("tls://") for w in c.wait_workers(2))
         args = ["scan", str(tree / "lib"), "--format", "json", "--no-cache"]
-        local = _cli([*args, "-j", "2"])
-        dask = _cli([*args, "--executor", "dask", "--scheduler", c.address, *c.tls("client")])
+        local = cli_cache_at([*args, "-j", "2"])
+        dask = cli_cache_at([*args, "--executor", "dask", "--scheduler", c.address, *c.tls("client")])
         assert local.code == 0, local.err
         assert dask.code == 0, dask.err
-        assert _doc(dask) == _doc(local)
-        assert len(_doc(dask)["files"]) == len(BINS)
+        assert doc_untimed(dask) == doc_untimed(local)
+        assert len(doc_untimed(dask)["files"]) == len(BINS)
         # a certificate another CA signed: the scheduler refuses it; one line, exit 2
         stranger = [
             *("--tls-ca-file", str(tmp_path / "ca.pem")),
             *("--tls-cert", str(tmp_path / "stranger.pem"), "--tls-key", str(tmp_path / "stranger.key")),
         ]
-        bad = _cli(
+        bad = cli_cache_at(
             [*args, "--executor", "dask", "--scheduler", c.address, "--connect-timeout", "5", *stranger]
         )
         assert bad.code == 2 and "cannot reach the Dask scheduler" in bad.err, bad.err
@@ -127,17 +127,17 @@ def test_a_tls_cluster_gives_the_local_json(tmp_path):
 
 def test_tls_options_are_checked_before_anything_is_read(tmp_path):
     root = str(tmp_path)
-    res = _cli(
+    res = cli_cache_at(
         ["scan", root, "--executor", "dask", "--scheduler", "tls://127.0.0.1:1", "--tls-cert", "x.pem"]
     )
     assert res.code == 2 and "go together" in res.err
-    res = _cli(
+    res = cli_cache_at(
         ["scan", root, "--executor", "dask", "--scheduler", "tls://127.0.0.1:1"]
         + ["--tls-ca-file", str(tmp_path / "none.pem"), "--tls-cert", str(tmp_path / "none.pem")]
     )
     assert res.code == 2 and "--tls-ca-file" in res.err and "not a readable file" in res.err
     (tmp_path / "a.pem").write_text("x")
-    res = _cli(
+    res = cli_cache_at(
         ["scan", root, "--executor", "dask", "--scheduler", "tcp://127.0.0.1:1"]
         + ["--tls-ca-file", str(tmp_path / "a.pem"), "--tls-cert", str(tmp_path / "a.pem")]
     )

@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 from conftest import fixture_path
+from package_dbs import dpkg_install
 
 from fatbin_inspect.scanning import ScanOptions, scan
-from tests.test_system_packages import dpkg_install
 
 pytestmark = pytest.mark.skipif(
     shutil.which("dpkg") is None or shutil.which("dpkg-deb") is None, reason="needs dpkg and dpkg-deb"

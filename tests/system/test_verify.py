@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import fixture_path
+from conftest import TESTS, fixture_path
 
 from fatbin_inspect.verify import compare
 from fatbin_inspect.verify.runner import (
@@ -20,7 +20,7 @@ from fatbin_inspect.verify.runner import (
     child_env,
 )
 
-STANDIN = (sys.executable, os.path.join(os.path.dirname(__file__), "verify_standin_child.py"))
+STANDIN = (sys.executable, os.path.join(TESTS, "verify_standin_child.py"))
 
 
 @pytest.fixture
