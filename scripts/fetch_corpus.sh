@@ -17,6 +17,9 @@ for spec in "${SPECS[@]}"; do
   python3 -m pip download -q --no-deps --only-binary=:all: "$spec" -d "$C" || echo "could not fetch $spec" >&2
 done
 python3 -m pip download -q --no-deps --only-binary=:all: --platform win_amd64 bitsandbytes==0.50.2 -d "$C/win" || true
+# an aarch64 wheel (GB10, Grace, Jetson hosts) for the index tests' per-CPU wheel choice
+python3 -m pip download -q --no-deps --only-binary=:all: --platform manylinux_2_27_aarch64 --python-version 3.11 \
+  nvidia-curand==10.4.0.35 -d "$ROOT/.cache/corpus-aarch64" || true
 mkdir -p "$C/x"
 (cd "$C/x" && unzip -o -q "$C"/torch-2.14.1-*.whl 'torch/lib/libtorch_cuda.so' \
   && unzip -o -q "$C"/nvidia_cublas-13.1.1.3-*.whl '*/libcublasLt.so*' '*/libcublas.so*' \

@@ -614,3 +614,34 @@ def nested_zip_bomb(levels: int = 4, copies: int = 16, leaf_size: int = 64 << 20
     for _ in range(levels - 1):
         data = zip_archive([(f"n{i}.zip", data) for i in range(copies)])
     return data
+
+
+def wheel_file(
+    folder,
+    name: str,
+    version: str,
+    members: dict[str, bytes],
+    tag: str = "py3-none-manylinux_2_28_x86_64",
+    requires: Sequence[str] = (),
+    wheel_tag: str = "py3-none-any",
+) -> str:
+    """A wheel file as pip installs one, in ``folder``: ``members``, then
+    ``NAME-VERSION.dist-info`` with METADATA (``requires``: its Requires-Dist lines), WHEEL and
+    RECORD; named with ``tag``. Returns its path."""
+    import os
+
+    dist = f"{name.replace('-', '_')}-{version}"
+    path = os.path.join(folder, f"{dist}-{tag}.whl")
+    info = f"{dist}.dist-info"
+    metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    files = {
+        **members,
+        f"{info}/METADATA": (metadata + "".join(f"Requires-Dist: {r}\n" for r in requires)).encode(),
+        f"{info}/WHEEL": f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: {wheel_tag}\n".encode(),
+    }
+    record = "".join(f"{n},,\n" for n in files) + f"{info}/RECORD,,\n"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for n, data in files.items():
+            zf.writestr(n, data)
+        zf.writestr(f"{info}/RECORD", record)
+    return path

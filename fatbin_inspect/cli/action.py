@@ -1,6 +1,6 @@
 """The gate step of the GitHub Action (``action.yml``): ``python -m fatbin_inspect.cli.action``.
 
-Its inputs arrive in the environment (``FBI_PATHS``, ``FBI_ARGS``, ``FBI_FAIL_ON``, ``FBI_SARIF``,
+Its inputs arrive in the environment (``FBI_PATHS``, ``FBI_REQUIREMENTS``, ``FBI_ARGS``, ``FBI_FAIL_ON``, ``FBI_SARIF``,
 ``FBI_CATEGORY``, ``FBI_MATRIX``), never pasted into a script, and are split here, not by a shell:
 
 - ``args`` and ``paths`` are split by ``words`` (POSIX shell quoting, ``shlex``): ``--gpu "RTX
@@ -139,7 +139,9 @@ def _gate(env: dict[str, str], fail_on: str):
 
     args = words(env.get("FBI_ARGS", ""), "args")
     paths = expand(words(env.get("FBI_PATHS", ""), "paths"))
-    if not paths:
+    reqs = expand(words(env.get("FBI_REQUIREMENTS", ""), "requirements"))
+    args += [w for r in reqs for w in ("-r", r)]  # packages judged from the index (gate -r)
+    if not paths and not reqs:
         raise UsageError("paths: no input given")
     with tempfile.TemporaryDirectory(prefix="fatbin-inspect-") as tmp:
         doc_path = os.path.join(tmp, "gate.json")

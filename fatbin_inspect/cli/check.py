@@ -23,6 +23,7 @@ from fatbin_inspect.cli.common import (
     write_output,
 )
 from fatbin_inspect.cli.findings import findings_format_option, with_views, write_findings
+from fatbin_inspect.cli.index_options import index_options
 from fatbin_inspect.cli.options import (
     compat_option,
     driver_option,
@@ -70,7 +71,7 @@ def _write_json(
     "fatbin-inspect check lib.so --targets doctor-*.json --format sarif -o check.sarif --exit-zero",
 )
 @click.command("check")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=True))  # (WHEEL!MEMBER too)
+@click.argument("paths", nargs=-1, type=click.Path(dir_okay=True))  # (WHEEL!MEMBER, pkg:pypi/... too)
 @gpu_option(
     "GPU: a name ('RTX 4090', 'NVIDIA H100 80GB HBM3'), a CC (8.9), an SM (sm_89) or 'auto'.",
     envvar="FATBIN_INSPECT_GPU",
@@ -108,6 +109,7 @@ def _write_json(
 @findings_format_option
 @output_option
 @ui_options
+@index_options()
 def check_cmd(
     paths,
     gpus,
@@ -129,6 +131,8 @@ def check_cmd(
     Without --gpu and --targets, the targets of the nearest pyproject.toml's [tool.fatbin-inspect]
     are used.
     """
+    if not paths:
+        raise click.UsageError("give a PATH, a pkg:pypi/NAME[@VERSION] or -r FILE")
     check_roots(paths)
     env = parse_env(env_pairs, inherit_env)
     cache = jit.cache_settings(env)  # the deployment's JIT cache: does the JIT repeat at every start

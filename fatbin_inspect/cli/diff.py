@@ -7,6 +7,8 @@ dropped; 2 on usage or internal error. Machine formats render the drops as findi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import click
 
 from fatbin_inspect.cli.common import (
@@ -21,7 +23,9 @@ from fatbin_inspect.cli.common import (
     write_output,
 )
 from fatbin_inspect.cli.findings import findings_format_option, write_findings
+from fatbin_inspect.cli.index_options import index_options
 from fatbin_inspect.cli.options import examples, fail_options, ui_options
+from fatbin_inspect.formats.model import FileReport
 from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.release.findings import fails
 
@@ -32,8 +36,8 @@ from fatbin_inspect.release.findings import fails
     "fatbin-inspect diff old.whl new.whl --no-kernels --format markdown -o diff.md",
 )
 @click.command("diff")
-@click.argument("old", type=click.Path(exists=True))
-@click.argument("new", type=click.Path(exists=True))
+@click.argument("old", type=click.Path())  # (pkg:pypi/NAME@VERSION too)
+@click.argument("new", type=click.Path())
 @click.option(
     "--fail-on-dropped",
     is_flag=True,
@@ -51,14 +55,17 @@ from fatbin_inspect.release.findings import fails
 @output_option
 @click.option("--strict", is_flag=True, help="Exit 3 (not 2) when an input could not be read.")
 @ui_options
+@index_options(requirements=False)
 def diff_cmd(old, new, fail_on_dropped, kernels, fail_on, exit_zero, strict, fmt, output):
     """Compare the device code of OLD and NEW (files, wheels or directories).
 
     An input that cannot be read (a truncated wheel) is an error, not "everything added": the
     report is still written, and the exit code is 2 (3 with --strict)."""
     from fatbin_inspect.cli.inventory import iter_reports
+    from fatbin_inspect.judging.inputs import check_roots
     from fatbin_inspect.release import diff as diff_mod
 
+    check_roots([old, new])
     opts = Options(kernels=kernels, details=kernels)
     seen: list[str] = [old, new]  # inputs and record paths: the output may be none of them
     unreadable: list = []
@@ -73,10 +80,8 @@ def diff_cmd(old, new, fail_on_dropped, kernels, fail_on, exit_zero, strict, fmt
 
     with progress_for(fmt, "comparing") as progress:
         d = diff_mod.diff(
-            noted(iter_reports([old], opts, progress)),
-            old.rstrip("/"),
-            noted(iter_reports([new], opts, progress)),
-            new.rstrip("/"),
+            *_side(old, noted(iter_reports([old], opts, progress))),
+            *_side(new, noted(iter_reports([new], opts, progress))),
         )
     report = diff_mod.findings(d)
     level = "warning" if fail_on_dropped else fail_on
@@ -84,6 +89,18 @@ def diff_cmd(old, new, fail_on_dropped, kernels, fail_on, exit_zero, strict, fmt
     if unreadable:
         raise SystemExit(EXIT_STRICT if strict else EXIT_USAGE)
     raise SystemExit(EXIT_FINDINGS if fails(report.findings, level) and not exit_zero else EXIT_OK)
+
+
+def _side(root: str, reports: Iterable[FileReport]) -> tuple[Iterable[FileReport], str]:
+    """One side of the diff and the root its paths are matched under: the input, or for a
+    package from an index (read first) the folder of its wheel's URL."""
+    from fatbin_inspect.judging.index_inputs import is_index_input
+
+    if not is_index_input(root):
+        return reports, root.rstrip("/")
+    read = list(reports)
+    container = read[0].path.split("!", 1)[0] if read else root
+    return read, container.rpartition("/")[0] or root
 
 
 def _write(d, report, fmt: str, level: str, output, inputs) -> None:

@@ -13,6 +13,7 @@ import click
 
 from fatbin_inspect.cli.common import format_option, output_option, progress_for, say
 from fatbin_inspect.cli.findings import emit_findings, fail_options, with_views
+from fatbin_inspect.cli.index_options import index_options
 from fatbin_inspect.cli.options import (
     driver_option,
     examples,
@@ -155,6 +156,7 @@ def _torch_site(match: str | None) -> tuple[str, ...]:
 @format_option([*FORMATS, "cyclonedx"])
 @output_option
 @ui_options
+@index_options()
 def gate_cmd(
     paths,
     require,

@@ -15,6 +15,7 @@ from fatbin_inspect.cli.common import (
     progress_for,
     write_output,
 )
+from fatbin_inspect.cli.index_options import index_options
 from fatbin_inspect.cli.options import driver_option, examples, gpu_option, ui_options
 from fatbin_inspect.cli.sbom import digests_for, list_sbom
 from fatbin_inspect.formats.model import FileReport
@@ -33,7 +34,7 @@ PRETTY_MAX_ENTRIES = 2000  # larger inventories are written compact (same docume
     "fatbin-inspect build/ --gpu H100 --format json -o inventory.json",
 )
 @click.command("list")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=True))  # (image references too)
+@click.argument("paths", nargs=-1, type=click.Path(dir_okay=True))  # (image references, pkg:pypi/... too)
 @click.option("--kernels", is_flag=True, help="Decode payloads: every kernel, with per-kernel resources.")
 @click.option("--details", is_flag=True, help="Decode cubins: ELF ABI, type, toolkit, device-link.")
 @click.option(
@@ -59,12 +60,15 @@ PRETTY_MAX_ENTRIES = 2000  # larger inventories are written compact (same docume
 @format_option(["table", "json", "jsonl", "cyclonedx"])
 @output_option
 @ui_options
+@index_options()
 def list_cmd(paths, kernels, details, no_scan, entries, all_members, strict, gpus, driver, fmt, output):
     """List every CUDA fat binary and entry in PATHS (files, archives, wheels, directories).
 
     With --gpu, add the verdict per file and target: native, jit or fail (CUDA error, rule).
     Images as skopeo names them too: DIR:TAG, oci-archive:FILE:TAG, docker-archive:FILE:NAME,
     docker://HOST/REPO:TAG, and - (a docker save on standard input)."""
+    if not paths:
+        raise click.UsageError("give a PATH, a pkg:pypi/NAME[@VERSION] or -r FILE")
     _check_paths(paths)
     targets = _targets(gpus, driver)
     opts = Options(
@@ -90,9 +94,11 @@ def _check_paths(paths) -> None:
     """Each path exists, each image reference is well formed (else exit 2); WHEEL!MEMBER is read
     in place."""
     from fatbin_inspect.inventory.roots import resolve_roots
-    from fatbin_inspect.judging.inputs import is_member_root
+    from fatbin_inspect.judging.index_inputs import is_index_input
+    from fatbin_inspect.judging.inputs import check_roots, is_member_root
 
-    on_disk = [p for p in paths if not is_member_root(p)]
+    check_roots([p for p in paths if is_index_input(p)])
+    on_disk = [p for p in paths if not is_member_root(p) and not is_index_input(p)]
     if on_disk:
         resolve_roots(on_disk)
 

@@ -29,6 +29,7 @@ COMMANDS = {
     "scan": "fatbin_inspect.cli.scan:scan_cmd",
     "gate": "fatbin_inspect.cli.gate:gate_cmd",
     "diff": "fatbin_inspect.cli.diff:diff_cmd",
+    "releases": "fatbin_inspect.cli.releases:releases_cmd",
     "doctor": "fatbin_inspect.cli.doctor:doctor_cmd",
     "verify": "fatbin_inspect.cli.verify:verify_cmd",
 }

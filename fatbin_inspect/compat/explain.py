@@ -21,6 +21,8 @@ CHECKS: dict[str, tuple[str, ...]] = {
         "Which cubins and PTX the binary carries: fatbin-inspect PATH",
         "A cubin runs only on its own major with an equal or higher minor; sm_XYa only on X.Y; "
         "Jetson/Tegra only on its exact SM",
+        "Which release of a pip package still runs on this GPU, before installing it: "
+        "fatbin-inspect releases NAME --gpu '<your GPU>' --driver <your driver> (newest native, newest through JIT)",
     ),
     "R-PTX-TARGET": (
         "Whether the binary carries PTX at all, and for which compute_XY: fatbin-inspect PATH",

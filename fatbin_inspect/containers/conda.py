@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import zipfile
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from fatbin_inspect.containers import archives
 from fatbin_inspect.containers.archives import Member
@@ -102,6 +103,56 @@ def package_of(index: dict) -> Package:
         cuda=cuda,
         cuda_source=source,
     )
+
+
+class MetaRecord(NamedTuple):
+    """An installed package's ``conda-meta/NAME-VERSION-BUILD.json``, checked: its package (None:
+    no name), the paths it lists (relative to the prefix) and a note per value of the wrong type."""
+
+    package: Package | None
+    files: list[str]
+    notes: list[str]
+
+
+def _kind(value: object) -> str:
+    """What a JSON value is, for a note: ``a number``, ``a list``, ``an object``, ..."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return "a string" if isinstance(value, str) else "null"
+
+
+def meta_record(doc: object, what: str) -> MetaRecord:
+    """A parsed ``conda-meta`` record (``what`` names the file). ``name`` must be a non-empty
+    string (else the package is unattributed, with a note); ``version``, ``build`` and ``subdir``
+    that are not strings are left out and ``depends`` that is not a list is ignored, each with a
+    note; ``files`` that is not a list attributes nothing (a note), and its entries that are not
+    strings are skipped (one note counting them)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("name"), str) or not doc["name"]:
+        return MetaRecord(None, [], [f"{what}: no package name: its files unattributed"])
+    notes: list[str] = []
+    clean: dict[str, object] = {"name": doc["name"]}
+    for key, want in (("version", str), ("build", str), ("subdir", str), ("depends", list)):
+        value = doc.get(key)
+        if value is None:
+            continue
+        if isinstance(value, want):
+            clean[key] = value
+        else:
+            notes.append(f"{what}: {key} is {_kind(value)}, not {_kind(want())}: ignored")
+    files = doc.get("files", [])
+    if not isinstance(files, list):
+        notes.append(f"{what}: files is {_kind(files)}, not a list: its files unattributed")
+        files = []
+    paths = [f for f in files if isinstance(f, str)]
+    if len(paths) < len(files):
+        notes.append(f"{what}: {len(files) - len(paths)} entries of files are not strings: not attributed")
+    return MetaRecord(package_of(clean), paths, notes)
 
 
 class _InfoLater(Exception):

@@ -720,7 +720,8 @@ class ImageReader:
             elif "/conda-meta/" in "/" + path and path.endswith(".json"):
                 self._conda_owners(out, path, data)
         status = self.meta.get(packagedb.DPKG_STATUS)
-        versions = packagedb.dpkg_versions(status) if status is not None else {}
+        what = f"{self.image.label}: {packagedb.DPKG_STATUS}"
+        versions = packagedb.dpkg_versions(status, what, self.notes) if status is not None else {}
         absent = status is None and packagedb.DPKG_STATUS not in self.meta_over
         if absent and any(p.startswith(packagedb.DPKG + "/info/") for p in self.meta):
             self._note_once(packagedb.dpkg_no_status_note(f"{self.image.label}: {packagedb.DPKG}"))
@@ -749,22 +750,18 @@ class ImageReader:
                 out.setdefault(posixpath.normpath(posixpath.join(base, rel)), Package("python", *label))
 
     def _conda_owners(self, out: _Owners, path: str, data: bytes) -> None:
-        from fatbin_inspect.containers.conda import package_of
+        from fatbin_inspect.containers.conda import meta_record
 
         try:
             doc = loads(data, path)
         except CorruptError as exc:
             self.notes.append(f"{exc.message}: its package's files unattributed")
             return
-        if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):
-            self.notes.append(f"{path}: no package name: its files unattributed")
-            return
+        record = meta_record(doc, path)  # the package with the CUDA it declares, as its .conda did
+        self.notes += record.notes
         prefix = posixpath.dirname(posixpath.dirname(path))
-        pkg = package_of(doc)  # with the CUDA it declares, as its .conda did
-        files = doc.get("files", ())
-        for f in files if isinstance(files, list) else ():
-            if isinstance(f, str):
-                out.setdefault(posixpath.normpath(posixpath.join(prefix, f)), pkg)
+        for f in record.files if record.package is not None else ():
+            out.setdefault(posixpath.normpath(posixpath.join(prefix, f)), record.package)
 
 
 def _claim(out: _Owners, paths, package: Package, links: dict[str, str]) -> None:

@@ -31,9 +31,13 @@ import posixpath
 import re
 import struct
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded
 from fatbin_inspect.formats.model import Package
+
+if TYPE_CHECKING:
+    import sqlite3  # imported where a database is read
 
 DPKG = "var/lib/dpkg"
 DPKG_STATUS = f"{DPKG}/status"
@@ -91,16 +95,36 @@ def tree_links(root: str) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------------------------- dpkg
-def dpkg_versions(status: bytes) -> dict[str, str]:
-    """Package name -> version of the installed packages of a dpkg ``status`` file."""
+# Debian policy 5.6.1 and 5.6.12: a package name, and a version ([epoch:]upstream[-revision])
+_DEB_NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]{1,127}$")
+_DEB_VERSION = re.compile(r"^(?:\d{1,9}:)?[A-Za-z0-9.+~-]{1,255}$")
+
+
+def dpkg_versions(status: bytes, what: str, notes: list[str]) -> dict[str, str]:
+    """Package name -> version of the installed packages of a dpkg ``status`` file (``what``).
+    A paragraph whose ``Package`` or ``Version`` is not one Debian allows is skipped, counted in
+    one note; at most ``PACKAGES_MAX`` packages (then a note)."""
     versions: dict[str, str] = {}
+    bad = 0
     for para in status.decode("utf-8", "replace").split("\n\n"):
         fields = dict(
             line.split(":", 1) for line in para.splitlines() if ":" in line and not line[:1].isspace()
         )
         name, version = fields.get("Package", "").strip(), fields.get("Version", "").strip()
-        if name and version and fields.get("Status", "").split()[-1:] == ["installed"]:
-            versions[name] = version
+        if not (name and version and fields.get("Status", "").split()[-1:] == ["installed"]):
+            continue
+        if not _DEB_NAME.match(name) or not _DEB_VERSION.match(version):
+            bad += 1
+            continue
+        if len(versions) >= PACKAGES_MAX:
+            notes.append(f"{what}: over {PACKAGES_MAX} packages: the rest unattributed")
+            break
+        versions[name] = version
+    if bad:
+        notes.append(
+            f"{what}: {bad} installed packages whose Package or Version is not one Debian allows: "
+            "their files unattributed"
+        )
     return versions
 
 
@@ -194,44 +218,134 @@ class _Header:
         return [dirnames[i] + b for i, b in zip(dirindexes, basenames, strict=True)]
 
 
-def rpm_sqlite(path: str, what: str) -> tuple[list[tuple[Package, list[str]]], list[str]]:
-    """The packages of an ``rpmdb.sqlite`` (a regular file the caller has checked) and notes:
-    a header that does not parse costs its package; a database that does not open costs all.
-    Opened read-only and immutable: nothing is written to it or beside it."""
+# The one query of a ``Packages`` table: each row's ``hnum`` and its blob's type and length, and
+# the blob itself only when SQL has seen that it is a blob of at most ``?`` bytes (a text, an
+# integer or a 1 GB blob is never fetched into Python); rows in rowid order, at most ``?`` of them.
+_ROWS = (
+    "SELECT hnum, typeof(hnum), typeof(blob), length(blob), "
+    "CASE WHEN typeof(blob) = 'blob' AND length(blob) <= ? THEN blob END "
+    "FROM main.Packages ORDER BY rowid LIMIT ?"
+)
+
+
+class _Schema(Exception):
+    """The database's ``Packages`` is not the plain table rpm writes."""
+
+
+def _check_schema(con: sqlite3.Connection) -> None:
+    """``Packages`` must be a real table (``sqlite_master`` type ``table``, not a view, not a
+    virtual table) with a rowid and plain ``hnum`` and ``blob`` columns (no generated column: an
+    expression SQLite would evaluate as it reads); ``_Schema`` says what it is otherwise."""
+    rows = con.execute(
+        "SELECT type, sql FROM main.sqlite_master WHERE name = 'Packages' COLLATE NOCASE LIMIT 2"
+    ).fetchall()
+    if not rows:
+        raise _Schema("no Packages table")
+    kind, sql = rows[0]
+    if kind != "table":
+        raise _Schema(f"its Packages is a {kind!s:.20}, not a table")
+    text = sql if isinstance(sql, str) else ""
+    if text[:32].upper().replace(" ", "").startswith("CREATEVIRTUAL"):
+        raise _Schema("its Packages is a virtual table")
+    if "WITHOUT ROWID" in text.upper():
+        raise _Schema("its Packages has no rowid")
+    cols = {  # name -> 'hidden': 0 a plain column, 2 and 3 generated ones
+        r[1].lower(): r[6]
+        for r in con.execute("PRAGMA main.table_xinfo('Packages')")
+        if isinstance(r[1], str)
+    }
+    if "hnum" not in cols or "blob" not in cols:
+        raise _Schema("its Packages has no hnum and blob columns")
+    if cols["hnum"] or cols["blob"]:
+        raise _Schema("its Packages holds generated columns")
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    """The database opened read-only and immutable (no lock, no journal, nothing written), with
+    no schema function trusted (``trusted_schema``), and values bounded (``SQLITE_LIMIT_LENGTH``)."""
     import sqlite3
     from urllib.parse import quote
 
+    con = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro&immutable=1", uri=True)
+    con.execute("PRAGMA trusted_schema = OFF")
+    con.execute("PRAGMA query_only = ON")
+    limit = getattr(sqlite3, "SQLITE_LIMIT_LENGTH", None)  # Python 3.11+
+    if limit is not None:
+        con.setlimit(limit, HEADER_MAX + 16)  # type: ignore[attr-defined]
+    return con
+
+
+def rpm_sqlite(path: str, what: str) -> tuple[list[tuple[Package, list[str]]], list[str]]:
+    """The packages of an ``rpmdb.sqlite`` (a regular file the caller has checked) and notes.
+
+    Data, never a program: only a real ``Packages`` table is read (a view, a virtual table or
+    generated columns cost the database, with a note); each row's types and lengths are checked
+    in SQL before its blob is fetched (``_ROWS``); at most ``PACKAGES_MAX`` rows, ``HEADER_MAX``
+    bytes a header, ``RPMDB_MAX`` bytes in all. A row whose ``hnum`` or ``blob`` is of another
+    type, too long, or a header that does not parse costs its package (a note); a database that
+    does not open costs all."""
+    import sqlite3
+
     out: list[tuple[Package, list[str]]] = []
     notes: list[str] = []
-    bad, files = 0, 0
+    bad, files, total = 0, 0, 0
     try:
-        con = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro&immutable=1", uri=True)
+        size = os.stat(path).st_size
+    except OSError as exc:
+        return [], [f"{what}: unreadable ({exc.strerror}): its files unattributed"]
+    if size > RPMDB_MAX:
+        return [], [
+            f"{what}: {size} bytes, over the {RPMDB_MAX}-byte limit: not read, its files unattributed"
+        ]
+
+    def lost(message: str) -> None:
+        nonlocal bad
+        bad += 1
+        if bad == 1:
+            notes.append(f"{message}: that package's files unattributed")
+
+    try:
+        con = _connect(path)
     except sqlite3.Error as exc:
         return [], [f"{what}: not an rpm sqlite database ({exc}): its files unattributed"]
     try:
-        for n, (hnum, blob) in enumerate(con.execute("SELECT hnum, blob FROM Packages ORDER BY hnum")):
+        _check_schema(con)
+        for n, (hnum, hnum_type, blob_type, length, blob) in enumerate(
+            con.execute(_ROWS, (HEADER_MAX + 8, PACKAGES_MAX + 1))
+        ):
+            row = f"{what} header {hnum}" if hnum_type == "integer" else f"{what} row {n + 1}"
             if n >= PACKAGES_MAX:
                 notes.append(f"{what}: over {PACKAGES_MAX} packages: the rest unattributed")
                 break
+            if hnum_type != "integer" or blob_type != "blob":
+                lost(f"{row}: hnum is {hnum_type!s:.10} and blob is {blob_type!s:.10}, not integer and blob")
+                continue
+            if blob is None:
+                lost(f"{row}: {length} bytes, over the {HEADER_MAX}-byte limit")
+                continue
+            total += len(blob)
+            if total > RPMDB_MAX:
+                notes.append(f"{what}: its headers hold over {RPMDB_MAX} bytes: the rest unattributed")
+                break
             try:
-                package, paths = rpm_header(bytes(blob) if blob is not None else b"", f"{what} header {hnum}")
-            except (InputError, TypeError) as exc:
-                bad += 1
-                if bad == 1:
-                    notes.append(f"{exc}: that package's files unattributed")
+                package, paths = rpm_header(bytes(blob), row)
+            except InputError as exc:
+                lost(str(exc))
                 continue
             files += len(paths)
             if files > FILES_MAX:
                 notes.append(f"{what}: its packages list over {FILES_MAX} files: the rest unattributed")
                 break
             out.append((package, paths))
+    except _Schema as exc:
+        return [], [f"{what}: {exc}: not read, its files unattributed"]
     except sqlite3.Error as exc:
         notes.append(f"{what}: not an rpm sqlite database ({exc}): its files unattributed")
         return [], notes
     finally:
         con.close()
     if bad > 1:
-        notes.append(f"{what}: {bad} headers that do not parse, their packages unattributed")
+        notes.append(f"{what}: {bad} rows or headers that do not parse, their packages unattributed")
     return out, notes
 
 

@@ -17,29 +17,25 @@ helpers (``credHelpers``, ``credsStore``) are programs: they are never run.
 
 TLS always, except for a loopback host (``127.0.0.1``, ``localhost``, ``::1``) or a host named in
 ``FATBIN_INSPECT_INSECURE_REGISTRIES`` (comma-separated ``HOST[:PORT]``; ``--insecure-registry``
-sets it): those speak plain http.
-
-The standard library's ``urllib`` is enough (a GET with headers, redirects, a streamed body) and
-keeps the install free of an HTTP stack; ``requests`` would add four packages for no feature used.
+sets it): those speak plain http. Requests, redirects and their bounds are ``containers.http``'s.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import os
 import re
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 
-from fatbin_inspect.containers import oci
+from fatbin_inspect.containers import http, oci
 from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded, UnreadableError, UsageError
 from fatbin_inspect.formats.binio import Blob
 
-TIMEOUT = 60  # seconds without a byte before a request is given up
+MAX_LAYER_BYTES = 64 << 30  # one layer's stream (its descriptor's size is checked at its end too)
 INSECURE_ENV = "FATBIN_INSPECT_INSECURE_REGISTRIES"
 MANIFEST_TYPES = ", ".join(
     (
@@ -49,7 +45,6 @@ MANIFEST_TYPES = ", ".join(
         "application/vnd.docker.distribution.manifest.v2+json",
     )
 )
-_LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
 _REPO = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$")
 _TAG = re.compile(r"^[\w][\w.-]{0,127}$")
 
@@ -88,10 +83,9 @@ def _check_names(text: str, repo: str, ref: str, digest: bool) -> None:
         raise UsageError(f"docker://{text}: {ref!r} is not a tag")
 
 
-def _insecure(host: str) -> bool:
-    name = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
-    allowed = {h.strip() for h in os.environ.get(INSECURE_ENV, "").split(",") if h.strip()}
-    return name in _LOOPBACK or host in allowed or name in allowed
+def insecure_hosts() -> frozenset[str]:
+    """The hosts ``--insecure-registry`` allows plain http (``FATBIN_INSPECT_INSECURE_REGISTRIES``)."""
+    return frozenset(h.strip() for h in os.environ.get(INSECURE_ENV, "").split(",") if h.strip())
 
 
 def credentials(host: str) -> tuple[str, str] | str | None:
@@ -136,126 +130,121 @@ def _entry_credentials(entry) -> tuple[str, str] | str | None:
     return user, pw
 
 
-def _basic(creds: tuple[str, str]) -> str:
-    return "Basic " + base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
-
-
-def _token_request(realm: str, fields: dict, creds: tuple[str, str] | str | None):
-    """The request for a token: an identity token's OAuth2 refresh-token grant (POST), else a
-    GET with the user and password, if any, as Basic auth (never sent on to a redirect)."""
-    if isinstance(creds, str):
-        body = urllib.parse.urlencode(
-            dict(
-                grant_type="refresh_token",
-                refresh_token=creds,
-                service=fields.get("service", ""),
-                scope=fields["scope"],
-                client_id="fatbin-inspect",
-            )
-        ).encode()
-        return urllib.request.Request(realm, data=body)
-    req = urllib.request.Request(f"{realm}?{urllib.parse.urlencode(fields)}")
-    if creds:
-        req.add_unredirected_header("Authorization", _basic(creds))
-    return req
-
-
-class _NoAuthOnRedirect(urllib.request.HTTPRedirectHandler):
-    """Redirects followed (blobs go to storage), never to a plain-http URL from https."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        if req.full_url.startswith("https:") and not newurl.startswith("https:"):
-            return None
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
+def _login(ref: Reference, host: str, creds: tuple[str, str] | str | None) -> list[http.Credentials]:
+    """Basic credentials of the user's login for ``host`` (the registry or its token realm)."""
+    if isinstance(creds, tuple):
+        return [http.basic(host, creds[0], creds[1], ref.text)]
+    return []
 
 
 class RegistryStore:
     """An image in a registry as the store ``oci.images`` and ``oci.ImageReader`` read: the
     reference is the layout's one ``index.json`` entry, tagged with it; manifests and configs are
-    read whole (bounded), layers as streams."""
+    read whole (bounded), layers as streams. Every request goes through ``containers.http``
+    (its policy: redirects, schemes, credentials only to their host, bounds)."""
 
-    def __init__(self, ref: Reference):
+    def __init__(self, ref: Reference, policy: http.Policy | None = None):
         self.ref = ref
-        self.base = f"{'http' if _insecure(ref.host) else 'https'}://{ref.host}/v2/{ref.repo}"
-        self.opener = urllib.request.build_opener(_NoAuthOnRedirect)
-        self.token: str | None = None
+        self.transport = http.Transport(policy or http.Policy(plain_http=insecure_hosts()))
+        scheme = (
+            "http" if self.transport.policy.allows_plain_http(http.parse_url(f"//{ref.host}")) else "https"
+        )
+        self.base = f"{scheme}://{ref.host}/v2/{ref.repo}"
+        self.host = http.netloc(http.parse_url(self.base))
+        self.auth: list[http.Credentials] = []
         self.docs: dict[str, bytes] = {}  # digest -> manifest bytes already fetched
         self.top: tuple[str, str, int] | None = None
 
     # -------------------------------------------------------------------- HTTP
-    def _open(self, url: str, accept: str | None = None, retry: bool = True):
-        req = urllib.request.Request(url)
-        if accept:
-            req.add_header("Accept", accept)
-        if self.token:
-            req.add_unredirected_header("Authorization", self.token)  # not sent on a redirect
+    def _open(self, url: str, accept: str | None = None, retry: bool = True) -> http.Response:
+        """The 200 answer to GET ``url`` (after one login when the registry asks for it)."""
+        headers = {"Accept": accept} if accept else {}
+        resp = self.transport.request(url, self.ref.text, headers=headers, credentials=self.auth)
+        if resp.status == 401 and retry:
+            with resp:
+                challenge = resp.header("WWW-Authenticate")
+            self._authenticate(challenge or "", url)
+            return self._open(url, accept, retry=False)
         try:
-            return self.opener.open(req, timeout=TIMEOUT)
-        except urllib.error.HTTPError as exc:
-            if exc.code == 401 and retry:
-                self._authenticate(exc.headers.get("WWW-Authenticate", ""))
-                exc.close()
-                return self._open(url, accept, retry=False)
-            exc.close()
-            raise UnreadableError(
-                f"{self.ref.text}: GET {url[len(self.base) + 1 :] if url.startswith(self.base) else url}: "
-                f"HTTP {exc.code} {exc.reason}"
-            ) from None
-        except (urllib.error.URLError, OSError) as exc:
-            why = getattr(exc, "reason", exc)
-            raise UnreadableError(f"{self.ref.text}: cannot reach {self.ref.host}: {why}") from None
+            resp.check_status(200)
+        except InputError:
+            resp.close()
+            raise
+        return resp
 
-    def _token(self, realm: str, req) -> str:
-        """The token the realm's server gives for ``req``; UnreadableError naming it otherwise."""
-        try:
-            with self.opener.open(req, timeout=TIMEOUT) as resp:
-                doc = oci.loads(resp.read(1 << 20), "token response")
-        except (urllib.error.URLError, OSError) as exc:
-            raise UnreadableError(
-                f"{self.ref.text}: token from {realm}: {getattr(exc, 'reason', exc)}"
-            ) from None
-        token = doc.get("token") or doc.get("access_token") if isinstance(doc, dict) else None
+    def _token(self, realm: str, fields: dict[str, str], creds: tuple[str, str] | str | None) -> str:
+        """The token the realm's server gives: an identity token's OAuth2 refresh-token grant
+        (POST), else a GET with the user's login, if any, as Basic auth (sent to the realm's host
+        only, never on to a redirect elsewhere)."""
+        url = self.transport.policy.check_url(realm, self.ref.text, "token realm")
+        host = http.netloc(url)
+        if isinstance(creds, str):
+            body = urllib.parse.urlencode(
+                dict(
+                    grant_type="refresh_token",
+                    refresh_token=creds,
+                    service=fields.get("service", ""),
+                    scope=fields["scope"],
+                    client_id="fatbin-inspect",
+                )
+            ).encode()
+            kw: dict = dict(
+                method="POST", body=body, headers={"Content-Type": "application/x-www-form-urlencoded"}
+            )
+        else:
+            sep = "&" if url.query else "?"
+            realm, kw = (
+                f"{realm}{sep}{urllib.parse.urlencode(fields)}",
+                dict(credentials=_login(self.ref, host, creds)),
+            )
+        with self.transport.request(realm, self.ref.text, deadline=http.TIMEOUT, **kw) as resp:
+            resp.check_status(200)
+            doc = oci.loads(
+                resp.read(1 << 20), f"{self.ref.text}: token response from {http.show_url(realm)}"
+            )
+        token = (doc.get("token") or doc.get("access_token")) if isinstance(doc, dict) else None
         if not isinstance(token, str) or not token:
-            raise UnreadableError(f"{self.ref.text}: the token server at {realm} gave no token")
+            raise UnreadableError(
+                f"{self.ref.text}: the token server at {http.show_url(realm)} gave no token"
+            )
         return token
 
-    def _authenticate(self, challenge: str) -> None:
-        scheme, _, params = challenge.partition(" ")
-        fields = dict(re.findall(r'(\w+)="([^"]*)"', params))
+    def _authenticate(self, header: str, url: str) -> None:
+        if not header:
+            raise UnreadableError(f"{self.ref.text}: GET {http.show_url(url)}: HTTP 401 without a challenge")
+        challenge = http.parse_challenge(header, self.ref.text, url)
         creds = credentials(self.ref.host)
-        if scheme.lower() == "basic":
+        if challenge.scheme == "basic":
             if not isinstance(creds, tuple):
                 raise UnreadableError(
                     f"{self.ref.text}: the registry asks for a login (none in the Docker config)"
                 )
-            self.token = _basic(creds)
+            self.auth = _login(self.ref, self.host, creds)
             return
-        if scheme.lower() != "bearer" or "realm" not in fields:
-            raise UnreadableError(f"{self.ref.text}: unsupported authentication {scheme or '(none)'}")
-        realm = fields.pop("realm")
-        realm_host = urllib.parse.urlsplit(realm).netloc
-        if not (realm.startswith("https:") or (realm.startswith("http:") and _insecure(realm_host))):
-            # (credentials go to the realm: never over plain http to a host not allowed it)
-            raise UnreadableError(f"{self.ref.text}: token realm {realm[:80]!r} is no https URL")
+        if challenge.scheme != "bearer" or "realm" not in challenge.params:
+            raise UnreadableError(f"{self.ref.text}: unsupported authentication {challenge.scheme!r}")
+        fields = {k: v for k, v in challenge.params.items() if k in ("service", "scope")}
         fields.setdefault("scope", f"repository:{self.ref.repo}:pull")
-        token = self._token(realm, _token_request(realm, fields, creds))
-        self.token = f"Bearer {token}"
+        realm = challenge.params["realm"]
+        token = self._token(realm, fields, creds)
+        self.auth = [http.bearer(self.host, token, self.ref.text, realm)]
 
     def _manifest(self, ref: str) -> tuple[bytes, str]:
         """A manifest or index and the media type the registry says it is."""
         with self._open(f"{self.base}/manifests/{ref}", MANIFEST_TYPES) as resp:
-            data = resp.read(oci.MAX_JSON_BYTES + 1)
-            ctype = resp.headers.get("Content-Type", "").split(";")[0].strip()
-        if len(data) > oci.MAX_JSON_BYTES:
-            raise LimitExceeded(f"{self.ref.text}: manifest {ref} over {oci.MAX_JSON_BYTES} bytes")
+            try:
+                data = resp.read(oci.MAX_JSON_BYTES)
+            except LimitExceeded:
+                raise LimitExceeded(
+                    f"{self.ref.text}: manifest {ref} over {oci.MAX_JSON_BYTES} bytes ({http.show_url(resp.url)})"
+                ) from None
+            ctype = resp.content_type
         return data, ctype
 
     # -------------------------------------------------------------- the store
     def _top(self) -> tuple[str, str, int]:
         if self.top is None:
             data, ctype = self._manifest(self.ref.ref)
-            import hashlib
-
             digest = "sha256:" + hashlib.sha256(data).hexdigest()
             if self.ref.ref.startswith("sha256:") and digest != self.ref.ref:
                 raise CorruptError(f"{self.ref.text}: the manifest received hashes to {digest}")
@@ -265,10 +254,10 @@ class RegistryStore:
                 if not ctype and isinstance(doc, dict) and "manifests" in doc:
                     ctype = "application/vnd.oci.image.index.v1+json"
             self.docs[digest] = data
-            self.top = (digest, ctype, len(data))
+            self.top = (digest, str(ctype), len(data))
         return self.top
 
-    def get(self, name: str, kind: str = "layer"):
+    def get(self, name: str, kind: str = "layer") -> Blob | StreamBlob | None:
         """``oci-layout``, ``index.json`` (made of the reference), ``blobs/sha256/HEX`` (a
         manifest or index when ``kind`` says so, a config read whole, a layer as a stream)."""
         if name == "oci-layout":
@@ -292,28 +281,24 @@ class RegistryStore:
         resp = self._open(f"{self.base}/blobs/{digest}")
         if kind == "config":
             with resp:
-                data = resp.read(oci.MAX_JSON_BYTES + 1)
-            return Blob(data)
+                return Blob(resp.read(oci.MAX_JSON_BYTES))
         return StreamBlob(resp)
 
 
 class StreamBlob:
-    """A layer coming over HTTP: read once, front to back (``stream``); ``head`` peeks at its
-    first bytes without consuming them. ``size``: what the response declares (0: not said)."""
+    """A layer coming over HTTP: read once, front to back (``stream``), at most
+    ``MAX_LAYER_BYTES``; ``head`` peeks at its first bytes without consuming them. ``size``: what
+    the response declares (0: not said)."""
 
-    def __init__(self, resp):
+    def __init__(self, resp: http.Response):
         self.resp = resp
-        length = resp.headers.get("Content-Length")
-        self.size = int(length) if length and length.isdigit() else 0
-        self._buf = io.BufferedReader(resp, 1 << 20)
+        self.size = resp.content_length or 0
+        self._buf = resp.reader(MAX_LAYER_BYTES)
 
     def head(self, n: int) -> bytes:
-        try:
-            return self._buf.peek(n)[:n]
-        except OSError as exc:
-            raise UnreadableError(f"layer stream breaks off: {exc}") from None
+        return self._buf.peek(n)[:n]
 
-    def stream(self):
+    def stream(self) -> io.BufferedReader:
         return self._buf
 
     def read(self, off: int, n: int, what: str = "data") -> bytes:

@@ -23,6 +23,9 @@ class Options:
     # must say; "": linux/amd64 from an index, any single-platform image as it is
     platform: str = ""
     digests: bool = False  # FileReport.sha256 of each file and archive read whole (the SBOM; off: no hashing)
+    # hand out the bytes of files inside images with their records (extract, verify read payloads):
+    # an image's records wait until its last layer is checked, so its files' bytes are held as long
+    image_bytes: bool = False
 
 
 def as_options(o: Options | Mapping[str, Any] | None) -> Options:

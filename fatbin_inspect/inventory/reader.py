@@ -378,7 +378,7 @@ def _inspect_image(
     image's own Python and conda metadata, then a record per image when there are several (its
     notes, its error) and the input's record. An image's records are held until its last layer
     was read and checked (metadata may sit in any layer); one image's error costs that image."""
-    out: list[FileReport] = []
+    out: list[Pair] = []
     found, notes, error = _images_of(store, opts, select)
     several = len(found) > 1
     if budget is None:
@@ -390,19 +390,21 @@ def _inspect_image(
         out += recs
         if several:
             out.append(
-                FileReport(
-                    path=f"{path}!{prefix[:-1]}",
-                    format="oci",
-                    size=image.size,
-                    error=ierr,
-                    notes=tuple(inotes),
+                (
+                    FileReport(
+                        path=f"{path}!{prefix[:-1]}",
+                        format="oci",
+                        size=image.size,
+                        error=ierr,
+                        notes=tuple(inotes),
+                    ),
+                    None,
                 )
             )
         else:
             notes += inotes
             error = error or ierr
-    for rec in out:
-        yield rec, None
+    yield from out
     total = size or sum(i.size for i in found)
     contents = (tally[0], tally[1]) if tally else None
     yield (
@@ -434,15 +436,16 @@ def _image_records(
     depth: int,
     budget: Budget,
     tally: list[int],
-) -> tuple[list[FileReport], list[str], FileError | None]:
-    """(records, notes, error) of one image; its records are dropped when a layer fails its check.
-    ``tally`` adds its final filesystem's files and bytes (``ImageReader.contents``) once read."""
+) -> tuple[list[Pair], list[str], FileError | None]:
+    """(pairs, notes, error) of one image; its records are dropped when a layer fails its check.
+    A record's bytes come with it under ``opts.image_bytes`` (else None). ``tally`` adds its final
+    filesystem's files and bytes (``ImageReader.contents``) once read."""
     from fatbin_inspect.containers import oci
 
     if image.error is not None:
         return [], [], FileError(image.error)
     reader = oci.ImageReader(store, image, prefix)
-    pairs: list[tuple[str, FileReport]] = []
+    pairs: list[tuple[str, FileReport, Blob | None]] = []
     try:
         for m in reader.members():
             pairs += _image_member(path, m, prefix, pairs, opts, depth, budget)
@@ -450,10 +453,10 @@ def _image_records(
         return [], reader.notes, error_of(exc)
     tally[:] = [a + b for a, b in zip(tally or [0, 0], reader.contents, strict=True)]
     owners = reader.owners()
-    recs = []
-    for inside, rec in pairs:
+    recs: list[Pair] = []
+    for inside, rec, b in pairs:
         owner = owners.get(inside)
-        recs.append(rec if owner is None or rec.package else dataclasses.replace(rec, package=owner))
+        recs.append((rec if owner is None or rec.package else dataclasses.replace(rec, package=owner), b))
     return recs, reader.notes, None
 
 
@@ -467,29 +470,30 @@ def _image_member(
     path: str,
     m: archives.Member,
     prefix: str,
-    pairs: list[tuple[str, FileReport]],
+    pairs: list[tuple[str, FileReport, Blob | None]],
     opts: Options,
     depth: int,
     budget: Budget,
-) -> list[tuple[str, FileReport]]:
-    """The (path inside the image, record) pairs one image member adds to ``pairs``, the pairs
-    of the members before it (a hard link's records are those of the file it names, renamed)."""
+) -> list[tuple[str, FileReport, Blob | None]]:
+    """The (path inside the image, record, its bytes under ``opts.image_bytes``) triples one image
+    member adds to ``pairs``, those of the members before it (a hard link's records are those of
+    the file it names, renamed)."""
     child = f"{path}!{m.name}"  # the image reader names members [IMAGE!]LAYER!PATH itself
     inside = m.name[len(prefix) :].split("!", 1)[-1]
     if m.error is not None:
-        return [(inside, FileReport(path=child, format="unknown", size=0, error=error_of(m.error)))]
+        return [(inside, FileReport(path=child, format="unknown", size=0, error=error_of(m.error)), None)]
     if m.alias is not None:
         target = f"{path}!{m.alias}"
         return [
-            (inside, dataclasses.replace(r, path=child + r.path[len(target) :]))
-            for _i, r in pairs
+            (inside, dataclasses.replace(r, path=child + r.path[len(target) :]), b)
+            for _i, r, b in pairs
             if r.path == target or r.path.startswith(target + "!")
         ]
     if m.blob is None:
         return []
     return [
-        (inside, rec)
-        for rec, _b in inspect_pairs(child, m.blob, opts, depth + 1, budget)
+        (inside, rec, b if opts.image_bytes else None)
+        for rec, b in inspect_pairs(child, m.blob, opts, depth + 1, budget)
         if _worth_reporting(rec, opts)
     ]
 

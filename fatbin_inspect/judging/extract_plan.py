@@ -106,7 +106,7 @@ def _images(
                 tally.failed += 1
                 continue
             bad = False
-            for rec, b in inspect_pairs(path, blob, Options(), 0):
+            for rec, b in inspect_pairs(path, blob, Options(image_bytes=True), 0):
                 note_error(rec)
                 bad |= rec.error is not None and not rec.fatbins
                 wanted = _Wanted(names, numbers, kinds)
@@ -133,7 +133,9 @@ def _record_images(
 ) -> Iterator[Image]:
     """The wanted images of one record, its payloads read from ``b`` (one decompression budget
     per record: it bounds decompression bombs)."""
-    if b is None:  # a record given without bytes (an archive's own record) holds no image to read
+    if b is None:  # an archive's or an image's own record: its files come as records of their own
+        if rec.fatbins:
+            warn(f"{rec.path}: its bytes were not kept: no image of it extracted")
         return
     budget = Budget(b.size)
     for fi, fb in enumerate(rec.fatbins):

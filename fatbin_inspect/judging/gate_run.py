@@ -5,11 +5,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.judging.torch import torch_reference
+
+if TYPE_CHECKING:
+    from fatbin_inspect.compat.targets import Target
 
 CUDA_NAMED = re.compile(r"(?i)(cuda|[_-]cu\d{2,3}\b|^nvidia[_-])")  # a wheel whose name says CUDA
 
@@ -102,8 +106,43 @@ def run_gate(
             "gate: nothing to check: give --require, --gpu, --targets, --forbid or --match, "
             "or a [tool.fatbin-inspect] policy"
         )
-    reports = _read(paths, Options(probe_small=True, digests=digests), progress, cache_dir)
-    reference = torch_reference(match, reports) if match else None
-    ctx = gate_context(paths, reports, reference)
-    report = gate(reports, pol, given, reference, fleet, local_devices(pol.gpus, pol.min_driver), ctx)
-    return dataclasses.replace(report, config=pol.source), reports
+    from fatbin_inspect.judging import index_inputs
+
+    opts = Options(probe_small=True, digests=digests)
+    packages = [p for p in paths if index_inputs.is_index_input(p)]
+    files = _read([p for p in paths if p not in packages], opts, progress, cache_dir)
+    local = local_devices(pol.gpus, pol.min_driver)
+    # packages from an index: the wheel of each host CPU among the fleet, judged on its nodes
+    groups: dict[str | None, Sequence[Target]] = {None: fleet}
+    if packages and fleet:
+        groups = {arch: tuple(on) for arch, on in index_inputs.judge_groups(fleet).items()}
+    parts, every = [], list(files)
+    for arch, on in groups.items():
+        fetched = [r for p in packages for f in index_inputs.fetch_all(p, opts, [arch]) for r in f.records]
+        every += fetched
+        reports = files + fetched
+        reference = torch_reference(match, reports) if match else None
+        ctx = gate_context(paths, reports, reference)
+        parts.append(gate(reports, pol, given, reference, tuple(on), local, ctx))
+    read = list({r.path: r for r in every}.values()) if packages else files
+    return dataclasses.replace(_merged(parts), config=pol.source), read
+
+
+def _merged(parts: list):
+    """One gate report of the reports of each host CPU's targets: findings, checks, targets,
+    inputs and files each once, in order."""
+    if len(parts) == 1:
+        return parts[0]
+
+    def once(field: str) -> tuple:
+        return tuple(dict.fromkeys(x for part in parts for x in getattr(part, field)))
+
+    return dataclasses.replace(
+        parts[0],
+        findings=once("findings"),
+        checks=once("checks"),
+        targets=once("targets"),
+        inputs=once("inputs"),
+        files=tuple({r.path: r for part in parts for r in part.files}.values()),
+        judged=tuple(x for part in parts for x in part.judged),
+    )

@@ -33,14 +33,21 @@ def iter_reports(
         for root in paths:
             yield from _root_reports(root, opts, cache)
         return
-    members = [p for p in paths if is_member_root(p)]  # (not walked: they come first)
+    from fatbin_inspect.judging import index_inputs
+
+    members = [p for p in paths if is_member_root(p) or index_inputs.is_index_input(p)]  # (not walked: first)
     for root in members:
-        yield from member_reports(root, opts)
+        yield from _root_reports(root, opts, None)
     walked = [item for root in paths if root not in members for item in iter_stat(root)]
     yield from _with_progress(walked, opts, progress, cache)
 
 
 def _root_reports(root: str, opts: Options, cache: RecordCache | None) -> Iterator[FileReport]:
+    from fatbin_inspect.judging import index_inputs
+
+    if index_inputs.is_index_input(root):  # pkg:pypi/NAME@VERSION, -r FILE: read from the index
+        yield from index_inputs.reports(root, opts)
+        return
     if is_member_root(root):
         yield from member_reports(root, opts)
         return
@@ -190,10 +197,19 @@ def member_reports(path: str, opts: Options) -> Iterator[FileReport]:
 
 
 def check_roots(paths: Iterable[str]) -> None:
-    """Each path exists, or names a member of a file that does (``CONTAINER!MEMBER``): a usage
-    error otherwise, before anything is read."""
+    """Each path exists, names a member of a file that does (``CONTAINER!MEMBER``), or is a
+    package on the index (``pkg:pypi/...``, a ``-r`` file): a usage error otherwise, before
+    anything is read."""
+    from fatbin_inspect.containers.index import purl
+    from fatbin_inspect.judging import index_inputs
+
     for p in paths:
-        if not os.path.lexists(p) and not is_member_root(p):
+        if purl.is_purl(p):
+            purl.parse(p)
+        elif p.startswith(index_inputs.REQUIREMENT_PREFIX):
+            if not os.path.isfile(p[len(index_inputs.REQUIREMENT_PREFIX) :]):
+                raise UsageError(f"{p[len(index_inputs.REQUIREMENT_PREFIX) :]}: no such file")
+        elif not os.path.lexists(p) and not is_member_root(p):
             raise UsageError(f"{p}: no such file or directory")
 
 
@@ -210,7 +226,14 @@ def iter_pieces(
     kernel records never cross a process boundary and each piece can be written as it arrives;
     other files are encoded whole (``file_pieces(record)``). ``on_record`` sees every record
     (or the header-only record of a file decoded in pieces) first."""
+    from fatbin_inspect.judging import index_inputs
+
     for root in paths:
+        if index_inputs.is_index_input(root):
+            for r in index_inputs.reports(root, opts):
+                on_record(r)
+                yield file_pieces(r)
+            continue
         for path, skip in iter_files(root):
             if skip:
                 r = FileReport(path=path, format="unknown", size=0, error=FileError(skip))

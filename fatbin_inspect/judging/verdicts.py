@@ -25,9 +25,13 @@ def is_wheel(path: str) -> bool:
 
 
 def wheel_runtime(path: str) -> RuntimeNeed | None:
-    """The runtime a wheel's ``Requires-Dist`` names (None for anything but a readable wheel)."""
+    """The runtime a wheel's ``Requires-Dist`` names (None for anything but a readable wheel, on
+    disk or read from an index in this process)."""
     if not is_wheel(path):
-        return None
+        from fatbin_inspect.judging.index_inputs import facts_of
+
+        facts = facts_of(path)
+        return metadata_runtime(facts.metadata) if facts is not None and facts.metadata else None
     from fatbin_inspect.containers.wheel import read_wheel_metadata
 
     text = read_wheel_metadata(path)
@@ -63,23 +67,38 @@ class WheelRuntimes(dict[str, RuntimeNeed | None]):
                     folders[key] = []
             return folders[key]
         container, member = parts[0], parts[-1]
-        if len(parts) != 2 or not is_wheel(container):
+        if len(parts) != 2:
             return []
         if container not in folders:
-            folders[container] = _wheel_folders(container)
+            folders[container] = (
+                _wheel_folders(container) if is_wheel(container) else _remote_folders(container)
+            )
         return folders[container].get(member.rpartition("/")[0], [])
 
 
 def _wheel_folders(path: str) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
     try:
         with zipfile.ZipFile(path) as zf:
-            for name in zf.namelist():
-                folder, _, base = name.rpartition("/")
-                out.setdefault(folder, []).append(base)
+            return _folders(zf.namelist())
     except (OSError, zipfile.BadZipFile):
         return {}
+
+
+def _folders(names: Iterable[str]) -> dict[str, list[str]]:
+    """Member names by their folder."""
+    out: dict[str, list[str]] = {}
+    for name in names:
+        folder, _, base = name.rpartition("/")
+        out.setdefault(folder, []).append(base)
     return out
+
+
+def _remote_folders(path: str) -> dict[str, list[str]]:
+    """The folders of a wheel read from an index in this process ({} for anything else)."""
+    from fatbin_inspect.judging.index_inputs import facts_of
+
+    facts = facts_of(path)
+    return _folders(facts.names) if facts is not None else {}
 
 
 def _distribution_name(report: FileReport) -> str | None:
@@ -159,8 +178,12 @@ def judge_paths(
     """Verdicts per file and target as the records come; unreadable records go to ``unreadable``
     (and to ``note``, which tells on stderr; None: silent, for the library), and every judged
     record to ``kept`` when it is a list; ``seen`` gets every record's path."""
+    from fatbin_inspect.judging import index_inputs
+
     wheels = WheelRuntimes()
-    for report in iter_reports(paths, opts, progress):
+    paths = list(paths)
+    local = [p for p in paths if not index_inputs.is_index_input(p)]
+    for report, on in _with_index_inputs(paths, local, targets, opts, progress):
         if seen is not None:  # every record's path: the output may be none of them
             seen.append(report.path)
         if report.error is not None:  # a damaged file is never called fine: exit 2 and FBI008
@@ -171,7 +194,24 @@ def judge_paths(
             continue
         if kept is not None:
             kept.append(report)
-        yield from judge(report, targets, wheels)
+        yield from judge(report, on, wheels)
+
+
+def _with_index_inputs(
+    paths: list[str], local: list[str], targets: Sequence[Target], opts: Options, progress: Progress | None
+) -> Iterator[tuple[FileReport, Sequence[Target]]]:
+    """Each record with the targets it is judged on: the files' on every target; a package
+    from the index (``judging.index_inputs``) once per host CPU among the targets, each wheel
+    on the targets of its CPU."""
+    from fatbin_inspect.judging import index_inputs
+
+    yield from ((r, targets) for r in iter_reports(local, opts, progress))
+    groups = index_inputs.judge_groups(targets)
+    for path in paths:
+        if path in local:
+            continue
+        for fetched in index_inputs.fetch_all(path, opts, list(groups)):
+            yield from ((r, groups[fetched.platform.arch]) for r in fetched.records)
 
 
 def distribution_verdicts(reports: Sequence[FileReport], targets: Sequence[Target], env_runtime):

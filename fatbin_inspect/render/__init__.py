@@ -42,6 +42,13 @@ VIEWS: dict[str, dict[str, str]] = {
     "gpus": {"table": "gpus_table:render_gpus", "json": "gpus_json:render_gpus_json"},
     # (explanation, color, width)
     "explain": {"table": "explain_text:explanation_text", "json": "explain_json:render_explanation_json"},
+    # (releases report, color, width)
+    "releases": {
+        "table": "releases_table:render_releases",
+        "json": "releases_json:render_releases_json",
+        "markdown": "releases_markdown:render_releases_markdown",
+        "html": "releases_html:render_releases_html",
+    },
     # (target label, image checks, findings, color, images=True, width, files=None)
     "verify": {"table": "verify_table:render_verify", "json": "verify_json:render_verify_json"},
 }

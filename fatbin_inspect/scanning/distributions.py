@@ -143,26 +143,26 @@ def _line_paths(line: str, base: str) -> list[str]:
     return [os.path.normpath(os.path.join(base, rel))]
 
 
-def _conda_paths(meta_file: str, prefix: str) -> tuple[Package | None, list[str]]:
+def _conda_paths(meta_file: str, prefix: str, notes: list[str]) -> tuple[Package | None, list[str]]:
     """The package a ``conda-meta/*.json`` describes (its ``depends`` and ``build`` give the CUDA
-    it declares, as the package's ``info/index.json`` did) and the files it installed."""
-    from fatbin_inspect.containers.conda import package_of
+    it declares, as the package's ``info/index.json`` did) and the files it installed; a record
+    that does not parse or holds a value of the wrong type is a note (``conda.meta_record``)."""
+    from fatbin_inspect.containers.conda import meta_record
     from fatbin_inspect.errors import InputError
     from fatbin_inspect.formats.documents import loads_json
 
     data = read_regular(meta_file)
     try:  # bounded (depth, NaN, lone surrogates): a bad record costs this package's attribution
         meta = loads_json(data) if data is not None else None
-    except InputError:
+    except InputError as exc:
+        notes.append(f"{meta_file}: {exc}: its package's files unattributed")
         return None, []
-    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
-        return None, []
+    record = meta_record(meta, meta_file)
+    notes += record.notes if data is not None else []
     files = [
-        os.path.normpath(os.path.join(prefix, f))
-        for f in meta.get("files", ())
-        if isinstance(f, str) and not f.endswith(_TEXT_SUFFIXES)
+        os.path.normpath(os.path.join(prefix, f)) for f in record.files if not f.endswith(_TEXT_SUFFIXES)
     ]
-    return package_of(meta), files
+    return record.package, files
 
 
 DPKG = os.path.join(*packagedb.DPKG.split("/"))
@@ -189,7 +189,7 @@ def _dpkg_claims(root: str, links: dict[str, str], notes: list[str]) -> list[tup
         elif any(f.endswith(".list") for f in lists):
             notes.append(packagedb.dpkg_no_status_note(os.path.join(root, DPKG)))
         return []
-    versions = packagedb.dpkg_versions(data)
+    versions = packagedb.dpkg_versions(data, status, notes)
     out, lost = [], 0
     for f in lists:
         name = packagedb.dpkg_list_package(f)
@@ -261,7 +261,7 @@ def _record_claims(info: str) -> list[tuple[str, _Record]]:
     return [(label, _Record(info))] if label else []
 
 
-def _conda_claims(prefix: str) -> list[tuple[Package, set[str]]]:
+def _conda_claims(prefix: str, notes: list[str]) -> list[tuple[Package, set[str]]]:
     """The claims of a prefix's ``conda-meta/*.json``, in sorted order."""
     meta_dir = os.path.join(prefix, "conda-meta")
     try:
@@ -270,7 +270,7 @@ def _conda_claims(prefix: str) -> list[tuple[Package, set[str]]]:
         return []
     out = []
     for f in metas:
-        package, files = _conda_paths(os.path.join(meta_dir, f), prefix)
+        package, files = _conda_paths(os.path.join(meta_dir, f), prefix, notes)
         if package:
             out.append((package, set(files)))
     return out
@@ -299,7 +299,7 @@ class Attributor:
     def __init__(self, roots=()) -> None:
         # folder -> [(label or Package, _Record | set of paths), ...]
         self._dirs: dict[str, list] = {}
-        self.notes: list[str] = []  # one line each: system package databases not read
+        self.notes: list[str] = []  # one line each: package databases and records not read
         # the folders above which no metadata is read: each root's ``ceiling``, real and as given
         self._ceilings = sorted(
             {c for r in roots for c in (ceiling(r), ceiling(os.path.realpath(r)))}, key=len, reverse=True
@@ -327,7 +327,7 @@ class Attributor:
             if name.endswith((".dist-info", ".egg-info")):
                 found += _record_claims(os.path.join(d, name))
             elif name == "conda-meta":
-                found += _conda_claims(d)
+                found += _conda_claims(d, self.notes)
         return found
 
     def distribution(self, path: str) -> str | None:

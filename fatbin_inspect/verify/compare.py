@@ -287,16 +287,17 @@ def check_file(
         blob = open_blob(path)
     except InputError:
         return  # the caller reports unreadable inputs through the inventory
-    for rec, b in inspect_pairs(path, blob, Options(details=True), 0):
+    for rec, b in inspect_pairs(path, blob, Options(details=True, image_bytes=True), 0):
         if reports is not None:
             reports.append(rec)
+        if b is None:  # a record with no bytes of its own (an archive's, an image's) has no fatbin
+            continue
         for fb in rec.fatbins[:max_fatbins]:
-            # (b is None for a file inside an image input: its bytes were let go; not handled yet)
             yield from check_fatbin(
                 rec.path,
                 fb,
-                whole_image(b, fb),  # type: ignore[arg-type]
-                functools.partial(entry_image, b),  # type: ignore[arg-type]
+                whole_image(b, fb),
+                functools.partial(entry_image, b),
                 load,
                 load_nojit,
                 predict,

@@ -279,7 +279,8 @@ def test_scan_straight_from_a_registry_matches_the_layout(tmp_path, registry):
     rc, doc, err = scan_json(f"docker://127.0.0.1:{port}/gpu/app@{digest}")
     assert [inside(f["path"]) for f in doc["files"]] == ["usr/lib/liby.so"], err
     r = cli("list", f"docker://127.0.0.1:{port}/gpu/app:nope", env=NO_CACHE)
-    assert "GET manifests/nope: HTTP 404" in r.out + r.err and "Traceback" not in r.err
+    url = f"GET http://127.0.0.1:{port}/v2/gpu/app/manifests/nope: HTTP 404 Not Found"
+    assert url in r.out + r.err and "Traceback" not in r.err
     r = cli("scan", f"docker://127.0.0.1:{port}", env=NO_CACHE)
     assert r.code == 2 and "give the registry host" in r.err
     # a layer the registry serves changed on its disk: the digest check names it

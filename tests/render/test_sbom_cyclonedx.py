@@ -68,20 +68,9 @@ def sha(component: dict) -> str | None:
 
 def make_wheel(folder, name: str, version: str, members: dict[str, bytes]) -> str:
     """A wheel as pip installs one: ``NAME-VERSION.dist-info`` with METADATA, WHEEL and RECORD."""
-    dist = f"{name.replace('-', '_')}-{version}"
-    path = os.path.join(folder, f"{dist}-py3-none-manylinux_2_28_x86_64.whl")
-    info = f"{dist}.dist-info"
-    files = {
-        **members,
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
-        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: py3-none-any\n",
-    }
-    record = "".join(f"{n},,\n" for n in files) + f"{info}/RECORD,,\n"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-        for n, data in files.items():
-            zf.writestr(n, data)
-        zf.writestr(f"{info}/RECORD", record)
-    return path
+    from builders import wheel_file
+
+    return wheel_file(folder, name, version, members)
 
 
 def _read(path) -> bytes:
