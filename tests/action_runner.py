@@ -1,5 +1,5 @@
-"""Just enough of the GitHub Actions runner to run action.yml's steps as GitHub would, for the
-tests of the action (cli/test_integration_files.py, hostile/test_action_inputs.py)."""
+"""Just enough of the GitHub Actions runner to run action.yml's steps as GitHub would, and the
+hooks of .pre-commit-hooks.yaml, for the tests of the action and the hooks."""
 
 from __future__ import annotations
 
@@ -151,3 +151,8 @@ LOCAL = {"install": "false", "python": sys.executable}  # the checkout, without 
 
 def sarif_results(path: pathlib.Path) -> list[Any]:
     return json.loads(path.read_text())["runs"][0]["results"]
+
+
+def hook(hook_id: str) -> dict[str, Any]:
+    """The hook ``hook_id`` of .pre-commit-hooks.yaml."""
+    return next(h for h in load(".pre-commit-hooks.yaml") if h["id"] == hook_id)

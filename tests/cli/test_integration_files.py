@@ -11,7 +11,7 @@ import sys
 
 import pytest
 import tomllib
-from action_runner import LOCAL, SM80, SM90A, Runner, load, project, sarif_results
+from action_runner import LOCAL, SM80, SM90A, Runner, hook, load, project, sarif_results
 from conftest import ROOT
 
 if sys.version_info >= (3, 11):
@@ -155,10 +155,6 @@ def test_action_installs_its_checkout_into_a_venv_on_a_pep_668_python(tmp_path):
 
 
 # --------------------------------------------------------------------------------- pre-commit
-def hook(hook_id):
-    return next(h for h in load(".pre-commit-hooks.yaml") if h["id"] == hook_id)
-
-
 def run_hook(h, cwd, filenames, args=()):
     """The hook as pre-commit runs it: entry + args + the staged files its ``files`` regex selects."""
     argv = shlex.split(h["entry"])

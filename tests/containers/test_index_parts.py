@@ -1,6 +1,6 @@
 """The index input's pure parts: package URLs, pip's configuration, requirements and lock
 files, and the file pip would choose (the differential test against pip itself is in
-tests/test_index_inputs.py)."""
+tests/judging/test_index_inputs.py)."""
 
 import os
 

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 from hostile_runner import run_many
-
-from tests.test_system_packages import DEB_LIB, LIB_SRC, RPM_LIB, deb_install, rpm_file, rpm_install
+from package_dbs import DEB_LIB, LIB_SRC, RPM_LIB, deb_install, rpm_file, rpm_install
 
 __all__ = ["rpm_file"]  # the module fixture, used here
 

@@ -2,7 +2,7 @@
 hostile server of the test's own (raw sockets through ``socketserver`` on 127.0.0.1: bad status
 lines, broken chunking, odd and huge headers, huge and slow bodies, redirects to other schemes,
 hosts and plain http, odd token realms) and a TLS one (``openssl``'s self-signed certificate).
-Debian's ``docker-registry`` is the well-behaved side (tests/test_oci_images.py).
+Debian's ``docker-registry`` is the well-behaved side (tests/containers/test_oci_images.py).
 
 Every client runs in a child process under an address-space limit (``RLIMIT_AS``, 1 GiB) and a
 wall-clock bound (the subprocess timeout: a bound, not a speed assertion); each case must end in

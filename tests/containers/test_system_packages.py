@@ -10,80 +10,15 @@ import shutil
 import sqlite3
 
 import pytest
-from conftest import cli, fixture_path
+from conftest import cli
 from image_tools import inside, layer_image, need, run, scan_json
-from package_dbs import dpkg_install
+from package_dbs import DEB_LIB, LIB_SRC, RPM_LIB, deb_install, rpm_file, rpm_install
 
 from fatbin_inspect.containers import packagedb
 from fatbin_inspect.errors import CorruptError
 from fatbin_inspect.scanning import ScanOptions, scan
 
-LIB_SRC = fixture_path("bin", "t12_lib_sm86_c89.so")
-RPM_LIB = "usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127"
-DEB_LIB = "usr/lib/x86_64-linux-gnu/libcublas.so.12"
-SPEC = """Name: cuda-cudart-12-4
-Version: 12.4.127
-Release: 1
-Epoch: 2
-Summary: CUDA runtime (a fixture)
-License: MIT
-BuildArch: x86_64
-%description
-A fixture.
-%install
-mkdir -p %{buildroot}/DIR
-cp %{_sourcedir}/LIB %{buildroot}/DIR/
-%files
-/DIR/LIB
-"""
-
-
-@pytest.fixture(scope="module")
-def rpm_file(tmp_path_factory):
-    need("rpm", "rpmbuild")
-    top = tmp_path_factory.mktemp("rpmbuild")
-    (top / "SOURCES").mkdir()
-    shutil.copy(LIB_SRC, top / "SOURCES" / os.path.basename(RPM_LIB))
-    spec = top / "t.spec"
-    d, lib = os.path.split(RPM_LIB)
-    spec.write_text(SPEC.replace("DIR", d).replace("LIB", lib))
-    run(
-        "rpmbuild",
-        "--define",
-        f"_topdir {top}",
-        "--define",
-        "debug_package %{nil}",
-        "--define",
-        "__strip /bin/true",
-        "--define",
-        "_build_id_links none",
-        "-bb",
-        str(spec),
-    )
-    (rpm,) = (top / "RPMS" / "x86_64").glob("*.rpm")
-    return rpm
-
-
-def rpm_install(root, rpm, dbpath="/var/lib/rpm"):
-    """``rpm --root ROOT -i`` of ``rpm`` (files and database), as dnf does it in an image."""
-    run("rpm", "--root", str(root), "--dbpath", dbpath, "--initdb")
-    run("rpm", "--root", str(root), "--dbpath", dbpath, "-i", "--nodeps", "--noscripts", str(rpm))
-
-
-def deb_install(tmp_path, root, lib=DEB_LIB, name="libcublas-12-4", version="12.4.5.8-1"):
-    """``dpkg --root ROOT -i`` of a .deb built by ``dpkg-deb --build`` holding a CUDA library."""
-    need("dpkg", "dpkg-deb")
-    build = tmp_path / f"debbuild-{name}"
-    (build / "DEBIAN").mkdir(parents=True)
-    (build / lib).parent.mkdir(parents=True)
-    shutil.copy(LIB_SRC, build / lib)
-    (build / "DEBIAN" / "control").write_text(
-        f"Package: {name}\nVersion: {version}\nArchitecture: amd64\n"
-        "Maintainer: test <t@example.org>\nDescription: a CUDA library (a fixture)\n"
-    )
-    deb = tmp_path / f"{name}.deb"
-    run("dpkg-deb", "--build", str(build), str(deb))
-    dpkg_install(root, [str(deb)])
+__all__ = ["rpm_file"]  # the module fixture, used here
 
 
 def _cuda_records(root):

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import BIN, CORPUS, cli, fixture_path
+from conftest import BIN, CORPUS, ROOT, cli, fixture_path
 from index_servers import build_sdist, build_wheel, pypiserver, static_index, static_server
 
 from fatbin_inspect.containers.index import config
@@ -454,11 +454,11 @@ def test_action_and_pre_commit_hook_take_requirements(index, isolated, monkeypat
     ``gate -r FILE``: the pins are judged from the index, nothing is installed."""
     import re
 
-    from test_integration_files import LOCAL, Runner, hook
+    from action_runner import LOCAL, Runner, hook
 
     (isolated / "requirements.txt").write_text(f"--index-url {index}\ndemo-cuda==1.0\n")
     (isolated / "README.md").write_text("not a requirements file")
-    monkeypatch.setenv("PYTHONPATH", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    monkeypatch.setenv("PYTHONPATH", ROOT)
     r = Runner(
         isolated,
         {"paths": "", "requirements": "requirements*.txt", "args": "--gpu H100 --require sm_90", **LOCAL},
