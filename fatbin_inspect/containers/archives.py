@@ -28,6 +28,7 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import IO, Any, NamedTuple
 
 from fatbin_inspect.errors import BudgetExceeded, CorruptError, InputError, LimitExceeded, TruncatedError
 from fatbin_inspect.formats.binio import Blob
@@ -149,7 +150,12 @@ def _ar_decimal(raw: bytes, what: str, pos: int) -> int:
 
 # -------------------------------------------------------------------------------------------- zip
 def _spill(
-    reader, declared: int, what: str, over=CorruptError, head: bytes = b"", budget: Budget | None = None
+    reader: IO[bytes],
+    declared: int,
+    what: str,
+    over: type[InputError] = CorruptError,
+    head: bytes = b"",
+    budget: Budget | None = None,
 ) -> Blob:
     """Copy a stream into memory or an unlinked temp file; more than ``declared`` bytes raise
     ``over`` (a lying header is corrupt; past a limit that is no header's claim, LimitExceeded).
@@ -198,7 +204,7 @@ def _spill(
     return Blob(mm, 0, total, owner=mm)
 
 
-def _scratch_file(size: int):
+def _scratch_file(size: int) -> IO[bytes]:
     """Where a large inflated member goes: an anonymous in-memory file (``memfd``) when the
     machine has room for it several times over, else an unlinked file in the temp dir. Writing
     500 MB to a memfd costs a third of the system time of a disk file, and neither counts in this
@@ -222,7 +228,7 @@ def _mem_available() -> int:
     return 0
 
 
-def open_zip(source) -> zipfile.ZipFile:
+def open_zip(source: Any) -> zipfile.ZipFile:  # a path or a seekable binary file
     """A zip's central directory (``source``: a path or a seekable file object), within limits."""
     try:
         zf = zipfile.ZipFile(source)
@@ -262,11 +268,22 @@ def zip_members(
         zf = open_zip(blob.stream())
     budget = budget if budget is not None else Budget(blob.size)
     infos = zf.infolist()
-    for info in infos if span is None else infos[span[0] : span[1]]:
+    # (zipfile's name index keeps one member a name: the same length, no name repeats)
+    repeats = _repeated(infos) if len(getattr(zf, "NameToInfo", ())) != len(infos) else {}
+    start = 0 if span is None else span[0]
+    for i, info in enumerate(infos[start:] if span is None else infos[span[0] : span[1]], start):
+        name = info.filename
+        note = None
+        if name in repeats:
+            last, count = repeats[name]
+            if i != last:
+                continue  # an earlier member of a name: pip writes the last one over it
+            note = f"{name}: {count} members of the zip have this name: the last one, which pip installs, is read"
         named = zip_wanted(info, all_members)
         if not named and not _zip_file(info):
+            if note is not None:
+                yield Member(name, note=note)
             continue
-        name = info.filename
         try:
             budget.check()
             if info.file_size > MAX_MEMBER_BYTES:
@@ -279,19 +296,44 @@ def zip_members(
                 data = info.header_offset + 30 + hdr[9] + hdr[10]
                 if info.compress_type == zipfile.ZIP_STORED:
                     if named or by_content(blob.read(data, min(HEAD_BYTES, info.file_size), "zip member")):
-                        yield Member(name, blob.view(data, info.file_size, "stored zip member"))
+                        yield Member(name, blob.view(data, info.file_size, "stored zip member"), note=note)
+                    elif note is not None:
+                        yield Member(name, note=note)
                     continue
                 if not by_content(_deflated_head(blob, data, info)):
+                    if note is not None:
+                        yield Member(name, note=note)
                     continue
             check_ratio(info.file_size, info.compress_size)
             with zf.open(info) as fh:
-                yield Member(name, _spill(fh, info.file_size, "zip member", budget=budget))
+                yield Member(name, _spill(fh, info.file_size, "zip member", budget=budget), note=note)
         except BudgetExceeded:
             raise  # the input's budget is spent, or a bomb: no later member is read either
         except InputError as exc:
-            yield Member(name, error=exc)
+            yield Member(name, error=exc, note=note)
         except Exception as exc:  # zlib.error, BadZipFile, NotImplementedError (method), RuntimeError...
-            yield Member(name, error=CorruptError(f"cannot inflate: {_why(exc)}"))
+            yield Member(name, error=CorruptError(f"cannot inflate: {_why(exc)}"), note=note)
+
+
+class _Repeat(NamedTuple):
+    last: int  # the central-directory index of the name's last member
+    members: int  # how many members carry the name
+
+
+def _repeated(infos: list[zipfile.ZipInfo]) -> dict[str, _Repeat]:
+    """The file names that more than one member of a zip carries. pip installs every member in
+    central-directory order, so the last one of a name is the file installed (``zipfile``'s
+    ``getinfo`` answers it too); the earlier ones are never on disk."""
+    seen: dict[str, _Repeat] = {}
+    for i, info in enumerate(infos):
+        prev = seen.get(info.filename)
+        seen[info.filename] = _Repeat(i, 1 if prev is None else prev.members + 1)
+    return {name: r for name, r in seen.items() if r.members > 1 and not name.endswith("/")}
+
+
+def zip_index(infos: list[zipfile.ZipInfo], name: str) -> int | None:
+    """The central-directory index of the member ``name`` as installed (the last of that name)."""
+    return next((i for i in range(len(infos) - 1, -1, -1) if infos[i].filename == name), None)
 
 
 _ZIP_LOCAL = struct.Struct("<IHHHHHIIIHH")
@@ -330,7 +372,7 @@ def read_metadata_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int 
 
 
 # -------------------------------------------------------------------------------------------- tar
-def tar_entries(fileobj) -> Iterator[tuple[tarfile.TarInfo, tarfile.TarFile]]:
+def tar_entries(fileobj: Any) -> Iterator[tuple[tarfile.TarInfo, tarfile.TarFile]]:
     """Every entry of a tar stream (``r|*``: read once, in order, any compression tarfile knows),
     within ``MAX_MEMBERS``; hostile bytes raise ``CorruptError``. An entry's data can be read
     (``tf.extractfile``) only until the next entry is asked for."""
@@ -353,7 +395,9 @@ def tar_entries(fileobj) -> Iterator[tuple[tarfile.TarInfo, tarfile.TarFile]]:
         raise CorruptError(f"tar stream breaks off: {_why(exc)}") from None
 
 
-def tar_member(tf: tarfile.TarFile, ti: tarfile.TarInfo, blob: Blob | None = None, name: str | None = None):
+def tar_member(
+    tf: tarfile.TarFile, ti: tarfile.TarInfo, blob: Blob | None = None, name: str | None = None
+) -> Member | None:
     """The ``Member`` for a regular tar entry worth inspecting (its name is a candidate, or its
     first block says so), else None; ``blob``: the whole uncompressed tar, whose members are then
     windows into it (no copy); ``name``: the member's name if not the entry's."""
@@ -397,14 +441,14 @@ class _Bounded(io.RawIOBase):
     byte it gives (those a tar reader skips too) is drawn from ``budget`` and held to the ratio
     rule against the compressed bytes ``source`` has given so far."""
 
-    def __init__(self, raw, limit: int, what: str, source, budget: Budget):
+    def __init__(self, raw: Any, limit: int, what: str, source: Any, budget: Budget):
         self.raw, self.limit, self.what, self.total = raw, limit, what, 0
         self.source, self.budget = source, budget
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, target) -> int:
+    def readinto(self, target: bytearray | memoryview) -> int:  # type: ignore[override]
         try:
             data = self.raw.read(len(target))
         except Exception as exc:  # EOFError (cut stream), zstd/zlib/bz2 errors on hostile bytes
@@ -418,7 +462,7 @@ class _Bounded(io.RawIOBase):
         return len(data)
 
 
-def decompressed(blob: Blob, what: str, budget: Budget | None = None, fileobj=None):
+def decompressed(blob: Blob, what: str, budget: Budget | None = None, fileobj: Any = None) -> Any:
     """A stream of ``blob`` inflated by its magic (zstd, gzip, bzip2, xz; else as stored),
     bounded like every archive member: ``MAX_RATIO`` times its compressed size, at least
     ``SPILL_BYTES``, and the ratio rule as it streams; its bytes are drawn from ``budget`` (the

@@ -24,7 +24,10 @@ from __future__ import annotations
 import re
 import zipfile
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    import tarfile
 
 from fatbin_inspect.containers import archives
 from fatbin_inspect.containers.archives import Member
@@ -55,7 +58,7 @@ def declared_cuda(index: dict) -> tuple[str | None, str | None]:
     return (v, f"conda build string {build}") if v else (None, None)
 
 
-def _depends_cuda(depends) -> tuple[str | None, str | None]:
+def _depends_cuda(depends: object) -> tuple[str | None, str | None]:
     """(CUDA version, evidence) from ``depends``: ``cuda-version``, then ``cudatoolkit`` (the
     runtime itself, as the older defaults and conda-forge packages pin it), then ``__cuda``."""
     deps = [d for d in depends if isinstance(d, str)] if isinstance(depends, list) else []
@@ -168,7 +171,9 @@ class CondaReader:
         self.package: Package | None = None
         self.paths: set[str] | None = None  # files the package lists (paths.json / info/files)
         self.notes: list[str] = []
-        self._index = self._paths = self._files = None
+        self._index: Any = None  # info/index.json and info/paths.json, parsed; info/files' bytes
+        self._paths: Any = None
+        self._files: bytes | None = None
         self.unread = False  # its metadata was there but could not be used (a note says why)
 
     @property
@@ -217,7 +222,7 @@ class CondaReader:
         self._settle()
         yield from self._tar(self._inner(pkg_tar[0]), meta_only=False)
 
-    def _inner(self, info: zipfile.ZipInfo):
+    def _inner(self, info: zipfile.ZipInfo) -> Any:
         """An inner ``.tar.zst`` as a zstd stream (stored, as conda writes them: a window into the
         package; otherwise inflated into memory within the member bounds first)."""
         if info.compress_type == zipfile.ZIP_STORED and not info.flag_bits & 0x1:
@@ -230,7 +235,7 @@ class CondaReader:
                 inner = archives._spill(fh, info.file_size, info.filename)
         return archives.decompressed(inner, info.filename)
 
-    def _tar(self, stream, meta_only: bool, first: bool = False) -> Iterator[Member]:
+    def _tar(self, stream: Any, meta_only: bool, first: bool = False) -> Iterator[Member]:
         """``first``: raise ``_InfoLater`` at a package file that comes before ``info/index.json``
         (nothing was yielded yet); the caller reads ``info/`` first in another pass."""
         for ti, tf in archives.tar_entries(stream):
@@ -247,10 +252,11 @@ class CondaReader:
                 if m is not None:
                     yield m
 
-    def _read_meta(self, tf, ti, name: str) -> None:
+    def _read_meta(self, tf: tarfile.TarFile, ti: tarfile.TarInfo, name: str) -> None:
         if ti.size > MAX_INFO_BYTES:
             raise LimitExceeded(f"{name} of {ti.size} bytes, over the {MAX_INFO_BYTES}-byte limit")
-        data = tf.extractfile(ti).read(ti.size)
+        fh = tf.extractfile(ti)  # a regular member: never None
+        data = fh.read(ti.size) if fh is not None else b""
         if name == "info/files":
             self._files = data
             return

@@ -17,7 +17,8 @@ The policy, the same for every caller:
   to a host allowed it, also from ``https``). A 303, or a 301/302 answering a POST, continues as
   a GET without the body.
 - Credentials (``Authorization``) go only to the host (and port) they were given for: a redirect
-  to another host drops them.
+  to another host drops them; a request body (an OAuth2 refresh token) is never sent on to another
+  host (a 307/308 there is refused).
 - Every header this module or a caller uses is validated before use (``Response.header``):
   visible ASCII, at most 8 KiB; ``Content-Length`` digits only; ``Location`` a URL with a host and
   without userinfo; ``Content-Range`` matching the range asked for; a ``WWW-Authenticate``
@@ -315,12 +316,17 @@ class Response:
         try:
             data = self._raw.read(min(n, cap - self._got + 1))
         except (HTTPError, http.client.HTTPException, OSError, ValueError) as exc:
+            self.close()
             raise self._fail(self._why(exc)) from None
         if self._dog.fired:  # the shut-down socket reads as an end: not the body's end
+            self.close()
             raise self._fail(self._why(TimeoutError()))
         self._got += len(data)
         if self._got > cap:
+            self.close()
             raise LimitExceeded(f"{self.ref}: {show_url(self.url)}: the body is over {cap} bytes")
+        if not data and n:
+            self.close()  # the body's end: the connection and the watchdog go now
         return data
 
     def _why(self, exc: BaseException) -> str:
@@ -433,9 +439,16 @@ class Transport:
                     f"{ref}: {method} {show_url(url)}: more than {self.policy.max_redirects} redirects"
                 )
             target = _join(str(current), location)
+            came_from = current
             current = self.policy.check_url(target, ref, f"{method} {show_url(str(current))}: redirect to")
             if resp.status == 303 or (resp.status in (301, 302) and method == "POST"):
                 method, body = ("GET" if method != "HEAD" else "HEAD"), None
+            if body is not None and netloc(current) != netloc(came_from):
+                # a body (a token grant's refresh token) is a credential too: never to another host
+                raise UnreadableError(
+                    f"{ref}: {method} {show_url(str(came_from))}: redirect of a request body to "
+                    f"{show_url(str(current))}, another host: refused"
+                )
 
     def get(self, url: str, ref: str, cap: int, **kw: object) -> bytes:
         """The body of a 200 answer to GET ``url``, at most ``cap`` bytes."""

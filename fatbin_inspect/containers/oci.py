@@ -30,10 +30,16 @@ The layers are walked top (last) first, each read once, streaming: a file is rep
 upper layer replaced or deleted it, so the scan sees exactly the final filesystem. Members are
 named ``LAYER!PATH`` (``blobs/sha256/<hex>!usr/lib/libx.so``), and ``IMAGE!LAYER!PATH`` where a
 layout or archive holds several images: each record says which image and layer its file came
-from. Symlinks are never followed (a link out of the image reads nothing); a hard link is the
-file it names within its layer (tar writes the target first): when an upper layer deleted or
-replaced the target's path, the link still shows the target's bytes, as the final filesystem
-does. Paths with ``..`` are skipped. Python (``*.dist-info/RECORD``) and conda
+from. Symlinks are never followed (a link out of the image reads nothing). A hard link is what
+``umoci unpack`` makes of it: the file its target path holds when the link is made, that is the
+entry of its own layer before it (a file, or a link: chains and fan-outs), else that path in the
+layers below (a link waits in ``ImageReader._pending`` until the walk reaches the layer that has
+it; a whiteout, an opaque folder or a non-folder in between leaves it naming nothing). When an
+upper layer deleted or replaced the target's path, the link still shows the target's bytes, as
+the final filesystem does; a link to itself, to another link naming it, or to nothing is never
+followed. Whiteouts and opaque whiteouts hide what the layers below hold at every level, the
+root's ``.wh..wh..opq`` included (``tests/test_layers_umoci.py`` holds the walk to ``umoci unpack``).
+Paths with ``..`` are skipped. Python (``*.dist-info/RECORD``) and conda
 (``conda-meta/*.json``) metadata of the final filesystem attribute the files to distributions,
 then its dpkg and rpm databases (``containers.packagedb``; an ``rpmdb.sqlite`` is spooled to a
 private temporary file, at most ``packagedb.RPMDB_MAX`` bytes, to be opened).
@@ -48,12 +54,26 @@ import posixpath
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from fatbin_inspect.containers import archives, packagedb
 from fatbin_inspect.containers.archives import Member
 from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded, UnreadableError
 from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.model import Package
+
+if TYPE_CHECKING:
+    import tarfile
+    from collections.abc import Callable, Collection, Iterable
+    from typing import BinaryIO
+
+
+class Store(Protocol):
+    """Where an image's blobs are (``DirStore``, ``TarStore``, ``registry.RegistryStore``): the
+    blob ``name`` (a ``Blob``, or a registry's stream of a layer), None when it has none."""
+
+    def get(self, name: str, kind: str = "layer") -> Any: ...
+
 
 MAX_LAYERS = 500  # Docker refuses more than 127; a registry image past this is hostile
 MAX_JSON_BYTES = 8 << 20
@@ -86,7 +106,7 @@ def is_layout_dir(path: str) -> bool:
     )
 
 
-def is_image_names(names) -> bool:
+def is_image_names(names: Collection[str]) -> bool:
     """A tar holding an OCI layout or a ``docker save`` manifest."""
     return "manifest.json" in names or ("oci-layout" in names and "index.json" in names)
 
@@ -142,7 +162,7 @@ class TarStore:
         return None if hit is None else self.blob.view(hit[0], hit[1], name)
 
 
-def _index_member(ti, entries: dict[str, tuple[int, int]], links: dict[str, str]) -> None:
+def _index_member(ti: tarfile.TarInfo, entries: dict[str, tuple[int, int]], links: dict[str, str]) -> None:
     """A tar member into ``entries`` (a regular file: its data's offset and size) or ``links``
     (a symbolic or hard link: the member it names)."""
     name = posixpath.normpath(ti.name.lstrip("/"))
@@ -209,7 +229,7 @@ class _MetaBudget:
         self.left -= n
 
 
-def loads(data: bytes, what: str):
+def loads(data: bytes, what: str) -> Any:
     """JSON from bytes, any failure (bad UTF-8, deep nesting, bad syntax) a ``CorruptError``."""
     try:
         return json.loads(data)
@@ -228,13 +248,13 @@ def check_digest(data: bytes, digest: str | None, what: str) -> None:
 
 
 def _json(
-    store,
+    store: Store,
     name: str,
     digest: str | None = None,
     meta: _MetaBudget | None = None,
     what: str = "",
-    kind="config",
-):
+    kind: str = "config",
+) -> Any:
     """A JSON blob, checked against ``digest`` before it is parsed; None when it is missing."""
     blob = store.get(name, kind)
     if blob is None:
@@ -249,14 +269,14 @@ def _json(
     return loads(data, what)
 
 
-def _blob_name(digest) -> str:
+def _blob_name(digest: object) -> str:
     m = _DIGEST.match(digest) if isinstance(digest, str) else None
     if not m:
         raise CorruptError(f"digest {str(digest)[:80]!r} is not sha256:<64 hex digits>")
     return f"blobs/sha256/{m.group(1)}"
 
 
-def _platform_of(p) -> str:
+def _platform_of(p: object) -> str:
     if not isinstance(p, dict):
         return ""
     return "/".join(
@@ -277,7 +297,7 @@ def short_name(name: str) -> str:
     return name
 
 
-def images(store, platform: str = "", select: str | None = None) -> tuple[list[Image], list[str]]:
+def images(store: Store, platform: str = "", select: str | None = None) -> tuple[list[Image], list[str]]:
     """The images of a store: every entry of an OCI index (or the one named ``select``: a tag,
     ``@DIGEST`` or ``@N``, the N-th), else every image of a ``docker save`` manifest (or the one
     whose RepoTags hold ``select``). ``platform``: what a multi-platform index gives (default
@@ -297,7 +317,7 @@ def images(store, platform: str = "", select: str | None = None) -> tuple[list[I
     return out, notes
 
 
-def _oci_images(store, index, platform: str, select: str | None, notes: list[str]) -> list[Image]:
+def _oci_images(store: Store, index: Any, platform: str, select: str | None, notes: list[str]) -> list[Image]:
     """The images of an OCI index: entries of one name (or none) are the platforms of one image."""
     groups: dict = {}
     for m in _select(_index_entries(index, "index.json"), select, _oci_names):
@@ -305,7 +325,7 @@ def _oci_images(store, index, platform: str, select: str | None, notes: list[str
     return [_oci_image(store, ms, platform, notes) for ms in groups.values()]
 
 
-def _index_entries(index, what: str) -> list:
+def _index_entries(index: Any, what: str) -> list[Any]:
     manifests = index.get("manifests") if isinstance(index, dict) else None
     if not isinstance(manifests, list) or not manifests:
         raise CorruptError(f"{what}: the image index lists no manifests")
@@ -314,26 +334,26 @@ def _index_entries(index, what: str) -> list:
     return manifests
 
 
-def _oci_names(m) -> list[str]:
+def _oci_names(m: Any) -> list[str]:
     ann = m.get("annotations") if isinstance(m, dict) else None
     ann = ann if isinstance(ann, dict) else {}
     names = [v for k in (REF_NAME, _CONTAINERD_NAME) if isinstance(v := ann.get(k), str)]
     return names + [short_name(n) for n in names if short_name(n) != n]
 
 
-def _oci_name(m) -> str | None:
+def _oci_name(m: Any) -> str | None:
     """An index entry's first name (its tag), None for an untagged one."""
     names = _oci_names(m)
     return names[0] if names else None
 
 
-def _docker_names(img) -> list[str]:
+def _docker_names(img: Any) -> list[str]:
     tags = img.get("RepoTags") if isinstance(img, dict) else None
     tags = [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
     return tags + [short_name(t) for t in tags if short_name(t) != t]
 
 
-def _named(entry, select: str, names) -> bool:
+def _named(entry: Any, select: str, names: Callable[[Any], list[str]]) -> bool:
     """``entry`` is named ``select``: one of its names, or ``@`` and a prefix of its digest."""
     if select in names(entry):
         return True
@@ -344,14 +364,14 @@ def _named(entry, select: str, names) -> bool:
     )
 
 
-def _nth(entries: list, select: str):
+def _nth(entries: list[Any], select: str) -> Any:
     i = int(select[1:])
     if i >= len(entries):
         raise CorruptError(f"no image {select}: it holds {len(entries)}")
     return entries[i]
 
 
-def _select(entries: list, select: str | None, names) -> list:
+def _select(entries: list[Any], select: str | None, names: Callable[[Any], list[str]]) -> list[Any]:
     if select is None:
         return entries
     if select.startswith("@") and select[1:].isdigit():
@@ -363,7 +383,7 @@ def _select(entries: list, select: str | None, names) -> list:
     return hits[:1]
 
 
-def _oci_image(store, entries: list, platform: str, notes: list[str]) -> Image:
+def _oci_image(store: Store, entries: list[Any], platform: str, notes: list[str]) -> Image:
     entry = entries[0]
     name = _oci_name(entry)
     meta = _MetaBudget()
@@ -382,7 +402,9 @@ def _oci_image(store, entries: list, platform: str, notes: list[str]) -> Image:
         return Image(name, entry.get("digest") if isinstance(entry, dict) else None, "?", error=str(exc))
 
 
-def _platform_entry(store, entries: list, name, want: str, meta: _MetaBudget, notes: list[str]) -> dict:
+def _platform_entry(
+    store: Store, entries: list[Any], name: str | None, want: str, meta: _MetaBudget, notes: list[str]
+) -> dict:
     """The manifest descriptor for platform ``want`` among the entries of one image (a note
     names the platforms when there are several); CorruptError naming them when none is ``want``."""
     if len(entries) > 1:
@@ -399,7 +421,9 @@ def _platform_entry(store, entries: list, name, want: str, meta: _MetaBudget, no
     return desc
 
 
-def _pick(store, desc: dict, platform: str, meta: _MetaBudget, depth: int) -> tuple[dict | None, list[str]]:
+def _pick(
+    store: Store, desc: dict, platform: str, meta: _MetaBudget, depth: int
+) -> tuple[dict | None, list[str]]:
     """The manifest descriptor for ``platform`` under ``desc`` (itself when it is a manifest), and
     every platform the indexes on the way list (a nested index's too)."""
     if desc.get("mediaType") not in _INDEX_TYPES:
@@ -414,7 +438,7 @@ def _pick(store, desc: dict, platform: str, meta: _MetaBudget, depth: int) -> tu
 
 
 def _among(
-    store, entries: list, platform: str, meta: _MetaBudget, depth: int
+    store: Store, entries: list[Any], platform: str, meta: _MetaBudget, depth: int
 ) -> tuple[dict | None, list[str]]:
     listed: list[str] = []
     fallback = None
@@ -438,7 +462,13 @@ def _among(
 
 
 def _from_manifest(
-    store, manifest, name, digest, platform: str, meta: _MetaBudget, declared: str = ""
+    store: Store,
+    manifest: Any,
+    name: str | None,
+    digest: str | None,
+    platform: str,
+    meta: _MetaBudget,
+    declared: str = "",
 ) -> Image:
     what = f"image manifest {digest}"
     if not isinstance(manifest, dict) or not isinstance(manifest.get("layers"), list):
@@ -468,12 +498,12 @@ def _manifest_layers(descs: list, diff_ids: list | None, what: str) -> list[Laye
     return layers
 
 
-def _size(desc) -> int:
+def _size(desc: object) -> int:
     v = desc.get("size") if isinstance(desc, dict) else None
     return v if type(v) is int and v >= 0 else 0
 
 
-def _diff_ids(config) -> list | None:
+def _diff_ids(config: Any) -> list | None:
     rootfs = config.get("rootfs") if isinstance(config, dict) else None
     ids = rootfs.get("diff_ids") if isinstance(rootfs, dict) else None
     if not isinstance(ids, list) or not all(isinstance(d, str) and _DIGEST.match(d) for d in ids):
@@ -495,7 +525,7 @@ def _check_platform(image: Image, platform: str, declared: str = "") -> Image:
     return image
 
 
-def _docker_image(store, img, platform: str) -> Image:
+def _docker_image(store: Store, img: Any, platform: str) -> Image:
     tags = _docker_names(img)
     name = ", ".join(dict.fromkeys(short_name(t) for t in tags)) or None
     try:
@@ -511,7 +541,7 @@ def _docker_image(store, img, platform: str) -> Image:
         return Image(name, None, "?", error=str(exc))
 
 
-def _docker_config(store, cfg_name, meta: _MetaBudget) -> tuple[dict | None, str | None]:
+def _docker_config(store: Store, cfg_name: object, meta: _MetaBudget) -> tuple[dict | None, str | None]:
     """A ``docker save`` image's config and its digest (the image ID, from its name
     ``<hex>.json``); ``(None, None)`` for a name that is no path inside the archive."""
     if not isinstance(cfg_name, str) or ".." in cfg_name.split("/") or cfg_name.startswith("/"):
@@ -523,7 +553,9 @@ def _docker_config(store, cfg_name, meta: _MetaBudget) -> tuple[dict | None, str
     ), cfg_digest
 
 
-def _docker_layers(store, names, diff_ids: list | None, cfg_name) -> list[Layer]:
+def _docker_layers(
+    store: Store, names: tuple[str, ...], diff_ids: list | None, cfg_name: object
+) -> list[Layer]:
     """The layers of a ``docker save`` image: named by their paths, sized by their members."""
     if diff_ids is not None and len(diff_ids) != len(names):
         raise CorruptError(f"image config {cfg_name}: {len(diff_ids)} diff_ids for {len(names)} layers")
@@ -543,7 +575,7 @@ def _docker_layer_names(layers: list) -> tuple:
     return _check_count(names)
 
 
-def _check_count(names) -> tuple:
+def _check_count(names: list[Any]) -> tuple[Any, ...]:
     if len(names) > MAX_LAYERS:
         raise LimitExceeded(f"image of {len(names)} layers, over the {MAX_LAYERS}-layer limit")
     return tuple(names)
@@ -553,7 +585,7 @@ def _check_count(names) -> tuple:
 class Hashing(io.RawIOBase):
     """A read-once stream that hashes (sha256) and counts every byte it gives."""
 
-    def __init__(self, raw):
+    def __init__(self, raw: BinaryIO):
         import hashlib
 
         self.raw, self.sha, self.total = raw, hashlib.sha256(), 0
@@ -564,7 +596,7 @@ class Hashing(io.RawIOBase):
     def tell(self) -> int:
         return self.total
 
-    def readinto(self, target) -> int:
+    def readinto(self, target: bytearray | memoryview) -> int:  # type: ignore[override]
         data = self.raw.read(len(target))
         n = len(data)
         if n:
@@ -584,13 +616,20 @@ class Hashing(io.RawIOBase):
             raise CorruptError(f"{what}: {self.total} bytes, its descriptor says {size}")
 
 
+class _OpenLayer(NamedTuple):
+    blob: Any  # the stored layer (a Blob, or a registry stream)
+    raw: Hashing  # its stored bytes, hashed
+    stream: Any  # its tar (raw itself for a plain tar)
+    unpacked: Hashing | None  # a compressed docker save layer's tar, hashed
+
+
 class ImageReader:
     """The visible regular files of an image's layers, top layer first, each layer read once;
     ``meta`` collects the Python, conda and dpkg metadata files of the final filesystem, ``rpm``
     the packages of its rpm database; ``files``,
     ``bytes``: the regular files of all the layers and their uncompressed bytes."""
 
-    def __init__(self, store, image: Image, prefix: str = ""):
+    def __init__(self, store: Store, image: Image, prefix: str = ""):
         self.store, self.image, self.prefix = store, image, prefix
         self.meta: dict[str, bytes] = {}
         self.meta_left = MAX_META_BYTES // 2  # (the other half: manifests, indexes, configs)
@@ -605,10 +644,12 @@ class ImageReader:
         self._paths: set[str] = set()  # every path an upper layer has (files, folders, links)
         self._nondirs: set[str] = set()  # upper files and links: nothing below them shows
         self._gone: set[str] = set()  # deleted by an upper whiteout
-        self._opaque: set[str] = set()  # folders an upper layer made opaque
+        self._opaque: set[str] = set()  # folders an upper layer made opaque ("": the root)
+        # path -> names of upper layers' hard links to it, waiting for the lower layer that has it
+        self._pending: dict[str, list[str]] = {}
 
     def _hidden(self, path: str) -> bool:
-        if path in self._paths or path in self._gone:
+        if path in self._paths or path in self._gone or "" in self._opaque:
             return True
         d = posixpath.dirname(path)
         while d:
@@ -627,6 +668,8 @@ class ImageReader:
         layers = self.image.layers
         for pos in range(len(layers) - 1, -1, -1):
             yield from self._layer(layers[pos], counts)
+        counts["links"] += sum(map(len, self._pending.values()))  # links to nothing below them
+        self._pending.clear()
         c = counts
         self.notes.append(
             f"image {self.image.label}: {len(layers)} layers, {c['whiteouts']} whiteouts, "
@@ -639,7 +682,7 @@ class ImageReader:
             + (f", {self.meta_skipped} metadata files over the bound not read" if self.meta_skipped else "")
         )
 
-    def _open_layer(self, layer: Layer, what: str, counts: dict):
+    def _open_layer(self, layer: Layer, what: str, counts: dict[str, int]) -> _OpenLayer:
         """``(blob, raw, stream, unpacked)`` of a layer: ``raw`` hashes its stored bytes,
         ``stream`` gives its tar (``raw`` itself for a plain tar), ``unpacked`` (a compressed
         docker save layer) hashes that tar."""
@@ -653,7 +696,7 @@ class ImageReader:
             stream = unpacked = Hashing(stream)
         elif layer.digest is None and layer.diff_id is None:
             counts["unverified"] += 1
-        return blob, raw, stream, unpacked
+        return _OpenLayer(blob, raw, stream, unpacked)
 
     def _layer(self, layer: Layer, counts: dict) -> Iterator[Member]:
         what = f"layer {layer.digest or layer.name}"
@@ -665,6 +708,10 @@ class ImageReader:
         if unpacked is not None:
             unpacked.finish(layer.diff_id, None, f"{what} (uncompressed)")
         raw.finish(layer.digest or (layer.diff_id if plain else None), layer.size, what)
+        for target in [t for t in self._pending if walk.hides(t)]:  # deleted before the link was made
+            counts["links"] += len(self._pending.pop(target))
+        for target, names in walk.pending.items():
+            self._pending.setdefault(target, []).extend(names)
         self._paths |= walk.paths
         self._nondirs |= walk.nondirs
         self._gone |= walk.gone
@@ -672,7 +719,7 @@ class ImageReader:
         if len(self._paths) > MAX_PATHS:
             raise LimitExceeded(f"more than {MAX_PATHS} paths in the image's layers")
 
-    def _keep_meta(self, tf, ti, path: str) -> None:
+    def _keep_meta(self, tf: tarfile.TarFile, ti: tarfile.TarInfo, path: str) -> None:
         if ti.size > MAX_JSON_BYTES or ti.size > self.meta_left:
             if not self.meta_skipped:
                 self.notes.append(
@@ -683,7 +730,8 @@ class ImageReader:
             self.meta_over.add(path)
             return
         self.meta_left -= ti.size
-        self.meta[path] = tf.extractfile(ti).read(ti.size)
+        fh = tf.extractfile(ti)  # a regular member: never None
+        self.meta[path] = fh.read(ti.size) if fh is not None else b""
 
     def _note_once(self, note: str) -> None:
         if note not in self.notes:
@@ -693,7 +741,7 @@ class ImageReader:
         """A file of the package database ``rel`` (a ``packagedb.NOT_READ`` key): one note for it."""
         self._note_once(packagedb.not_read_note(packagedb.NOT_READ[rel], f"{self.image.label}: {rel}"))
 
-    def _keep_rpmdb(self, tf, ti, path: str) -> None:
+    def _keep_rpmdb(self, tf: tarfile.TarFile, ti: tarfile.TarInfo, path: str) -> None:
         """An rpm database of the final filesystem: an sqlite one read now (spooled to a private
         temporary file, see ``packagedb.rpm_spooled``), another format a note."""
         what = f"{self.image.label}: {path}"
@@ -764,7 +812,7 @@ class ImageReader:
             out.setdefault(posixpath.normpath(posixpath.join(prefix, f)), record.package)
 
 
-def _claim(out: _Owners, paths, package: Package, links: dict[str, str]) -> None:
+def _claim(out: _Owners, paths: Iterable[str], package: Package, links: dict[str, str]) -> None:
     """The absolute paths a system package lists (``/usr/lib/x``), as image paths (through the
     image's merged-/usr ``links``: ``/lib/x`` is ``usr/lib/x`` where ``lib`` links there)."""
     for p in paths:
@@ -781,15 +829,19 @@ class _LayerWalk:
         self.nondirs: set[str] = set()
         self.gone: set[str] = set()
         self.opaque: set[str] = set()
-        self.held: dict[str, Member] = {}  # hidden files a later hard link may name
+        # Where the bytes of this layer's regular files and hard links (visible or not) are, for
+        # the hard links that name them (this layer's, and upper layers' waiting in reader._pending):
+        self.held: dict[str, Member] = {}  # path -> a hidden file's member
         self.held_bytes = 0
-        self.shown: dict[str, str] = {}  # visible path -> its member's name (hard links to it)
-        self.sizes: dict[str, int] = {}  # this layer's regular files, visible or not
+        self.shown: dict[str, str] = {}  # path -> the name of the visible member it is
+        self.sizes: dict[str, int] = {}  # path -> its size (also files with nothing to report)
+        self.below: dict[str, str] = {}  # a hard link -> the path it names in the layers below
+        self.pending: dict[str, list[str]] = {}  # path below -> names of links waiting for it
 
-    def _member(self, tf, ti, path: str) -> Member | None:
+    def _member(self, tf: tarfile.TarFile, ti: tarfile.TarInfo, path: str) -> Member | None:
         return archives.tar_member(tf, ti, self.window, name=f"{self.reader.prefix}{self.name}!{path}")
 
-    def entry(self, ti, tf) -> Iterator[Member]:
+    def entry(self, ti: tarfile.TarInfo, tf: tarfile.TarFile) -> Iterator[Member]:
         path = posixpath.normpath("/" + ti.name).lstrip("/")
         if ".." in ti.name.split("/"):
             self.counts["outside"] += 1
@@ -803,28 +855,45 @@ class _LayerWalk:
             self.reader.files += 1
             self.reader.bytes += ti.size
             self.sizes[path] = ti.size
+        waiting = self.reader._pending.pop(path, ())  # upper layers' hard links naming this path
         if self.reader._hidden(path):
-            self._hold(tf, ti, path)
-            return
-        self.paths.add(path)
-        if not ti.isdir():
-            self.nondirs.add(path)
-        self._count(ti, path)
-        if ti.islnk():
-            yield from self._hardlink(ti, path)
-        elif ti.issym():
-            self._symlink(ti, path)
-        elif ti.isreg():
-            yield from self._regular(tf, ti, path)
+            if ti.islnk():
+                self._link_source(ti, path)  # a later link of this layer may name it
+            else:
+                self._hold(tf, ti, path)
+        else:
+            self.paths.add(path)
+            if not ti.isdir():
+                self.nondirs.add(path)
+            if ti.isreg():
+                self._count(ti.size)
+            if ti.islnk():
+                yield from self._hardlink(ti, path)
+            elif ti.issym():
+                self._symlink(ti, path)
+            elif ti.isreg():
+                yield from self._regular(tf, ti, path)
+        for name in waiting:
+            yield from self._linked(name, path)
 
-    def _count(self, ti, path: str) -> None:
-        """A visible regular file, or a hard link to a file of this layer, in the contents."""
-        size = ti.size if ti.isreg() else self.sizes.get(_link_target(ti)) if ti.islnk() else None
-        if size is not None:
-            self.reader.contents[0] += 1
-            self.reader.contents[1] += size
+    def _count(self, size: int) -> None:
+        """A visible regular file, or a hard link to one, in the contents."""
+        self.reader.contents[0] += 1
+        self.reader.contents[1] += size
 
-    def _symlink(self, ti, path: str) -> None:
+    def hides(self, path: str) -> bool:
+        """Whether this layer's whiteouts, opaque folders or non-folders hide ``path`` of the
+        layers below it (a hard link of an upper layer to it finds nothing there)."""
+        if path in self.gone:
+            return True
+        d = path
+        while d:
+            d = posixpath.dirname(d)
+            if d in self.gone or d in self.opaque or d in self.nondirs:
+                return True
+        return False
+
+    def _symlink(self, ti: tarfile.TarInfo, path: str) -> None:
         self.counts["links"] += 1  # never followed: the target is reported where it lives
         target = packagedb.top_link(path, ti.linkname)
         if target is not None:  # a merged-/usr link: system packages list files through it
@@ -838,7 +907,7 @@ class _LayerWalk:
         else:
             self.gone.add(posixpath.join(parent, base[4:]))
 
-    def _hold(self, tf, ti, path: str) -> None:
+    def _hold(self, tf: tarfile.TarFile, ti: tarfile.TarInfo, path: str) -> None:
         """A file an upper layer replaced or deleted: kept (bounded) for a hard link naming it."""
         if not ti.isreg():
             return
@@ -849,22 +918,44 @@ class _LayerWalk:
                 self.held[path] = m
                 self.held_bytes += ti.size if self.window is None else 0
 
-    def _hardlink(self, ti, path: str) -> Iterator[Member]:
+    def _link_source(self, ti: tarfile.TarInfo, path: str) -> None:
+        """Record where the bytes of the hard link ``path`` are: those of the entry it names if
+        this layer had one before it (a file, or a link: chains), else those of the path in the
+        layers below (``below``), as ``umoci unpack`` links to what the filesystem holds there."""
         target = _link_target(ti)
-        m = self.held.get(target)
-        name = f"{self.reader.prefix}{self.name}!{path}"
-        if m is not None:  # the target's own path is gone from the final filesystem
-            self.counts["hardlinks"] += 1
-            yield Member(name, m.blob)
-        elif target in self.shown:  # the target is visible: the link has its records
-            self.counts["hardlinks"] += 1
-            yield Member(name, alias=self.shown[target])
-        elif target in self.paths:  # a visible file with nothing to report
-            self.counts["hardlinks"] += 1
-        else:  # no earlier file of this layer: nothing to follow (never out of the image)
-            self.counts["links"] += 1
+        if target in self.held:
+            self.held[path] = self.held[target]
+        elif target in self.shown:
+            self.shown[path] = self.shown[target]
+        elif target in self.below:
+            self.below[path] = self.below[target]
+        elif target not in self.sizes:
+            self.below[path] = target
+        if target in self.sizes:
+            self.sizes[path] = self.sizes[target]
 
-    def _regular(self, tf, ti, path: str) -> Iterator[Member]:
+    def _hardlink(self, ti: tarfile.TarInfo, path: str) -> Iterator[Member]:
+        self._link_source(ti, path)
+        yield from self._linked(f"{self.reader.prefix}{self.name}!{path}", path)
+
+    def _linked(self, name: str, path: str) -> Iterator[Member]:
+        """The member ``name`` of a visible hard link to ``path`` of this layer: the bytes of a
+        hidden file (also when an upper layer deleted its name), the records of a visible one, or
+        nothing yet when ``path`` is itself a link to the layers below (it waits for them)."""
+        if path in self.below:
+            self.pending.setdefault(self.below[path], []).append(name)
+            return
+        if path not in self.sizes:  # a folder or a symbolic link: nothing to follow
+            self.counts["links"] += 1
+            return
+        self.counts["hardlinks"] += 1
+        self._count(self.sizes[path])
+        if path in self.held:
+            yield Member(name, self.held[path].blob)
+        elif path in self.shown:
+            yield Member(name, alias=self.shown[path])
+
+    def _regular(self, tf: tarfile.TarFile, ti: tarfile.TarInfo, path: str) -> Iterator[Member]:
         if _META.search(path):
             self.reader._keep_meta(tf, ti, path)
         elif _RPMDB.match(path):
@@ -878,7 +969,7 @@ class _LayerWalk:
                 yield m
 
 
-def _link_target(ti) -> str:
+def _link_target(ti: tarfile.TarInfo) -> str:
     """The path a hard link member names, as the layer's paths are kept."""
     return posixpath.normpath("/" + ti.linkname).lstrip("/")
 
@@ -890,7 +981,7 @@ class _Owners(dict):
         super().__init__()
         self.notes: list[str] | None = notes
 
-    def setdefault(self, key, default=None):
+    def setdefault(self, key: str, default: Package | None = None) -> Package | None:
         if len(self) >= MAX_OWNED and key not in self:
             if self.notes is not None:
                 self.notes.append(f"the image's metadata lists over {MAX_OWNED} files: the rest unattributed")

@@ -31,7 +31,7 @@ import posixpath
 import re
 import struct
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded
 from fatbin_inspect.formats.model import Package
@@ -392,7 +392,9 @@ def rpm_not_read(name: str, what: str) -> str | None:
     return None if kind is None else f"{what}: rpm database format {kind} not read: its files unattributed"
 
 
-def rpm_spooled(stream, size: int, what: str) -> tuple[list[tuple[Package, list[str]]], list[str]]:
+def rpm_spooled(
+    stream: IO[bytes] | None, size: int, what: str
+) -> tuple[list[tuple[Package, list[str]]], list[str]]:
     """``rpm_sqlite`` of a database read from ``stream`` (an image layer's member of ``size``
     bytes): copied to a private temporary file (mode 0600, removed after), at most
     ``RPMDB_MAX`` bytes."""
@@ -404,22 +406,22 @@ def rpm_spooled(stream, size: int, what: str) -> tuple[list[tuple[Package, list[
             f"{what}: {size} bytes, over the {RPMDB_MAX}-byte limit: not read, its files unattributed"
         ]
     with tempfile.NamedTemporaryFile(prefix="fatbin-inspect-rpmdb-", suffix=".sqlite") as tmp:
-        shutil.copyfileobj(_bounded(stream, size), tmp)
+        shutil.copyfileobj(_Capped(stream, size), tmp)
         tmp.flush()
         return rpm_sqlite(tmp.name, what)
 
 
-def _bounded(stream, size: int):
-    class _Reader:
-        left = size
+class _Capped:
+    """The first ``size`` bytes of ``stream``, as ``shutil.copyfileobj`` reads them."""
 
-        def read(self, n: int = -1) -> bytes:
-            n = self.left if n < 0 else min(n, self.left)
-            data = stream.read(n) if n else b""
-            self.left -= len(data)
-            return data
+    def __init__(self, stream: IO[bytes] | None, size: int):
+        self.stream, self.left = stream, size
 
-    return _Reader()
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n < 0 else min(n, self.left)
+        data = self.stream.read(n) if n and self.stream is not None else b""
+        self.left -= len(data)
+        return data
 
 
 def rpm_databases(root: str) -> Iterator[tuple[str, str]]:

@@ -115,7 +115,7 @@ def _auths(path: str) -> dict:
     return auths if isinstance(auths, dict) else {}
 
 
-def _entry_credentials(entry) -> tuple[str, str] | str | None:
+def _entry_credentials(entry: object) -> tuple[str, str] | str | None:
     """An ``auths`` entry's identity token, or its ``auth`` (base64 of user:password)."""
     if not isinstance(entry, dict):
         return None
@@ -156,15 +156,20 @@ class RegistryStore:
         self.top: tuple[str, str, int] | None = None
 
     # -------------------------------------------------------------------- HTTP
-    def _open(self, url: str, accept: str | None = None, retry: bool = True) -> http.Response:
-        """The 200 answer to GET ``url`` (after one login when the registry asks for it)."""
+    def _open(
+        self, url: str, accept: str | None = None, retry: bool = True, deadline: float | None = None
+    ) -> http.Response:
+        """The 200 answer to GET ``url`` (after one login when the registry asks for it), whole
+        within ``deadline`` seconds (None: the policy's, for a layer)."""
         headers = {"Accept": accept} if accept else {}
-        resp = self.transport.request(url, self.ref.text, headers=headers, credentials=self.auth)
+        resp = self.transport.request(
+            url, self.ref.text, headers=headers, credentials=self.auth, deadline=deadline
+        )
         if resp.status == 401 and retry:
             with resp:
                 challenge = resp.header("WWW-Authenticate")
             self._authenticate(challenge or "", url)
-            return self._open(url, accept, retry=False)
+            return self._open(url, accept, retry=False, deadline=deadline)
         try:
             resp.check_status(200)
         except InputError:
@@ -231,7 +236,7 @@ class RegistryStore:
 
     def _manifest(self, ref: str) -> tuple[bytes, str]:
         """A manifest or index and the media type the registry says it is."""
-        with self._open(f"{self.base}/manifests/{ref}", MANIFEST_TYPES) as resp:
+        with self._open(f"{self.base}/manifests/{ref}", MANIFEST_TYPES, deadline=http.TIMEOUT) as resp:
             try:
                 data = resp.read(oci.MAX_JSON_BYTES)
             except LimitExceeded:
@@ -278,7 +283,7 @@ class RegistryStore:
             if digest not in self.docs:
                 self.docs[digest] = self._manifest(digest)[0]
             return Blob(self.docs[digest])
-        resp = self._open(f"{self.base}/blobs/{digest}")
+        resp = self._open(f"{self.base}/blobs/{digest}", deadline=http.TIMEOUT if kind == "config" else None)
         if kind == "config":
             with resp:
                 return Blob(resp.read(oci.MAX_JSON_BYTES))

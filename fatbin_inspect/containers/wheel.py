@@ -122,7 +122,8 @@ def read_wheel_metadata(path: str) -> str | None:
 
     try:
         with zipfile.ZipFile(path) as zf:
-            meta = next((i for i in zf.infolist() if i.filename.endswith(".dist-info/METADATA")), None)
+            infos = zf.infolist()  # the last METADATA of a repeated name: the one pip installs
+            meta = next((i for i in reversed(infos) if i.filename.endswith(".dist-info/METADATA")), None)
             if meta is None:
                 return None
             return read_metadata_member(zf, meta).decode("utf-8", "replace")

@@ -169,7 +169,7 @@ def zip_member_blob(path: str, name: str) -> Blob | None:
             return None
         zf = archives.open_zip(blob.stream())
         infos = zf.infolist()
-        index = next((i for i, info in enumerate(infos) if info.filename == name), None)
+        index = archives.zip_index(infos, name)
         if index is None:
             return None
         for m in archives.zip_members(blob, all_members=True, span=(index, index + 1), zf=zf):

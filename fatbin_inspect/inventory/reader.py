@@ -258,7 +258,7 @@ def _inspect_archive(
     try:
         reader = reader if reader is not None else open_archive(fmt, blob, opts.members == "all", budget)
         for m in reader.members():
-            if m.note:
+            if m.note and m.blob is None:  # (a member read carries its own note: _member_pairs)
                 notes.append(m.note)
             yield from _member_pairs(
                 member_path.join(path, m.name), m, reader.owner(m.name), opts, depth, budget
@@ -310,6 +310,8 @@ def _member_pairs(
     if m.blob is None:
         return
     for rec, b in inspect_pairs(child, m.blob, opts, depth + 1, budget):
+        if m.note and rec.path == child:  # a zip member whose name repeats: said on its record
+            rec = dataclasses.replace(rec, notes=(m.note, *rec.notes))
         if _worth_reporting(rec, opts):
             yield (rec if owner is None or rec.package else dataclasses.replace(rec, package=owner)), b
 

@@ -321,6 +321,13 @@ def test_credentials_stay_on_their_host(serve):
     assert seen["/away"]["authorization"] == "Bearer tok.en-1"
     (blob,) = [h for p, h in other.seen if p == "/blob"]
     assert "authorization" not in blob  # localhost:PORT is another host than 127.0.0.1:PORT
+    # a POST's body (a refresh token) is never re-sent to another host
+    res = child(
+        "t = http.Transport()\n"
+        f"t.request({srv.base + '/away'!r}, {REF!r}, method='POST', body=b'refresh_token=secret')\n"
+    )
+    one_line(res, "redirect of a request body to", "another host: refused")
+    assert [p for p, _h in other.seen] == ["/blob"]
 
 
 @pytest.fixture(scope="module")
@@ -386,6 +393,10 @@ def test_ranges_report_whether_the_server_honoured_them(serve):
     assert res["error"] == "CorruptError"
     one_line(res, "is not the range asked (bytes=100-199)")
     assert dict(srv.seen)["/whole"]["range"] == "bytes=100-199"
+    # HEAD: the headers of the whole body, no body read
+    res = get(srv.base + "/whole", method="'HEAD'")
+    assert (res["status"], res["size"]) == (200, 0), res
+    assert srv.seen[-1][0] == "/whole"
 
 
 # --------------------------------------------------------------- challenges and token realms
