@@ -20,8 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-
-from tests.test_oci_images import need, run
+from image_tools import need, run
 
 MEMORY = 1 << 30
 
