@@ -70,6 +70,7 @@ def test_action_runs_the_gate_once(tmp_path):
     ) == 1, starts
 
 
+@pytest.mark.slow
 def test_action_matrix_jobs_get_their_own_category(tmp_path):
     cats = []
     for gpu in ("H100", "RTX 5090"):

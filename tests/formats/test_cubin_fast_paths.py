@@ -10,6 +10,7 @@ import dataclasses
 import json
 import struct
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -189,6 +190,7 @@ _KERNEL = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_KERNEL, max_size=6))
 def test_kernels_json_is_json_dumps_of_kernel_dicts(kernels):

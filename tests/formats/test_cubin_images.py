@@ -177,6 +177,7 @@ def test_threads_decode_into_buffers_of_their_own():
     assert errors == []
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 def test_parsing_a_40_mb_cubin_holds_a_fraction_of_it(tmp_path):
     """The process's peak memory while a 40 MB zstd cubin is decoded and parsed grows by much

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 import builders as B
+import pytest
 from hostile_runner import run_many
 
 DEEP = 100_000
@@ -94,6 +95,7 @@ def _assert_usage(runs, results, needle_of):
         assert len(lines[0]) < 2000, (argv[:4], len(lines[0]))  # a key of megabytes is not echoed
 
 
+@pytest.mark.slow
 def test_bad_policy_files_are_usage_errors_naming_the_file(tmp_path):
     """Every bad policy through ``gate --config FILE`` and through the pyproject.toml ``gate``
     and ``check`` find (a project with a .git): exit 2, one line naming the file."""
@@ -111,6 +113,7 @@ def test_bad_policy_files_are_usage_errors_naming_the_file(tmp_path):
     _assert_usage(runs, results, lambda argv: argv[-1])
 
 
+@pytest.mark.slow
 def test_pyproject_found_by_search_is_read_under_the_same_bounds(tmp_path):
     """``gate`` and ``check`` finding a bad pyproject.toml in the project (cwd): exit 2 naming it."""
     lib = _binary(tmp_path)
@@ -141,6 +144,7 @@ def test_bad_target_files_are_usage_errors_in_every_command(tmp_path):
     _assert_usage(runs, results, lambda argv: argv[-1])
 
 
+@pytest.mark.slow
 def test_special_files_as_config_are_refused_unread(tmp_path):
     """A FIFO (no writer: reading it would block forever) and /dev/zero (reading it never ends)
     as ``--config``/``--targets``, and a FIFO pyproject.toml found by the search."""

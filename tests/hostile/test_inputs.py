@@ -339,6 +339,7 @@ def test_nested_zip_bomb_ends_quickly_with_one_line(tmp_path):
     assert r.code == 3 and len(lines) == 1 and "bomb" in lines[0], r
 
 
+@pytest.mark.slow
 def test_one_budget_per_input_across_nesting_levels(tmp_path):
     """Members of exactly 1 MiB pass the ratio rule one by one (its floor), but 16^4 of them do
     not pass the input's budget (256 MiB + 1000x its size): one error, bounded time and memory."""

@@ -74,6 +74,7 @@ def test_extract_refuses_a_special_output_folder(tmp_path):
     assert list(victim_dir.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_step_summary_and_github_output_refuse_special_files(tmp_path):
     """``$GITHUB_STEP_SUMMARY`` (check and gate --format github) and the action's ``$GITHUB_OUTPUT``
     as a symlink or a FIFO: refused with one line, never waited on."""

@@ -24,6 +24,7 @@ def _with_jobs() -> list[str]:
     return [n for n, cmd in commands() if any(p.name == "jobs" for p in cmd.params)]
 
 
+@pytest.mark.slow
 def test_jobs_are_capped_in_every_command_that_takes_them(tmp_path):
     tree = tmp_path / "t"
     tree.mkdir()

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import builders as B
+import pytest
 from conftest import ROOT, cli_json, fixture_path
 
 import fatbin_inspect as fi
@@ -75,6 +76,7 @@ def test_scan_is_scan(tmp_path):
     assert sorted(r.path for r in result.reports) == sorted(f["path"] for f in doc["files"])
 
 
+@pytest.mark.slow
 def test_readme_pytest_example_runs(tmp_path):
     readme = pathlib.Path(ROOT, "README.md").read_text(encoding="utf-8")
     section = readme.split("## As a library", 1)[1].split("\n## ", 1)[0]

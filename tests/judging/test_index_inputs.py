@@ -449,6 +449,7 @@ def test_releases_table_and_answers(index, isolated):
     assert "no project 'nope'" in cli("releases", "nope", "--index-url", index, "--gpu", "H100", codes=2).err
 
 
+@pytest.mark.slow
 def test_action_and_pre_commit_hook_take_requirements(index, isolated, monkeypatch):
     """The action's ``requirements`` input and the ``fatbin-inspect-requirements`` hook run
     ``gate -r FILE``: the pins are judged from the index, nothing is installed."""

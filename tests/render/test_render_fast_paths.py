@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -131,6 +132,7 @@ def test_entry_pretty_is_pretty_of_entry_dict(e, depth):
         assert jsondump.utf8_json(text) == jsondump.pretty(entry_dict(e), depth)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(_REPORT, st.integers(1, 4))
 def test_file_pieces_are_compact_json_of_file_dict(report, run):

@@ -141,6 +141,7 @@ def test_wheel_members_are_nested_under_the_pypi_package(tmp_path):
     assert [props(c)[NS + "path"] for c in top] == [str(loose)]
 
 
+@pytest.mark.slow
 def test_conda_package_built_by_conda_package_handling_has_a_conda_purl(tmp_path):
     cph = shutil.which("cph")
     if cph is None:

@@ -37,6 +37,7 @@ def _root(tmp_path):
     return root
 
 
+@pytest.mark.slow
 def test_a_packaged_cuda_library_is_named_with_its_version(tmp_path):
     root = _root(tmp_path)
     (rec,) = [r for r in scan([str(root)], ScanOptions(jobs=1, cache_dir=None)).reports if r.fatbins]
