@@ -12,7 +12,7 @@ SPECS=(torch==2.14.1 torchvision==0.29.1 nvidia-cublas==13.1.1.3 nvidia-cufft==1
        nvidia-nvshmem-cu13==3.4.5 nvidia-cuda-cupti==13.0.85 nvidia-cuda-nvrtc==13.0.88 cupy-cuda12x==14.2.0
        onnxruntime-gpu==1.23.2 nvidia-cublas-cu12==12.4.5.8 triton==3.3.1 bitsandbytes==0.42.0 bitsandbytes==0.50.2
        cupy-cuda11x==13.6.0 ctranslate2==3.24.0 ctranslate2==4.8.5
-       spconv-cu120==2.3.6)
+       spconv-cu120==2.3.6 jax-cuda12-plugin==0.10.2 xformers==0.0.35)
 for spec in "${SPECS[@]}"; do
   python3 -m pip download -q --no-deps --only-binary=:all: "$spec" -d "$C" || echo "could not fetch $spec" >&2
 done

@@ -6,7 +6,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterable
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import click
 
@@ -14,6 +14,11 @@ from fatbin_inspect.cli.options import format_option as format_option  # the sha
 from fatbin_inspect.cli.options import output_option as output_option
 from fatbin_inspect.cli.options import settings
 from fatbin_inspect.formats.model import FileReport
+
+if TYPE_CHECKING:
+    from fatbin_inspect.cli.progress import Progress
+    from fatbin_inspect.render.sink import Look
+    from fatbin_inspect.render.views import View
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
 MAX_COLUMNS = 1000  # the widest report COLUMNS asks for
@@ -79,16 +84,45 @@ def width_for(output: str | None) -> int | None:
     return None
 
 
-def look(output: str | None) -> dict:
-    """The ``color`` and ``width`` keywords every table renderer takes."""
-    return {"color": color_for(output), "width": width_for(output)}
-
-
-def progress_for(fmt: str, label: str):
-    """A ``Progress`` callback for table output (machine formats never draw one), honouring
-    -q and --no-progress; it still draws only on a terminal (``cli.progress``)."""
+def progress_for(view: View, label: str) -> Progress:
+    """A ``Progress`` callback for a view that shows one (a table, the HTML report: machine
+    formats never draw one), honouring -q and --no-progress; it still draws only on a terminal
+    (``cli.progress``)."""
     from fatbin_inspect.cli.progress import Progress
 
     ui = settings()
-    on = None if (fmt in ("table", "html") and ui["progress"] and not ui["quiet"]) else False
+    on = None if (view.needs.progress and ui["progress"] and not ui["quiet"]) else False
     return Progress(enabled=on, label=label)
+
+
+class Output:
+    """Where a view writes (``render.views.Sink``): ``-o FILE`` (stdout when None or ``-``),
+    never one of ``inputs`` (a list the command may still be filling as it reads: checked when
+    the output is opened and again before it is renamed into place)."""
+
+    def __init__(self, path: str | None, inputs: list[str] | None = None):
+        self.path = path
+        self.inputs: list[str] = inputs if inputs is not None else []
+
+    @property
+    def look(self) -> Look:
+        from fatbin_inspect.render.sink import Look
+
+        return Look(color_for(self.path), width_for(self.path))
+
+    def text(self, text: str) -> None:
+        write_output(text, self.path, self.inputs)
+
+    def stream(self) -> contextlib.AbstractContextManager[IO[bytes]]:
+        return open_output(self.path, self.inputs)
+
+    def refuse(self, paths: Iterable[str]) -> None:
+        self.inputs.extend(paths)
+
+    def summary(self, text: str) -> None:
+        """Appended to ``$GITHUB_STEP_SUMMARY`` when it is set (``cli.outfile.append_summary``)."""
+        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if step_summary:
+            from fatbin_inspect.cli.outfile import append_summary
+
+            append_summary(step_summary, text)

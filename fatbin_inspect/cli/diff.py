@@ -7,7 +7,7 @@ dropped; 2 on usage or internal error. Machine formats render the drops as findi
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import click
 
@@ -16,13 +16,12 @@ from fatbin_inspect.cli.common import (
     EXIT_OK,
     EXIT_STRICT,
     EXIT_USAGE,
-    look,
+    Output,
+    format_option,
     note_error,
     output_option,
     progress_for,
-    write_output,
 )
-from fatbin_inspect.cli.findings import findings_format_option, write_findings
 from fatbin_inspect.cli.index_options import index_options
 from fatbin_inspect.cli.options import examples, fail_options, ui_options
 from fatbin_inspect.formats.model import FileReport
@@ -51,26 +50,37 @@ from fatbin_inspect.release.findings import fails
     help="Compare kernel names too (decodes every image).",
 )
 @fail_options("never", what="drops (error: an arch dropped; warning: kernels or a file too)")
-@findings_format_option
+@format_option("diff")
 @output_option
 @click.option("--strict", is_flag=True, help="Exit 3 (not 2) when an input could not be read.")
 @ui_options
 @index_options(requirements=False)
-def diff_cmd(old, new, fail_on_dropped, kernels, fail_on, exit_zero, strict, fmt, output):
+def diff_cmd(
+    old: str,
+    new: str,
+    fail_on_dropped: bool,
+    kernels: bool,
+    fail_on: str,
+    exit_zero: bool,
+    strict: bool,
+    fmt: str,
+    output: str | None,
+) -> None:
     """Compare the device code of OLD and NEW (files, wheels or directories).
 
     An input that cannot be read (a truncated wheel) is an error, not "everything added": the
     report is still written, and the exit code is 2 (3 with --strict)."""
-    from fatbin_inspect.cli.inventory import iter_reports
-    from fatbin_inspect.judging.inputs import check_roots
+    from fatbin_inspect import render
+    from fatbin_inspect.judging.inputs import check_roots, iter_reports
     from fatbin_inspect.release import diff as diff_mod
 
     check_roots([old, new])
+    view = render.view("diff", fmt)
     opts = Options(kernels=kernels, details=kernels)
     seen: list[str] = [old, new]  # inputs and record paths: the output may be none of them
-    unreadable: list = []
+    unreadable: list[FileReport] = []
 
-    def noted(reports):
+    def noted(reports: Iterable[FileReport]) -> Iterator[FileReport]:
         for r in reports:
             seen.append(r.path)
             if r.error is not None:
@@ -78,14 +88,14 @@ def diff_cmd(old, new, fail_on_dropped, kernels, fail_on, exit_zero, strict, fmt
                 unreadable.append(r)
             yield r
 
-    with progress_for(fmt, "comparing") as progress:
+    with progress_for(view, "comparing") as progress:
         d = diff_mod.diff(
             *_side(old, noted(iter_reports([old], opts, progress))),
             *_side(new, noted(iter_reports([new], opts, progress))),
         )
     report = diff_mod.findings(d)
     level = "warning" if fail_on_dropped else fail_on
-    _write(d, report, fmt, level, output, seen)
+    view.write({"d": d, "report": report, "fail_on": level}, Output(output, seen))
     if unreadable:
         raise SystemExit(EXIT_STRICT if strict else EXIT_USAGE)
     raise SystemExit(EXIT_FINDINGS if fails(report.findings, level) and not exit_zero else EXIT_OK)
@@ -101,12 +111,3 @@ def _side(root: str, reports: Iterable[FileReport]) -> tuple[Iterable[FileReport
     read = list(reports)
     container = read[0].path.split("!", 1)[0] if read else root
     return read, container.rpartition("/")[0] or root
-
-
-def _write(d, report, fmt: str, level: str, output, inputs) -> None:
-    from fatbin_inspect.render import has_view, view
-
-    if has_view("diff", fmt):  # else a findings format
-        write_output(view("diff", fmt)(d, report, level, **look(output)), output, inputs)
-        return
-    write_findings(report, fmt, level, output, inputs)

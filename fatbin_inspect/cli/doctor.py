@@ -10,10 +10,9 @@ from fatbin_inspect.cli.common import (
     EXIT_FINDINGS,
     EXIT_NO_DEVICE,
     EXIT_OK,
+    Output,
     format_option,
-    look,
     output_option,
-    write_output,
 )
 from fatbin_inspect.cli.options import examples, fail_options, ui_options
 
@@ -37,7 +36,7 @@ from fatbin_inspect.cli.options import examples, fail_options, ui_options
     "the container's): --targets names a fleet's nodes by it.",
 )
 @fail_options("error", what="failed conditions (error) or mismatch warnings (warning)")
-@format_option(["table", "json"])
+@format_option("doctor")
 @output_option
 @ui_options
 def doctor_cmd(
@@ -51,19 +50,19 @@ def doctor_cmd(
     Exit codes: 0 nothing fails, 1 a condition fails, 4 no NVIDIA driver or GPU
     found (the report is printed all the same).
     """
+    from fatbin_inspect import render
     from fatbin_inspect.compat import data
-    from fatbin_inspect.render import view
     from fatbin_inspect.system import stack as stack_mod
     from fatbin_inspect.system.diagnose import diagnose
 
+    view = render.view("doctor", fmt)
     st = stack_mod.discover(
         torch_archs=not no_torch_archs, tegra_ccs=[f"{a}.{b}" for a, b in data.tegra_ccs()]
     )
     if host:
         st = dataclasses.replace(st, host=host)
     diag = diagnose(st)
-    text = view("doctor", fmt)(st, diag, **look(output))
-    write_output(text, output)
+    view.write({"stack": st, "diag": diag}, Output(output))
     failing = diag.failed or (fail_on == "warning" and bool(diag.warnings))
     if failing and fail_on != "never" and not exit_zero:
         raise SystemExit(EXIT_FINDINGS)

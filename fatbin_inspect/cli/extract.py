@@ -7,11 +7,11 @@ import click
 from fatbin_inspect.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
+    Output,
     format_option,
     note_error,
     output_option,
     say,
-    write_output,
 )
 from fatbin_inspect.cli.options import examples, note, ui_options
 from fatbin_inspect.cli.outfile import OutputFolder
@@ -44,10 +44,18 @@ from fatbin_inspect.judging.extract_plan import Tally, images
     help="Directory for the extracted images (created).",
 )
 @click.option("--force", is_flag=True, help="Replace files of the same name in the output directory.")
-@format_option(["table", "json"])
+@format_option("extract")
 @output_option
 @ui_options
-def extract_cmd(paths, arches, kinds, out_dir, force, fmt, output):
+def extract_cmd(
+    paths: tuple[str, ...],
+    arches: tuple[str, ...],
+    kinds: tuple[str, ...],
+    out_dir: str,
+    force: bool,
+    fmt: str,
+    output: str | None,
+) -> None:
     """Write entries, decompressed, as files (what cuobjdump -xelf/-xptx does).
 
     Names: <file>.<fatbin#>.<entry#>.<arch>.cubin|.ptx, where <file> is the input's base name,
@@ -57,6 +65,9 @@ def extract_cmd(paths, arches, kinds, out_dir, force, fmt, output):
     line, or as JSON. Exit 2 when nothing was written because no input could be read or no
     image could be written.
     """
+    from fatbin_inspect import render
+
+    view = render.view("extract", fmt)
     folder = OutputFolder(out_dir, force=force, inputs=paths)
     written: list[dict] = []
     unwritten = 0
@@ -79,13 +90,7 @@ def extract_cmd(paths, arches, kinds, out_dir, force, fmt, output):
                 "kind": image.kind,
             }
         )
-    if fmt == "json":
-        from fatbin_inspect.render import jsondump
-
-        text = jsondump.dumps({"schema_version": 1, "output_dir": out_dir, "written": written})
-    else:
-        text = "".join(w["file"] + "\n" for w in written)
-    write_output(text, output, seen)
+    view.write({"output_dir": out_dir, "written": written}, Output(output, seen))
     note(None, f"{len(written)} images written to {out_dir}")
     nothing = not written and (unwritten or (tally.inputs and tally.failed == tally.inputs))
     raise SystemExit(EXIT_USAGE if nothing else EXIT_OK)

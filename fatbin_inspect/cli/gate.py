@@ -11,23 +11,30 @@ import os
 
 import click
 
-from fatbin_inspect.cli.common import format_option, output_option, progress_for, say
-from fatbin_inspect.cli.findings import emit_findings, fail_options, with_views
+from fatbin_inspect.cli.common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    Output,
+    format_option,
+    output_option,
+    progress_for,
+    say,
+)
 from fatbin_inspect.cli.index_options import index_options
 from fatbin_inspect.cli.options import (
     driver_option,
     examples,
+    fail_options,
     gpu_option,
     settings,
     targets_option,
     ui_options,
 )
-from fatbin_inspect.cli.sbom import digests_for, gate_sbom
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.judging.gate_run import run_gate
 from fatbin_inspect.judging.inputs import check_roots
 from fatbin_inspect.judging.torch import installed_torch_lib
-from fatbin_inspect.render.findings import FORMATS
+from fatbin_inspect.release.findings import fails
 
 
 def _env(name: str) -> str:
@@ -62,6 +69,11 @@ def _policy(config: str | None, isolated: bool, flags: dict):
 def _torch_site(match: str | None) -> tuple[str, ...]:
     """No PATH given: torch's site-packages for ``--match torch``, else a usage error."""
     lib = installed_torch_lib() if match == "torch" else None
+    if lib is None and match == "torch":
+        raise UsageError(
+            "gate --match torch: no torch with lib/libtorch_cuda.so in this interpreter; give the "
+            "site-packages folder (or wheels) to gate as PATH"
+        )
     if lib is None:
         raise UsageError("gate: give at least one PATH (file, wheel or directory)")
     return (os.path.dirname(os.path.dirname(os.path.dirname(lib))),)
@@ -71,7 +83,7 @@ def _torch_site(match: str | None) -> tuple[str, ...]:
     "fatbin-inspect gate dist/*.whl --require sm_80,sm_90,sm_100,sm_120 --format sarif -o gate.sarif",
     "fatbin-inspect gate dist/ --gpu H100 --gpu 'RTX 5090' --driver 550 --fail-on warning",
     "fatbin-inspect gate dist/ --format github --exit-zero     # annotate, never fail the job",
-    "fatbin-inspect gate --match torch        # extensions narrower than the installed torch",
+    "fatbin-inspect gate --match torch .venv/lib/python3.12/site-packages   # extensions narrower than torch",
 )
 @click.command("gate")
 @click.argument("paths", nargs=-1, type=click.Path())  # (WHEEL!MEMBER too: judging.inputs.check_roots)
@@ -152,34 +164,35 @@ def _torch_site(match: str | None) -> tuple[str, ...]:
     envvar=_env("NO_CACHE"),
     help="Neither read nor write the scan cache (where unchanged files' records are kept).",
 )
-@fail_options
-@format_option([*FORMATS, "cyclonedx"])
+@fail_options(None)  # (the policy file may set the level)
+@format_option("gate")
 @output_option
 @ui_options
 @index_options()
 def gate_cmd(
-    paths,
-    require,
-    require_exact,
-    ptx_counts,
-    require_ptx,
-    forbid,
-    allow_surplus,
-    gpus,
-    target_files,
-    min_driver,
-    ignore,
-    disable,
-    match,
-    config,
-    isolated,
-    no_cache,
-    fail_on,
-    exit_zero,
-    fmt,
-    output,
-):
+    paths: tuple[str, ...],
+    require: tuple[str, ...],
+    require_exact: bool | None,
+    ptx_counts: bool | None,
+    require_ptx: bool | None,
+    forbid: tuple[str, ...],
+    allow_surplus: bool | None,
+    gpus: tuple[str, ...],
+    target_files: tuple[str, ...],
+    min_driver: str | None,
+    ignore: tuple[str, ...],
+    disable: tuple[str, ...],
+    match: str | None,
+    config: str | None,
+    isolated: bool,
+    no_cache: bool,
+    fail_on: str | None,
+    exit_zero: bool,
+    fmt: str,
+    output: str | None,
+) -> None:
     """Check PATHS (files, wheels, directories) against the release policy; findings FBI001..."""
+    from fatbin_inspect import render
     from fatbin_inspect.scanning.cache import default_dir
 
     flags = {
@@ -198,8 +211,9 @@ def gate_cmd(
     check_roots(paths)
     pol, given = _policy(config, isolated, flags)
     paths = paths or _torch_site(match)
-    with progress_for(fmt, "gating") as progress:
-        report, reports = run_gate(
+    view = render.view("gate", fmt)
+    with progress_for(view, "gating") as progress:
+        run = run_gate(
             paths,
             pol,
             given,
@@ -207,18 +221,9 @@ def gate_cmd(
             match,
             progress,
             warn=say,
-            digests=digests_for(fmt),
+            needs=view.needs,
             cache_dir=None if no_cache else default_dir(),
         )
-    _emit(report, reports, fmt, pol.fail_on, output, exit_zero, paths)
-
-
-def _emit(report, reports, fmt: str, fail_on: str, output, exit_zero: bool, paths) -> None:
-    """Write the report in ``fmt`` (an SBOM, the HTML heatmaps with the records' views, or a
-    findings format) and exit as ``fail_on`` says."""
-    inputs = [*paths, *(r.path for r in reports)]  # (what the output may name: escaped as input)
-    if fmt == "cyclonedx":
-        raise SystemExit(gate_sbom(report, reports, fail_on, output, exit_zero, inputs))
-    if fmt == "html":
-        report = with_views(report, [r for r in reports if r.fatbins or r.error])
-    emit_findings(report, fmt, fail_on, output, exit_zero, inputs)
+    inputs = [*paths, *(r.path for r in run.reports)]  # (what the output may name: escaped as input)
+    view.write(run, Output(output, inputs))
+    raise SystemExit(EXIT_FINDINGS if fails(run.report.findings, run.fail_on) and not exit_zero else EXIT_OK)

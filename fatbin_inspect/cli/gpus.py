@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from fatbin_inspect.cli.common import EXIT_OK, format_option, look, output_option, write_output
+from fatbin_inspect.cli.common import EXIT_OK, Output, format_option, output_option
 from fatbin_inspect.cli.options import complete_gpu, examples, ui_options
 from fatbin_inspect.compat.targets import search_gpus
 from fatbin_inspect.errors import UsageError
@@ -19,19 +19,24 @@ from fatbin_inspect.errors import UsageError
 @click.command("gpus")
 @click.argument("query", required=False, shell_complete=complete_gpu)
 @click.option("--cc", default=None, metavar="X.Y", help="Only GPUs of this compute capability (9.0, sm_90).")
-@format_option(["table", "json"])
+@format_option("gpus")
 @output_option
 @ui_options
-def gpus_cmd(query, cc, fmt, output):
+def gpus_cmd(
+    query: str | None,
+    cc: str | None,
+    fmt: str,
+    output: str | None,
+) -> None:
     """List known GPUs, sorted by compute capability then name. QUERY filters by name words
     ('4090', 'jetson orin', 'H100-SXM5-80GB', as --gpu matches them) or compute capability
     (8.9, sm_89)."""
-    from fatbin_inspect.render import view
+    from fatbin_inspect import render
 
+    view = render.view("gpus", fmt)
     rows = search_gpus(query, cc)
     if not rows:
         what = " and ".join(x for x in (query and repr(query), cc and f"--cc {cc}") if x)
         raise UsageError(f"gpus: nothing matches {what}")
-    text = view("gpus", fmt)(rows, **look(output))
-    write_output(text, output)
+    view.write({"rows": rows}, Output(output))
     raise SystemExit(EXIT_OK)

@@ -21,7 +21,7 @@ from fatbin_inspect.render.escape import shown
 from fatbin_inspect.version import __version__
 
 COMMANDS = {
-    "list": "fatbin_inspect.cli.inventory:list_cmd",
+    "list": "fatbin_inspect.cli.list:list_cmd",
     "extract": "fatbin_inspect.cli.extract:extract_cmd",
     "check": "fatbin_inspect.cli.check:check_cmd",
     "explain": "fatbin_inspect.cli.explain:explain_cmd",

@@ -281,13 +281,17 @@ def ui_options(f):
 
 
 # ------------------------------------------------------------------------------- shared options
-def format_option(choices: Sequence[str], default: str = "table", aliases: dict[str, str] | None = None):
+def format_option(command: str, aliases: dict[str, str] | None = None) -> Callable[[Any], Any]:
+    """``--format``: the choices are ``command``'s views in ``render.VIEWS``, the first the default."""
+    from fatbin_inspect.render import formats
+
+    choices = formats(command)
     return click.option(
         "--format",
         "fmt",
         cls=EnvOption,
         type=Choice(choices, aliases),
-        default=default,
+        default=choices[0],
         show_default=True,
         envvar=f"{ENV_PREFIX}_FORMAT",
         help="Output format.",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 DELAY = 0.5
 REFRESH = 10
@@ -30,6 +30,9 @@ def wanted(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+_B = TypeVar("_B", bound="_Bar")  # (typing.Self is 3.11+)
 
 
 class _Bar:
@@ -77,7 +80,7 @@ class _Bar:
             self._progress.stop()
             self._progress = None
 
-    def __enter__(self) -> _Bar:
+    def __enter__(self: _B) -> _B:
         return self
 
     def __exit__(self, *exc: object) -> None:

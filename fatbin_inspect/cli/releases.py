@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from fatbin_inspect.cli.common import EXIT_FINDINGS, EXIT_OK, look, output_option, say, write_output
+from fatbin_inspect.cli.common import EXIT_FINDINGS, EXIT_OK, Output, output_option, say
 from fatbin_inspect.cli.index_options import index_options
 from fatbin_inspect.cli.options import (
     compat_option,
@@ -43,7 +43,7 @@ from fatbin_inspect.cli.options import (
     help="At most this many releases, the newest.",
 )
 @fail_options("error", what="the newest release failing (error) or needing the JIT (warning)")
-@format_option(["table", "json", "markdown", "html"])
+@format_option("releases")
 @output_option
 @ui_options
 @index_options(requirements=False)
@@ -53,13 +53,14 @@ def releases_cmd(name, gpus, driver, compat, target_files, since, limit, fail_on
     the newest release that runs natively and the newest that runs through the JIT."""
     from packaging.version import InvalidVersion, Version
 
+    from fatbin_inspect import render
     from fatbin_inspect.containers.index import purl
     from fatbin_inspect.judging import FAILING
     from fatbin_inspect.judging.fleet import nearest_policy_targets, resolve_all
     from fatbin_inspect.judging.inputs import verdict_options
     from fatbin_inspect.judging.releases import releases
-    from fatbin_inspect.render import view
 
+    view = render.view("releases", fmt)
     release = purl.parse(name if purl.is_purl(name) else f"{purl.PREFIX}{name}")
     if since is not None:
         try:
@@ -70,7 +71,7 @@ def releases_cmd(name, gpus, driver, compat, target_files, since, limit, fail_on
         gpus, driver, {}, target_files, nearest_policy_targets(driver, say), compat, warn=say
     )
     report = releases(release.name, targets, verdict_options(False), since, limit)
-    write_output(view("releases", fmt)(report, **look(output)), output, [name])
+    view.write({"report": report}, Output(output, [name]))
     newest = report.rows[0].cells if report.rows else ()
     bad = FAILING[fail_on]
     failed = any(c.verdict in bad or c.verdict in ("no-wheel", "source-only", "error") for c in newest)

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import click
 
 from fatbin_inspect.cli.common import (
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_STRICT,
+    Output,
     format_option,
-    look,
     note_error,
-    open_output,
     output_option,
     progress_for,
     say,
-    write_output,
 )
 from fatbin_inspect.cli.options import (
     compat_option,
@@ -28,29 +24,7 @@ from fatbin_inspect.cli.options import (
     targets_option,
     ui_options,
 )
-from fatbin_inspect.cli.sbom import digests_for, sbom_text
 from fatbin_inspect.errors import UsageError
-from fatbin_inspect.judging.torch import torch_mismatches
-
-
-def _html(paths, run, images=()) -> str:
-    """The HTML report: the table's matrix (rows rolled up the same way), files and fatbins, and
-    the findings ``check`` would give for the files of the rows that fail or need JIT."""
-    from fatbin_inspect.release.gate import check_findings
-    from fatbin_inspect.render import findings
-
-    reports = run.result.reports
-    report = check_findings(paths, run.targets, run.row_findings(), [r for r in reports if r.error])
-    report = dataclasses.replace(report, command="scan", coverage=run.coverage, files=tuple(reports))
-    if images:  # an image input is named with its tag, manifest digest and platform
-        from fatbin_inspect.render.scan_table import image_head
-
-        named: dict[str, list[str]] = {im["input"]: [] for im in images}
-        for im in images:
-            named[im["input"]].append(image_head(im))
-        shown = [f"{p} ({'; '.join(named[p])})" if p in named else p for p in report.inputs]
-        report = dataclasses.replace(report, inputs=tuple(shown))
-    return findings.render(report, "html")[0]
 
 
 @examples(
@@ -153,37 +127,37 @@ def _html(paths, run, images=()) -> str:
 )
 @click.option("--strict", is_flag=True, help="Exit 3 when any file could not be read.")
 @fail_options("error", what="failures (error) or PTX JIT (warning) of a --gpu target")
-@format_option(["table", "json", "html", "cyclonedx"])
+@format_option("scan")
 @output_option
 @ui_options
 def scan_cmd(
-    paths,
-    gpus,
-    driver,
-    compat,
-    target_files,
-    runtime_version,
-    show_files,
-    kernels,
-    jobs,
-    no_cache,
-    executor,
-    scheduler,
-    scheduler_file,
-    connect_timeout,
-    tls_ca_file,
-    tls_cert,
-    tls_key,
-    platform,
-    show_layers,
-    insecure,
-    strict,
-    verdicts_only,
-    fail_on,
-    exit_zero,
-    fmt,
-    output,
-):
+    paths: tuple[str, ...],
+    gpus: tuple[str, ...],
+    driver: str | None,
+    compat: str | None,
+    target_files: tuple[str, ...],
+    runtime_version: str | None,
+    show_files: bool,
+    kernels: bool,
+    jobs: int,
+    no_cache: bool,
+    executor: str,
+    scheduler: str | None,
+    scheduler_file: str | None,
+    connect_timeout: float,
+    tls_ca_file: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
+    platform: str,
+    show_layers: bool,
+    insecure: tuple[str, ...],
+    strict: bool,
+    verdicts_only: bool,
+    fail_on: str,
+    exit_zero: bool,
+    fmt: str,
+    output: str | None,
+) -> None:
     """Which installed distributions have device code for which GPUs.
 
     PATHS: folders, virtualenv or conda prefixes, wheels, conda packages, OCI image layouts and
@@ -192,6 +166,10 @@ def scan_cmd(
     save on standard input) (none: the running interpreter's site-packages). Cache: $FATBIN_INSPECT_CACHE_DIR or the user cache dir; delete it
     at will. Exit 1 when a --gpu target fails to run something (--fail-on warning: or needs JIT).
     """
+    from fatbin_inspect import render
+    from fatbin_inspect.judging.scan_run import run_scan, scan_options
+    from fatbin_inspect.render.scan_views import Shown
+
     _check_usage(jobs, insecure, executor, scheduler, scheduler_file, verdicts_only, gpus, target_files)
     _check_tls(tls_ca_file, tls_cert, tls_key)
     targets: tuple = ()
@@ -199,8 +177,9 @@ def scan_cmd(
         from fatbin_inspect.judging.fleet import resolve_all
 
         targets = resolve_all(gpus, driver, None, target_files, compat=compat, warn=say)
-    opts = _scan_options(
-        fmt,
+    view = render.view("scan", fmt)
+    opts = scan_options(
+        view.needs,
         targets,
         kernels,
         platform,
@@ -212,9 +191,7 @@ def scan_cmd(
         connect_timeout=connect_timeout,
         tls=(tls_ca_file, tls_cert, tls_key) if tls_cert else None,
     )
-    from fatbin_inspect.judging.scan_run import run_scan
-
-    progress = progress_for(fmt, "scanning")
+    progress = progress_for(view, "scanning")
     try:
         run = run_scan(paths, opts, targets, runtime_version, progress)
     finally:
@@ -224,10 +201,7 @@ def scan_cmd(
     for r in run.result.reports:
         note_error(r)
     inputs = [*paths, *(r.path for r in run.result.reports)]  # the output may be none of them
-    shown = _Table(output, show_files, verdicts_only, show_layers)
-    text = _VIEWS[fmt](run, paths, inputs, output, shown)
-    if text is not None:
-        write_output(text, output, inputs)
+    view.write(run, Output(output, inputs), Shown(paths, show_files, verdicts_only, show_layers))
     raise SystemExit(_exit_code(run, strict, fail_on, exit_zero))
 
 
@@ -267,101 +241,6 @@ def _check_dask(scheduler, scheduler_file) -> None:
         from fatbin_inspect.scanning.dask_executor import check_address
 
         check_address(scheduler)
-
-
-def _scan_options(fmt, targets, kernels, platform, jobs, no_cache, **where):
-    """The scan's options for this output: the table needs per-file summaries only (a warm scan
-    then loads no full record); the JSON of a scan without targets is encoded by the workers and
-    streamed (a warm scan copies the cached bytes); the engine's verdicts and the HTML report need
-    the full records. ``where``: the ``ScanOptions`` of the executor (local or Dask)."""
-    from fatbin_inspect.judging.scan_run import inventory_fields
-    from fatbin_inspect.scanning import ScanOptions
-
-    streamed = fmt == "json" and not targets
-    encoder = encoder_parts = None
-    if streamed:
-        from fatbin_inspect.render.scan_json import file_rest, file_rest_parts
-
-        encoder, encoder_parts = file_rest, file_rest_parts
-    inv = inventory_fields(
-        kernels=kernels, targets=bool(targets), platform=platform, digests=digests_for(fmt)
-    )
-    return ScanOptions(
-        inventory=inv,
-        jobs=jobs,
-        cache_dir=None if no_cache else "default",
-        summary=(fmt == "table" and not targets) or streamed,
-        encoder=encoder,
-        encoder_parts=encoder_parts,
-        **where,
-    )
-
-
-@dataclasses.dataclass(frozen=True)
-class _Table:
-    """What the table view is asked for besides the run."""
-
-    output: str | None
-    files: bool
-    verdicts_only: bool
-    layers: bool
-
-
-def _json_view(run, paths, inputs, output, view) -> None:
-    from fatbin_inspect.render import jsondump
-    from fatbin_inspect.render.scan_json import scan_document, scan_stream_document
-
-    shown_targets = []
-    if run.targets:  # (the engine's renderer is imported only when there are verdicts to show)
-        from fatbin_inspect.render.check_json import target_dict
-
-        shown_targets = [target_dict(t) for t in run.targets]
-    document = scan_document if run.targets else scan_stream_document
-    with open_output(output, inputs) as out:
-        jsondump.write(out, document(run.result, run.coverage, run.seconds, shown_targets))
-
-
-def _sbom_view(run, paths, inputs, output, view) -> str:
-    return sbom_text("scan", run.result.reports, run.targets, run.engine, run.roll_up)
-
-
-def _html_view(run, paths, inputs, output, view) -> str:
-    from fatbin_inspect.scanning.images import image_views
-
-    return _html(paths, run, image_views(run.result.images, run.result.reports))
-
-
-def _table_view(run, paths, inputs, output, view) -> str:
-    from fatbin_inspect.render import view as render_view
-    from fatbin_inspect.render.scan_table import summary_line
-    from fatbin_inspect.scanning.images import image_views
-
-    result, targets = run.result, run.targets
-    s = result.stats
-    summary = summary_line(
-        len(result.reports), len(run.coverage.rows), s.files, s.bytes, run.seconds, s.cache_hits, s.inspected
-    )
-    text = render_view("scan", "table")(
-        run.coverage,
-        summary,
-        verdicts_only=view.verdicts_only,
-        **look(output),
-        files=view.files,
-        target_sms=[t.gpu.sm for t in targets],
-        headers=[t.host_label or t.gpu.name.replace("NVIDIA ", "").replace("GeForce ", "") for t in targets],
-        images=image_views(result.images, result.reports),
-        layers=view.layers,
-    )
-    lines = torch_mismatches(result.reports, run.engine) if targets else []
-    if lines:
-        text += "\nCUDA runtime differs from torch's (FBI017 in gate --match torch):\n"
-        text += "".join(f"  {line}\n" for line in lines)
-    return text
-
-
-# one view per --format: (run, paths, inputs, output, table options) -> text to write, or None
-# when the view wrote its output itself (the JSON is streamed)
-_VIEWS = {"json": _json_view, "cyclonedx": _sbom_view, "html": _html_view, "table": _table_view}
 
 
 def _exit_code(run, strict: bool, fail_on: str, exit_zero: bool) -> int:

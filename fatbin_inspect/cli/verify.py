@@ -10,10 +10,9 @@ from fatbin_inspect.cli.common import (
     EXIT_FINDINGS,
     EXIT_NO_DEVICE,
     EXIT_OK,
+    Output,
     format_option,
-    look,
     output_option,
-    write_output,
 )
 from fatbin_inspect.cli.options import examples, fail_options, ui_options
 from fatbin_inspect.errors import DeviceError, UsageError
@@ -47,12 +46,21 @@ def _target(env):
 @click.option("--max-fatbins", type=int, default=None, help="At most N fatbins per file (large libraries).")
 @click.option("--findings-only", is_flag=True, help="Table: print findings and the summary, not every image.")
 @fail_options("error", what="contradicted predictions and hung or crashed loads")
-@format_option(["table", "json"])
+@format_option("verify")
 @output_option
 @ui_options
 def verify_cmd(
-    paths, device, timeout, no_entries, max_fatbins, findings_only, fail_on, exit_zero, fmt, output
-):
+    paths: tuple[str, ...],
+    device: int,
+    timeout: float,
+    no_entries: bool,
+    max_fatbins: int | None,
+    findings_only: bool,
+    fail_on: str,
+    exit_zero: bool,
+    fmt: str,
+    output: str | None,
+) -> None:
     """Load every fatbin in PATHS with cuModuleLoadData (cuda-python) in child processes, and
     compare with the prediction for this GPU and driver. Each fatbin is loaded whole, again with
     CUDA_DISABLE_PTX_JIT=1 (native or JIT?), then entry by entry. A hang or crash costs one result.
@@ -62,10 +70,11 @@ def verify_cmd(
     load hung/crashed, 2 usage error, 4 no GPU, driver or cuda-python
     (pip install 'fatbin-inspect[gpu]').
     """
-    from fatbin_inspect.render import view
+    from fatbin_inspect import render
     from fatbin_inspect.verify import compare
     from fatbin_inspect.verify.runner import ChildSession, NoDevice, child_env
 
+    view = render.view("verify", fmt)
     env = child_env(os.environ, disable_jit=False)
     target, predict, label = _prediction(env)
     checks: list = []
@@ -81,8 +90,8 @@ def verify_cmd(
         raise SystemExit(EXIT_NO_DEVICE) from None
     files = compare.file_checks(reports, checks, target) if target else []
     found = compare.findings(checks) + compare.file_findings(files)
-    text = view("verify", fmt)(label, checks, found, images=not findings_only, files=files, **look(output))
-    write_output(text, output)
+    run = {"target": label, "checks": checks, "findings": found, "images": not findings_only, "files": files}
+    view.write(run, Output(output))
     bad = bool(found) or any(c.actual == compare.ERROR for c in checks)
     raise SystemExit(EXIT_FINDINGS if bad and not (fail_on == "never" or exit_zero) else EXIT_OK)
 

@@ -31,6 +31,7 @@ from fatbin_inspect.compat import data, rules
 from fatbin_inspect.compat.runtime import RuntimeNeed, from_needs
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, KIND_TILE, Entry, Fatbin, FileReport
+from fatbin_inspect.formats.ptx import PtxShape
 
 VERDICTS = ("native", "jit", "fail", "no-device-code", "link-time")
 COVERAGES = ("full", "partial", "none")
@@ -56,6 +57,7 @@ class Chosen:
     ptx_isa: str | None
     offset: int | None = None  # entry header offset (per-fatbin choice)
     size: int | None = None  # the image's bytes after decompression (per-fatbin choice; compat.jit)
+    shape: PtxShape | None = None  # what its PTX holds, when check read it (judging.ptx_shapes)
 
 
 class EntryVerdict(NamedTuple):

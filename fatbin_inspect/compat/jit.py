@@ -1,12 +1,16 @@
 """What a JIT costs (docs/compatibility.md R-JIT-COST): the host CPU seconds the driver spends
 compiling the PTX it picks, and the SASS its JIT cache must then hold.
 
-Pure: a ``FileVerdict`` in (each fatbin keeps the PTX image R-SEL chose and its size after
-decompression), numbers out, with the constants of ``data/jit_model.json``. That model was
-fitted by ``scripts/measure_jit.py`` on NVIDIA's ptxas (the compiler the driver's JIT embeds)
-over real PTX, per target family, against the one thing a listing knows without decompressing
-and compiling: each image's uncompressed size. The driver compiles one module (fatbin) at a
-time, on one thread, so the seconds add up over images.
+Pure: a ``FileVerdict`` in, numbers out, with the constants of ``data/jit_model.json``. Each
+counted fatbin that loads PTX keeps the image R-SEL chose: its size after decompression and, when
+``check`` read that PTX (``judging.ptx_shapes``), its counts (``formats.ptx.shape``).
+The model was fitted by ``scripts/measure_jit.py`` on NVIDIA's ptxas (the compiler the driver's
+JIT embeds) over real PTX of 14 libraries, left out one library at a time (its errors are in the
+data): seconds grow with instructions, not bytes (a kernel with long mangled parameter names
+has more bytes per instruction), and faster than linearly with the size of one function (ptxas
+optimises a function as a whole), so a module of many small kernels costs less than one of few
+large ones; where only entry headers were read (``scan``, ``gate``) the bytes stand in. The driver compiles one module (fatbin) at a time, on one thread, so the
+seconds add up over images.
 
 The cache (R-JIT-ENV, [S3 §5.2.2]): ``CUDA_CACHE_DISABLE=1`` keeps nothing, and a cache smaller
 than the SASS it must hold (``CUDA_CACHE_MAXSIZE``: default 1 GiB, 256 MiB on embedded
@@ -16,14 +20,18 @@ every start of the program instead of once per driver version.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from fatbin_inspect.compat import data
 from fatbin_inspect.compat.engine import FatbinVerdict, FileVerdict
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.formats.model import KIND_PTX
+from fatbin_inspect.formats.ptx import PtxShape
 
 CACHE_DEFAULT = 1 << 30  # CUDA_CACHE_MAXSIZE default, desktop and server [S3 §5.2.2]
 CACHE_DEFAULT_EMBEDDED = 256 << 20  # embedded (Tegra) platforms
@@ -105,13 +113,21 @@ def family_of(cc: tuple[int, int]) -> str:
     return below[-1] if below else fams[0]
 
 
-def per_image(size: int, family: str) -> tuple[float, float]:
-    """(seconds, cache bytes) of compiling one PTX image of ``size`` bytes: ``c + a * size ** b``
-    (``c`` the floor of a tiny image, ``a`` and ``b`` fitted on larger ones)."""
-    row = model()["families"][family]
-    s, c = row["seconds"], row["cache_bytes"]
-    size = max(size, 1)
-    return s["c"] + s["a"] * size ** s["b"], c["c"] + c["a"] * size ** c["b"]
+def _power(row: Mapping[str, Any], counts: Mapping[str, int]) -> float:
+    """``c + a * prod(count ** exponent)`` of one row of the model."""
+    return row["c"] + row["a"] * math.prod(max(counts[k], 1) ** e for k, e in row["exponents"].items())
+
+
+def per_image(size: int, family: str, shape: PtxShape | None = None) -> tuple[float, float]:
+    """(seconds, cache bytes) of compiling one PTX image, times the family's scale: from the
+    counts of its PTX when known (``shape``), else from its ``size`` in bytes."""
+    m = model()
+    scale = m["families"][family]
+    name, counts = ("shape", dataclasses.asdict(shape)) if shape is not None else ("bytes", {"bytes": size})
+    return (
+        _power(m["seconds"][name], counts) * scale["seconds"],
+        _power(m["cache_bytes"][name], counts) * scale["cache_bytes"],
+    )
 
 
 def jit_fatbins(v: FileVerdict) -> list[FatbinVerdict]:
@@ -135,7 +151,7 @@ def cost(v: FileVerdict, settings: CacheSettings = DEFAULT_CACHE) -> JitCost | N
     ptx = 0
     for f in fbs:
         size = f.chosen.size if f.chosen is not None and f.chosen.size is not None else 0
-        s, c = per_image(size, family)
+        s, c = per_image(size, family, f.chosen.shape if f.chosen is not None else None)
         ptx += size
         seconds += s
         cache_bytes += c
@@ -209,6 +225,6 @@ def cost_text(c: JitCost) -> str:
 
 
 def measured() -> str:
-    """Where the constants come from: 'ptxas 13.5.37 on AMD EPYC, 2026-12-01'."""
+    """Where the constants come from: 'ptxas 13.0.88 on AMD EPYC, 2026-12-07'."""
     m = model()["measured"]
-    return f"ptxas {m['ptxas'].get('13', '?')} on {m['cpu']}, {m['date']}"
+    return f"ptxas {m['ptxas']} on {m['cpu']}, {m['date']}"

@@ -61,6 +61,42 @@ def kernels(text: bytes | mmap.mmap) -> tuple[Kernel, ...]:
     return tuple(Kernel(name=m.group(1).decode("ascii", "replace")) for m in _ENTRY.finditer(text))
 
 
+@dataclass(frozen=True)
+class PtxShape:
+    """What PTX text says about the work of compiling it, counted without parsing it
+    (``compat.jit`` estimates the JIT's seconds from these)."""
+
+    bytes: int  # the text up to its NUL
+    instructions: int  # statements (``;``) less register declarations (``.reg``)
+    entries: int  # ``.entry``: kernels
+    funcs: int  # ``.func``: device functions (and their declarations)
+    largest: int  # statements from one ``.entry``/``.func`` to the next, at most (ptxas is superlinear in it)
+
+
+_FUNCTION = re.compile(rb"\.(entry|func)\s")
+
+
+def shape(text: bytes) -> PtxShape:
+    """The counts of ``PtxShape`` over ``text`` (up to a NUL): substring counts, not a grammar
+    (fatbinary strips comments), a few passes over the text at C speed. Register declarations,
+    branches and calls were measured too (``scripts/measure_jit.py``) and predicted nothing the
+    instructions and the largest function do not."""
+    nul = text.find(b"\0")
+    if nul >= 0:
+        text = text[:nul]
+    heads = [(m.start(), m.group(1)) for m in _FUNCTION.finditer(text)]
+    starts = [start for start, _ in heads]
+    entries = sum(1 for _, kind in heads if kind == b"entry")
+    bounds = zip([0, *starts], [*starts, len(text)])  # (the text before the first head included)
+    return PtxShape(
+        bytes=len(text),
+        instructions=max(text.count(b";") - text.count(b".reg"), 0),
+        entries=entries,
+        funcs=len(heads) - entries,
+        largest=max(text.count(b";", a, b) for a, b in bounds),
+    )
+
+
 def target_arch(target: str) -> tuple[int, str]:
     """``sm_90a`` -> (90, "a")."""
     m = re.fullmatch(r"(?:sm|compute)_(\d{1,6})([af]?)", target)

@@ -3,7 +3,7 @@
 A process decoding a slice of a large file (``decoding._iter_parallel``: a worker, or the parent
 itself) turns it into its final bytes (``--kernels --format json``: ~0.7 MB a slice, 11.5 MB
 for one of libtorch_cuda.so's fatbins). Pickled whole, those bytes were held by the worker, the
-pipe and the parent at once; compressed first (``render.jsondump.Packed``), they cost zstd at
+pipe and the parent at once; compressed first (``render.record_pieces.Packed``), they cost zstd at
 both ends and a fresh buffer, faulted in, for each piece. Here the parent makes a ring of memfds
 before the workers fork (they inherit them); the process that decodes a slice writes its bytes
 into the slice's slot with ``pwrite`` and returns only where they lie (``Spilled``), and the
@@ -26,7 +26,7 @@ import os
 from collections.abc import Iterator
 
 KEEP = 2 << 20  # a slot holding more than this is emptied before it is written again
-# the most of a slice's bytes its slot takes; the rest is compressed (render.jsondump.Packed).
+# the most of a slice's bytes its slot takes; the rest is compressed (render.record_pieces.Packed).
 # Memory-file pages are in no process's RSS but are memory all the same: libtorch_cuda.so
 # --kernels json (one fatbin 11.5 MB of JSON, 39 over 1 MiB of 475), peak tree RSS + memory
 # files: uncapped 133 + 15 MB, 2 MiB 137 + 10 MB, 1 MiB 137 + 5 MB (the same CPU and wall,

@@ -5,17 +5,27 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.inventory.options import Options
+from fatbin_inspect.judging.needs import Needs
 from fatbin_inspect.judging.torch import torch_reference
 
 if TYPE_CHECKING:
     from fatbin_inspect.compat.targets import Target
+    from fatbin_inspect.formats.model import FileReport
+    from fatbin_inspect.release.findings import FindingsReport
+    from fatbin_inspect.release.policy import Policy
 
 CUDA_NAMED = re.compile(r"(?i)(cuda|[_-]cu\d{2,3}\b|^nvidia[_-])")  # a wheel whose name says CUDA
+
+
+class GateRun(NamedTuple):
+    report: FindingsReport  # the findings, ``config`` naming the policy file
+    reports: list[FileReport]  # every record read
+    fail_on: str  # the policy's level: a finding at or above it fails the gate
 
 
 def gate_context(paths, reports, reference):
@@ -83,20 +93,21 @@ def _read(paths, opts: Options, progress, cache_dir: str | None) -> list:
 
 
 def run_gate(
-    paths,
-    pol,
-    given,
-    target_files=(),
-    match=None,
-    progress=None,
+    paths: Sequence[str],
+    pol: Policy,
+    given: Mapping[str, Any],
+    target_files: Sequence[str] = (),
+    match: str | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
     warn: Callable[[str], None] | None = None,
-    digests: bool = False,
+    needs: Needs = Needs(),
     cache_dir: str | None = None,
-):
-    """(findings, records) of ``paths`` under ``pol`` with the command line's ``given`` flags on top
-    of per-distribution overrides: what ``gate`` reports, and the library's ``gate()``; ``digests``:
-    the records carry their SHA-256 (the SBOM); ``cache_dir``: the scan cache's folder (None: no
-    cache), where the records of unchanged files are kept (``judging.inputs.RecordCache``)."""
+) -> GateRun:
+    """The findings and records of ``paths`` under ``pol`` with the command line's ``given`` flags
+    on top of per-distribution overrides: what ``gate`` reports, and the library's ``gate()``;
+    ``needs.digests``: the records carry their SHA-256 (the SBOM); ``cache_dir``: the scan
+    cache's folder (None: no cache), where the records of unchanged files are kept
+    (``judging.inputs.RecordCache``)."""
     from fatbin_inspect.release.gate import gate
     from fatbin_inspect.system.stack import local_devices
 
@@ -108,7 +119,7 @@ def run_gate(
         )
     from fatbin_inspect.judging import index_inputs
 
-    opts = Options(probe_small=True, digests=digests)
+    opts = Options(probe_small=True, digests=needs.digests)
     packages = [p for p in paths if index_inputs.is_index_input(p)]
     files = _read([p for p in paths if p not in packages], opts, progress, cache_dir)
     local = local_devices(pol.gpus, pol.min_driver)
@@ -116,7 +127,8 @@ def run_gate(
     groups: dict[str | None, Sequence[Target]] = {None: fleet}
     if packages and fleet:
         groups = {arch: tuple(on) for arch, on in index_inputs.judge_groups(fleet).items()}
-    parts, every = [], list(files)
+    parts: list[FindingsReport] = []
+    every = list(files)
     for arch, on in groups.items():
         fetched = [r for p in packages for f in index_inputs.fetch_all(p, opts, [arch]) for r in f.records]
         every += fetched
@@ -125,16 +137,16 @@ def run_gate(
         ctx = gate_context(paths, reports, reference)
         parts.append(gate(reports, pol, given, reference, tuple(on), local, ctx))
     read = list({r.path: r for r in every}.values()) if packages else files
-    return dataclasses.replace(_merged(parts), config=pol.source), read
+    return GateRun(dataclasses.replace(_merged(parts), config=pol.source), read, pol.fail_on)
 
 
-def _merged(parts: list):
+def _merged(parts: list[FindingsReport]) -> FindingsReport:
     """One gate report of the reports of each host CPU's targets: findings, checks, targets,
     inputs and files each once, in order."""
     if len(parts) == 1:
         return parts[0]
 
-    def once(field: str) -> tuple:
+    def once(field: str) -> tuple[Any, ...]:
         return tuple(dict.fromkeys(x for part in parts for x in getattr(part, field)))
 
     return dataclasses.replace(

@@ -8,6 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from fatbin_inspect.judging.needs import Needs
+
 if TYPE_CHECKING:  # a warm scan without targets imports neither the engine nor the parsers
     from fatbin_inspect.compat.engine import FileVerdict
     from fatbin_inspect.compat.targets import Target
@@ -72,6 +74,35 @@ def inventory_fields(
         "platform": platform,
         "digests": digests,
     }
+
+
+def scan_options(
+    needs: Needs,
+    targets: Sequence[Target],
+    kernels: bool,
+    platform: str,
+    jobs: int,
+    no_cache: bool,
+    **where: Any,
+) -> ScanOptions:
+    """The scan's options for a view with ``needs``: a view that reads summaries only gets them
+    (a warm scan then loads no full record), one with an encoder gets each record encoded by the
+    workers and streamed (a warm scan copies the cached bytes); the engine's verdicts need the
+    full records, so with ``targets`` neither. ``where``: the ``ScanOptions`` of the executor
+    (local or Dask)."""
+    from fatbin_inspect.scanning import ScanOptions
+
+    streamed = needs.encoder is not None and not targets
+    inv = inventory_fields(kernels=kernels, targets=bool(targets), platform=platform, digests=needs.digests)
+    return ScanOptions(
+        inventory=inv,
+        jobs=jobs,
+        cache_dir=None if no_cache else "default",
+        summary=(not needs.records and not targets) or streamed,
+        encoder=needs.encoder if streamed else None,
+        encoder_parts=needs.encoder_parts if streamed else None,
+        **where,
+    )
 
 
 def run_scan(

@@ -17,6 +17,7 @@ from fatbin_inspect.formats.model import ARCHIVE_FORMATS, FileReport
 from fatbin_inspect.inventory import member_path
 from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.judging.inputs import Progress, iter_reports
+from fatbin_inspect.judging.ptx_shapes import with_ptx_shapes
 
 
 def is_wheel(path: str) -> bool:
@@ -175,7 +176,8 @@ def judge_paths(
     progress: Progress | None = None,
     seen: list[str] | None = None,
 ) -> Iterator[FileVerdict]:
-    """Verdicts per file and target as the records come; unreadable records go to ``unreadable``
+    """Verdicts per file and target as the records come, the PTX a JIT would compile counted
+    (``judging.ptx_shapes``); unreadable records go to ``unreadable``
     (and to ``note``, which tells on stderr; None: silent, for the library), and every judged
     record to ``kept`` when it is a list; ``seen`` gets every record's path."""
     from fatbin_inspect.judging import index_inputs
@@ -194,7 +196,7 @@ def judge_paths(
             continue
         if kept is not None:
             kept.append(report)
-        yield from judge(report, on, wheels)
+        yield from with_ptx_shapes(report, judge(report, on, wheels))
 
 
 def _with_index_inputs(

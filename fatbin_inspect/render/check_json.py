@@ -21,7 +21,7 @@ from fatbin_inspect.compat.engine import (
 from fatbin_inspect.compat.jit import DEFAULT_CACHE, CacheSettings, JitCost, cost, measured, phrase
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.formats.records import as_dict
-from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, tool
+from fatbin_inspect.render.jsondump import SCHEMA_VERSION, tool
 
 MISSING_KERNELS_LISTED = 200  # names listed per result; the count is always complete
 
@@ -55,10 +55,10 @@ def error_dict(e: ErrorRef | None) -> dict[str, Any] | None:
 
 def chosen_dict(c: Chosen | None) -> dict[str, Any] | None:
     """The image chosen; its offset only where one fatbin chose it (a file's choice has none), its
-    size (for ``compat.jit``) not written."""
+    size and PTX shape (for ``compat.jit``) not written."""
     if c is None:
         return None
-    return as_dict(c, omit=("size",) if c.offset is not None else ("offset", "size"))
+    return as_dict(c, omit=("size", "shape") if c.offset is not None else ("offset", "size", "shape"))
 
 
 def entry_verdict_dict(e: EntryVerdict) -> dict[str, Any]:

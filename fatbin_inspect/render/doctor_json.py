@@ -9,7 +9,7 @@ import dataclasses
 from typing import Any
 
 from fatbin_inspect.render import jsondump
-from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, tool
+from fatbin_inspect.render.jsondump import SCHEMA_VERSION, tool
 from fatbin_inspect.system.diagnose import Diagnosis
 from fatbin_inspect.system.stack import Stack
 

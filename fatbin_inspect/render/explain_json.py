@@ -14,4 +14,4 @@ def render_explanation_json(e: Explanation, color: bool = False, width: int | No
 
 
 def explanation_dict(e: Explanation) -> dict[str, Any]:
-    return {"schema_version": 1, **as_dict(e)}
+    return {"schema_version": jsondump.SCHEMA_VERSION, **as_dict(e)}

@@ -25,5 +25,9 @@ def gpu_dicts(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def render_gpus_json(rows: Sequence[dict[str, Any]], color: bool = False, width: int | None = None) -> str:
     """The document, schema_version 1, with the date of the GPU data."""
-    doc = {"schema_version": 1, "as_of": data.load("gpus")["as_of"], "gpus": gpu_dicts(rows)}
+    doc = {
+        "schema_version": jsondump.SCHEMA_VERSION,
+        "as_of": data.load("gpus")["as_of"],
+        "gpus": gpu_dicts(rows),
+    }
     return jsondump.dumps(doc)

@@ -6,8 +6,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, file_dict, tool, writes_fields
-from fatbin_inspect.render.jsondump import to_json
+from fatbin_inspect.render.json_encode import to_json
+from fatbin_inspect.render.jsondump import SCHEMA_VERSION, tool
+from fatbin_inspect.render.record_json import file_dict, writes_fields
 from fatbin_inspect.scanning.coverage import Coverage, Row
 from fatbin_inspect.scanning.images import image_views
 
@@ -78,11 +79,11 @@ def file_rest(report) -> bytes:
     the field after ``distribution`` on: the scan cache keeps these bytes, the path and distribution (which
     depend on how and where the scan was run) are put in front by ``file_text``. Module-level: the
     scan's workers call it (``ScanOptions.encoder``)."""
-    from fatbin_inspect.render import jsondump
+    from fatbin_inspect.render import record_pieces
 
     if report.distribution is not None:
         report = dataclasses.replace(report, distribution=None)
-    text = jsondump.file_pretty(report, 2)
+    text = record_pieces.file_pretty(report, 2)
     return text[text.index(_HEAD_END) + len(_HEAD_END) :].encode()
 
 
@@ -93,16 +94,16 @@ def file_rest_parts(report, fatbins) -> tuple[bytes, bytes, bytes, list[bytes]] 
     the items are joined at once or in runs (tests/scanning/test_elf_split.py holds the two equal).
     ``report`` None: the items only. None when ``file_rest`` would not write them so.
     Module-level, as ``file_rest`` (``ScanOptions.encoder_parts``)."""
-    from fatbin_inspect.render import jsondump
+    from fatbin_inspect.render import record_pieces
 
     if fatbins and not writes_fields(fatbins):
         return None
-    sep, items = jsondump.fatbins_pretty(fatbins, 2)
+    sep, items = record_pieces.fatbins_pretty(fatbins, 2)
     before = after = b""
     if report is not None:
         if report.distribution is not None:
             report = dataclasses.replace(report, distribution=None)
-        around = jsondump.file_pretty_around(report, 2)
+        around = record_pieces.file_pretty_around(report, 2)
         if around is None or _HEAD_END not in around[0]:
             return None
         before = around[0][around[0].index(_HEAD_END) + len(_HEAD_END) :].encode()

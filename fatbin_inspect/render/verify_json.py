@@ -9,7 +9,7 @@ import dataclasses
 from typing import Any
 
 from fatbin_inspect.render import jsondump
-from fatbin_inspect.render.inventory_json import SCHEMA_VERSION, tool
+from fatbin_inspect.render.jsondump import SCHEMA_VERSION, tool
 from fatbin_inspect.verify.compare import (
     Disagreement,
     FileCheck,

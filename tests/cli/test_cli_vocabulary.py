@@ -130,15 +130,18 @@ def test_completion_of_commands_options_and_gpu_names():
 def test_progress_only_for_tables_and_never_when_asked_not_to(monkeypatch):
     from fatbin_inspect.cli.common import progress_for
     from fatbin_inspect.cli.options import UI
+    from fatbin_inspect.render import view
 
     monkeypatch.setenv("FATBIN_INSPECT_PROGRESS", "1")  # as if stderr were a terminal
     with click.Context(group) as ctx:
-        assert progress_for("table", "x").enabled
-        assert not progress_for("json", "x").enabled and not progress_for("sarif", "x").enabled
+        assert progress_for(view("check", "table"), "x").enabled
+        assert progress_for(view("gate", "html"), "x").enabled
+        assert not progress_for(view("check", "json"), "x").enabled
+        assert not progress_for(view("gate", "sarif"), "x").enabled
         ctx.meta[UI] = {"progress": False}
-        assert not progress_for("table", "x").enabled
+        assert not progress_for(view("check", "table"), "x").enabled
         ctx.meta[UI] = {"quiet": True}
-        assert not progress_for("table", "x").enabled
+        assert not progress_for(view("check", "table"), "x").enabled
 
 
 def test_color_option_wins_over_the_environment(monkeypatch):

@@ -267,6 +267,8 @@ def test_default_driver_is_the_newest_confirmed_branch_r620():
         ("VR200", (10, 7), "datacenter", "medium"),
         ("RTX Spark N1X", (12, 1), "geforce", "medium"),
         ("RTX PRO 4500 Blackwell Server Edition", (12, 0), "datacenter", "medium"),
+        ("RTX PRO 6000 Blackwell Server Edition", (12, 0), "datacenter", "high"),  # issue 56
+        ("RTX PRO 6000 Blackwell Workstation Edition", (12, 0), "workstation", "high"),
         ("DRIVE P2021", (10, 0), "jetson/embedded", "low"),
     ],
 )
@@ -278,10 +280,19 @@ def test_gpu_rows(query, cc, segment, conf):
 def test_changed_gpu_rows_carry_source_and_as_of():
     rows = [g for g in data.gpus() if "as_of" in g]
     assert len(rows) >= 5
-    assert all(g["source"] and g["as_of"] == "2026-12-01" for g in rows)
+    assert all(g["source"] and g["as_of"] in ("2026-12-01", "2026-12-07") for g in rows)
     names = [g["name"] for g in data.gpus()]
     assert names.count("GeForce GT 1030") == 1
     assert not any(n.startswith("Rubin (GR100") for n in names)
+
+
+def test_cuda_13_minor_version_floor_has_no_os_split():
+    """NVIDIA's minor-version-compatibility table: CUDA 13.x >= 580, one cell for every OS."""
+    for t in data.toolkits():
+        if t["version"].startswith("13."):
+            mvc = t["min_driver_minor_version_compat"]
+            assert mvc["linux"] == mvc["windows"] == ">=580" and mvc["as_of"] == "2026-12-07", t["version"]
+    assert data.mvc_floor(13, "windows") == data.mvc_floor(13) == (580,)
 
 
 def test_generation_support_going_forward():

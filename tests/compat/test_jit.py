@@ -1,7 +1,9 @@
 """R-JIT-COST: what a JIT costs (compat.jit), in check's JSON and table, doctor's JIT cache and
 explain; on a corpus library with only PTX for the target, ptx_bytes against cuobjdump -xptx."""
 
+import dataclasses
 import glob
+import importlib.util
 import json
 import os
 import subprocess
@@ -10,11 +12,13 @@ from importlib import resources
 
 import jsonschema
 import pytest
-from conftest import CORPUS, cli, cli_json, fixture_path
+from conftest import CORPUS, ROOT, cli, cli_json, fixture_path
 
 import fatbin_inspect as fi
 from fatbin_inspect.compat import jit
 from fatbin_inspect.compat.explain import explain
+from fatbin_inspect.formats import ptx
+from fatbin_inspect.formats.ptx import PtxShape
 from fatbin_inspect.system.diagnose import jit_cache
 
 PTX_ONLY = fixture_path("bin", "t03_exe_ptx_only_c80")  # one compute_80 PTX image, no cubin
@@ -75,9 +79,86 @@ def test_per_image_model_grows_with_the_ptx():
     for fam in jit.model()["families"]:
         small, big = jit.per_image(10_000, fam), jit.per_image(1_000_000, fam)
         assert 0 < small[0] < big[0] and 0 < small[1] < big[1]
+        few = jit.per_image(10_000, fam, _shape(instructions=200, largest=200))
+        many = jit.per_image(10_000, fam, _shape(instructions=20_000, largest=20_000))
+        split = jit.per_image(10_000, fam, _shape(instructions=20_000, largest=200, entries=100))
+        assert 0 < few[0] < split[0] < many[0]  # the same bytes: more instructions, larger functions
     m = jit.model()["measured"]
-    assert m["ptxas"]["13"].startswith("13.") and m["cpu"] and m["date"]
-    assert {"sm_80", "sm_90"} <= set(jit.model()["families"])
+    assert m["ptxas"].startswith("13.") and m["cpu"] and m["date"] and len(m["libraries"]) >= 6
+    assert {"sm_80", "sm_90", "sm_100", "sm_120"} <= set(jit.model()["families"])
+
+
+def _shape(**counts):
+    return PtxShape(**{"bytes": 10_000, "instructions": 0, "entries": 1, "funcs": 0, "largest": 0, **counts})
+
+
+def _measure_jit():
+    spec = importlib.util.spec_from_file_location(
+        "measure_jit", os.path.join(ROOT, "scripts", "measure_jit.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_shipped_model_is_the_fit_of_the_committed_measurements():
+    """data/jit_model.json is what scripts/measure_jit.py --fit makes of tests/data/jit_measurements.csv
+    (no ptxas needed), and its leave-one-library-out errors are those of that data."""
+    mj = _measure_jit()
+    rows = mj.read_csv()
+    m = jit.model()
+    assert len({r["library"] for r in rows}) >= 6 and len(rows) == m["measured"]["compiles"]
+    for key, out, models in (
+        ("seconds", "seconds", mj.MODELS),
+        ("cubin_bytes", "cache_bytes", mj.CACHE_MODELS),
+    ):
+        for name, features in models.items():
+            assert mj.fit_power(rows, features, key).as_json() == m[out][name], (out, name)
+    lolo = m["leave_one_library_out"]
+    for name, features in mj.MODELS.items():
+        assert mj.leave_one_out(rows, features) == lolo[name], name
+    # the measurements are the shapes the package counts: the counts of a row are ptx.shape's fields
+    assert set(PtxShape.__dataclass_fields__) <= set(rows[0])
+
+
+def test_check_counts_the_ptx_it_would_compile(tmp_path):
+    """check reads the PTX the driver would compile (judging.ptx_shapes): its counts are those of
+    the image extract writes, and the estimate rests on its instructions."""
+    v = one(MIXED, "RTX 5090")
+    (f,) = jit.jit_fatbins(v)
+    cli("extract", MIXED, "--kind", "ptx", "--arch", "compute_90", "-d", tmp_path, "-q", codes=0)
+    (written,) = tmp_path.glob("*.ptx")
+    assert f.chosen.shape == ptx.shape(written.read_bytes()) and f.chosen.shape.instructions > 10
+    c = jit.cost(v)
+    seconds, cache_bytes = jit.per_image(f.chosen.size, "sm_120", f.chosen.shape)
+    assert c.estimate_s == round(seconds, 3) and c.cache_bytes == int(cache_bytes)
+    unread = dataclasses.replace(
+        v,
+        fatbins=tuple(
+            dataclasses.replace(x, chosen=dataclasses.replace(x.chosen, shape=None)) if x.chosen else x
+            for x in v.fatbins
+        ),
+    )
+    assert jit.cost(unread).estimate_s == round(jit.per_image(f.chosen.size, "sm_120")[0], 3)  # bytes
+
+
+def test_ptx_shape_counts_what_the_text_holds():
+    """Against a line-by-line count of the nvcc-built standalone PTX: statements that are not
+    directives, .entry lines, the statements of each function."""
+    text = open(RAW_PTX, "rb").read()
+    s = ptx.shape(text)
+    lines = [ln.strip() for ln in text.decode().splitlines()]
+    body = [ln for ln in lines if ln.endswith(";") and not ln.startswith((".", "//"))]
+    assert s.bytes == len(text) and s.entries == sum(".entry " in ln for ln in lines) >= 1
+    assert abs(s.instructions - len(body)) <= 0.05 * len(body)
+    per_function = [0]
+    for ln in lines:  # a function runs from its .entry/.func line to the next one
+        if ".entry " in ln or ".func " in ln:
+            per_function.append(0)
+        per_function[-1] += ln.count(";")
+    assert s.largest == max(per_function) and s.funcs == 0 and len(per_function) == 1 + s.entries
+    assert ptx.shape(text + b"\0garbage;;;") == s  # up to the NUL
 
 
 def test_check_json_has_the_jit_object_and_the_cache_env():

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 from fatbin_inspect.formats import cubin as C
 from fatbin_inspect.formats.model import Entry, Kernel, fast_kernel
-from fatbin_inspect.render import inventory_json as inv_json
-from fatbin_inspect.render import jsondump
+from fatbin_inspect.render import jsondump, record_pieces
+from fatbin_inspect.render import record_json as inv_json
 from fatbin_inspect.render.escape import utf8_json
-from fatbin_inspect.render.inventory_json import entry_dict, kernel_dict, kernels_json
+from fatbin_inspect.render.record_json import entry_dict, kernel_dict, kernels_json
 
 
 def _walk(data: bytes):
@@ -202,7 +202,7 @@ def test_kernels_json_is_json_dumps_of_kernel_dicts(kernels):
 @given(st.lists(_KERNEL, max_size=9), st.integers(1, 4))
 def test_kernels_json_pieces_are_cut_between_kernels(monkeypatch, kernels, per):
     """The pieces join to the whole text, with no lone surrogate escape to rewrite (as
-    ``jsondump.entry_texts`` writes them); one piece per ``KERNELS_PER_PIECE`` kernels, one
+    ``record_pieces.entry_texts`` writes them); one piece per ``KERNELS_PER_PIECE`` kernels, one
     for none."""
     monkeypatch.setattr(inv_json, "KERNELS_PER_PIECE", per)
     pieces = list(inv_json.kernels_json_pieces(tuple(kernels)))
@@ -239,4 +239,4 @@ def test_entry_json_is_the_entry_dicts_text():
         kernels=(Kernel("_Z1kv", "k()", 8, 0, 360, None, 0), Kernel("x\udcff", None, None, 0, None, (64, 1, 1), None)),
     )  # fmt: skip
     for entry in (e, dataclasses.replace(e, kernels=()), dataclasses.replace(e, kernels=None)):
-        assert jsondump.entry_json(entry) == jsondump.to_json(entry_dict(entry), separators=(",", ":"))
+        assert record_pieces.entry_json(entry) == jsondump.to_json(entry_dict(entry), separators=(",", ":"))

@@ -18,7 +18,7 @@ import fatbin_inspect as fi
 from fatbin_inspect.release import policy as policy_mod
 from fatbin_inspect.render.check_json import result_dict
 from fatbin_inspect.render.findings.json import document
-from fatbin_inspect.render.inventory_json import file_dict
+from fatbin_inspect.render.record_json import file_dict
 from fatbin_inspect.render.scan_json import coverage_dict
 
 FILES = [

@@ -168,7 +168,6 @@ def test_the_engine_reads_no_files(module, path):
 KNOWN_CYCLES = (
     {"containers", "containers.archives", "containers.conda", "containers.elf", "containers.pe"},
     {"compat.engine", "compat.gap_kernels"},
-    {"render.inventory_json", "render.jsondump"},
 )
 
 

@@ -1,5 +1,5 @@
 """The inventory JSON's fast paths (issue 26, row 2) write what the general path writes: a file's
-pretty text built from its records (``jsondump.file_pretty``, ``inventory_json.entry_pretty``)
+pretty text built from its records (``record_pieces.file_pretty``, ``record_json.entry_pretty``)
 equals ``jsondump.pretty`` of ``file_dict``, byte for byte, on generated records whose strings
 hold quotes, backslashes, control and non-ASCII characters and undecodable bytes (lone
 surrogates), whose optional fields are None, and whose entries have a decoded cubin or kernels
@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileError, FileReport, Kernel, Package
-from fatbin_inspect.render import inventory_json, jsondump
-from fatbin_inspect.render.inventory_json import entry_compact, entry_dict, entry_pretty, file_dict
+from fatbin_inspect.render import jsondump, record_json, record_pieces
+from fatbin_inspect.render.record_json import entry_compact, entry_dict, entry_pretty, file_dict
 
 # strings as file names and header fields hold them: os.fsdecode's lone surrogates included
 _TEXT = st.text(
@@ -116,7 +116,7 @@ _REPORT = st.builds(
 @settings(max_examples=100, deadline=None)
 @given(_REPORT, st.integers(0, 3))
 def test_file_pretty_is_pretty_of_file_dict(report, depth):
-    fast = jsondump.file_pretty(report, depth)
+    fast = record_pieces.file_pretty(report, depth)
     assert fast == jsondump.pretty(file_dict(report), depth)
     json.loads(fast)  # and strict JSON: no lone surrogate left
 
@@ -129,7 +129,7 @@ def test_entry_pretty_is_pretty_of_entry_dict(e, depth):
         assert text is None
     else:
         assert text is not None
-        assert jsondump.utf8_json(text) == jsondump.pretty(entry_dict(e), depth)
+        assert record_pieces.utf8_json(text) == jsondump.pretty(entry_dict(e), depth)
 
 
 @pytest.mark.slow
@@ -137,12 +137,12 @@ def test_entry_pretty_is_pretty_of_entry_dict(e, depth):
 @given(_REPORT, st.integers(1, 4))
 def test_file_pieces_are_compact_json_of_file_dict(report, run):
     """The compact record (``list --format json`` of a large inventory), in runs of any length."""
-    old = jsondump.COMPACT_RUN
-    jsondump.COMPACT_RUN = run
+    old = record_pieces.COMPACT_RUN
+    record_pieces.COMPACT_RUN = run
     try:
-        fast = b"".join(jsondump.file_pieces(report))
+        fast = b"".join(record_pieces.file_pieces(report))
     finally:
-        jsondump.COMPACT_RUN = old
+        record_pieces.COMPACT_RUN = old
     assert fast == jsondump.to_json(file_dict(report), separators=(",", ":")).encode()
     json.loads(fast)
 
@@ -155,7 +155,7 @@ def test_entry_compact_is_compact_json_of_entry_dict(e):
         assert text is None
     else:
         assert text is not None
-        assert jsondump.utf8_json(text) == jsondump.to_json(entry_dict(e), separators=(",", ":"))
+        assert record_pieces.utf8_json(text) == jsondump.to_json(entry_dict(e), separators=(",", ":"))
 
 
 def test_a_fatbin_field_the_fast_path_does_not_write_sends_it_to_the_general_path(monkeypatch):
@@ -163,10 +163,10 @@ def test_a_fatbin_field_the_fast_path_does_not_write_sends_it_to_the_general_pat
     write (a future one) is written by ``pretty`` of its dict, never without the field."""
     e = Entry(1, "sass", 2, 90, "a", "none", 8, 8, 0, (1, 8), 64, 65, "linux", False, None, None)
     report = FileReport("lib.so", "elf", 100, fatbins=(Fatbin(0, 8, ".nv_fatbin", (e,), "scan"),))
-    assert set(inventory_json.FATBIN_PRETTY_FIELDS) == {f.name for f in dataclasses.fields(Fatbin)}
-    monkeypatch.setattr(inventory_json, "FATBIN_PRETTY_FIELDS", ("section", "offset", "size", "entries"))
-    assert jsondump.file_pretty(report, 2) == jsondump.pretty(file_dict(report), 2)
-    assert '"found_by": "scan"' in jsondump.file_pretty(report, 2)
-    compact = b"".join(jsondump.file_pieces(report))
+    assert set(record_json.FATBIN_PRETTY_FIELDS) == {f.name for f in dataclasses.fields(Fatbin)}
+    monkeypatch.setattr(record_json, "FATBIN_PRETTY_FIELDS", ("section", "offset", "size", "entries"))
+    assert record_pieces.file_pretty(report, 2) == jsondump.pretty(file_dict(report), 2)
+    assert '"found_by": "scan"' in record_pieces.file_pretty(report, 2)
+    compact = b"".join(record_pieces.file_pieces(report))
     assert compact == jsondump.to_json(file_dict(report), separators=(",", ":")).encode()
     assert b'"found_by":"scan"' in compact

@@ -12,7 +12,7 @@ from conftest import BIN, COMPAT, cli, fixture_path
 
 from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.judging.inputs import iter_reports
-from fatbin_inspect.render import inventory_json, jsondump
+from fatbin_inspect.render import inventory_json, json_encode, jsondump, record_json, record_pieces
 
 FILES = sorted(
     p
@@ -57,9 +57,9 @@ def test_pretty_is_json_dumps_indent_2():
         [["a", 1, 0.5], {"k": "v", "t": True}, ("x",), [float("nan")]],
         {"leaf": [1, 2], "deeper": [{"a": 1}, [[]]]},
         # a string and a number holding the first placeholder's digits: written item by item
-        {"a": "x" + jsondump._PLACEHOLDER_TEXTS[0], "b": 1, "c": [1], "d": 2, "e": {"f": "g"}},
-        {"a": jsondump._PLACEHOLDERS[0], "b": 1, "c": [1], "d": 2},
-        {"a": 1, "b": 2, "c": [jsondump._PLACEHOLDER_TEXTS[1]], "d": {"e": [2]}, "f": 3, "g": 4},
+        {"a": "x" + json_encode._PLACEHOLDER_TEXTS[0], "b": 1, "c": [1], "d": 2, "e": {"f": "g"}},
+        {"a": json_encode._PLACEHOLDERS[0], "b": 1, "c": [1], "d": 2},
+        {"a": 1, "b": 2, "c": [json_encode._PLACEHOLDER_TEXTS[1]], "d": {"e": [2]}, "f": 3, "g": 4},
     ]
     for v in values:
         for depth in (0, 1, 3):
@@ -91,7 +91,7 @@ def test_write_equals_dumps_on_the_fixture_inventory(pretty):
     doc = inventory_json.inventory_document(reports)
     assert _streamed(_items_doc(doc), pretty).decode() == jsondump.dumps(doc, pretty)
     # pre-encoded items: compact pieces, as the --kernels writer hands them over
-    pieces = jsondump.Items((jsondump.file_pieces(r) for r in reports), encoded=True)
+    pieces = jsondump.Items((record_pieces.file_pieces(r) for r in reports), encoded=True)
     if not pretty:
         assert _streamed({**doc, "files": pieces}, False).decode() == jsondump.dumps(doc, False)
 
@@ -101,16 +101,16 @@ def test_list_json_and_jsonl_are_the_whole_document_writers_bytes():
     doc = inventory_json.inventory_document(reports)
     assert cli("list", *FILES, "--format", "json", codes=(0, 1, 2)).out_bytes == jsondump.dumps(doc).encode()
     lines = "".join(
-        jsondump.dumps_line({"schema_version": inventory_json.SCHEMA_VERSION, **inventory_json.file_dict(r)})
+        jsondump.dumps_line({"schema_version": inventory_json.SCHEMA_VERSION, **record_json.file_dict(r)})
         for r in reports
     )
     assert cli("list", *FILES, "--format", "jsonl", codes=(0, 1, 2)).out_bytes == lines.encode()
 
 
 def test_list_json_over_the_pretty_limit_is_compact(monkeypatch):
-    from fatbin_inspect.cli import inventory as cli_inventory
+    from fatbin_inspect.render import list_views
 
-    monkeypatch.setattr(cli_inventory, "PRETTY_MAX_ENTRIES", 5)  # the fixtures hold more
+    monkeypatch.setattr(list_views, "PRETTY_MAX_ENTRIES", 5)  # the fixtures hold more
     doc = inventory_json.inventory_document(iter_reports(FILES, Options()))
     assert (
         cli("list", *FILES, "--format", "json", codes=(0, 1, 2)).out_bytes
@@ -127,14 +127,14 @@ def test_list_kernels_json_streamed_from_parallel_slices_equals_the_document(
     monkeypatch, pack_over, ring, cap
 ):
     """The --kernels writer: slices decoded and encoded by worker processes, written in order;
-    ``packed``: every fragment crosses the pipe zstd-compressed (``jsondump.Packed``), as where
+    ``packed``: every fragment crosses the pipe zstd-compressed (``record_pieces.Packed``), as where
     there is no memory file; ``spilled``: through one (``spill.Spilled``, where Linux has them);
     ``capped``: a slot takes 300 bytes of a slice, the rest is packed after it."""
     from fatbin_inspect.inventory import decoding, spill
 
-    monkeypatch.setattr(jsondump, "PACK_OVER", pack_over)
+    monkeypatch.setattr(record_pieces, "PACK_OVER", pack_over)
     monkeypatch.setattr(spill, "CAP", cap)
-    monkeypatch.setattr(jsondump, "PIECE", 100)  # a packed fragment is written in many pieces
+    monkeypatch.setattr(record_pieces, "PIECE", 100)  # a packed fragment is written in many pieces
     monkeypatch.setattr(spill, "PIECE", 100)
     if not ring:
         monkeypatch.setattr(spill, "open_ring", lambda n: None)
@@ -180,7 +180,7 @@ def test_spilled_slices_through_a_short_ring_read_as_encoded(monkeypatch, keep):
 
     if spill.open_ring(1) is None:
         pytest.skip("workers here are not forked: no memory files are handed to them")
-    monkeypatch.setattr(jsondump, "PACK_OVER", 64)
+    monkeypatch.setattr(record_pieces, "PACK_OVER", 64)
     monkeypatch.setattr(spill, "PIECE", 1000)
     monkeypatch.setattr(spill, "KEEP", keep)
     monkeypatch.setattr(decoding, "SLICES_PER_JOB", 12)
@@ -194,12 +194,12 @@ def test_spilled_slices_through_a_short_ring_read_as_encoded(monkeypatch, keep):
     opts = Options(kernels=True, details=True, jobs=1)
     kinds, got = set(), []
     for f in decoding._iter_parallel(
-        path, os.path.getsize(path), fatbins, opts, 2, jsondump.fatbins_fragment
+        path, os.path.getsize(path), fatbins, opts, 2, record_pieces.fatbins_fragment
     ):
         kinds.add(type(f).__name__)
         got.append(_fragment_bytes(f))
     want = [
-        _fragment_bytes(jsondump.fatbins_fragment(decoding._pairs(open_blob(path), [fb], opts)))
+        _fragment_bytes(record_pieces.fatbins_fragment(decoding._pairs(open_blob(path), [fb], opts)))
         for fb in fatbins
     ]
     assert rings == [2] and kinds == {"Spilled"}
@@ -237,26 +237,26 @@ def test_a_fragment_past_its_slots_cap_is_packed_after_what_the_slot_took(tmp_pa
     once the slot is full is compressed whole; each reads back as it was written."""
     from fatbin_inspect.inventory import spill
 
-    monkeypatch.setattr(jsondump, "PACK_OVER", 8)
+    monkeypatch.setattr(record_pieces, "PACK_OVER", 8)
     monkeypatch.setattr(spill, "CAP", 40)
     fd = os.open(tmp_path / "slot", os.O_RDWR | os.O_CREAT, 0o600)
     data = [bytes([65 + i % 26]) * 7 for i in range(30)]
     try:
         with spill.writing(fd):
-            first = jsondump._Fragment()
+            first = record_pieces._Fragment()
             for d in data:
                 first.write(d)
             over = first.result()
-            second = jsondump._Fragment()
+            second = record_pieces._Fragment()
             second.write(b"x" * 20)
             whole = second.result()
-            small = jsondump._Fragment()
+            small = record_pieces._Fragment()
             small.write(b"tiny")
             plain = small.result()
-        assert isinstance(over, jsondump.Packed) and over.head is not None
+        assert isinstance(over, record_pieces.Packed) and over.head is not None
         assert 0 < over.head.size <= 40 and os.fstat(fd).st_size == over.head.size
         assert b"".join(over.pieces()) == b"".join(data)
-        assert isinstance(whole, jsondump.Packed) and whole.head is None
+        assert isinstance(whole, record_pieces.Packed) and whole.head is None
         assert b"".join(whole.pieces()) == b"x" * 20
         assert bytes(plain) == b"tiny"
     finally:
@@ -309,20 +309,20 @@ def test_a_fragment_writes_each_entry_before_the_next_is_decoded(monkeypatch):
     assert sum(len(fb.entries) for fb in fatbins) >= 3
     opts = Options(kernels=True, details=True, jobs=1)
     events = []
-    real_write = jsondump._Fragment.write
+    real_write = record_pieces._Fragment.write
     monkeypatch.setattr(
-        jsondump._Fragment, "write", lambda self, data: events.append("w") or real_write(self, data)
+        record_pieces._Fragment, "write", lambda self, data: events.append("w") or real_write(self, data)
     )
 
     def watched(pairs):
         for fb, entries in pairs:
             yield fb, (events.append("d") or e for e in entries)
 
-    lazy = jsondump.fatbins_fragment(watched(decoding._pairs(open_blob(path), fatbins, opts)))
+    lazy = record_pieces.fatbins_fragment(watched(decoding._pairs(open_blob(path), fatbins, opts)))
     decoded = events.count("d")
     assert decoded >= 3 and "".join(events).count("dd") == 0  # never two decoded in a row
     whole = decoding._same(decoding._pairs(open_blob(path), fatbins, opts))
-    assert bytes(lazy) == bytes(jsondump.fatbins_fragment((fb, fb.entries) for fb in whole))
+    assert bytes(lazy) == bytes(record_pieces.fatbins_fragment((fb, fb.entries) for fb in whole))
 
 
 def test_check_json_streamed_equals_the_document():
@@ -419,7 +419,7 @@ def test_pretty_matches_json_dumps_on_generated_values():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    digits = jsondump._PLACEHOLDER_TEXTS
+    digits = json_encode._PLACEHOLDER_TEXTS
     text = st.one_of(
         st.text(max_size=8),
         st.sampled_from(digits),
@@ -429,7 +429,7 @@ def test_pretty_matches_json_dumps_on_generated_values():
         st.none(),
         st.booleans(),
         st.integers(),
-        st.sampled_from(jsondump._PLACEHOLDERS),
+        st.sampled_from(json_encode._PLACEHOLDERS),
         st.floats(allow_nan=False),
         text,
     )

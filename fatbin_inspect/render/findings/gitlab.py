@@ -19,7 +19,7 @@ from typing import Any
 
 from fatbin_inspect.release.findings import Finding, FindingsReport, split_path
 from fatbin_inspect.render.escape import utf8
-from fatbin_inspect.render.jsondump import to_json
+from fatbin_inspect.render.json_encode import to_json
 
 SEVERITY = {"error": "major", "warning": "minor", "note": "info"}
 

@@ -19,9 +19,7 @@ from fatbin_inspect.release.findings import (
     split_path,
 )
 from fatbin_inspect.render import jsondump
-from fatbin_inspect.render.inventory_json import tool
-
-SCHEMA_VERSION = 1
+from fatbin_inspect.render.jsondump import SCHEMA_VERSION, tool
 
 
 def finding_dict(f: Finding) -> dict[str, Any]:

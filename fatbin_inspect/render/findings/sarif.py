@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from fatbin_inspect.release.findings import RULES, Finding, FindingsReport, Rule, split_path
-from fatbin_inspect.render.jsondump import to_json
+from fatbin_inspect.render.json_encode import to_json
 from fatbin_inspect.version import __version__
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
