@@ -113,6 +113,7 @@ _REPORT = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(_REPORT, st.integers(0, 3))
 def test_file_pretty_is_pretty_of_file_dict(report, depth):
