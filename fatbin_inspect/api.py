@@ -15,8 +15,8 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from fatbin_inspect.compat.engine import FileVerdict
 from fatbin_inspect.compat.targets import Target
+from fatbin_inspect.compat.verdict import FileVerdict
 from fatbin_inspect.formats.model import FileReport
 from fatbin_inspect.release.findings import FindingsReport
 from fatbin_inspect.release.policy import Policy

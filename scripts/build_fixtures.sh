@@ -130,6 +130,9 @@ build_units() {
   tu own_a $(g 80 '[sm_80,compute_80]')
   tu own_b $(g 80 '[sm_80,compute_80]')
   nv -c -Xcompiler -fPIC $(g 80 sm_80) -o tu_linked.o linked.cu  # five ncclDevKernel_* kernels
+  tu own_c $(g 86 sm_86) $(g 90 sm_90) $(g 100 sm_100) $(g 120 '[sm_120,compute_120]')
+  tu own_d $(g 86 sm_86) $(g 90 sm_90) $(g 100 sm_100) $(g 120 '[sm_120,compute_120]')
+  nv -lib -Xcompiler -fPIC $(g 75 sm_75) $(g 80 sm_80) -o libcomponent.a linked.cu  # an older build
   }
   lib f1_full.so 13 full_a.o full_b.o               # R-FILE 1: every fatbin loads on 8.0-12.x
   lib f2_sm90a_only.so 13 h_a.o h_b.o               # R-FILE 2: nothing loads except on CC 9.0
@@ -142,6 +145,11 @@ build_units() {
   lib libvar_cuda130.so 13 var13.o
   lib f6_linked_gap.so 13 own_a.o own_b.o linked.o  # R-FILE 4 + issue 22 item 8: a linked library's
   # kernels (sm_80 SASS only) are the gaps beside the library's own sm_80 + compute_80 code
+  # f7 (R-FILE, guard of (i), issue 56 item 2): a static component (libcomponent.a, the five
+  # ncclDevKernel_* kernels for sm_75 + sm_80, linked whole) beside the library's own code for
+  # sm_86, sm_90, sm_100, sm_120 + compute_120: on CC 7.5 and 8.0 only the component loads
+  gcc -shared -Wl,-s -o "$UNITS/f7_static_component.so" tu_own_c.o tu_own_d.o \
+    -Wl,--whole-archive libcomponent.a -Wl,--no-whole-archive -Wl,--no-as-needed -Lstub13 -lcudart
   build_dropped
 }
 # f5 (the guard of clause (i), docs/compatibility.md §4): a CUDA 11.8 library whose TUs are built

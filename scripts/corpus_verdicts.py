@@ -99,7 +99,7 @@ def _cuda12_wheel(path: str, wheel_rt) -> bool:
 
 
 def _summary(v) -> str | None:
-    from fatbin_inspect.compat.engine import coverage_line
+    from fatbin_inspect.compat.describe import coverage_line
 
     return coverage_line(v)
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fatbin_inspect.compat.engine import FatbinVerdict, FileVerdict
+    from fatbin_inspect.compat.verdict import FatbinVerdict, FileVerdict
 
 SEPARATORS = "_:"
 MIN_PREFIX = 3  # a shorter common prefix says nothing ("c", "nc")

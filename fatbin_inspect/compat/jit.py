@@ -28,7 +28,7 @@ from functools import cache
 from typing import Any
 
 from fatbin_inspect.compat import data
-from fatbin_inspect.compat.engine import FatbinVerdict, FileVerdict
+from fatbin_inspect.compat.verdict import FatbinVerdict, FileVerdict
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.formats.model import KIND_PTX
 from fatbin_inspect.formats.ptx import PtxShape

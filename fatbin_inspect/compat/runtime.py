@@ -18,7 +18,9 @@ Evidence, strongest first:
 * A statically linked cudart carries no version string; the inventory finds its marker
   (``FileReport.static_cudart``, ``containers.has_static_cudart``), and nvcc links the static
   cudart of the toolkit whose ptxas built the file's cubins, so the version is taken from the
-  cubins' ``.note.nv.tkinfo`` ("ptxas 13.0.88"), medium confidence.
+  cubins' ``.note.nv.tkinfo`` ("ptxas 13.0.88"), medium confidence. A file without kernels
+  (bindings, launchers, plugins) has no cubins: there, the newest CUDA release its cudart's
+  driver entry-point requests name (``FileReport.static_cudart_version``), medium confidence.
 """
 
 from __future__ import annotations
@@ -168,6 +170,17 @@ def from_cubin_toolkit(report: FileReport) -> RuntimeNeed | None:
     return RuntimeNeed(version, f"static cudart; cubins built by CUDA {version}", confidence="medium")
 
 
+def from_static_requests(version: str) -> RuntimeNeed:
+    """A static cudart in a file without kernels: the newest CUDA release its driver entry-point
+    requests name (``containers.cudart_version``), its major the family it needs (R-RT 3)."""
+    major = version.split(".")[0]
+    return RuntimeNeed(
+        major,
+        f"static cudart: its driver entry-point requests (cuGetProcAddress) name CUDA {version} at most",
+        confidence="medium",
+    )
+
+
 def from_package(report: FileReport) -> RuntimeNeed | None:
     """The CUDA a conda package declares (``cuda-version``/``__cuda`` in ``depends``, the build
     string's ``cuda_compiler_version``), for the files it holds (R-RT 4, medium)."""
@@ -188,6 +201,8 @@ def for_file(report: FileReport, wheel: RuntimeNeed | None = None) -> RuntimeNee
         static = from_cubin_toolkit(report)
         if static is not None:
             return static
+    if report.static_cudart_version is not None:
+        return from_static_requests(report.static_cudart_version)
     if wheel is not None and report.fatbins:
         return wheel
     if report.fatbins:

@@ -18,7 +18,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fatbin_inspect.compat.engine import SEVERITY, ErrorRef, FileVerdict, targets_generation, worst_error
+from fatbin_inspect.compat.engine import worst_error
+from fatbin_inspect.compat.verdict import ANY_REACH, SEVERITY, ErrorRef, FileVerdict, generation_reach
 
 # a CUDA token: cuda118, cuda12x, cu12, cu130 (after a separator, before a separator or the suffix)
 _TOKEN = re.compile(r"(?i)(?<=[_\-.])(cuda|cu)(\d{2,3})x?(?=[_\-.]|$)")
@@ -42,6 +43,7 @@ class UnitVerdict:
     set_aside: tuple[str, ...] = ()  # files specialised elsewhere (R-UNIT)
     variants: tuple[str, ...] = ()  # the variant picked from each set of alternative builds (R-VARIANT)
     variants_unused: tuple[str, ...] = ()  # the alternatives not picked
+    device: FileVerdict | None = None  # R-HOST decided: what the deciding file's device code gives
 
 
 def variant_of(path: str) -> Variant | None:
@@ -134,13 +136,14 @@ def set_aside(chosen: Sequence[tuple[str, FileVerdict]]) -> set[str]:
     """Files made only for other GPUs (``FileVerdict.set_aside_in``): (iii) counts when another
     file runs a general cubin natively, broad (i) code when some file of the unit targets the
     GPU's generation (the guard of (i): a distribution that dropped it has no specialised files)."""
-    generation = any(targets_generation(w.fatbins) for _, w in chosen if w.verdict != "link-time")
+    generation = any(generation_reach(w.fatbins) for _, w in chosen if w.verdict != "link-time")
+    reach = ANY_REACH if generation else None
     out = set()
     for p, v in chosen:
         others_general = any(
             q != p and any(f.general_native for f in w.fatbins if f.ignored is None) for q, w in chosen
         )
-        if v.set_aside_in(others_general, generation):
+        if v.set_aside_in(others_general, reach):
             out.add(p)
     return out
 
@@ -157,7 +160,9 @@ def _roll_up(chosen: Sequence[tuple[str, FileVerdict]], decided: dict[str, tuple
     p, v = max(kept, key=lambda pv: SEVERITY[pv[1].verdict])
     partial = bool(aside) or _any_partial(kept)
     reason = v.reason + _aside_note(aside)
-    return UnitVerdict(v.verdict, "partial" if partial else "full", v.error, v.rule, reason, p, *extra)
+    return UnitVerdict(
+        v.verdict, "partial" if partial else "full", v.error, v.rule, reason, p, *extra, device=v.device
+    )
 
 
 def _judged(chosen: Sequence[tuple[str, FileVerdict]]) -> list[tuple[str, FileVerdict]]:
@@ -173,12 +178,15 @@ def _any_partial(kept: Sequence[tuple[str, FileVerdict]]) -> bool:
     return any(w.coverage != "full" for _, w in kept)
 
 
-def _nothing_loads(judged: Sequence[tuple[str, FileVerdict]], extra: tuple) -> UnitVerdict:
+def _nothing_loads(
+    judged: Sequence[tuple[str, FileVerdict]], extra: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+) -> UnitVerdict:
     """No file of the unit loads: the first failing file's rule and reason, the worst error."""
     fails = [v for _, v in judged if v.verdict == "fail"]
     p, v = next(((q, w) for q, w in judged if w.verdict == "fail"), judged[0])
     reason = f"no file of the unit loads anything on this GPU: {v.reason}"
-    return UnitVerdict("fail", "none", worst_error(fails), v.rule, reason, p, *extra)
+    error = worst_error(fails) if any(f.error for f in fails) else None  # R-HOST: never loaded, no error
+    return UnitVerdict("fail", "none", error, v.rule, reason, p, *extra, device=v.device)
 
 
 def _aside_note(aside: set[str]) -> str:

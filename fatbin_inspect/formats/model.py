@@ -284,6 +284,9 @@ class FileReport:
     # (regular files, bytes) of the filesystem an image input holds: its final filesystem (the
     # files of all its images), counted as a scan counts the files of a folder
     contents: tuple[int, int] | None = None
+    # a static cudart in a file without fatbins: the newest CUDA release its driver entry-point
+    # requests name ("13.0", containers.cudart_version), the file's runtime evidence (R-RT 3)
+    static_cudart_version: str | None = None
 
     @property
     def entries(self) -> tuple[Entry, ...]:

@@ -6,9 +6,11 @@ decoded as ``Options`` ask (``decoding``), its linked CUDA libraries, static cud
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from fatbin_inspect.containers import Layout, Region, has_static_cudart, machine_of
 from fatbin_inspect.containers import layout as layout_of
+from fatbin_inspect.containers.cudart_version import static_cudart_version
 from fatbin_inspect.errors import CorruptError, InputError
 from fatbin_inspect.formats import cubin as cubin_mod
 from fatbin_inspect.formats import ptx as ptx_mod
@@ -51,12 +53,19 @@ def inspect_binary(
     fatbins = found_fatbins(fmt, read, layout, opts, errors, delegated, disk)
     errors += layout.errors
     static = (
-        bool(fatbins)
+        (bool(fatbins) or fmt == "elf")  # without fatbins: a runtime without kernels (R-RT 3)
         and not delegated
         and has_static_cudart(
             read, layout.needs, [(fb.offset, fb.end) for fb in fatbins] + code_ranges(layout)
         )
     )
+    # a runtime without kernels; not the cudart itself (a bundled copy: its users name it)
+    own = (
+        static
+        and not fatbins
+        and not os.path.basename(path.rsplit("!", 1)[-1]).lower().startswith("libcudart")
+    )
+    found = static_cudart_version(read, layout, _machine(blob, fmt)) if own else None
     rec = FileReport(
         path=path,
         format=layout.format,
@@ -66,6 +75,7 @@ def inspect_binary(
         needs=layout.needs,
         notes=tuple(layout.notes) + _more_errors(errors),
         static_cudart=static,
+        static_cudart_version=found.version if found else None,
         relocatable=fmt == "coff" or (fmt == "elf" and blob.head(18)[16:18] == b"\x01\x00"),
         machine=_machine(blob, fmt),
     )

@@ -463,9 +463,15 @@ def _image_records(
 
 
 def _worth_reporting(rec: FileReport, opts: Options) -> bool:
-    """A member's record is kept when it has device code or an error (every candidate that is a
-    binary or an archive with ``members="all"``)."""
-    return bool(rec.fatbins or rec.error or (opts.members == "all" and rec.format != "unknown"))
+    """A member's record is kept when it has device code, a static CUDA runtime whose version its
+    code names (a runtime without kernels: it needs a driver, R-RT 3) or an error (every candidate
+    that is a binary or an archive with ``members="all"``)."""
+    return bool(
+        rec.fatbins
+        or rec.static_cudart_version
+        or rec.error
+        or (opts.members == "all" and rec.format != "unknown")
+    )
 
 
 def _image_member(

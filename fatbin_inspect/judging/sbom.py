@@ -17,9 +17,9 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from fatbin_inspect.compat.engine import FileVerdict
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import Target
+from fatbin_inspect.compat.verdict import FileVerdict
 from fatbin_inspect.containers.wheel import canonicalize_name, wheel_name
 from fatbin_inspect.formats.model import ARCHIVE_FORMATS, FileReport
 from fatbin_inspect.inventory import member_path

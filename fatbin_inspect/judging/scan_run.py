@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from fatbin_inspect.judging.needs import Needs
 
 if TYPE_CHECKING:  # a warm scan without targets imports neither the engine nor the parsers
-    from fatbin_inspect.compat.engine import FileVerdict
     from fatbin_inspect.compat.targets import Target
+    from fatbin_inspect.compat.verdict import FileVerdict
     from fatbin_inspect.scanning import ScanOptions, ScanResult
     from fatbin_inspect.scanning.coverage import Coverage
 

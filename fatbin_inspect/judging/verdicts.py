@@ -10,9 +10,10 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from fatbin_inspect.compat import runtime
-from fatbin_inspect.compat.engine import FileVerdict, evaluate
+from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import Target
+from fatbin_inspect.compat.verdict import FileVerdict
 from fatbin_inspect.formats.model import ARCHIVE_FORMATS, FileReport
 from fatbin_inspect.inventory import member_path
 from fatbin_inspect.inventory.options import Options

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from fatbin_inspect.compat import data, engine, jit, rules, units
+from fatbin_inspect.compat import data, describe, engine, fatbin_decision, jit, rules, units, verdict
 from fatbin_inspect.compat import runtime as runtime_mod
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import NOT_PROBED, LocalDevices, Target, resolve_driver, resolve_targets
@@ -92,11 +92,11 @@ def counted_fatbins(report: FileReport) -> list[Fatbin]:
         fb
         for fb in report.fatbins
         if any(e.kind in (KIND_SASS, KIND_PTX) for e in fb.entries)
-        and engine.ignored_reason(fb, has_nv) is None
+        and fatbin_decision.ignored_reason(fb, has_nv) is None
     ]
 
 
-def state(d: engine.Decision) -> str:
+def state(d: verdict.Decision) -> str:
     """What a fatbin's or a file's verdict means: ok | jit | ptx-too-new | runtime-too-new | no-device | none."""
     if d.verdict in ("native", "no-device-code"):
         return OK
@@ -127,12 +127,12 @@ class _Emitter:
             self.out.append(Finding(rule_id, sev, message, self.path, target, arch, self.dist, offset))
 
 
-_of = engine.of_fatbins
+_of = describe.of_fatbins
 
 
 def check_requirement(
     emit: _Emitter,
-    v: engine.FileVerdict,
+    v: verdict.FileVerdict,
     req: Requirement,
     set_aside: bool = False,
     fatbins: Sequence[Fatbin] = (),
@@ -145,7 +145,7 @@ def check_requirement(
     if total == 0:
         return
     if v.rule == "R-HOST":
-        emit("FBI020", "error", f"{label}: {v.reason}", label, arch)
+        emit("FBI020", "error", f"{label}: {_host_why(v)}", label, arch)
         return
     if set_aside:
         _set_aside_note(emit, v, label, arch)
@@ -153,13 +153,13 @@ def check_requirement(
     _failures(emit, v, req, arch, total, fatbins)
     _jit_findings(emit, v, label, arch, total)
     if v.specialised is not None and v.coverage == "partial":
-        emit("FBI014", "note", f"{label}: {engine.coverage_line(v)}", label, arch)
+        emit("FBI014", "note", f"{label}: {describe.coverage_line(v)}", label, arch)
     _arch_specific_only(emit, v, req, arch, total)
     if emit.policy.require_exact and req.arch is not None:
         _exact(emit, v, req, total)
 
 
-def _set_aside_note(emit: _Emitter, v: engine.FileVerdict, label: str, arch: str) -> None:
+def _set_aside_note(emit: _Emitter, v: verdict.FileVerdict, label: str, arch: str) -> None:
     """FBI014 for a file only for other GPUs while another of its distribution runs (R-UNIT)."""
     counted = [f for f in v.fatbins if f.ignored is None and f.verdict != "no-device-code"]
     archs = ", ".join(dict.fromkeys(a for f in counted for a in f.archs))
@@ -173,7 +173,7 @@ def _set_aside_note(emit: _Emitter, v: engine.FileVerdict, label: str, arch: str
     )
 
 
-def _jit_findings(emit: _Emitter, v: engine.FileVerdict, label: str, arch: str, total: int) -> None:
+def _jit_findings(emit: _Emitter, v: verdict.FileVerdict, label: str, arch: str, total: int) -> None:
     """FBI002 (fatbins that load only by JIT) and FBI021 (a JIT estimated over max-jit-seconds)."""
     if v.counts["jit"]:
         sev = "note" if emit.policy.ptx_counts else "error"
@@ -192,7 +192,7 @@ def _jit_findings(emit: _Emitter, v: engine.FileVerdict, label: str, arch: str, 
 
 
 def _failures(
-    emit: _Emitter, v: engine.FileVerdict, req: Requirement, arch: str, total: int, fatbins: Sequence[Fatbin]
+    emit: _Emitter, v: verdict.FileVerdict, req: Requirement, arch: str, total: int, fatbins: Sequence[Fatbin]
 ) -> None:
     """FBI001/FBI009 (209), FBI003 (222) for the gaps (or for everything when nothing loads)."""
     label = req.label
@@ -220,7 +220,7 @@ def _failures(
         emit("FBI001", "error", f"{label}: no loadable SASS or PTX in {what}{elsewhere}", label, arch)
 
 
-def _failing(v: engine.FileVerdict, total: int) -> str:
+def _failing(v: verdict.FileVerdict, total: int) -> str:
     """'3 of 40 fatbins' that fail (the gaps, or all), with their kernels when decoded."""
     failing = v.gaps.count if v.gaps is not None and v.coverage == "partial" else total
     what = f"{_of(failing, total)}"
@@ -248,7 +248,7 @@ def _ptx_too_new(emit: _Emitter, req: Requirement, arch: str, what: str, fatbins
 
 
 def _arch_specific_only(
-    emit: _Emitter, v: engine.FileVerdict, req: Requirement, arch: str, total: int
+    emit: _Emitter, v: verdict.FileVerdict, req: Requirement, arch: str, total: int
 ) -> None:
     """FBI005: a file that loads only through arch-specific (sm_XYa) code where sm_XY is required."""
     if req.arch is None or split_arch(req.arch)[2] == "a":
@@ -265,7 +265,7 @@ def _arch_specific_only(
         )
 
 
-def _only_arch_specific(v: engine.FileVerdict) -> list:
+def _only_arch_specific(v: verdict.FileVerdict) -> list:
     """The fatbins that load natively only by arch-specific code, when none loads general code
     (beside general code for the target they are specialised kernels, cuBLASLt's sm_90a ones)."""
     if any(f.general_native for f in v.fatbins if f.ignored is None):
@@ -273,7 +273,7 @@ def _only_arch_specific(v: engine.FileVerdict) -> list:
     return [f for f in v.fatbins if f.ignored is None and f.verdict == "native" and not f.general_native]
 
 
-def _exact(emit: _Emitter, v: engine.FileVerdict, req: Requirement, total: int) -> None:
+def _exact(emit: _Emitter, v: verdict.FileVerdict, req: Requirement, total: int) -> None:
     """FBI016 (require-exact): loading fatbins whose cubin is not built for exactly the required arch."""
     if req.arch is None:  # (a --gpu requirement: no arch to be exact about)
         return
@@ -300,7 +300,7 @@ def check_runtime(emit: _Emitter, rt: RuntimeNeed | None, target: Target) -> Non
     than the minimum (R-DRV)."""
     o = rules.driver_for_runtime(rt, target)
     if not o.ok:
-        err = engine.error_ref(o.error)
+        err = verdict.error_ref(o.error)
         emit("FBI004", "error", f"{err.name} ({err.code}): {o.reason}" if err else o.reason, FILE_WIDE)
 
 
@@ -384,7 +384,7 @@ class _Artifact:
     fatbins: list[Fatbin]
     runtime: RuntimeNeed | None
     reqs: tuple[Requirement, ...] = ()
-    verdicts: dict[str, engine.FileVerdict] = dataclasses.field(default_factory=dict)
+    verdicts: dict[str, verdict.FileVerdict] = dataclasses.field(default_factory=dict)
 
 
 def gate(
@@ -588,7 +588,7 @@ def _emit_artifact(
         target = dataclasses.replace(art.reqs[0].target, driver=resolve_driver(pol.min_driver, local.driver))
         check_runtime(emit, art.runtime, target)
         if art.runtime is None and report.format in engine.HOST_FORMATS:
-            emit("FBI019", "warning", engine.RUNTIME_UNKNOWN, FILE_WIDE)
+            emit("FBI019", "warning", describe.RUNTIME_UNKNOWN, FILE_WIDE)
     if reference is not None:
         check_torch_runtime(emit, art.runtime, context.torch_runtime)
     for req in art.reqs:
@@ -638,12 +638,17 @@ def check_torch_runtime(emit: _Emitter, rt: RuntimeNeed | None, torch: RuntimeNe
 
 def check_driver_numbering(emit: _Emitter, report: FileReport, req: Requirement) -> None:
     """FBI018: a Jetson target given a desktop driver number; a Windows binary on a Linux number."""
-    for note in engine.platform_notes(report, req.target):
+    for note in describe.platform_notes(report, req.target):
         emit("FBI018", "warning", f"{req.label}: {note}", req.label)
 
 
 # ------------------------------------------------------------------------------- check
-def verdict_finding(v: engine.FileVerdict) -> Finding | None:
+def _host_why(v: verdict.FileVerdict) -> str:
+    """R-HOST's reason, with what the device code gives on a host that can load the file."""
+    return f"{v.reason}; device code: {describe.device_line(v.device)}" if v.device else v.reason
+
+
+def verdict_finding(v: verdict.FileVerdict) -> Finding | None:
     """``check``'s verdict for one file and target as a finding; None when it loads natively.
     JIT-only is a warning (it fails under ``--fail-on warning``), every failure an error."""
     s = state(v)
@@ -653,7 +658,7 @@ def verdict_finding(v: engine.FileVerdict) -> Finding | None:
     if v.error is not None:
         why = f"{v.error.name} ({v.error.code}): {v.reason}"
     else:  # a failure without a CUDA error is R-HOST's (the file is never loaded)
-        why = v.reason if v.verdict == "fail" else f"only PTX (JIT): {v.reason}"
+        why = _host_why(v) if v.verdict == "fail" else f"only PTX (JIT): {v.reason}"
     return Finding(
         "FBI020" if v.rule == "R-HOST" else STATE_RULE[s],
         "warning" if s == JIT else "error",
@@ -667,15 +672,15 @@ def verdict_finding(v: engine.FileVerdict) -> Finding | None:
 def check_findings(
     inputs: Sequence[str],
     targets: Sequence[Target],
-    verdicts: Sequence[engine.FileVerdict],
+    verdicts: Sequence[verdict.FileVerdict],
     unreadable: Sequence[FileReport],
 ) -> FindingsReport:
     """``check`` as findings: one check per file with device code and target, FBI008 per unreadable input."""
     findings = [f for f in map(verdict_finding, verdicts) if f is not None]
     findings += [
-        Finding("FBI019", "warning", f"{v.target.label}: {engine.RUNTIME_UNKNOWN}", v.path, v.target.label)
+        Finding("FBI019", "warning", f"{v.target.label}: {describe.RUNTIME_UNKNOWN}", v.path, v.target.label)
         for v in verdicts
-        if engine.RUNTIME_UNKNOWN in v.notes
+        if describe.RUNTIME_UNKNOWN in v.notes
     ]
     findings += [
         Finding("FBI008", "error", r.error.message, r.path, offset=r.error.offset)

@@ -9,17 +9,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fatbin_inspect.compat.engine import (
+from fatbin_inspect.compat.describe import coverage_line, device_line
+from fatbin_inspect.compat.jit import DEFAULT_CACHE, CacheSettings, JitCost, cost, measured, phrase
+from fatbin_inspect.compat.targets import Target
+from fatbin_inspect.compat.verdict import (
     Chosen,
     EntryVerdict,
     ErrorRef,
     FatbinGroup,
     FatbinVerdict,
     FileVerdict,
-    coverage_line,
 )
-from fatbin_inspect.compat.jit import DEFAULT_CACHE, CacheSettings, JitCost, cost, measured, phrase
-from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.formats.records import as_dict
 from fatbin_inspect.render.jsondump import SCHEMA_VERSION, tool
 
@@ -137,9 +137,31 @@ def result_dict(
         "link_archs": list(v.link_archs),
         "jit": jit_dict(cost(v, cache)),
     }
+    if v.device is not None:
+        d["device"] = device_dict(v.device)
     if per_fatbin:
         d["fatbin_verdicts"] = [fatbin_verdict_dict(f) for f in v.fatbins]
     return d
+
+
+def device_dict(d: FileVerdict) -> dict[str, Any]:
+    """R-HOST's device answer: what the file's device code gives on a host that can load it."""
+    return {
+        "verdict": d.verdict,
+        "error": error_dict(d.error),
+        "chosen": chosen_dict(d.chosen),
+        "rule": d.rule,
+        "rules": list(d.rules),
+        "reason": d.reason,
+        "confidence": d.confidence,
+        "fatbins": dict(d.counts),
+        "coverage": d.coverage,
+        "coverage_summary": coverage_line(d),
+        "specialised": group_dict(d.specialised),
+        "gaps": group_dict(d.gaps),
+        "notes": list(d.notes),
+        "summary": device_line(d),
+    }
 
 
 def check_document(

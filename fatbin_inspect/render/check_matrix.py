@@ -16,8 +16,9 @@ from rich.table import Table
 from rich.text import Text
 
 from fatbin_inspect.compat import jit
-from fatbin_inspect.compat.engine import FileVerdict, coverage_line
+from fatbin_inspect.compat.describe import coverage_line, device_line
 from fatbin_inspect.compat.targets import Target
+from fatbin_inspect.compat.verdict import FileVerdict
 from fatbin_inspect.render.check_table import STYLE, verdict_counts
 from fatbin_inspect.render.console import PathCell, hang, render
 from fatbin_inspect.render.scan_table import common_dir
@@ -153,14 +154,42 @@ def _failures(verdicts: Sequence[FileVerdict], cut: int) -> list[RenderableType]
             merged.setdefault((key, tuple(paths)), []).append(t)
     out: list[RenderableType] = []
     fixes_shown: set[str] = set()
-    for ((error, rule, reason, advice), paths), ts in merged.items():
+    for (key, paths), ts in merged.items():
+        error, rule, reason, advice = key
         err = f"{error.code} {error.name}" if error else "fail"
         line = Text(f"{err} ({rule})", style="red")
         line.append(f" on {'; '.join(map(target_name, ts))}", style="bold")
         line.append(f": {_files(paths, cut)}: {reason}")
         out.append(hang("  ", line))
+        out += [hang("    device code: ", d) for d in _device_lines(per_cause(verdicts, key, ts, paths), cut)]
         out += [hang("    fix: ", a, style="cyan") for a in _new(advice, fixes_shown)]
     return out
+
+
+def per_cause(
+    verdicts: Sequence[FileVerdict], key: tuple, ts: Sequence[Target], paths: Sequence[str]
+) -> list[FileVerdict]:
+    """The verdicts one failure line stands for: its cause, targets and files."""
+    return [
+        v
+        for v in verdicts
+        if v.verdict == "fail"
+        and (v.error, v.rule, v.reason, v.advice) == key
+        and v.target in ts
+        and v.path in paths
+    ]
+
+
+def _device_lines(vs: Sequence[FileVerdict], cut: int) -> list[str]:
+    """R-HOST: what the device code gives on a host that can load the file, once per answer,
+    naming the files of each when the failure line's files differ."""
+    answers: dict[str, list[str]] = {}
+    for v in vs:
+        if v.device is not None:
+            answers.setdefault(device_line(v.device), []).append(v.path)
+    if len(answers) == 1:
+        return list(answers)
+    return [f"{line}: {_files(list(dict.fromkeys(paths)), cut)}" for line, paths in answers.items()]
 
 
 def _new(items: Sequence[str], seen: set[str]) -> list[str]:

@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from fatbin_inspect.compat import jit
-from fatbin_inspect.compat.engine import FileVerdict, coverage_line
+from fatbin_inspect.compat.describe import coverage_line, device_line
 from fatbin_inspect.compat.targets import Target
+from fatbin_inspect.compat.verdict import FileVerdict
 from fatbin_inspect.formats.demangle import demangle
 from fatbin_inspect.render.console import Hanging, bounded, hang, render
 from fatbin_inspect.render.wording import plural
@@ -46,6 +47,8 @@ def verdict_block(
 ) -> list:
     out: list = [Hanging(_verdict_head(v, index), 4), hang("    ", v.reason)]
     out += coverage_lines(v)
+    if v.device is not None:  # R-HOST: what the device code gives where the file loads
+        out.append(hang("    device code: ", device_line(v.device), style=STYLE.get(v.device.verdict, "")))
     cost = jit.cost(v, cache)
     if cost is not None:
         out.append(hang("    ", jit.phrase(cost), style="yellow"))

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from fatbin_inspect.errors import UsageError
 
 if TYPE_CHECKING:
-    from fatbin_inspect.compat.engine import FileVerdict
     from fatbin_inspect.compat.targets import Target
+    from fatbin_inspect.compat.verdict import FileVerdict
     from fatbin_inspect.formats.model import FileReport
     from fatbin_inspect.judging.gate_run import GateRun
     from fatbin_inspect.judging.list_run import ListRun

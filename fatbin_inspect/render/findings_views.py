@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fatbin_inspect.compat.engine import FileVerdict
+    from fatbin_inspect.compat.verdict import FileVerdict
     from fatbin_inspect.formats.model import FileReport
     from fatbin_inspect.judging.gate_run import GateRun
     from fatbin_inspect.judging.needs import Needs

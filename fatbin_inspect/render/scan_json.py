@@ -9,7 +9,7 @@ from typing import Any
 from fatbin_inspect.render.json_encode import to_json
 from fatbin_inspect.render.jsondump import SCHEMA_VERSION, tool
 from fatbin_inspect.render.record_json import file_dict, writes_fields
-from fatbin_inspect.scanning.coverage import Coverage, Row
+from fatbin_inspect.scanning.coverage import Coverage, Row, Verdict
 from fatbin_inspect.scanning.images import image_views
 
 
@@ -26,10 +26,20 @@ def row_dict(cov: Coverage, row: Row) -> dict[str, Any]:
             }
             for sm in cov.columns
         },
-        "verdicts": [dataclasses.asdict(v) for v in row.verdicts],
+        "verdicts": [verdict_dict(v) for v in row.verdicts],
     }
     if row.kind != "file":
         d["children"] = [row_dict(cov, c) for c in row.children]
+    return d
+
+
+def verdict_dict(v: Verdict) -> dict[str, Any]:
+    """A row's verdict; ``device`` only where R-HOST decided (what the device code gives elsewhere)."""
+    d = dataclasses.asdict(v)
+    if d["device"] is None:
+        del d["device"]
+    else:
+        d["device"].pop("device", None)
     return d
 
 

@@ -55,8 +55,8 @@ from fatbin_inspect.version import __version__
 # gate's rows (archive and host records too) and scan's, or scans with other options, of one
 # file no longer replace each other (alternating gate and scan read every file again each time);
 # 15: texts checked when packed and carrying zstd's checksum (``pack_text``), not when read;
-# 16: ``answers``, a whole scan's answer in one row
-CACHE_VERSION = 16
+# 16: ``answers``, a whole scan's answer in one row; 17: FileReport.static_cudart_version
+CACHE_VERSION = 17
 ENV_DIR = "FATBIN_INSPECT_CACHE_DIR"
 COMMIT_EVERY = 4096  # rows per statement and commit (a cold scan of 15,000 files: 4 commits)
 COMMIT_BYTES = 64 << 20  # or fewer, when their packed data and texts reach this

@@ -48,6 +48,7 @@ class Verdict:
     set_aside: tuple[str, ...] = ()  # a row's files made for other GPUs (R-UNIT)
     variants: tuple[str, ...] = ()  # the alternative builds that decided (R-VARIANT)
     jit: JitCost | None = None  # R-JIT-COST: a file's JIT, a row's summed over its files
+    device: Verdict | None = None  # R-HOST: what the deciding file's device code gives elsewhere
 
 
 @dataclass(frozen=True)
@@ -294,8 +295,8 @@ def verdict_of(file_verdict, path: str | None = None) -> Verdict:
     """A coverage ``Verdict`` from the engine's ``FileVerdict`` (its ``error`` is a record with
     ``code`` and ``name``, a dict of them, or None); with the file's JIT (R-JIT-COST) when it is
     a ``FileVerdict``."""
-    from fatbin_inspect.compat.engine import FileVerdict
     from fatbin_inspect.compat.jit import cost
+    from fatbin_inspect.compat.verdict import FileVerdict
 
     err = file_verdict.error
     if err is not None:
@@ -312,4 +313,5 @@ def verdict_of(file_verdict, path: str | None = None) -> Verdict:
         tuple(getattr(file_verdict, "set_aside", ())),
         tuple(getattr(file_verdict, "variants", ())),
         cost(file_verdict) if isinstance(file_verdict, FileVerdict) else None,
+        verdict_of(device, path) if (device := getattr(file_verdict, "device", None)) is not None else None,
     )

@@ -16,10 +16,15 @@ Addresses: ``tcp://HOST:PORT``, ``tls://HOST:PORT`` (certificates from ``scan --
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from fatbin_inspect.errors import UsageError
+from fatbin_inspect.scanning.executors import Done, Queued, Unread
+from fatbin_inspect.scanning.units import FileRef, Unit
 
 SCHEMES = ("tcp", "tls")
 _ADDRESS = re.compile(r"(?:([A-Za-z][A-Za-z0-9+.-]*)://)?(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):(\d{1,5})")
@@ -46,7 +51,7 @@ def check_address(address: str) -> str:
     return f"{scheme}://{m.group(2)}:{int(m.group(3))}"
 
 
-def security(tls: tuple[str, str, str | None] | None, address: str | None):
+def security(tls: tuple[str, str, str | None] | None, address: str | None) -> Any:
     """A ``distributed.Security`` from ``(CA file, certificate, key or None)`` (the certificate
     file may hold the key), encryption required; None without ``tls`` (Dask's configuration
     then gives a ``tls://`` address its certificates). UsageError naming the option for a file
@@ -69,7 +74,7 @@ def connect(
     scheduler_file: str | None = None,
     timeout: float = 30,
     tls: tuple[str, str, str | None] | None = None,
-):
+) -> Any:
     """A ``distributed.Client``; UsageError when there is no address, no dask, or no answer.
     ``tls``: the client's ``(CA file, certificate, key or None)`` for a ``tls://`` scheduler."""
     if not scheduler and not scheduler_file:
@@ -107,7 +112,7 @@ def sees(paths: list[str]) -> bool:
     return all(os.path.exists(p) for p in paths)
 
 
-def usable_workers(client, roots: list[str]) -> tuple[dict[str, int], list[str]]:
+def usable_workers(client: Any, roots: list[str]) -> tuple[dict[str, int], list[str]]:
     """``({worker address: threads}, notes)``: the workers that see every root."""
     threads = client.nthreads()
     seen = client.run(sees, roots)
@@ -125,7 +130,7 @@ def usable_workers(client, roots: list[str]) -> tuple[dict[str, int], list[str]]
     return good, notes
 
 
-def _visible(path: str, key) -> bool:
+def _visible(path: str, key: tuple[int, ...]) -> bool:
     """The file the client stat-ed (same size and mtime), readable here."""
     if os.path.isdir(path):  # an OCI image layout: keyed by its index.json
         path = os.path.join(path, "index.json")
@@ -136,20 +141,120 @@ def _visible(path: str, key) -> bool:
     return (st.st_size, st.st_mtime_ns) == (key[2], key[3]) and os.access(path, os.R_OK)
 
 
-def run_unit(fn, args: tuple) -> tuple[str, object, list]:
-    """Run on a worker: ``(worker address, fn(*args) or None, [(path, key) not seen here])``.
-    ``fn`` is ``worker.inspect_batch`` (args[0] a batch) or ``worker.inspect_span`` (args[0:2]
-    path and key)."""
+class Ran(NamedTuple):
+    """A unit run on a worker: the worker's address, the unit's result (None where it read
+    nothing), and the files it could not see there."""
+
+    worker: str
+    result: Any
+    unseen: list[FileRef]
+
+
+def run_unit(fn: Callable[..., Any], args: tuple[Any, ...]) -> Ran:
+    """Run on a worker: ``fn(*args)`` for the files this worker sees. ``fn`` is
+    ``worker.inspect_batch`` (args[0] a batch) or ``worker.inspect_span`` (args[0:2] path and key)."""
     from distributed import get_worker
 
     here = get_worker().address
     if fn.__name__ == "inspect_span":
         if not _visible(args[0], args[1]):
-            return here, None, [(args[0], args[1])]
-        return here, fn(*args), []
+            return Ran(here, None, [FileRef(args[0], args[1])])
+        return Ran(here, fn(*args), [])
     batch = args[0]
-    unseen = [(p, k) for p, k in batch if not _visible(p, k)]
+    unseen = [FileRef(p, k) for p, k in batch if not _visible(p, k)]
     if not unseen:
-        return here, fn(*args), []
+        return Ran(here, fn(*args), [])
     rest = [u for u in batch if u not in unseen]
-    return here, fn(rest, *args[1:]) if rest else [], unseen
+    return Ran(here, fn(rest, *args[1:]) if rest else [], unseen)
+
+
+class DaskExecutor(Queued):
+    """The scan's units on the Dask workers that see the roots (``start`` probes them). A unit a
+    worker could not see goes to another one (a batch: the files it could not see); where none
+    is left it comes back ``Unread``. A lost scheduler is ``ClusterLost``."""
+
+    remote = True
+
+    def __init__(
+        self,
+        scheduler: str | None,
+        scheduler_file: str | None = None,
+        timeout: float = 30,
+        tls: tuple[str, str, str | None] | None = None,
+    ) -> None:
+        super().__init__()
+        self.where = scheduler or scheduler_file
+        self.client = connect(scheduler, scheduler_file, timeout, tls)
+        self.jobs = 2  # until ``start`` has found the workers that see the roots
+        self.workers: dict[str, int] = {}
+        self.executors: dict[frozenset[str], Any] = {}  # workers left out -> an executor for the rest
+        self.units: dict[Any, tuple[Unit, frozenset[str]]] = {}  # future -> (unit, workers tried)
+
+    def start(self, roots: list[str]) -> list[str]:
+        """The workers that see ``roots``; a note for each left out. In flight and split as for
+        a local pool of as many processes as they have threads; never in-process."""
+        try:
+            self.workers, notes = usable_workers(self.client, roots)
+        except BaseException:
+            self.client.close()
+            raise
+        self.jobs = max(2, sum(self.workers.values()))
+        return notes
+
+    def _run(self, unit: Unit, tried: frozenset[str] = frozenset()) -> Any:
+        """``unit`` to the workers that see the roots, less those ``tried``."""
+        ex = self.executors.get(tried)
+        if ex is None:
+            ex = self.executors[tried] = self.client.get_executor(
+                pure=False, workers=[w for w in self.workers if w not in tried], allow_other_workers=False
+            )
+        fut = ex.submit(run_unit, unit.fn, unit.args)
+        self.units[fut] = (unit, tried)
+        return fut
+
+    def done(self, wait: bool = False) -> list[Done]:
+        out: list[Done] = []
+        for fut in self._ended(wait):
+            out += self._answer(fut)
+        self._hand_out()
+        return out
+
+    def _answer(self, fut: Any) -> list[Done]:
+        """A unit's result; what a worker could not see sent elsewhere, or ``Unread``."""
+        unit, tried = self.units.pop(fut)
+        here, result, unseen = self._result(fut)
+        if not unseen:
+            return [Done(unit, result)]
+        tried = tried | {here}
+        left = any(w not in tried for w in self.workers)
+        if unit.part is not None:  # a part: again elsewhere, or the whole file is unread
+            if left:
+                self.inflight.add(self._run(unit, tried))
+                return []
+            return [Done(unit, Unread(len(tried)))]
+        rest = Unit(unit.fn, (unseen, *unit.args[1:]))  # a batch: the files it could not see
+        if left:
+            self.inflight.add(self._run(rest, tried))
+            return [Done(unit, result)]
+        return [Done(rest, Unread(len(tried))), Done(unit, result)]
+
+    def _result(self, fut: Any) -> Ran:
+        """``run_unit``'s answer; a lost scheduler is ``ClusterLost``."""
+        try:
+            return fut.result()
+        except (KeyboardInterrupt, ClusterLost):
+            raise
+        except Exception as exc:
+            lost = ("CancelledError", "CommClosedError", "FutureCancelledError")
+            if self.client.status != "running" or type(exc).__name__ in lost:
+                raise ClusterLost(f"lost the Dask scheduler at {self.where}: {type(exc).__name__}") from None
+            raise
+
+    def abandon(self) -> None:
+        with contextlib.suppress(Exception):
+            self.client.cancel(list(self.inflight), force=True)
+        self.inflight = set()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.client.close(timeout=5)

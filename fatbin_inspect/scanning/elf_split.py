@@ -49,6 +49,7 @@ from fatbin_inspect.scanning.cache import (
     unpack_stream,
 )
 from fatbin_inspect.scanning.coverage import Tally, codes, merged, summary_of, tally, tally_codes
+from fatbin_inspect.scanning.encoded import Encoded
 
 HEAD = 512
 
@@ -186,7 +187,7 @@ def _items(parts, first: int, text: bool) -> Items | None:
     return Items(items[:first], pack(rest) if rest is not None else None, sep, inert)
 
 
-def join(path: str, parts: list, split: HiddenSplit) -> list[tuple] | None:
+def join(path: str, parts: list[Any], split: HiddenSplit) -> list[Encoded] | None:
     """The ``worker.encoded`` records of the whole file from its parts' results, or None (read
     it whole: a part could not vouch for its bytes, their budgets together overspent the file's,
     or no fatbin was found)."""
@@ -214,7 +215,7 @@ def join(path: str, parts: list, split: HiddenSplit) -> list[tuple] | None:
     item = rebased_data(summary_of(main.record, merged(counts)), path)
     data = _packed(main.data_around, [s[2] for s in segments], [p.data for p in parts], False)
     text = _packed(main.text_around, [s[1] for s in segments], [p.text for p in parts], True)
-    return [(item, data, text, None)]
+    return [Encoded(item, data, text, None)]
 
 
 def _segments(main: Part, cuts: list[int]) -> list[tuple[int, list | None, list | None]]:

@@ -11,6 +11,8 @@ costs ``CHUNK`` bytes of memory, not 500 MB.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from fatbin_inspect.containers import archives, detect
 from fatbin_inspect.errors import InputError
@@ -27,6 +29,7 @@ from fatbin_inspect.inventory.zip_plan import (
     zip_spans as zip_spans,  # re-exported: scan and its tests call worker.zip_spans
 )
 from fatbin_inspect.scanning.cache import encode_record, pack_text
+from fatbin_inspect.scanning.encoded import Encoded, Scanned
 
 CHUNK = 32 << 20
 HEAD = 512
@@ -87,27 +90,36 @@ def kept(rec: FileReport, path: str) -> bool:
 _ZIP = None  # ((path, key), blob, directory or None): the zip this process has inspect_span units of
 
 
-def encoded(records, base: str, encoder, keep: bool, data: bool = True) -> list[tuple]:
-    """What a worker hands back per record: ``(summary item, record data, text or None, record
-    or None)`` (see ``cache.encode_record``; the data only with ``data``, for the cache; data and
-    text ``cache.pack``ed, as the cache keeps them); the record itself only with ``keep``. None
-    for a record that does not encode (the file is then not cached)."""
+def encoded(
+    records: Iterable[FileReport],
+    base: str,
+    encoder: Callable[[FileReport], bytes] | None,
+    keep: bool,
+    data: bool = True,
+) -> list[Encoded]:
+    """Each record as a worker hands it back (``Encoded``); the record itself only with ``keep``."""
     out = []
     for r in records:
-        item: list | None
+        item: list[Any] | None
         packed: bytes | None
         try:
             item, packed = encode_record(r, base, data)
         except (ValueError, TypeError):
             item = packed = None
         text = pack_text(encoder(r)) if encoder else None
-        out.append((item, packed, text, r if keep or item is None else None))
+        out.append(Encoded(item, packed, text, r if keep or item is None else None))
     return out
 
 
 def inspect_span(
-    path: str, key, span: tuple[int, int], opts, encoder=None, keep=False, data=True
-) -> list[tuple]:
+    path: str,
+    key: tuple[Any, ...],
+    span: tuple[int, int],
+    opts: Any,
+    encoder: Callable[[FileReport], bytes] | None = None,
+    keep: bool = False,
+    data: bool = True,
+) -> list[Encoded]:
     """Pool entry point: ``encoded`` records of one span of a zip (see
     ``inventory.inspect_zip_span``) worth reporting, as ``inspect_file`` keeps them. The mapping
     and directory of the zip are kept for the next span of the same zip (read once per process,
@@ -130,10 +142,19 @@ def inspect_span(
     return encoded(records, path, encoder, keep, data)
 
 
-def inspect_batch(batch, opts, encoder=None, keep=False, data=True):
-    """Pool entry point: ``[(path, key), ...]`` -> ``[(path, key, encoded records), ...]``;
+def inspect_batch(
+    batch: Sequence[tuple[str, tuple[Any, ...]]],
+    opts: Any,
+    encoder: Callable[[FileReport], bytes] | None = None,
+    keep: bool = False,
+    data: bool = True,
+) -> list[Scanned]:
+    """Pool entry point: ``[(path, key), ...]`` -> a ``Scanned`` per file;
     ``opts``: an ``Options``, a dict of its fields, or None (the defaults); ``encoder``: a
     module-level function giving each record's text where it was made; ``keep``: hand back the
     records too (the caller needs them whole); ``data``: encode them for the cache."""
     opts = as_options(opts)
-    return [(path, key, encoded(inspect_file(path, opts), path, encoder, keep, data)) for path, key in batch]
+    return [
+        Scanned(path, key, encoded(inspect_file(path, opts), path, encoder, keep, data))
+        for path, key in batch
+    ]

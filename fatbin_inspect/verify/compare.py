@@ -20,15 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from fatbin_inspect.compat import data
-from fatbin_inspect.compat.engine import (
-    FatbinVerdict,
-    FileVerdict,
-    evaluate,
-    rollup,
-    specialised_in,
-    targets_generation,
-)
+from fatbin_inspect.compat.engine import evaluate, rollup
 from fatbin_inspect.compat.targets import Target
+from fatbin_inspect.compat.verdict import FatbinVerdict, FileVerdict, generation_reach, specialised_in
 from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Entry, Fatbin, FileReport
@@ -126,7 +120,7 @@ Loader = Callable[[bytes], LoadResult]  # image bytes -> what a child process ma
 
 def engine_predictor(target: Target) -> Predictor:
     """Predictions of the compatibility engine (``evaluate_fatbin``) for ``target``."""
-    from fatbin_inspect.compat.engine import evaluate_fatbin
+    from fatbin_inspect.compat.fatbin_decision import evaluate_fatbin
 
     def predict(fb: Fatbin, nojit: bool) -> Prediction | None:
         t = dataclasses.replace(target, disable_ptx_jit=True) if nojit else target
@@ -341,8 +335,8 @@ def observed_verdict(counted: list[FatbinVerdict], seen: list[str | None]) -> st
     loading = [s for s in seen if s is not None and s != FAIL]
     failing = [v for v, s in zip(counted, seen, strict=True) if s == FAIL]
     general = _loads_general(counted, seen)
-    generation = targets_generation(counted)  # the code held, not the loads: the guard of (i)
-    gaps = sum(1 for v in failing if not specialised_in(v, general, generation))
+    reach = generation_reach(counted)  # the code held, not the loads: the guard of (i)
+    gaps = sum(1 for v in failing if not specialised_in(v, general, reach))
     verdict, coverage = rollup(loading, len(failing) - gaps, gaps)
     return f"{verdict}/{coverage}"
 

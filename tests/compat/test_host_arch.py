@@ -102,3 +102,54 @@ def test_an_x86_64_wheel_on_gb10_and_orin():
         pass
     vs = [v for v in fi.check(found, gpus=["GB10", "Jetson AGX Orin"]) if v.verdict != "no-device-code"]
     assert vs and all(v.verdict == "fail" and v.rule == "R-HOST" for v in vs)
+
+
+def test_a_host_mismatch_keeps_the_device_answer(tmp_path):
+    """R-HOST stays the verdict; ``device`` is what the device code gives on a host that can load
+    the file (issue 56 item 1), and the fatbin counts describe the device code, not the host."""
+    gb10, orin = fi.check([X86], gpus=["GB10", "Jetson AGX Orin"], driver="580")
+    assert (gb10.verdict, gb10.rule, gb10.coverage) == ("fail", "R-HOST", "none")
+    d = gb10.device
+    assert (d.verdict, d.chosen.arch, d.coverage, d.device) == ("jit", "compute_90", "full", None)
+    assert gb10.counts == d.counts == {"native": 0, "jit": 1, "fail": 0}
+    d = orin.device  # a desktop sm_75/80/90 build on Orin's Tegra GPU fails there too
+    assert (d.verdict, d.error.code, d.rule) == ("fail", 209, "R-SASS-TEGRA")
+    (arm,) = fi.check([_as_aarch64(X86, tmp_path / "arm")], gpus=["GB10"], driver="580")
+    assert arm.rule != "R-HOST" and arm.device is None and arm.verdict == "jit"
+
+
+def test_every_command_carries_the_device_answer(tmp_path):
+    line = "jit compute_90 — on a host that can load the file"
+    doc = cli("check", X86, "--gpu", "GB10", "--gpu", "H100", "--driver", "580", "--format", "json").json()
+    gb10, h100 = doc["results"]
+    dev = gb10["device"]
+    assert (dev["verdict"], dev["chosen"]["arch"], dev["rule"], dev["summary"]) == (
+        "jit",
+        "compute_90",
+        "R-PTX-TARGET-1",
+        line,
+    )
+    assert gb10["fatbins"] == dev["fatbins"] == {"native": 0, "jit": 1, "fail": 0}
+    assert "device" not in h100  # only where R-HOST decided
+    table = cli("check", X86, "--gpu", "GB10", "--driver", "580", codes=(1,)).out
+    assert f"device code: {line}" in table
+    matrix = cli("check", X86, "--gpu", "GB10", "--gpu", "H100", "--driver", "580", codes=(1,)).out
+    assert "device code: jit compute_90" in matrix
+    sarif = cli("check", X86, "--gpu", "GB10", "--driver", "580", "--format", "sarif", codes=(1,)).json()
+    (res,) = sarif["runs"][0]["results"]
+    assert res["ruleId"] == "FBI020" and "device code: jit compute_90" in res["message"]["text"]
+    gate = fi.gate([X86], gpus="GB10", driver="580")
+    assert [f.rule_id for f in gate.findings] == ["FBI020"] and "device code: jit" in gate.findings[0].message
+    folder = tmp_path / "app"
+    folder.mkdir()
+    shutil.copy(X86, folder / "app")
+    scan = cli(
+        "scan", str(folder), "--no-cache", "--gpu", "GB10", "--driver", "580", "--format", "json"
+    ).json()
+    (v,) = scan["coverage"]["rows"][0]["verdicts"]
+    assert (v["rule"], v["error"], v["device"]["verdict"], v["device"]["rule"]) == (
+        "R-HOST",
+        None,
+        "jit",
+        "R-PTX-TARGET-1",
+    )

@@ -11,7 +11,7 @@ from conftest import CORPUS, cli, fixture_path
 
 import fatbin_inspect as fi
 from fatbin_inspect.compat import runtime
-from fatbin_inspect.compat.engine import RUNTIME_UNKNOWN
+from fatbin_inspect.compat.describe import RUNTIME_UNKNOWN
 
 NO_RT = fixture_path("bin", "hidden_rodata_fatbin.so")  # an ELF library with a fatbin, no cudart
 

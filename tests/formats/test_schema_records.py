@@ -19,7 +19,8 @@ from importlib import resources
 import pytest
 from conftest import cli, fixture_path
 
-from fatbin_inspect.compat.engine import (
+from fatbin_inspect.compat.jit import JitCost
+from fatbin_inspect.compat.verdict import (
     Chosen,
     EntryVerdict,
     ErrorRef,
@@ -27,7 +28,6 @@ from fatbin_inspect.compat.engine import (
     FatbinVerdict,
     FileVerdict,
 )
-from fatbin_inspect.compat.jit import JitCost
 from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileError, FileReport, Kernel, Package
 from fatbin_inspect.formats.records import as_dict, field_names
 from fatbin_inspect.system.diagnose import Condition, JitCache
@@ -47,7 +47,9 @@ DOCUMENTS = {
             fixture_path("bin"),
             *("--gpu", "H100", "--gpu", "6.1", "--gpu", "RTX 4090", "--driver", "535"),
             *("--per-fatbin", "--format", "json"),
-        ]
+        ],
+        # R-HOST's device answer: the x86_64 fixtures on GB10's aarch64 host
+        ["check", fixture_path("units"), "--gpu", "GB10", "--driver", "580", "--format", "json"],
     ],
     "scan": [
         ["scan", fixture_path("units"), "--no-cache", "--gpu", "H100", "--gpu", "7.5", "--format", "json"]
@@ -72,6 +74,11 @@ RECORDS = {
     ("check", "results[].jit"): JitCost,
     ("check", "results[].specialised"): FatbinGroup,
     ("check", "results[].gaps"): FatbinGroup,
+    ("check", "results[].device"): FileVerdict,  # R-HOST's device answer (GB10: x86_64 fixtures)
+    ("check", "results[].device.error"): ErrorRef,
+    ("check", "results[].device.chosen"): Chosen,
+    ("check", "results[].device.specialised"): FatbinGroup,
+    ("check", "results[].device.gaps"): FatbinGroup,
     ("check", "results[].fatbin_verdicts[]"): FatbinVerdict,
     ("check", "results[].fatbin_verdicts[].entries[]"): EntryVerdict,
     ("doctor", "stack"): Stack,

@@ -4,7 +4,6 @@ the same fatbins however its range is cut (fatbin.walk looks at every magic befo
 
 from __future__ import annotations
 
-import importlib
 import random
 import struct
 
@@ -17,9 +16,8 @@ from fatbin_inspect.formats.binio import Blob, open_blob
 from fatbin_inspect.inventory import hidden, slices
 from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.render.scan_json import file_rest, file_rest_parts
-from fatbin_inspect.scanning import ScanOptions, cache, elf_split, scan, worker
+from fatbin_inspect.scanning import ScanOptions, cache, elf_split, scan, units, worker
 
-scan_mod = importlib.import_module("fatbin_inspect.scanning")
 MAGIC = struct.pack("<I", 0xBA55ED50)
 
 
@@ -169,7 +167,7 @@ def test_split_scan_equals_unsplit_scan_in_a_pool(tmp_path, small_split, monkeyp
     joins = []
     real = elf_split.join
     monkeypatch.setattr(elf_split, "join", lambda *a, **k: joins.append(1) or real(*a, **k))
-    monkeypatch.setattr(scan_mod, "SPLIT_BYTES", 1)
+    monkeypatch.setattr(units, "SPLIT_BYTES", 1)
 
     def run(jobs, cache_dir):
         opts = ScanOptions(

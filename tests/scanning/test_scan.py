@@ -182,10 +182,11 @@ def test_pool_results_taken_in_once_however_often_the_walk_looks(tmp_path, monke
     """Results are taken in by the walk (every ``PUMP_EVERY`` files) and while waiting, and taking
     one in counts a file, which may look again: each unit's records still arrive once, split
     wheel spans too, in one-file batches that finish while others are taken in."""
-    import importlib
     import time
 
-    scan_mod = importlib.import_module("fatbin_inspect.scanning")
+    from fatbin_inspect.scanning import units
+    from fatbin_inspect.scanning.loop import ScanLoop
+
     tree = tmp_path / "tree"
     tree.mkdir()
     for i in range(12):
@@ -193,17 +194,17 @@ def test_pool_results_taken_in_once_however_often_the_walk_looks(tmp_path, monke
         (tree / f"note{i:02}.txt").write_bytes(b"text " * 40)
     shutil.copyfile(_big_wheel(tmp_path), tree / "gamma_gpu-2.0-py3-none-manylinux_2_28_x86_64.whl")
     whole = scan([str(tree)], _opts(tmp_path, jobs=1, cache_dir=None))
-    monkeypatch.setattr(scan_mod, "BATCH_FILES", 1)
-    monkeypatch.setattr(scan_mod, "SPLIT_BYTES", 1)
-    monkeypatch.setattr(scan_mod, "SPAN_BYTES", 1)
-    monkeypatch.setattr(scan_mod._Scanner, "PUMP_EVERY", 1)
-    real = scan_mod._Scanner._file
+    monkeypatch.setattr(units, "BATCH_FILES", 1)
+    monkeypatch.setattr(units, "SPLIT_BYTES", 1)
+    monkeypatch.setattr(units, "SPAN_BYTES", 1)
+    monkeypatch.setattr(ScanLoop, "PUMP_EVERY", 1)
+    real = ScanLoop._file
 
     def slow_walk(self, *args, **kw):  # let several units end between two looks
         time.sleep(0.02)
         return real(self, *args, **kw)
 
-    monkeypatch.setattr(scan_mod._Scanner, "_file", slow_walk)
+    monkeypatch.setattr(ScanLoop, "_file", slow_walk)
     pooled = scan([str(tree)], _opts(tmp_path, jobs=2, cache_dir=None))
     assert [r.path for r in pooled.reports] == [r.path for r in whole.reports]
     assert pooled.reports == whole.reports and pooled.stats.inspected == whole.stats.inspected
@@ -231,11 +232,8 @@ def _big_wheel(tmp_path):
 
 
 def test_split_wheel_gives_the_same_records_in_order_and_one_cache_entry(tmp_path, monkeypatch):
-    import importlib
-
-    from fatbin_inspect.scanning import worker
-
-    scan_mod = importlib.import_module("fatbin_inspect.scanning")  # fatbin_inspect.scan is the API function
+    from fatbin_inspect.scanning import options_fingerprint, units, worker
+    from fatbin_inspect.scanning.cache import ScanCache, stat_key
 
     whl = _big_wheel(tmp_path)
     spans = worker.zip_spans(str(whl), False, 4, 1)
@@ -245,19 +243,15 @@ def test_split_wheel_gives_the_same_records_in_order_and_one_cache_entry(tmp_pat
     assert any(r.error for r in whole.reports) and len(whole.reports) == 20
     assert any("inner-1.0" in r.path and r.distribution == "inner 1.0" for r in whole.reports)
     split = []
-    real = scan_mod._Scanner._split_zip
-    monkeypatch.setattr(
-        scan_mod._Scanner, "_split_zip", lambda self, p, k, s: (split.append(len(s)), real(self, p, k, s))
-    )
-    monkeypatch.setattr(scan_mod, "SPLIT_BYTES", 1)
-    monkeypatch.setattr(scan_mod, "SPAN_BYTES", 1)
+    real = units.zip_parts
+    monkeypatch.setattr(units, "zip_parts", lambda p, k, s, w: (split.append(len(s)), real(p, k, s, w))[1])
+    monkeypatch.setattr(units, "SPLIT_BYTES", 1)
+    monkeypatch.setattr(units, "SPAN_BYTES", 1)
     cold = scan([str(whl)], _opts(tmp_path, jobs=2))
     assert split and split[0] >= 4
     assert cold.reports == whole.reports
     # the records in member order, as the whole-file inventory gives them (before the sort by path)
-    cached = scan_mod.ScanCache(str(tmp_path / "cache"), scan_mod.options_fingerprint(None))
-    from fatbin_inspect.scanning.cache import stat_key
-
+    cached = ScanCache(str(tmp_path / "cache"), options_fingerprint(None))
     key = stat_key(os.stat(whl))
 
     expect = [r for r in inspect_path(str(whl)) if r.fatbins or r.error]
@@ -271,7 +265,7 @@ def test_split_wheel_gives_the_same_records_in_order_and_one_cache_entry(tmp_pat
 
 def test_split_spans_join_like_the_whole_walk():
     from fatbin_inspect.formats.model import FileError, FileReport
-    from fatbin_inspect.scanning import _join_spans
+    from fatbin_inspect.scanning.units import join_spans
 
     def rec(p, err=None):
         return FileReport(path=p, format="elf", size=1, error=FileError(err) if err else None)
@@ -282,8 +276,8 @@ def test_split_spans_join_like_the_whole_walk():
         return encoded(recs, "w", None, False)
 
     parts = [enc(rec("w!a")), [], enc(rec("w", "zip breaks off"), rec("w!b")), enc(rec("w!c"))]
-    assert _join_spans("w", parts) == enc(rec("w", "zip breaks off"), rec("w!a"), rec("w!b"))
-    assert _join_spans("w", [enc(rec("w!a")), enc(rec("w!c"))]) == enc(rec("w!a"), rec("w!c"))
+    assert join_spans("w", parts) == enc(rec("w", "zip breaks off"), rec("w!a"), rec("w!b"))
+    assert join_spans("w", [enc(rec("w!a")), enc(rec("w!c"))]) == enc(rec("w!a"), rec("w!c"))
 
 
 def test_progress_switch(monkeypatch):

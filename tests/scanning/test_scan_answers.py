@@ -142,11 +142,11 @@ def test_the_walk_digest_tells_every_stat_key_and_takes_an_inode_past_2_63():
     not fit (a 64-bit inode number with its top bit set, as some network file systems give)."""
     from types import SimpleNamespace
 
-    from fatbin_inspect.scanning import _Walk
+    from fatbin_inspect.scanning.answers import WalkDigest
 
     def digest(**change):
         key = dict(st_dev=1, st_ino=2, st_size=3, st_mtime_ns=4, st_ctime_ns=5) | change
-        walk = _Walk()
+        walk = WalkDigest()
         walk.listed("d", [("a", SimpleNamespace(**key), None), ("b", None, "symlink")])
         return walk.digest()
 

@@ -108,6 +108,7 @@ def _every_field_set():
         sha256="ab" * 32,
         machine="aarch64",
         contents=(7, 1234),
+        static_cudart_version="13.0",
     )
 
 
@@ -380,10 +381,10 @@ def test_a_warm_document_mixing_cached_and_fresh_files_is_the_uncached_one(tmp_p
     """Cached texts (unpacked by a thread during the walk, at most ``AHEAD`` bytes of them held;
     1: one row at a time) and fresh ones (the spill file) interleave in path order: changed files
     between unchanged ones give the bytes of a scan without cache."""
-    from fatbin_inspect.scanning import _Unpacker
+    from fatbin_inspect.scanning.texts import Unpacker
 
     if ahead is not None:
-        monkeypatch.setattr(_Unpacker, "AHEAD", ahead)
+        monkeypatch.setattr(Unpacker, "AHEAD", ahead)
     monkeypatch.setenv("FATBIN_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
     t = tmp_path / "t"
     t.mkdir()
