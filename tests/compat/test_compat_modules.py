@@ -9,8 +9,9 @@ import ast
 import pathlib
 
 import pytest
+from conftest import ROOT
 
-PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "fatbin_inspect"
+PACKAGE = pathlib.Path(ROOT) / "fatbin_inspect"
 
 
 def _imported(path: pathlib.Path) -> set[str]:
