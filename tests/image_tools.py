@@ -1,5 +1,5 @@
 """Helpers for the tests of OCI images built by real tools (umoci, skopeo): the tools run, the
-images and layers made, the CLI run over them."""
+images and layers made, the CLI run over them, a real registry (Debian's docker-registry)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ import json
 import os
 import pathlib
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tarfile
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 import pytest
@@ -130,3 +133,52 @@ def layer_image(
     (tmp_path / "l.tar").write_bytes(layer_tar(entries))
     run("umoci", "raw", "add-layer", "--image", f"{lay}:base", "--tag", "t", str(tmp_path / "l.tar"))
     return f"{lay}:t"
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], deadline: float = 20.0) -> None:
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            pytest.fail(f"docker-registry exited: {proc.stdout.read().decode()[-2000:]}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    pytest.fail("docker-registry did not listen")
+
+
+@pytest.fixture
+def registry(tmp_path: pathlib.Path) -> Iterator[Callable[[str], int]]:
+    """Start a registry: ``start(auth_yaml="")`` -> port; stopped by its process group."""
+    need("docker-registry", "skopeo")
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(auth: str = "") -> int:
+        port = free_port()
+        cfg = tmp_path / f"reg{port}.yml"
+        cfg.write_text(
+            "version: 0.1\nlog: {level: error}\n"
+            f"storage: {{filesystem: {{rootdirectory: {tmp_path}/store{port}}}}}\n"
+            f"http: {{addr: 127.0.0.1:{port}}}\n" + auth
+        )
+        proc = subprocess.Popen(
+            ["docker-registry", "serve", str(cfg)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        procs.append(proc)
+        _wait_port(port, proc)
+        return port
+
+    yield start
+    for proc in procs:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)

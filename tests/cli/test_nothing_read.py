@@ -18,7 +18,7 @@ import pytest
 from builders import layer_tar, oci_layout
 from conftest import ROOT, fixture_path
 from hostile_runner import commands, every_command_format, formats, run_many
-from test_oci_images import registry  # noqa: F401  (the fixture: Debian's docker-registry)
+from image_tools import registry  # noqa: F401  (the fixture: Debian's docker-registry)
 
 LIB = fixture_path("bin", "t12_lib_sm86_c89.so")  # sm_86 SASS + compute_89 PTX
 MEM = 1 << 30

@@ -11,8 +11,6 @@ import io
 import json
 import os
 import shutil
-import signal
-import socket
 import stat
 import subprocess
 import tarfile
@@ -29,11 +27,13 @@ from image_tools import (
     manifest_of,
     need,
     read_file,
+    registry,
     run,
     scan_json,
     umoci_layout,
 )
 
+__all__ = ["registry"]  # the fixture, used here
 EXE = fixture_path("bin", "t01_exe_sm80")
 
 
@@ -205,54 +205,6 @@ def test_docker_save_on_stdin(tmp_path):
 
 
 # ------------------------------------------------------------------------------ registries
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_port(port: int, proc, deadline: float = 20.0):
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            pytest.fail(f"docker-registry exited: {proc.stdout.read().decode()[-2000:]}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    pytest.fail("docker-registry did not listen")
-
-
-@pytest.fixture
-def registry(tmp_path):
-    """Start a registry: ``start(auth_yaml="")`` -> port; stopped by its process group."""
-    need("docker-registry", "skopeo")
-    procs = []
-
-    def start(auth: str = "") -> int:
-        port = _free_port()
-        cfg = tmp_path / f"reg{port}.yml"
-        cfg.write_text(
-            "version: 0.1\nlog: {level: error}\n"
-            f"storage: {{filesystem: {{rootdirectory: {tmp_path}/store{port}}}}}\n"
-            f"http: {{addr: 127.0.0.1:{port}}}\n" + auth
-        )
-        proc = subprocess.Popen(
-            ["docker-registry", "serve", str(cfg)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        procs.append(proc)
-        _wait_port(port, proc)
-        return port
-
-    yield start
-    for proc in procs:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=10)
-
-
 @pytest.mark.slow
 def test_scan_straight_from_a_registry_matches_the_layout(tmp_path, registry):
     lay = umoci_layout(tmp_path)
