@@ -74,6 +74,12 @@ def resolve_roots(paths: Iterable[str]) -> tuple[Root, ...]:
             root = Root(p, _image_kind(p, ref))
         else:
             if not os.path.exists(p):
+                from fatbin_inspect.containers.index.purl import is_purl
+
+                if is_purl(p):  # list, check, gate and diff take them before this
+                    raise UsageError(
+                        f"{p}: scan reads no package from an index yet (list, check, gate and diff do)"
+                    )
                 raise UsageError(f"{p}: no such file or directory")
             seen_as = os.path.realpath(p)
             root = Root(p, kind_of(p))

@@ -67,6 +67,13 @@ def test_a_mistyped_value_from_the_environment_is_given_the_closest_choice_too()
     assert "FATBIN_INSPECT_FORMAT" in ran.err and "did you mean 'json'?" in ran.err, ran.err
 
 
+def test_gpus_with_a_query_matching_nothing_names_the_closest_gpus():
+    """``gpus QUERY`` suggests as ``--gpu`` does."""
+    ran = cli("gpus", "GTX 1008", codes=2)
+    assert ran.err.startswith("fatbin-inspect: gpus: nothing matches 'GTX 1008'; closest: ")
+    assert "GeForce GTX 1080" in ran.err, ran.err
+
+
 def test_a_value_like_none_of_the_choices_gets_no_guess():
     ran = cli("check", "x.so", "--format", "yaml", codes=2)
     assert "did you mean" not in ran.err and "'sarif'" in ran.err

@@ -467,3 +467,24 @@ def test_stats_count_the_files_of_the_image(tmp_path):
     assert doc["stats"]["files"] == sum(counts) and counts[:3] == [0, 2, 1]
     out = cli("list", f"{lay}:big", env=NO_CACHE).out
     assert f"{files} files of " in out and " bytes in its filesystem" in out
+
+
+def test_check_gate_and_diff_take_image_references(tmp_path):
+    """``check``, ``gate`` and ``diff`` read an image named as skopeo names it (``DIR:TAG``,
+    ``oci-archive:FILE:TAG``), as ``list`` and ``scan`` do; a missing archive is one line, exit 2."""
+    need("skopeo")
+    lay = umoci_layout(tmp_path)
+    arch = str(tmp_path / "img.tar")
+    run("skopeo", "copy", "-q", f"oci:{lay}:t", f"oci-archive:{arch}:t")
+    ran = cli("check", f"{lay}:t2", "--gpu", "RTX 3090", "--driver", "580", "--format", "json", codes=0)
+    assert [(inside(r["path"]), r["verdict"]) for r in ran.json()["results"]] == [
+        ("usr/lib/liby.so", "native")
+    ]
+    gate = cli("gate", f"oci-archive:{arch}:t", "--require", "sm_86", "--format", "json", codes=0).json()
+    assert gate["summary"]["artifacts"] == 2, gate["summary"]
+    cli("diff", f"{lay}:t", f"{lay}:t2", "--format", "json", codes=0)
+    err = cli("check", f"oci-archive:{tmp_path}/none.tar:t", "--gpu", "H100", codes=2).err
+    assert (
+        err.strip()
+        == f"fatbin-inspect: oci-archive:{tmp_path}/none.tar:t: {tmp_path}/none.tar: no such file or directory"
+    )

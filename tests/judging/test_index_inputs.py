@@ -438,6 +438,8 @@ def test_releases_table_and_answers(index, isolated):
         == "newest release that runs natively on NVIDIA H100 (CC 9.0): 1.0; newest through JIT: 2.0"
     )
     assert (gtx["newest_native"], gtx["newest_jit"]) == (None, None)
+    # 2.0's aarch64 wheel is the pure one: it runs, but not on GB10's GPU; 1.0 is the answer
+    assert _gb10["newest_jit"] == "1.0" and _gb10["newest_native"] in ("1.0", None)
     table = cli(*args, *gpus, "--limit", "2", codes=1).out
     assert "1.0" not in table.split("newest")[0].split("version", 1)[1] and "1 older release(s)" in table
     md = cli(*args, "--gpu", "H100", "--since", "1.0", "--format", "markdown", codes=1).out
@@ -544,3 +546,20 @@ def test_x86_and_aarch64_wheels_of_one_release(tmp_path, isolated):
             assert _results(mine) == _results(local), gpu
     finally:
         server.stop()
+
+
+def test_scan_says_it_takes_no_package_from_an_index():
+    """``scan`` reads no ``pkg:pypi/...`` yet: it says so, naming the commands that do."""
+    err = cli("scan", "pkg:pypi/nvidia-curand", codes=2).err
+    assert err.strip() == (
+        "fatbin-inspect: pkg:pypi/nvidia-curand: scan reads no package from an index yet"
+        " (list, check, gate and diff do)"
+    )
+
+
+def test_list_of_a_package_not_on_the_index_is_no_success(index, isolated):
+    """A ``pkg:pypi/...`` named to ``list`` that gives nothing (no such project, version or index)
+    exits 2, as a missing path does, with one line naming it."""
+    ran = cli("list", "pkg:pypi/nope@1.0", "--index-url", index, codes=2)
+    assert ran.err.strip() == f"fatbin-inspect: pkg:pypi/nope@1.0: no project 'nope' on {index}", ran.err
+    cli("list", "pkg:pypi/nope@1.0", "--index-url", index, "--format", "json", codes=2)

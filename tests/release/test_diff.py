@@ -187,3 +187,13 @@ def test_ctranslate2_3_24_to_4_8_matches_its_renamed_library():
     assert lib["archs_dropped"] == ["sm_35", "sm_50"] and lib["archs_added"] == []
     assert not [f for f in files.values() if f["status"] in ("added", "dropped")]
     assert {x["rule_id"] for x in doc["findings"]} == {"FBI010"}
+
+
+@needs_fixtures
+def test_two_single_files_name_the_file_in_findings():
+    """``diff OLD NEW`` of two files: the finding's path is the file; its message names no key
+    ``.`` ("sm_75 dropped from .")."""
+    doc = cli("diff", OLD_LIB, NEW_LIB, "--format", "json", "--fail-on", "never", codes=0).json()
+    drops = [f for f in doc["findings"] if f["rule_id"] == "FBI010"]
+    assert sorted(f["message"] for f in drops) == ["compute_90 dropped", "sm_75 dropped", "sm_90 dropped"]
+    assert {f["path"] for f in drops} == {NEW_LIB}, drops
