@@ -54,7 +54,7 @@ def fast_kernel(
     """``Kernel(...)`` of every field, without the frozen dataclass ``__init__``'s seven
     ``object.__setattr__`` calls (set in place, not through ``_without_init``'s keyword dict,
     which costs more): the cubin parser makes 145k for libtorch_cuda.so; the same record
-    (tests/test_cubin_fast_paths.py compares them)."""
+    (tests/formats/test_cubin_fast_paths.py compares them)."""
     record = object.__new__(Kernel)
     record.__dict__.update(
         name=name,
@@ -149,7 +149,7 @@ def fast_entry(
 ) -> Entry:
     """``Entry(...)`` of a parsed header (the decoded fields unset), without the frozen dataclass
     ``__init__``'s 21 ``object.__setattr__`` calls (the six extracted wheels hold tens of
-    thousands of entries); the same record (tests/test_fatbin_fast_paths.py)."""
+    thousands of entries); the same record (tests/formats/test_fatbin_fast_paths.py)."""
     return _without_init(
         Entry,
         offset=offset,
