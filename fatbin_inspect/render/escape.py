@@ -104,8 +104,6 @@ def safe(renderable: RenderableType) -> RenderableType:
     from rich.table import Table
     from rich.text import Text
 
-    from fatbin_inspect.render.console import Hanging
-
     if isinstance(renderable, str):
         return shown(renderable)
     if _Shown is not None and type(renderable) is _Shown:  # (``text``: escaped when made)
@@ -120,8 +118,9 @@ def safe(renderable: RenderableType) -> RenderableType:
                 _shown_in_rich(h) if isinstance(h, str) else safe_text(h, True) if isinstance(h, Text) else h
             )
         return renderable
-    if isinstance(renderable, Hanging):  # a Text laid out
-        renderable.text = safe_text(renderable.text)
+    laid_out = getattr(renderable, "text", None)
+    if isinstance(laid_out, Text):  # console.Hanging (not imported: console imports this module)
+        setattr(renderable, "text", safe_text(laid_out))  # noqa: B010 (an attribute mypy cannot see)
     return renderable
 
 
