@@ -18,20 +18,17 @@ from conftest import ROOT
 MEMORY = 1 << 30
 TIMEOUT = 60
 
-# Runs each argv of a JSON list through cli.main.main with fd 1/2 redirected to files; prints
-# nothing itself. argv strings may hold lone surrogates (non-UTF-8 file names): JSON keeps them.
-_CHILD = r"""
-import json, os, resource, sys
-mem = int(sys.argv[1])
-resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-exec(sys.argv[2])
+# ``run_main(argv, out, err)``: the exit code of cli.main.main on ``argv`` with fd 1/2 written to
+# the files ``out`` and ``err`` (put back after); for the children below and other tests' own
+CHILD_MAIN = r"""
+import os, sys
 from fatbin_inspect.cli.main import main
-runs, out = json.loads(sys.argv[3]), sys.argv[4]
-codes = []
-for i, argv in enumerate(runs):
+
+def run_main(argv, out, err):
     sys.stdout.flush(); sys.stderr.flush()
-    fo = os.open(f"{out}.{i}.out", os.O_WRONLY | os.O_CREAT, 0o600)
-    fe = os.open(f"{out}.{i}.err", os.O_WRONLY | os.O_CREAT, 0o600)
+    fo = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fe = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    keep = os.dup(1), os.dup(2)
     os.dup2(fo, 1); os.dup2(fe, 2)
     try:
         main(argv)
@@ -39,11 +36,29 @@ for i, argv in enumerate(runs):
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     sys.stdout.flush(); sys.stderr.flush()
-    os.close(fo); os.close(fe)
-    codes.append(code)
+    os.dup2(keep[0], 1); os.dup2(keep[1], 2)
+    for fd in (fo, fe, *keep):
+        os.close(fd)
+    return code
+"""
+
+# Runs each argv of a JSON list through cli.main.main with fd 1/2 redirected to files; prints
+# nothing itself. argv strings may hold lone surrogates (non-UTF-8 file names): JSON keeps them.
+_CHILD = (
+    r"""
+import json, os, resource, sys
+mem = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+exec(sys.argv[2])
+"""
+    + CHILD_MAIN
+    + r"""
+runs, out = json.loads(sys.argv[3]), sys.argv[4]
+codes = [run_main(argv, f"{out}.{i}.out", f"{out}.{i}.err") for i, argv in enumerate(runs)]
 with open(out + ".codes", "w") as fh:
     json.dump(codes, fh)
 """
+)
 
 
 class Run:

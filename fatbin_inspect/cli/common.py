@@ -17,6 +17,7 @@ from fatbin_inspect.formats.model import FileReport
 
 if TYPE_CHECKING:
     from fatbin_inspect.cli.progress import Progress
+    from fatbin_inspect.inventory.opened import Record
     from fatbin_inspect.render.sink import Look
     from fatbin_inspect.render.views import View
 
@@ -31,6 +32,18 @@ def say(line: str) -> None:
     from fatbin_inspect.render.escape import shown
 
     click.echo(f"fatbin-inspect: {shown(line)}", err=True)
+
+
+def read_exit(named: Iterable[str], errors: Iterable[Record], strict: bool) -> int:
+    """The exit code of what was read: 2 (a missing path's) when an input named on the command
+    line could not be opened at all (``inventory.opened.unopened``), 3 under ``strict`` when any
+    record is an error, else 0."""
+    from fatbin_inspect.inventory.opened import unopened
+
+    errors = [r for r in errors if r.error is not None]
+    if unopened(named, errors):
+        return EXIT_USAGE
+    return EXIT_STRICT if strict and errors else EXIT_OK
 
 
 def note_error(report: FileReport) -> None:

@@ -17,6 +17,13 @@ import re
 
 from click.shell_completion import BashComplete, CompletionItem, FishComplete, add_completion_class
 
+from fatbin_inspect.errors import UsageError
+
+VAR = "_FATBIN_INSPECT_COMPLETE"
+INSTRUCTIONS = tuple(f"{sh}_{what}" for sh in ("bash", "zsh", "fish") for what in ("source", "complete"))
+MAX_LINE = 1 << 17  # COMP_WORDS: the line being typed (Linux passes no longer variable: MAX_ARG_STRLEN)
+MAX_CWORD = 7  # digits of COMP_CWORD (bash, zsh: the index of the word being completed)
+
 # everything but these is backslash-escaped in a bare bash word (as ``printf %q`` does)
 _SAFE = re.compile(r"[^\w@%+=:,./-]")
 
@@ -108,6 +115,37 @@ class Fish(FishComplete):
         if item.help:
             return f"{item.type},{value}\t{' '.join(item.help.split())}"
         return f"{item.type},{value}"
+
+
+def check_environment(env: dict[str, str] | os._Environ[str]) -> None:
+    """The completion variables a shell sets, checked before click reads them (it took a
+    missing ``COMP_WORDS`` or a ``COMP_CWORD`` of ``abc`` for an internal error, and an unknown
+    instruction for nothing at all): ``_FATBIN_INSPECT_COMPLETE`` one of ``INSTRUCTIONS``; for
+    ``*_complete``, ``COMP_WORDS`` set and at most ``MAX_LINE`` bytes, ``COMP_CWORD`` a word
+    index in range (bash, zsh) or the word being typed (fish), as long at most. UsageError
+    naming the variable otherwise."""
+    instruction = env.get(VAR, "")
+    if instruction not in INSTRUCTIONS:
+        raise UsageError(f"{VAR}={instruction[:80]!r}: not one of {', '.join(INSTRUCTIONS)}")
+    if not instruction.endswith("_complete"):
+        return
+    words, cword = env.get("COMP_WORDS"), env.get("COMP_CWORD")
+    for name, value in (("COMP_WORDS", words), ("COMP_CWORD", cword)):
+        if value is None:
+            raise UsageError(
+                f"{VAR}={instruction}: {name} is not set (the shell's completion script sets it)"
+            )
+        if len(value) > MAX_LINE:
+            raise UsageError(
+                f"{name}: {len(value):,} characters, over the {MAX_LINE:,} a command line may hold"
+            )
+    if instruction == "fish_complete" or cword is None or words is None:
+        return  # (fish: COMP_CWORD is the word being typed, any text)
+    if not (cword.isdecimal() and cword.isascii() and len(cword) <= MAX_CWORD):
+        raise UsageError(f"COMP_CWORD={cword[:80]!r}: not the index of a word (digits)")
+    count = len(words.split("\n")) if instruction == "bash_complete" else len(words.split())
+    if int(cword) > count:
+        raise UsageError(f"COMP_CWORD={cword}: past the {count} words of COMP_WORDS")
 
 
 def register() -> None:

@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING
 import click
 
 from fatbin_inspect.cli.common import (
-    EXIT_OK,
-    EXIT_STRICT,
     Output,
     format_option,
     note_error,
@@ -99,7 +97,9 @@ def list_cmd(
     with progress_for(view, "reading") as progress:
         run = run_list(paths, opts, targets, view.needs, note_error, progress, seen)
     view.write(run, Output(output, seen), Shown(entries))
-    raise SystemExit(EXIT_STRICT if strict and run.failed else EXIT_OK)
+    from fatbin_inspect.cli.common import read_exit
+
+    raise SystemExit(read_exit(paths, run.errors, strict))
 
 
 def _check_paths(paths: Sequence[str]) -> None:

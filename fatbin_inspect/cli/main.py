@@ -103,7 +103,12 @@ def main(argv=None) -> None:
     # the default thresholds would walk them in generation 2 again and again (~15% of a
     # `--kernels` run). Reference counting still frees everything; cycles wait a little longer.
     gc.set_threshold(100_000, 50, 100)
+    _hold_standard_streams()
     try:
+        if os.environ.get("_FATBIN_INSPECT_COMPLETE"):  # a shell asks for completions
+            from fatbin_inspect.cli.completion import check_environment
+
+            check_environment(os.environ)
         cli.main(args=argv, prog_name="fatbin-inspect", standalone_mode=False)
     except SystemExit:
         raise
@@ -130,6 +135,29 @@ def main(argv=None) -> None:
     except Exception as exc:  # never a bare traceback for a user
         _internal_error(exc)
     sys.exit(0)
+
+
+def _hold_standard_streams() -> None:
+    """A standard descriptor closed at start (``cmd <&-``, ``>&-``) gets /dev/null, so no file the
+    run opens (the scan cache's database, an input) takes its number and is read as standard
+    input or written with the report; a closed standard input makes ``-`` an error
+    (``walk.close_stdin``)."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+        if null != fd:  # (a lower descriptor was closed too and took it: it is filled in turn)
+            os.dup2(null, fd)
+            os.close(null)
+        if fd == 0:
+            from fatbin_inspect.inventory.stdin import close_stdin
+
+            close_stdin()
+        else:
+            setattr(sys, ("stdout", "stderr")[fd - 1], open(fd, "w", closefd=False))
 
 
 def _internal_error(exc: Exception) -> NoReturn:

@@ -8,11 +8,13 @@ from fatbin_inspect.cli.common import (
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_STRICT,
+    EXIT_USAGE,
     Output,
     format_option,
     note_error,
     output_option,
     progress_for,
+    read_exit,
     say,
 )
 from fatbin_inspect.cli.options import (
@@ -202,7 +204,7 @@ def scan_cmd(
         note_error(r)
     inputs = [*paths, *(r.path for r in run.result.reports)]  # the output may be none of them
     view.write(run, Output(output, inputs), Shown(paths, show_files, verdicts_only, show_layers))
-    raise SystemExit(_exit_code(run, strict, fail_on, exit_zero))
+    raise SystemExit(_exit_code(run, paths, strict, fail_on, exit_zero))
 
 
 def _check_usage(jobs, insecure, executor, scheduler, scheduler_file, verdicts_only, gpus, target_files):
@@ -243,10 +245,13 @@ def _check_dask(scheduler, scheduler_file) -> None:
         check_address(scheduler)
 
 
-def _exit_code(run, strict: bool, fail_on: str, exit_zero: bool) -> int:
-    """3 (--strict) when a file was unreadable or not a regular file, 3 when no Dask worker could
+def _exit_code(run, paths, strict: bool, fail_on: str, exit_zero: bool) -> int:
+    """2 when an input named on the command line could not be opened at all (``read_exit``), 3
+    (--strict) when a file was unreadable or not a regular file, 3 when no Dask worker could
     read a file, 1 when a row fails at the --fail-on level, else 0."""
     result = run.result
+    if read_exit(paths, result.reports, False) == EXIT_USAGE:
+        return EXIT_USAGE
     if strict:
         for path, why in result.skipped:  # like ``list --strict``: a FIFO or a loop is unreadable
             say(f"{path}: {why}")

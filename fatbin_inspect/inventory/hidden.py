@@ -124,17 +124,18 @@ def _scan_pieces(path: str, size: int, pieces: list[Piece]) -> list[Scanned] | N
 
 def magic_ranges(fmt: str, blob: Blob) -> list[tuple[int, int]] | None:
     """The byte ranges where ``binary.inspect_binary`` may find a fatbin: all but the code and linker
-    tables of an ELF or PE/COFF file whose section table reads (the whole blob when it does not,
-    or for other formats), its fatbin sections first: a search for any magic mostly ends in the
-    first bytes there (libcublasLt.so.13 has 44 MB of ``.rodata`` before its ``.nv_fatbin``; over
-    the six extracted wheels 131 MB were searched, now 36 MB). None: a section fatbins are read
-    from is compressed (no magic shows in it), so only reading the file tells."""
+    tables of an ELF or PE/COFF file whose section table reads (the whole blob for other
+    formats), its fatbin sections first: a search for any magic mostly ends in the first bytes
+    there (libcublasLt.so.13 has 44 MB of ``.rodata`` before its ``.nv_fatbin``; over the six
+    extracted wheels 131 MB were searched, now 36 MB). None: a section fatbins are read from is
+    compressed (no magic shows in it), or the section table does not read (a cut download: its
+    record carries the error, never "no device code"), so only reading the file tells."""
     if fmt == "ar":
         return None if _ar_compressed(blob) else [(0, blob.size)]
     try:
         layout = layout_of(fmt, blob)
     except InputError:
-        return [(0, blob.size)]
+        return None
     if any(r.compressed is not None for r in layout.regions):
         return None
     code = code_ranges(layout)

@@ -13,6 +13,8 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from fatbin_inspect.inventory.stdin import stdin_blob as stdin_blob  # (callers read it here)
+
 # (path, note): note is None for a file to inspect, else why it was skipped
 Item = tuple[str, str | None]
 
@@ -181,53 +183,3 @@ def image_ref(arg: str) -> ImageRef | None:
     if sep and path and select and "/" not in select and os.path.exists(path):
         return ImageRef("path", path, select)
     return None
-
-
-MAX_STDIN_BYTES = 64 << 30  # a docker save of the largest real images is a few tens of GB
-
-
-def stdin_blob(fd: int = 0):
-    """Standard input (``docker save IMG | fatbin-inspect scan -``) as a ``Blob``. A regular
-    file (``< image.tar``) is mapped where it is. A pipe cannot be: a ``docker save`` tar puts
-    ``manifest.json`` (which says what the layers are) after the layers, so the stream is copied,
-    at most ``MAX_STDIN_BYTES``, into a file in a private temporary folder (mode 0700), unlinked
-    at once (nothing is left behind, whatever happens) and mapped; the copy is then read as a
-    file, layer by layer."""
-    import mmap
-    import tempfile
-
-    from fatbin_inspect.errors import LimitExceeded, UnreadableError
-    from fatbin_inspect.formats.binio import Blob
-
-    try:
-        st = os.fstat(fd)
-    except OSError as exc:
-        raise UnreadableError(f"-: standard input: {exc.strerror}") from None
-    if stat.S_ISREG(st.st_mode) and st.st_size:
-        mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-        return Blob(mm, 0, st.st_size, owner=mm)
-    folder = tempfile.mkdtemp(prefix="fatbin-inspect-stdin-")  # 0700: this user's alone
-    path = os.path.join(folder, "stdin.tar")
-    out = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-    try:
-        os.unlink(path)
-        os.rmdir(folder)
-        total = 0
-        while True:
-            chunk = os.read(fd, 4 << 20)
-            if not chunk:
-                break
-            total += len(chunk)
-            if total > MAX_STDIN_BYTES:
-                raise LimitExceeded(f"-: standard input past {MAX_STDIN_BYTES} bytes")
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(out, view) :]
-        if total == 0:
-            return Blob(b"")
-        mm = mmap.mmap(out, 0, access=mmap.ACCESS_READ)
-        return Blob(mm, 0, total, owner=mm)
-    except OSError as exc:
-        raise UnreadableError(f"-: standard input: cannot keep a copy: {exc.strerror}") from None
-    finally:
-        os.close(out)

@@ -30,6 +30,7 @@ class ListRun:
     seen: list[str] = dataclasses.field(default_factory=list)  # every record's path, as read
     read: list[FileReport] | None = None  # every record, when read at once (no streamed view)
     failed: bool = False  # an input could not be read
+    errors: list[FileReport] = dataclasses.field(default_factory=list)  # those records (exit code)
     verdicts: list[FileVerdict] = dataclasses.field(default_factory=list)  # ``judged``'s
 
     def see(self, r: FileReport) -> None:
@@ -38,6 +39,7 @@ class ListRun:
         if r.error is not None:
             self.note(r)
             self.failed = True
+            self.errors.append(r)
 
     def _seen(self, reports: Iterable[FileReport]) -> Iterator[FileReport]:
         for r in reports:

@@ -19,6 +19,7 @@ from fatbin_inspect.compat import jit
 from fatbin_inspect.compat.describe import coverage_line, device_line
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.compat.verdict import FileVerdict
+from fatbin_inspect.render import escape
 from fatbin_inspect.render.check_table import STYLE, verdict_counts
 from fatbin_inspect.render.console import PathCell, hang, render
 from fatbin_inspect.render.scan_table import common_dir
@@ -260,7 +261,7 @@ def _one_table(head: str, titles: Sequence[str], cells: dict[str, list[Text]], c
     for title in titles:
         tab.add_column(title, no_wrap=True)
     for path, row_cells in cells.items():
-        tab.add_row(PathCell(Text(path[cut:], style="bold")), *row_cells)
+        tab.add_row(PathCell(escape.text(path[cut:], "bold")), *row_cells)
     return tab
 
 
@@ -279,7 +280,7 @@ def _banded(
     top = band(True)  # the target titles once, then each path above its cells
     out: list[RenderableType] = [Text(head, style="bold"), top]
     for path, row_cells in cells.items():
-        out.append(hang("", Text(path[cut:], style="bold")))
+        out.append(hang("", escape.text(path[cut:], "bold")))
         line = band(False)
         line.add_row("", *row_cells)
         out.append(line)

@@ -11,6 +11,7 @@ from fatbin_inspect.compat.describe import coverage_line, device_line
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.compat.verdict import FileVerdict
 from fatbin_inspect.formats.demangle import demangle
+from fatbin_inspect.render import escape
 from fatbin_inspect.render.console import Hanging, bounded, hang, render
 from fatbin_inspect.render.wording import plural
 
@@ -23,7 +24,7 @@ def target_lines(targets: Sequence[Target]) -> list:
     for i, t in enumerate(targets):
         d = t.umd  # with a cuda-compat package: the CUDA of the package (R-FWD)
         umd = f" (user-mode R{d.branch})" if t.compat else ""
-        line = Text(f"  [{i}] {t.label}: CUDA {d.cuda}{umd}, JIT up to PTX ISA {d.max_ptx_isa}")
+        line = escape.text(f"  [{i}] {t.label}: CUDA {d.cuda}{umd}, JIT up to PTX ISA {d.max_ptx_isa}")
         if t.gpu.tegra:
             line.append("  Tegra", style="cyan")
         env = [

@@ -20,11 +20,11 @@ from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.text import Text
 
-from fatbin_inspect.render.escape import safe
+from fatbin_inspect.render.escape import safe, shown
 
 UNBOUNDED = 1 << 15  # "no wrapping": wider than any line a report holds
 COLOR_MODES = ("auto", "always", "never")
-_TRAILING = re.compile(r"[ \t]+(?=(?:\x1b\[[0-9;]*m)*$)")
+_SGR_PARAMS = "0123456789;"
 
 
 def want_color(stream_isatty: bool, mode: str = "auto") -> bool:
@@ -54,7 +54,21 @@ def render(renderables: Iterable[RenderableType], color: bool, width: int | None
     )
     for r in renderables:
         con.print(safe(r))
-    return "".join(_TRAILING.sub("", line) + "\n" for line in buf.getvalue().splitlines())
+    return "".join(_rstrip(line) + "\n" for line in buf.getvalue().splitlines())
+
+
+def _rstrip(line: str) -> str:
+    """``line`` without the spaces and tabs that pad it before its trailing SGR codes (colour
+    resets), in one pass from its end. A regex with a lookahead for "only SGR codes to the end"
+    retried that lookahead at each space of every padding run: a column padded to a 100,000-
+    character name cost the square of its width on each of the table's lines."""
+    end = len(line)
+    while end >= 3 and line[end - 1] == "m":  # peel ``ESC [ digits;... m`` codes off the end
+        start = line.rfind("\x1b[", 0, end)
+        if start < 0 or line[start + 2 : end - 1].strip(_SGR_PARAMS):
+            break
+        end = start
+    return line[:end].rstrip(" \t") + line[end:]
 
 
 # a word wider than its line breaks after a path separator before it is folded (``a/b!c``)
@@ -73,16 +87,24 @@ def _pieces(plain: str, width: int) -> list[tuple[int, int]]:
             out.append(m.span())
             continue
         for p in _PATH_PIECE.finditer(word):
-            start, end = m.start() + p.start(), m.start() + p.end()
-            while cell_len(plain[start:end].rstrip()) > width:
-                cut, used = start, 0
-                while cut < end and used + cell_len(plain[cut]) <= width:
-                    used += cell_len(plain[cut])
-                    cut += 1
-                cut = max(cut, start + 1)
-                out.append((start, cut))
-                start = cut
-            out.append((start, end))
+            out += _chunks(plain, m.start() + p.start(), m.start() + p.end(), width)
+    return out
+
+
+def _chunks(plain: str, start: int, end: int, width: int) -> list[tuple[int, int]]:
+    """``plain[start:end]`` in chunks of at most ``width`` cells (a character wider than that
+    alone), its trailing blanks with the last: in one pass over its characters (measuring what
+    was left after each cut cost the square of a long name's length)."""
+    body = start + len(plain[start:end].rstrip())
+    out: list[tuple[int, int]] = []
+    cut, used = start, 0
+    for i in range(start, body):
+        w = cell_len(plain[i])
+        if used and used + w > width:
+            out.append((cut, i))
+            cut, used = i, 0
+        used += w
+    out.append((cut, end))
     return out
 
 
@@ -92,22 +114,21 @@ def wrap(text: Text, width: int) -> list[Text]:
     plain = text.plain
     lead = len(plain) - len(plain.lstrip(" "))
     width = max(1, width)
-    lines: list[Text] = []
-    start, used = 0, 0  # the current line: where it starts in ``plain``, its cells so far
-    if lead:
-        used = min(lead, width - 1)
+    cuts: list[int] = []  # where each line after the first starts in ``plain``
+    used = min(lead, width - 1) if lead else 0  # the current line's cells so far
     for a, b in _pieces(plain, width):
         piece = plain[a:b]
         if used and used + cell_len(piece.rstrip()) > width:
-            line = text[start:a]
-            line.rstrip()
-            lines.append(line)
-            start, used = a, 0
+            cuts.append(a)
+            used = 0
         used += cell_len(piece)
-    last = text[start:]
-    last.rstrip()
-    if last.plain or not lines:
-        lines.append(last)
+    # one division (a slice of a ``Text`` copies all of it past the cut: slicing line by line
+    # cost the square of a long name's length)
+    lines = list(text.divide(cuts))
+    for line in lines:
+        line.rstrip()
+    if len(lines) > 1 and not lines[-1].plain:
+        lines.pop()
     return lines
 
 
@@ -180,7 +201,9 @@ def _plain(cell: object) -> str:
 
 
 def _text(cell: object) -> Text:
-    return cell if isinstance(cell, Text) else Text(_plain(cell))
+    """A cell as ``Text``; a string escaped first (``shown``), since rich's ``Text`` drops BEL, BS,
+    VT, FF and CR where the one escaping shows them (``\\x07``), as every other format does."""
+    return cell if isinstance(cell, Text) else Text(shown(_plain(cell)))
 
 
 def natural_width(headers: Sequence[str], rows: Sequence[Sequence[object] | Text], gap: int = 2) -> int:

@@ -5,6 +5,12 @@ to import, which no other format pays. One component per package (a ``pkg:pypi``
 ``pkg:conda`` purl) holding one nested ``file`` component per CUDA file; files no package claims
 are top-level components. The CUDA facts are properties named ``fatbin-inspect:...``.
 
+Names are input: a byte of a name that is not UTF-8 (a lone surrogate, ``surrogateescape``) is
+U+FFFD in every string of the document, as in the other JSON formats (``escape.utf8``; the
+purl's parts before ``packageurl`` encodes them, the rest in the written text, ``utf8_json``),
+and a file whose path is not UTF-8 has its exact bytes in ``fatbin-inspect:path-bytes`` (hex),
+as ``path_bytes`` in the JSON; control characters are JSON escapes (``\u001b``).
+
 Reproducible: the same records give the same document. Every ``bom-ref`` is derived from a path
 or purl, and the serial number is a UUID 5 of the document written without serial number and
 timestamp; only ``metadata.timestamp`` changes between runs (the caller's, e.g. from
@@ -27,7 +33,7 @@ from packageurl import PackageURL
 from fatbin_inspect.formats.model import KIND_LTOIR, KIND_PTX, KIND_SASS
 from fatbin_inspect.inventory import member_path
 from fatbin_inspect.judging.sbom import Sbom, SbomFile, SbomPackage
-from fatbin_inspect.render.escape import utf8
+from fatbin_inspect.render.escape import hex_if_not_utf8, utf8, utf8_json
 from fatbin_inspect.scanning.coverage import Verdict
 from fatbin_inspect.version import __version__
 
@@ -74,6 +80,7 @@ def _file_component(f: SbomFile, labels, ref: str) -> Component:
     rt = f.runtime
     pairs: list[tuple[str, str | None]] = [
         ("path", utf8(r.path)),
+        ("path-bytes", hex_if_not_utf8(r.path)),
         ("format", r.format),
         ("fatbins", str(len(r.fatbins))),
         ("sass-archs", _arch_list(r, KIND_SASS)),
@@ -101,7 +108,11 @@ def _file_component(f: SbomFile, labels, ref: str) -> Component:
 
 
 def _purl(p: SbomPackage) -> PackageURL:
-    return PackageURL(type=p.purl_type, name=p.name, version=p.version, qualifiers=dict(p.qualifiers) or None)
+    """The package URL (its parts UTF-8: ``packageurl`` percent-encodes their UTF-8 bytes)."""
+    qualifiers = {utf8(k): utf8(v) for k, v in p.qualifiers}
+    return PackageURL(
+        type=p.purl_type, name=utf8(p.name), version=utf8(p.version), qualifiers=qualifiers or None
+    )
 
 
 def _package_component(p: SbomPackage, labels, files: list[Component]) -> Component:
@@ -110,8 +121,8 @@ def _package_component(p: SbomPackage, labels, files: list[Component]) -> Compon
     pairs = [("declared-cuda", declared), *_verdict_props(labels, p.verdicts)]
     return Component(
         type=ComponentType.LIBRARY,
-        name=p.name,
-        version=p.version,
+        name=utf8(p.name),
+        version=utf8(p.version),
         purl=purl,
         bom_ref=purl.to_string(),
         hashes=[HashType(alg=HashAlgorithm.SHA_256, content=p.sha256)] if p.sha256 else [],
@@ -151,4 +162,4 @@ def render(sbom: Sbom, timestamp: datetime | None = None) -> str:
     neutral = JsonV1Dot6(_bom(sbom, uuid.UUID(int=0), _EPOCH)).output_as_string(indent=2)
     serial = uuid.uuid5(_SERIAL_NAMESPACE, hashlib.sha256(neutral.encode()).hexdigest())
     when = timestamp or datetime.now(timezone.utc)
-    return JsonV1Dot6(_bom(sbom, serial, when)).output_as_string(indent=2) + "\n"
+    return utf8_json(JsonV1Dot6(_bom(sbom, serial, when)).output_as_string(indent=2)) + "\n"

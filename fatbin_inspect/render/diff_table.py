@@ -7,6 +7,7 @@ from rich.text import Text
 
 from fatbin_inspect.release.diff import DiffReport, FileDiff
 from fatbin_inspect.release.findings import FindingsReport
+from fatbin_inspect.render import escape
 from fatbin_inspect.render.console import render
 
 
@@ -27,7 +28,7 @@ def render_diff_table(
     width: int | None = None,
 ) -> str:
     """``report``, ``fail_on``: the drops as findings, which only the JSON view writes."""
-    out: list = [Text(f"{d.old} -> {d.new}", style="bold")]
+    out: list = [escape.text(f"{d.old} -> {d.new}", "bold")]
     if d.distributions:
         tab = Table(box=None, pad_edge=False, header_style="bold")
         for col in ("distribution", "old", "new", "archs added", "archs dropped"):

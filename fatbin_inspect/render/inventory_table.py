@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from rich.text import Text
 
 from fatbin_inspect.formats.model import ARCHIVE_FORMATS, Entry, FileReport
+from fatbin_inspect.render import escape
 from fatbin_inspect.render.console import (
     Hanging,
     drop_empty_columns,
@@ -75,7 +76,7 @@ def _fatbin_lines(shown: list) -> list:
     grouped: list = []
     for r in shown:
         if not isinstance(r, Text) and r[0]:
-            grouped.append(Text(r[0], style="bold"))
+            grouped.append(escape.text(r[0], "bold"))
         grouped.append(r if isinstance(r, Text) else r[1:])
     return grouped
 
@@ -117,7 +118,7 @@ def _kernel_line(k) -> Text:
         res.append(f"CONSTANT[0]:{k.constant0}")
     if k.max_threads:
         res.append(f"MAXTHREADS:{k.max_threads[0]}")
-    return Text(f"    {k.demangled or k.name}  {' '.join(res)}", style="dim")
+    return escape.text(f"    {k.demangled or k.name}  {' '.join(res)}", "dim")
 
 
 def _entries_table(r: FileReport, kernels: bool, width: int | None) -> list:

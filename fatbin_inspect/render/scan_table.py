@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
+from fatbin_inspect.render import escape
 from fatbin_inspect.render.console import Hanging, hang, human, render
 from fatbin_inspect.render.wording import plural
 from fatbin_inspect.scanning.coverage import NONE, PTX, SASS, Cell, Coverage, Row, describe
@@ -72,12 +73,12 @@ def _matrix_rows(cov: Coverage, files: bool, verdicts_only: bool) -> list[tuple[
     for row in cov.rows:
         errs = f" ({row.errors} unreadable)" if row.errors else ""
         style = "bold" if row.kind == "distribution" else ""
-        out.append((Text(row.name, style=style), f"{row.files}{errs}", _cells(cov, row, verdicts_only)))
+        out.append((escape.text(row.name, style), f"{row.files}{errs}", _cells(cov, row, verdicts_only)))
         if files:
             cut = common_dir([c.name for c in row.children])
             for child in row.children:
                 out.append(
-                    (Text("  " + child.name[cut:], style="dim"), "", _cells(cov, child, verdicts_only))
+                    (escape.text("  " + child.name[cut:], "dim"), "", _cells(cov, child, verdicts_only))
                 )
     return out
 
@@ -239,10 +240,10 @@ def image_lines(images: Sequence[dict], layers: bool = False) -> list:
     out: list = []
     for im in images:
         if im["error"]:
-            out.append(Hanging(Text(im["error"], style="red"), 2))
+            out.append(Hanging(escape.text(im["error"], "red"), 2))
             continue
         n = len(im["layers"])
-        out.append(Text(f"{image_head(im)}  {n} layer{'s' * (n != 1)}  {human(im['size'])}", style="bold"))
+        out.append(escape.text(f"{image_head(im)}  {n} layer{'s' * (n != 1)}  {human(im['size'])}", "bold"))
         if layers:
             for i, lay in enumerate(im["layers"], 1):
                 out += _layer_lines(lay, i, n)
@@ -256,8 +257,8 @@ def _layer_lines(lay: dict, i: int, n: int) -> list:
     files = lay["files"]
     what = f"{len(files)} CUDA file{'s' * (len(files) != 1)}" if files else "no CUDA files"
     return [
-        Text(f"  layer {i}/{n}  {ident}  {size}  {what}", style="" if files else "dim"),
-        *(Text(f"    {f}", style="dim") for f in files),
+        escape.text(f"  layer {i}/{n}  {ident}  {size}  {what}", "" if files else "dim"),
+        *(escape.text(f"    {f}", "dim") for f in files),
     ]
 
 
@@ -284,10 +285,21 @@ def _attention(cov: Coverage, i: int, sm: int | None) -> list:
 
 
 def summary_line(
-    n_files: int, n_rows: int, files_seen: int, nbytes: int, seconds: float, hits: int, inspected: int
+    n_files: int,
+    n_rows: int,
+    files_seen: int,
+    nbytes: int,
+    seconds: float,
+    hits: int,
+    inspected: int,
+    unreadable: int = 0,
 ) -> str:
+    """The scan's first line. ``n_files``: the records with device code; ``unreadable``: those
+    that are an error and nothing else (counted apart: an unreachable image is not a file with
+    device code)."""
     cache = f", {hits} of {inspected} binaries from cache" if hits else ""
+    bad = f", {unreadable:,} unreadable" if unreadable else ""
     return (
-        f"{plural(n_files, 'file')} with device code in {plural(n_rows, 'distribution/folder')} "
+        f"{plural(n_files, 'file')} with device code{bad} in {plural(n_rows, 'distribution/folder')} "
         f"(scanned {plural(files_seen, 'file')}, {human(nbytes)} in {seconds:.1f} s{cache})"
     )

@@ -69,8 +69,16 @@ def write_table(run: ScanRun, sink: Sink, shown: Shown | None) -> None:
     shown = shown or Shown()
     result, targets = run.result, run.targets
     s = result.stats
+    unreadable = sum(1 for r in result.reports if r.error is not None and not r.fatbins)
     summary = summary_line(
-        len(result.reports), len(run.coverage.rows), s.files, s.bytes, run.seconds, s.cache_hits, s.inspected
+        len(result.reports) - unreadable,
+        len(run.coverage.rows),
+        s.files,
+        s.bytes,
+        run.seconds,
+        s.cache_hits,
+        s.inspected,
+        unreadable,
     )
     color, width = sink.look
     text = render_coverage(

@@ -55,8 +55,10 @@ from fatbin_inspect.version import __version__
 # gate's rows (archive and host records too) and scan's, or scans with other options, of one
 # file no longer replace each other (alternating gate and scan read every file again each time);
 # 15: texts checked when packed and carrying zstd's checksum (``pack_text``), not when read;
-# 16: ``answers``, a whole scan's answer in one row; 17: FileReport.static_cudart_version
-CACHE_VERSION = 17
+# 16: ``answers``, a whole scan's answer in one row; 17: FileReport.static_cudart_version;
+# 18: a host binary whose section table does not read is an error record (``hidden.magic_ranges``),
+# no longer a row of "no device code"
+CACHE_VERSION = 18
 ENV_DIR = "FATBIN_INSPECT_CACHE_DIR"
 COMMIT_EVERY = 4096  # rows per statement and commit (a cold scan of 15,000 files: 4 commits)
 COMMIT_BYTES = 64 << 20  # or fewer, when their packed data and texts reach this
@@ -184,7 +186,7 @@ def _sizes(at: Any, n: int) -> list | None:
     a count (the frame checks the other), or None."""
     try:
         sizes = json.loads(at)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):  # (a nesting deeper than the parser's stack)
         return None
     if type(sizes) is not list or len(sizes) != n:
         return None
@@ -196,11 +198,11 @@ def _sizes(at: Any, n: int) -> list | None:
 
 def _split(blob: Any, at: Any, n: int) -> list[tuple[bytes, Any]] | None:
     """The ``n`` frames of a packed column, still packed, each with the bytes ``at`` (its
-    ``[[frame bytes, bytes], ...]`` as JSON) says it unpacks to; None when they do not add up."""
+    ``[[frame bytes, bytes], ...]`` as JSON) says it unpacks to; None when they do not add up
+    or the column is not a blob (a number or a text in it is a row some other writer made)."""
     sizes = _sizes(at, n)
-    if sizes is None or blob is None:
+    if sizes is None or type(blob) is not bytes:
         return None
-    blob = bytes(blob)
     out, pos = [], 0
     for frame, size in sizes:
         out.append((blob[pos : pos + frame], size))

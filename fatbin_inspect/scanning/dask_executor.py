@@ -51,6 +51,39 @@ def check_address(address: str) -> str:
     return f"{scheme}://{m.group(2)}:{int(m.group(3))}"
 
 
+SCHEDULER_FILE_MAX = 1 << 20  # ``dask scheduler --scheduler-file`` writes a few hundred bytes
+TLS_FILE_MAX = 1 << 20  # a PEM certificate, key or CA bundle (Debian's whole bundle: ~220 KB)
+
+
+def scheduler_file_address(path: str) -> str:
+    """The scheduler's address from the JSON file ``dask scheduler --scheduler-file`` wrote,
+    read here rather than by ``distributed`` (which opens whatever it is named, a FIFO or
+    ``/dev/zero`` too, and waits for a file that is not there): a regular file of at most
+    ``SCHEDULER_FILE_MAX`` bytes (``binio.read_regular``) holding a JSON object whose
+    ``address`` is an address ``check_address`` takes. UsageError naming the file and the key."""
+    import json
+
+    from fatbin_inspect.errors import InputError
+    from fatbin_inspect.formats.binio import read_regular
+
+    where = f"--scheduler-file {path}"
+    try:
+        doc = json.loads(read_regular(path, SCHEDULER_FILE_MAX))
+    except InputError as exc:
+        raise UsageError(f"{where}: {exc.message}") from None
+    except (ValueError, RecursionError) as exc:  # (UnicodeDecodeError is a ValueError)
+        raise UsageError(f"{where}: not JSON ({type(exc).__name__})") from None
+    if type(doc) is not dict:
+        raise UsageError(f"{where}: not a JSON object but {type(doc).__name__}")
+    address = doc.get("address")
+    if type(address) is not str:
+        raise UsageError(f"{where}: key 'address' is {type(address).__name__}, not a string")
+    try:
+        return check_address(address)
+    except UsageError as exc:
+        raise UsageError(f"{where}: key 'address': {str(exc).removeprefix('--scheduler ')}") from None
+
+
 def security(tls: tuple[str, str, str | None] | None, address: str | None) -> Any:
     """A ``distributed.Security`` from ``(CA file, certificate, key or None)`` (the certificate
     file may hold the key), encryption required; None without ``tls`` (Dask's configuration
@@ -63,6 +96,8 @@ def security(tls: tuple[str, str, str | None] | None, address: str | None) -> An
     for option, path in zip(("--tls-ca-file", "--tls-cert", "--tls-key"), tls, strict=True):
         if path is not None and not (os.path.isfile(path) and os.access(path, os.R_OK)):
             raise UsageError(f"{option} {path}: not a readable file")
+        if path is not None and os.path.getsize(path) > TLS_FILE_MAX:
+            raise UsageError(f"{option} {path}: over {TLS_FILE_MAX:,} bytes, no certificate file")
     from distributed.security import Security
 
     ca, cert, key = tls
@@ -79,7 +114,7 @@ def connect(
     ``tls``: the client's ``(CA file, certificate, key or None)`` for a ``tls://`` scheduler."""
     if not scheduler and not scheduler_file:
         raise UsageError("--executor dask needs --scheduler tcp://HOST:PORT or --scheduler-file FILE")
-    address = check_address(scheduler) if scheduler else None
+    address = check_address(scheduler) if scheduler else scheduler_file_address(str(scheduler_file))
     try:
         from distributed import Client
     except ImportError:
@@ -87,12 +122,10 @@ def connect(
             "--executor dask needs dask.distributed: pip install 'fatbin-inspect[dask]'"
         ) from None
     sec = security(tls, address)
-    where = address or scheduler_file
+    where = address if scheduler else f"{address} (from {scheduler_file})"
     _silence_distributed()
     try:
-        if address is not None:
-            return Client(address, timeout=timeout, security=sec)
-        return Client(scheduler_file=scheduler_file, timeout=timeout, security=sec)
+        return Client(address, timeout=timeout, security=sec)
     except (OSError, TimeoutError, ValueError) as exc:
         raise UsageError(f"cannot reach the Dask scheduler at {where}: {exc or type(exc).__name__}") from None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from fatbin_inspect.release.findings import Finding, FindingsReport, counts, fails
-from fatbin_inspect.render import console
+from fatbin_inspect.render import console, escape
 from fatbin_inspect.render.wording import plural
 
 STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}
@@ -28,7 +28,7 @@ def render(
 
 def _block(path: str, fs: list[Finding], width: int | None) -> list:
     """An artifact's findings: its path (and distribution), then one row per finding."""
-    head = Text(path, style="bold")
+    head = escape.text(path, "bold")
     if fs[0].distribution:
         head.append(f"  [{fs[0].distribution}]", style="cyan")
     wide = width is None or width >= WIDE
