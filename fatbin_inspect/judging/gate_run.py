@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from fatbin_inspect.compat.targets import Target
     from fatbin_inspect.formats.model import FileReport
     from fatbin_inspect.release.findings import FindingsReport
+    from fatbin_inspect.release.gate import Context
     from fatbin_inspect.release.policy import Policy
     from fatbin_inspect.system.stack import LocalDevices
 
@@ -29,7 +30,9 @@ class GateRun(NamedTuple):
     fail_on: str  # the policy's level: a finding at or above it fails the gate
 
 
-def gate_context(paths, reports, reference):
+def gate_context(
+    paths: Sequence[str], reports: Sequence[FileReport], reference: FileReport | None
+) -> Context:
     """What the gate needs besides the records: wheel requirements as runtimes (R-RT 4), the
     inputs that name CUDA (FBI015 when they hold no device code), torch's runtime (FBI017)."""
     from fatbin_inspect.compat import runtime
@@ -60,7 +63,9 @@ def _wheel_runtimes(paths: list[str]) -> tuple[dict, set[str]]:
     return wheel_rts, named
 
 
-def _fleet(target_files, pol, warn: Callable[[str], None] | None) -> tuple:
+def _fleet(
+    target_files: Sequence[str], pol: Policy, warn: Callable[[str], None] | None
+) -> tuple[Target, ...]:
     """The ``--targets`` files' targets (else the policy's), merged; () without either."""
     if not (target_files or pol.targets):
         return ()
@@ -81,7 +86,12 @@ def _fleet(target_files, pol, warn: Callable[[str], None] | None) -> tuple:
     return fleet_mod.merge(found)
 
 
-def _read(paths, opts: Options, progress, cache_dir: str | None) -> list:
+def _read(
+    paths: Sequence[str],
+    opts: Options,
+    progress: Callable[[int, int, int], None] | None,
+    cache_dir: str | None,
+) -> list[FileReport]:
     """Every record of ``paths``, through the scan cache when ``cache_dir`` is given."""
     from fatbin_inspect.judging.inputs import RecordCache, iter_reports
 
