@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Longer fuzz run of every parser (issue 7); the test suite runs a bounded version (tests/test_fuzz.py).
+"""Longer fuzz run of every parser (issue 7); the test suite runs a bounded version (tests/hostile/test_fuzz.py).
 
     python scripts/fuzz.py                       # 60 s per target, all targets
     python scripts/fuzz.py --seconds 300 --targets fatbin,cubin --save-crashes tests/regressions
@@ -13,7 +13,7 @@ and kernel names, and fails when one reaches the output raw; ``nested`` mutates 
 (``fuzz_targets.nested_archives``: zip/tar/tar.gz in each other, a small bomb) through the
 inventory and its one budget per input.
 Each target runs in its own process; its crash inputs are written to ``--save-crashes`` as
-``TARGET__crash_<sha1>.bin`` (the name ``tests/test_regressions.py`` replays). At the end the
+``TARGET__crash_<sha1>.bin`` (the name ``tests/hostile/test_regressions.py`` replays). At the end the
 slowest and the largest input of each target are replayed in a fresh process that reports their
 wall time and peak resident memory above an idle interpreter.
 """

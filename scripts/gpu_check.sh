@@ -48,7 +48,7 @@ log "installed: $($PY -m pip list 2>/dev/null | grep -iE 'fatbin|cuda|nvidia-ml|
 
 step doctor 120 "$FI" doctor
 "$FI" doctor --no-torch-archs --format json -o "$OUT/doctor.json" >/dev/null 2>&1
-step pytest_gpu 240 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_verify_gpu.py -rs
+step pytest_gpu 240 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/system/test_verify_gpu.py -rs
 step verify_fixtures 180 "$FI" verify fixtures/bin fixtures/compat
 "$FI" verify fixtures/bin fixtures/compat --format json -o "$OUT/verify_fixtures.json" >/dev/null 2>&1
 

@@ -1,4 +1,4 @@
-"""Fuzz targets, one per parser, shared by ``tests/test_fuzz.py`` and ``scripts/fuzz.py``.
+"""Fuzz targets, one per parser, shared by ``tests/hostile/test_fuzz.py`` and ``scripts/fuzz.py``.
 
 A target takes arbitrary bytes. It may raise ``errors.InputError`` (a refused input is fine);
 any other exception, and any record or entry whose message says "internal error" (the inventory

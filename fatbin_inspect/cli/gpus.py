@@ -6,7 +6,7 @@ import click
 
 from fatbin_inspect.cli.common import EXIT_OK, Output, format_option, output_option
 from fatbin_inspect.cli.options import complete_gpu, examples, ui_options
-from fatbin_inspect.compat.targets import search_gpus
+from fatbin_inspect.compat.targets import closest_names, search_gpus
 from fatbin_inspect.errors import UsageError
 
 
@@ -37,6 +37,7 @@ def gpus_cmd(
     rows = search_gpus(query, cc)
     if not rows:
         what = " and ".join(x for x in (query and repr(query), cc and f"--cc {cc}") if x)
-        raise UsageError(f"gpus: nothing matches {what}")
+        closest = ", ".join(closest_names(query)) if query else ""
+        raise UsageError(f"gpus: nothing matches {what}" + (f"; closest: {closest}" if closest else ""))
     view.write({"rows": rows}, Output(output))
     raise SystemExit(EXIT_OK)

@@ -29,8 +29,7 @@ def index_options(platform_flag: str = "--platform", requirements: bool = True) 
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(f)
         def run(*args: Any, **kw: Any) -> Any:
-            from fatbin_inspect.containers.index import config
-            from fatbin_inspect.judging import index_inputs
+            from fatbin_inspect.containers.index import config, purl
 
             reqs = kw.pop("requirement_files", ())
             overrides = config.Overrides(
@@ -42,6 +41,10 @@ def index_options(platform_flag: str = "--platform", requirements: bool = True) 
             python, platforms = kw.pop("index_python"), tuple(kw.pop("index_platforms"))
             if python is not None and not _python_ok(python):
                 raise click.BadParameter(f"{python!r}: expected X.Y, e.g. 3.11", param_hint="--python")
+            if "paths" in kw and not reqs and not any(purl.is_purl(p) for p in kw["paths"]):
+                return f(*args, **kw)  # no package among the inputs: pip's configuration unread
+            from fatbin_inspect.judging import index_inputs
+
             bar = _bar()
             source = index_inputs.IndexSource(
                 config.resolve(overrides),

@@ -17,6 +17,7 @@ from fatbin_inspect.cli.common import (
     read_exit,
     say,
 )
+from fatbin_inspect.cli.index_options import index_options
 from fatbin_inspect.cli.options import (
     compat_option,
     driver_option,
@@ -34,6 +35,7 @@ from fatbin_inspect.errors import UsageError
     "fatbin-inspect scan .venv --gpu auto --verdicts",
     'fatbin-inspect scan dist/*.whl --gpu H100 --gpu "RTX 5090" --files',
     "fatbin-inspect scan image.tar --format json -o scan.json",
+    "fatbin-inspect scan pkg:pypi/torch@2.8.0 -r requirements.txt --gpu 'RTX 5090'",
 )
 @click.command("scan")
 @click.argument("paths", nargs=-1, type=click.Path(dir_okay=True))  # (image references too)
@@ -132,6 +134,7 @@ from fatbin_inspect.errors import UsageError
 @format_option("scan")
 @output_option
 @ui_options
+@index_options(platform_flag="--wheel-platform")
 def scan_cmd(
     paths: tuple[str, ...],
     gpus: tuple[str, ...],
@@ -164,8 +167,10 @@ def scan_cmd(
 
     PATHS: folders, virtualenv or conda prefixes, wheels, conda packages, OCI image layouts and
     .tar images (OCI archives, docker save), images as skopeo names them (DIR:TAG,
-    oci-archive:FILE:TAG, docker-archive:FILE:NAME, docker://HOST/REPO:TAG) and - (a docker
-    save on standard input) (none: the running interpreter's site-packages). Cache: $FATBIN_INSPECT_CACHE_DIR or the user cache dir; delete it
+    oci-archive:FILE:TAG, docker-archive:FILE:NAME, docker://HOST/REPO:TAG), - (a docker
+    save on standard input) and packages on an index, pkg:pypi/NAME[@VERSION] or -r FILE (each
+    judged on the wheel pip would install on its targets' host CPU) (none: the running
+    interpreter's site-packages). Cache: $FATBIN_INSPECT_CACHE_DIR or the user cache dir; delete it
     at will. Exit 1 when a --gpu target fails to run something (--fail-on warning: or needs JIT).
     """
     from fatbin_inspect import render
@@ -246,11 +251,12 @@ def _check_dask(scheduler, scheduler_file) -> None:
 
 
 def _exit_code(run, paths, strict: bool, fail_on: str, exit_zero: bool) -> int:
-    """2 when an input named on the command line could not be opened at all (``read_exit``), 3
-    (--strict) when a file was unreadable or not a regular file, 3 when no Dask worker could
-    read a file, 1 when a row fails at the --fail-on level, else 0."""
+    """2 when an input named on the command line could not be opened at all (``read_exit``) or a
+    package asked of an index could not be judged (no such release, an sdist only, the index
+    unreachable), 3 (--strict) when a file was unreadable or not a regular file, 3 when no Dask
+    worker could read a file, 1 when a row fails at the --fail-on level, else 0."""
     result = run.result
-    if read_exit(paths, result.reports, False) == EXIT_USAGE:
+    if run.unread_packages or read_exit(paths, result.reports, False) == EXIT_USAGE:
         return EXIT_USAGE
     if strict:
         for path, why in result.skipped:  # like ``list --strict``: a FIFO or a loop is unreadable

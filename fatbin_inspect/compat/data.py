@@ -244,5 +244,5 @@ def host_archs(name: str, segment: str | None, tegra: bool) -> tuple[str, ...] |
 def rule_ids() -> dict[str, str]:
     """The one table of rule ids (``errors.json`` ``rule_ids``: id -> what it covers): the engine,
     the data, ``explain``, ``check`` and docs/compatibility.md use these ids and no others
-    (tests/test_rule_ids.py holds them equal)."""
+    (tests/compat/test_rule_ids.py holds them equal)."""
     return dict(load("errors")["rule_ids"])

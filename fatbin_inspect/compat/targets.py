@@ -267,7 +267,7 @@ def _by_name(query: str) -> Gpu:
     found = gpu_names.narrow(gpu_names.match(query))
     if not found:
         raise UsageError(
-            f"--gpu {query!r}: no known GPU matches; closest: {', '.join(_closest(query)) or 'none'} "
+            f"--gpu {query!r}: no known GPU matches; closest: {', '.join(closest_names(query)) or 'none'} "
             "(see `fatbin-inspect gpus`)"
         )
     groups: dict[tuple[CC, bool], list[dict]] = {}
@@ -295,7 +295,7 @@ def _by_name(query: str) -> Gpu:
     )
 
 
-def _closest(query: str, n: int = 5) -> list[str]:
+def closest_names(query: str, n: int = 5) -> list[str]:
     """Known names most like the query, in this order: names sharing more of its words (``RTX5900``:
     the RTX names, not T500), a model number of the query's length one edit away (5090 and 5000,
     not 500), then the best run of as many words as the query by ``difflib`` (at least 0.5)."""

@@ -54,7 +54,7 @@ def fast_kernel(
     """``Kernel(...)`` of every field, without the frozen dataclass ``__init__``'s seven
     ``object.__setattr__`` calls (2.3x faster; set in place, not through ``_without_init``'s
     keyword dict: 1.6x more): the cubin parser makes 145k for libtorch_cuda.so; the same record
-    (tests/test_cubin_fast_paths.py compares them)."""
+    (tests/formats/test_cubin_fast_paths.py compares them)."""
     record = object.__new__(Kernel)
     record.__dict__.update(
         name=name,
@@ -149,7 +149,7 @@ def fast_entry(
 ) -> Entry:
     """``Entry(...)`` of a parsed header (the decoded fields unset), without the frozen dataclass
     ``__init__``'s 21 ``object.__setattr__`` calls: 9x faster, 0.12 s of CPU over the 37,500
-    entries of the six extracted wheels; the same record (tests/test_fatbin_fast_paths.py)."""
+    entries of the six extracted wheels; the same record (tests/formats/test_fatbin_fast_paths.py)."""
     return _without_init(
         Entry,
         offset=offset,

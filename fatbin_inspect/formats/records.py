@@ -2,7 +2,7 @@
 
 A record is a frozen dataclass or a ``NamedTuple`` (``formats.model``, the ``compat`` results);
 where its JSON is a faithful image of it, ``as_dict`` writes the fields in declaration order, so a
-new field is one edit to the record plus its schema (``tests/test_schema_records.py`` holds each
+new field is one edit to the record plus its schema (``tests/formats/test_schema_records.py`` holds each
 schema in ``fatbin_inspect/schemas/`` to the records). Here, below every layer that encodes
 records (the renderers, the scan cache), because it imports nothing of the package.
 """

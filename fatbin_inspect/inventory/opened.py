@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol, TypeVar
 
+from fatbin_inspect.containers.index.purl import is_purl
 from fatbin_inspect.formats.model import FileError
 from fatbin_inspect.inventory.walk import image_ref
 
@@ -31,8 +32,9 @@ def unopened(named: Iterable[str], errors: Iterable[R]) -> list[R]:
     input's own record (its path as named) with an error and no fatbins, the input being an
     image (a registry reference, ``DIR:TAG``, an image archive or layout, ``-``): an unreachable
     registry, an unknown repository or tag, a denied login, no image for ``--platform``, a
-    manifest that does not parse, standard input closed, a device or empty. A file that opened
-    but does not parse (a truncated ELF) was read: ``--strict``'s exit 3, not this."""
+    manifest that does not parse, standard input closed, a device or empty; or a package on an
+    index (``pkg:pypi/...``: no such project, release or wheel, the index unreachable). A file
+    that opened but does not parse (a truncated ELF) was read: ``--strict``'s exit 3, not this."""
     names = set(named)
     return [
         r
@@ -40,5 +42,5 @@ def unopened(named: Iterable[str], errors: Iterable[R]) -> list[R]:
         if r.error is not None
         and r.path in names
         and not r.fatbins
-        and (r.format == "oci" or image_ref(r.path) is not None)
+        and (r.format == "oci" or image_ref(r.path) is not None or is_purl(r.path))
     ]

@@ -197,10 +197,12 @@ def member_reports(path: str, opts: Options) -> Iterator[FileReport]:
 
 
 def check_roots(paths: Iterable[str]) -> None:
-    """Each path exists, names a member of a file that does (``CONTAINER!MEMBER``), or is a
-    package on the index (``pkg:pypi/...``, a ``-r`` file): a usage error otherwise, before
-    anything is read."""
+    """Each path exists, names a member of a file that does (``CONTAINER!MEMBER``), an image
+    (``DIR:TAG``, ``oci-archive:FILE:TAG``, ``docker://HOST/REPO:TAG``, ``-``) or a package on the
+    index (``pkg:pypi/...``, a ``-r`` file): a usage error otherwise, before anything is read."""
     from fatbin_inspect.containers.index import purl
+    from fatbin_inspect.inventory.roots import resolve_roots
+    from fatbin_inspect.inventory.walk import image_ref
     from fatbin_inspect.judging import index_inputs
 
     for p in paths:
@@ -209,6 +211,8 @@ def check_roots(paths: Iterable[str]) -> None:
         elif p.startswith(index_inputs.REQUIREMENT_PREFIX):
             if not os.path.isfile(p[len(index_inputs.REQUIREMENT_PREFIX) :]):
                 raise UsageError(f"{p[len(index_inputs.REQUIREMENT_PREFIX) :]}: no such file")
+        elif image_ref(p) is not None:
+            resolve_roots([p])  # an image as skopeo names it: checked as list and scan check it
         elif not os.path.lexists(p) and not is_member_root(p):
             raise UsageError(f"{p}: no such file or directory")
 

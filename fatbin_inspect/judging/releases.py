@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from fatbin_inspect.compat.targets import Target
     from fatbin_inspect.inventory.options import Options
 
-RUNS = ("native", "no-device-code")  # a release whose code loads as is (or that has none)
+# A release without device code for a target (a CPU build, a pure wheel for its CPU) runs, but
+# not on the GPU: it never answers "runs natively" or "through JIT".
+RUNS = ("native",)
 STARTS = (*RUNS, "jit")
 
 

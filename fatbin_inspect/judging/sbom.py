@@ -153,7 +153,7 @@ def build(
     if targets and roll_up is None:
         roll_up = _unit_roll_up(targets, engine_verdicts)
     checked, found = _by_path(findings)
-    groups, own, loose = _grouped(reports, engine_verdicts, wheels, checked, found)
+    groups, own, loose = _grouped(reports, targets, engine_verdicts, wheels, checked, found)
     packages = []
     for key in sorted(groups):
         files = groups[key]
@@ -194,6 +194,7 @@ def _by_path(findings: FindingsReport | None) -> tuple[dict[str, list[str]], dic
 
 def _grouped(
     reports: Sequence[FileReport],
+    targets: Sequence[Target],
     engine_verdicts: Mapping[str, Sequence[FileVerdict]],
     wheels: WheelRuntimes,
     checked: Mapping[str, list[str]],
@@ -212,7 +213,7 @@ def _grouped(
         item = SbomFile(
             r,
             rt,
-            tuple(verdict_of(v, r.path) for v in vs),
+            _aligned(vs, targets, r.path),
             tuple(checked.get(r.path, ())),
             tuple(found.get(r.path, ())),
         )
@@ -222,6 +223,17 @@ def _grouped(
         else:
             groups.setdefault(key, []).append(item)
     return groups, own, loose
+
+
+def _aligned(vs: Sequence[FileVerdict], targets: Sequence[Target], path: str) -> tuple[Verdict, ...]:
+    """A file's verdicts, one per target: a file judged on some targets only (a wheel from an
+    index, on its host CPU's) is not installed on the others (``coverage.NOT_INSTALLED``)."""
+    if len(vs) == len(targets):
+        return tuple(verdict_of(v, path) for v in vs)
+    from fatbin_inspect.scanning.coverage import NOT_INSTALLED
+
+    by_target = {id(v.target): v for v in vs}
+    return tuple(verdict_of(by_target[id(t)], path) if id(t) in by_target else NOT_INSTALLED for t in targets)
 
 
 def _component(r: FileReport, own: dict[PackageKey, str]) -> bool:

@@ -3,6 +3,7 @@ what ``scan`` shows and the library's ``scan()`` returns (docs/format.md, "scan"
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -13,8 +14,10 @@ from fatbin_inspect.judging.needs import Needs
 if TYPE_CHECKING:  # a warm scan without targets imports neither the engine nor the parsers
     from fatbin_inspect.compat.targets import Target
     from fatbin_inspect.compat.verdict import FileVerdict
+    from fatbin_inspect.formats.model import FileReport
+    from fatbin_inspect.judging import index_inputs
     from fatbin_inspect.scanning import ScanOptions, ScanResult
-    from fatbin_inspect.scanning.coverage import Coverage
+    from fatbin_inspect.scanning.coverage import Coverage, Verdict
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,9 @@ class ScanRun:
     engine: Mapping[str, list[FileVerdict]]
     roll_up: Callable[[Sequence[str]], list] | None
     seconds: float  # wall time of the scan itself (the table's summary line says it)
+    # the error records of packages asked of an index (missing release, sdist only, unreachable
+    # index, hash mismatch): the command exits 2 for them, as ``check`` does
+    unread_packages: tuple[FileReport, ...] = ()
 
     def engine_verdicts(self) -> list[FileVerdict]:
         return [v for vs in self.engine.values() for v in vs]
@@ -114,18 +120,92 @@ def run_scan(
 ) -> ScanRun:
     """Scan ``paths`` and, with ``targets``, judge every file (``verdicts.judge``) and roll the
     rows up (R-UNIT, R-VARIANT by the environment's runtime: ``runtime_version`` or the torch
-    beside the files)."""
-    from fatbin_inspect.scanning import coverage, scan
+    beside the files). Packages on an index among ``paths`` (``pkg:pypi/...``, ``-r:FILE``) are
+    read by ``judging.index_inputs``: the wheel of each host CPU among the targets, judged on
+    the targets of that CPU only; their records need full records (no summaries, no streamed
+    texts), and only packages given means no site-packages scanned."""
+    from fatbin_inspect.scanning import ScanResult, ScanStats, coverage, scan
 
+    packages: list[str] = []
+    if any(p.startswith(("pkg:", "-r:")) for p in paths):  # (a scan of files imports no index code)
+        from fatbin_inspect.judging import index_inputs
+
+        packages = [p for p in paths if index_inputs.is_index_input(p)]
+    local = [p for p in paths if p not in packages]
+    if packages:
+        opts = dataclasses.replace(opts, summary=False, encoder=None, encoder_parts=None)
     start = time.monotonic()
-    result = scan(paths, opts, progress)
+    result = scan(local, opts, progress) if local or not packages else ScanResult((), (), ScanStats())
+    on: dict[str, Sequence[Target]] = {}
+    unread: tuple[FileReport, ...] = ()
+    if packages:
+        fetched, on, wheels = _package_reports(packages, opts, targets)
+        unread = tuple(r for r in fetched if r.error is not None)
+        reports = sorted((*result.reports, *fetched), key=lambda r: r.path)
+        st = result.stats
+        stats = dataclasses.replace(
+            st,
+            files=st.files + len(wheels),
+            bytes=st.bytes + sum(_wheel_size(f) for f in wheels),
+            inspected=st.inspected + len(wheels),
+            cache_hits=st.cache_hits + sum(f.cached for f in wheels),
+        )
+        result = dataclasses.replace(result, reports=tuple(reports), stats=stats)
     seconds = time.monotonic() - start
-    verdicts, roll_up, engine_vs = None, None, {}
+    verdicts: dict[str, Sequence[Verdict]] | None = None
+    roll_up: Callable[[Sequence[str]], list] | None = None
+    engine_vs: dict[str, list[FileVerdict]] = {}
     if targets:
         from fatbin_inspect.judging.torch import environment_runtime
         from fatbin_inspect.judging.verdicts import distribution_verdicts
 
         env_rt = environment_runtime(runtime_version, result.reports)
-        verdicts, roll_up, engine_vs = distribution_verdicts(result.reports, targets, env_rt)
+        per_file, roll_up, engine_vs = distribution_verdicts(result.reports, targets, env_rt, on)
+        verdicts = dict(per_file)
     cov = coverage.build(result.reports, verdicts, [t.label for t in targets], roll_up)
-    return ScanRun(result, cov, tuple(targets), engine_vs, roll_up, seconds)
+    return ScanRun(result, cov, tuple(targets), engine_vs, roll_up, seconds, unread)
+
+
+def _package_reports(
+    packages: Sequence[str], opts: ScanOptions, targets: Sequence[Target]
+) -> tuple[list[FileReport], dict[str, Sequence[Target]], list[index_inputs.Fetched]]:
+    """The records a scan keeps (device code or an error) of each package's wheel per host CPU
+    among ``targets`` (none: the command's platform), each attributed to its release
+    (``distribution``: "NAME VERSION", as an installed distribution's), and the targets each
+    record is judged on, and the wheels read (the scan's stats count them: one file each). The
+    wheels are read as ``check`` reads them, cached by their sha256."""
+    from fatbin_inspect.inventory.options import Options
+    from fatbin_inspect.judging import index_inputs
+
+    inv = opts.inventory
+    inv_opts = inv if isinstance(inv, Options) else Options(**(inv or {}))
+    groups: dict[str | None, Sequence[Target]] = {None: ()}
+    if targets:
+        groups = {arch: tuple(group) for arch, group in index_inputs.judge_groups(targets).items()}
+    kept: list[FileReport] = []
+    on: dict[str, Sequence[Target]] = {}
+    wheels: dict[str, index_inputs.Fetched] = {}
+    for path in packages:
+        for arch, group in groups.items():
+            for fetched in index_inputs.fetch_all(path, inv_opts, [arch]):
+                if fetched.file is not None:
+                    wheels.setdefault(fetched.file.url, fetched)
+                dist = f"{fetched.release.name} {fetched.file.version}" if fetched.file else None
+                for r in fetched.records:
+                    if not (r.fatbins or r.error is not None):
+                        continue
+                    if r.path in on:  # one file for several host CPUs: judged on all their targets
+                        on[r.path] = (*on[r.path], *group)
+                        continue
+                    kept.append(dataclasses.replace(r, distribution=dist) if dist else r)
+                    on[r.path] = group
+    return kept, on, list(wheels.values())
+
+
+def _wheel_size(fetched: index_inputs.Fetched) -> int:
+    """A wheel's size: the index's, else its own record's (the zip's size, as read)."""
+    if fetched.file is not None and fetched.file.size:
+        return fetched.file.size
+    from fatbin_inspect.inventory import member_path
+
+    return next((r.size for r in fetched.records if not member_path.is_member(r.path)), 0)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from fatbin_inspect.compat import runtime
 from fatbin_inspect.compat.engine import evaluate
@@ -19,6 +20,9 @@ from fatbin_inspect.inventory import member_path
 from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.judging.inputs import Progress, iter_reports
 from fatbin_inspect.judging.ptx_shapes import with_ptx_shapes
+
+if TYPE_CHECKING:
+    from fatbin_inspect.scanning.coverage import Verdict
 
 
 def is_wheel(path: str) -> bool:
@@ -217,21 +221,37 @@ def _with_index_inputs(
             yield from ((r, groups[fetched.platform.arch]) for r in fetched.records)
 
 
-def distribution_verdicts(reports: Sequence[FileReport], targets: Sequence[Target], env_runtime):
+def distribution_verdicts(
+    reports: Sequence[FileReport],
+    targets: Sequence[Target],
+    env_runtime: tuple[int, ...] | None,
+    on: Mapping[str, Sequence[Target]] | None = None,
+) -> tuple[dict[str, list[Verdict]], Callable[[Sequence[str]], list[Verdict]], dict[str, list[FileVerdict]]]:
     """Per-file engine verdicts as coverage ``Verdict`` records, the roll-up of a row's files
     (R-UNIT, R-VARIANT by ``env_runtime``), and the engine's verdicts themselves (path -> one per
-    target)."""
+    target it was judged on). ``on``: the targets a record is judged on where not all (a wheel
+    from an index is judged on the targets of its host CPU only); on the others its file is
+    not installed, and the row's verdict there is its other files'."""
     from fatbin_inspect.compat import units
-    from fatbin_inspect.scanning.coverage import verdict_of
+    from fatbin_inspect.scanning.coverage import NOT_INSTALLED, verdict_of
 
     wheels = WheelRuntimes()
-    engine_vs = {r.path: vs for r in reports if (vs := judge(r, targets, wheels))}
+    aligned: dict[str, list[FileVerdict | None]] = {}
+    for r in reports:
+        mine = on.get(r.path, targets) if on else targets
+        vs = judge(r, mine, wheels)
+        if vs:
+            by_target = {id(t): v for t, v in zip(mine, vs, strict=True)}
+            aligned[r.path] = [by_target.get(id(t)) for t in targets]
 
-    def roll_up(paths):
+    def roll_up(paths: Sequence[str]) -> list[Verdict]:
         out = []
         for i in range(len(targets)):
-            u = units.unit_verdict([(p, engine_vs[p][i]) for p in paths if p in engine_vs], env_runtime)
+            files = [(p, v) for p in paths if p in aligned and (v := aligned[p][i]) is not None]
+            u = units.unit_verdict(files, env_runtime)
             out.append(verdict_of(u, u.path))
         return out
 
-    return {p: [verdict_of(v, p) for v in vs] for p, vs in engine_vs.items()}, roll_up, engine_vs
+    per_file = {p: [verdict_of(v, p) if v else NOT_INSTALLED for v in vs] for p, vs in aligned.items()}
+    engine_vs = {p: [v for v in vs if v is not None] for p, vs in aligned.items()}
+    return per_file, roll_up, engine_vs

@@ -239,13 +239,15 @@ def findings(d: DiffReport) -> FindingsReport:
     checks: list[Check] = []
     for f in d.files:
         path = f.new_path or f.old_path or f.key  # a file is on at least one side
+        named = path if f.key == "." else f.key  # two files compared: the key is "."
+        where = "" if f.key == "." else f" from {f.key}"  # the finding's path names the file
         checks.append(Check(path, None, f.distribution))
         if f.status == "dropped":
             out.append(
                 Finding(
                     "FBI012",
                     "warning",
-                    f"{f.key} (with {', '.join(f.archs_dropped)}) is not in the new release",
+                    f"{named} (with {', '.join(f.archs_dropped)}) is not in the new release",
                     path,
                     None,
                     None,
@@ -254,16 +256,14 @@ def findings(d: DiffReport) -> FindingsReport:
             )
             continue
         for arch in f.archs_dropped:
-            out.append(
-                Finding("FBI010", "error", f"{arch} dropped from {f.key}", path, None, arch, f.distribution)
-            )
+            out.append(Finding("FBI010", "error", f"{arch} dropped{where}", path, None, arch, f.distribution))
         if f.kernels_dropped:
             shown = ", ".join(f.kernels_dropped[:3]) + (" ..." if len(f.kernels_dropped) > 3 else "")
             out.append(
                 Finding(
                     "FBI011",
                     "warning",
-                    f"{len(f.kernels_dropped)} kernels dropped from {f.key}: {shown}",
+                    f"{len(f.kernels_dropped)} kernels dropped{where}: {shown}",
                     path,
                     None,
                     None,

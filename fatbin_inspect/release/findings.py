@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from fatbin_inspect.scanning.coverage import Coverage
 
 # every rule has a section of its own in docs/ci.md, headed by its id (anchor #fbi001): SARIF's
-# helpUri and the other formats' links point there (tests/test_docs.py holds them to the file)
+# helpUri and the other formats' links point there (tests/package/test_docs.py holds them to the file)
 RULES_DOC = "https://github.com/fatbin-inspect/fatbin-inspect/blob/main/docs/ci.md"
 SEVERITIES = ("note", "warning", "error")  # ascending; SARIF's result levels use the same words
 FAIL_LEVELS = ("error", "warning", "never")

@@ -50,7 +50,7 @@ def kernels_json(kernels: tuple[Kernel, ...]) -> str:
     of libtorch_cuda.so's kernels, the two alternating in one process. The text is already
     ``escape.utf8_json``'s: each name's head passes through it when encoded (a scan of the
     whole text after was 2.6 % of ``list --kernels --format json``'s CPU on libtorch_cuda.so).
-    Each field written as ``kernel_dict`` writes it: tests/test_cubin_fast_paths.py compares
+    Each field written as ``kernel_dict`` writes it: tests/formats/test_cubin_fast_paths.py compares
     the two."""
     return "".join(kernels_json_pieces(kernels))
 
@@ -156,7 +156,7 @@ def entry_pretty(e: Entry, ind: str) -> str | None:
     decoded cubin or kernels (left to ``pretty``). One f-string per entry: ~10x faster than the
     dict and the general encoder (a scan's cold JSON of the six wheels' 37,500 entries was as
     much CPU as parsing them). Each field written as ``entry_dict`` writes it:
-    tests/test_render_fast_paths.py compares the two."""
+    tests/render/test_render_fast_paths.py compares the two."""
     if e.cubin is not None or e.kernels is not None:
         return None
     cv, v = e.code_version, e.variant
@@ -183,7 +183,7 @@ def entry_compact(e: Entry) -> str | None:
     without the indentation: a large listing is written compact (``list --format json`` of
     libcublasLt.so.13's 6,120 entries: its dicts and ``json.dumps`` were a quarter of the run).
     Its own f-string, not ``entry_pretty``'s with the separators as values: that one template
-    was 15 % (pretty) and 40 % (compact) slower per entry. tests/test_render_fast_paths.py
+    was 15 % (pretty) and 40 % (compact) slower per entry. tests/render/test_render_fast_paths.py
     compares the two."""
     if e.cubin is not None or e.kernels is not None:
         return None

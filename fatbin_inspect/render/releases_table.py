@@ -30,8 +30,10 @@ def answers(report: ReleasesReport) -> list[str]:
     """Per target: "newest release that runs natively on G (CC X.Y): V; newest through JIT: W"."""
     out = []
     for i in range(len(report.targets)):
-        native = report.newest_native[i] or "none of these"
-        jit = report.newest_jit[i] or "none of these"
+        codeless = any(row.cells[i].verdict == "no-device-code" for row in report.rows)
+        none = "none of these with device code" if codeless else "none of these"
+        native = report.newest_native[i] or none
+        jit = report.newest_jit[i] or none
         out.append(
             f"newest release that runs natively on {target_name(report, i)}: {native}; newest through JIT: {jit}"
         )

@@ -101,7 +101,7 @@ def file_rest_parts(report, fatbins) -> tuple[bytes, bytes, bytes, list[bytes]] 
     """``file_rest`` in parts, for a file whose fatbins several workers encode: (before, after,
     separator) from ``report`` (its own fatbins aside) and the items of ``fatbins``; for a file
     with at least one fatbin ``file_rest`` is ``before + separator.join(items) + after``, whether
-    the items are joined at once or in runs (tests/test_elf_split.py holds the two equal).
+    the items are joined at once or in runs (tests/scanning/test_elf_split.py holds the two equal).
     ``report`` None: the items only. None when ``file_rest`` would not write them so.
     Module-level, as ``file_rest`` (``ScanOptions.encoder_parts``)."""
     from fatbin_inspect.render import record_pieces

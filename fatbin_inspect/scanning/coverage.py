@@ -51,6 +51,11 @@ class Verdict:
     device: Verdict | None = None  # R-HOST: what the deciding file's device code gives elsewhere
 
 
+# the verdict on a target of a file that is not installed there: a wheel from a package index
+# is judged on the targets of its host CPU only, another wheel of its release on the others
+NOT_INSTALLED = Verdict("no-device-code", reason="not installed on this target's host CPU")
+
+
 @dataclass(frozen=True)
 class Row:
     name: str  # "torch 2.14.1", a folder, or a file path for child rows

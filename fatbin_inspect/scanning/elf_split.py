@@ -9,7 +9,7 @@ less the slices' pieces (the record's other fields, its own fatbins); part ``i``
 for the summary (``coverage.tally``); ``join`` keeps of each slice the fatbins the magic scan of
 the whole piece finds (``slices.chained``: a slice that begins inside a fatbin drops the false
 hits it took there) and puts the bytes together in file order, so the text, the data and the
-summary are those one worker makes of the file (tests/test_elf_split.py). When that cannot be
+summary are those one worker makes of the file (tests/scanning/test_elf_split.py). When that cannot be
 vouched for (a false hit across the point where the whole scan resumes, a limit reached, the
 static cudart marker in a slice's bytes, budgets that together overspend the file's, the file
 changed or unreadable) ``join`` answers None and the scan reads the file whole, as before.
