@@ -38,7 +38,7 @@ it; a whiteout, an opaque folder or a non-folder in between leaves it naming not
 upper layer deleted or replaced the target's path, the link still shows the target's bytes, as
 the final filesystem does; a link to itself, to another link naming it, or to nothing is never
 followed. Whiteouts and opaque whiteouts hide what the layers below hold at every level, the
-root's ``.wh..wh..opq`` included (``tests/test_layers_umoci.py`` holds the walk to ``umoci unpack``).
+root's ``.wh..wh..opq`` included (``tests/containers/test_layers_umoci.py`` holds the walk to ``umoci unpack``).
 Paths with ``..`` are skipped. Python (``*.dist-info/RECORD``) and conda
 (``conda-meta/*.json``) metadata of the final filesystem attribute the files to distributions,
 then its dpkg and rpm databases (``containers.packagedb``; an ``rpmdb.sqlite`` is spooled to a
