@@ -16,8 +16,10 @@ import click
 from fatbin_inspect.cli.common import (
     EXIT_FINDINGS,
     EXIT_OK,
+    EXIT_USAGE,
     Output,
     format_option,
+    note_error,
     output_option,
     progress_for,
     say,
@@ -198,6 +200,7 @@ def gate_cmd(
 ) -> None:
     """Check PATHS (files, wheels, directories) against the release policy; findings FBI001..."""
     from fatbin_inspect import render
+    from fatbin_inspect.inventory.opened import unopened
     from fatbin_inspect.scanning.cache import default_dir
 
     flags = {
@@ -231,4 +234,9 @@ def gate_cmd(
         )
     inputs = [*paths, *(r.path for r in run.reports)]  # (what the output may name: escaped as input)
     view.write(run, Output(output, inputs))
+    lost = unopened(paths, [r for r in run.reports if r.error is not None])
+    for r in lost:  # a named input that read nothing: a missing path's exit, its line on stderr
+        note_error(r)
+    if lost:
+        raise SystemExit(EXIT_USAGE)
     raise SystemExit(EXIT_FINDINGS if fails(run.report.findings, run.fail_on) and not exit_zero else EXIT_OK)

@@ -279,40 +279,68 @@ def zip_members(
             if i != last:
                 continue  # an earlier member of a name: pip writes the last one over it
             note = f"{name}: {count} members of the zip have this name: the last one, which pip installs, is read"
-        named = zip_wanted(info, all_members)
-        if not named and not _zip_file(info):
-            if note is not None:
-                yield Member(name, note=note)
-            continue
-        try:
-            budget.check()
-            if info.file_size > MAX_MEMBER_BYTES:
-                raise LimitExceeded(f"member declares {info.file_size} bytes")
-            plain = not info.flag_bits & 0x1
-            if plain and (info.compress_type == zipfile.ZIP_STORED or not named):
-                hdr = blob.unpack(_ZIP_LOCAL, info.header_offset, "zip local header")
-                if hdr[0] != 0x04034B50:
-                    raise CorruptError("zip local header signature missing", info.header_offset)
-                data = info.header_offset + 30 + hdr[9] + hdr[10]
-                if info.compress_type == zipfile.ZIP_STORED:
-                    if named or by_content(blob.read(data, min(HEAD_BYTES, info.file_size), "zip member")):
-                        yield Member(name, blob.view(data, info.file_size, "stored zip member"), note=note)
-                    elif note is not None:
-                        yield Member(name, note=note)
-                    continue
-                if not by_content(_deflated_head(blob, data, info)):
-                    if note is not None:
-                        yield Member(name, note=note)
-                    continue
-            check_ratio(info.file_size, info.compress_size)
-            with zf.open(info) as fh:
-                yield Member(name, _spill(fh, info.file_size, "zip member", budget=budget), note=note)
-        except BudgetExceeded:
-            raise  # the input's budget is spent, or a bomb: no later member is read either
-        except InputError as exc:
-            yield Member(name, error=exc, note=note)
-        except Exception as exc:  # zlib.error, BadZipFile, NotImplementedError (method), RuntimeError...
-            yield Member(name, error=CorruptError(f"cannot inflate: {_why(exc)}"), note=note)
+        member = _zip_member(blob, zf, info, note, all_members, budget)
+        if member is not None:
+            yield member
+
+
+def _zip_member(
+    blob: Blob,
+    zf: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    note: str | None,
+    all_members: bool,
+    budget: Budget,
+) -> Member | None:
+    """The member ``info`` as ``zip_members`` yields it: its bytes when wanted, else only its
+    ``note`` (None without one); an error of its own in the member. A spent budget raises."""
+    name = info.filename
+    named = zip_wanted(info, all_members)
+    if not named and not _zip_file(info):
+        return _noted(name, note)
+    try:
+        budget.check()
+        if info.file_size > MAX_MEMBER_BYTES:
+            raise LimitExceeded(f"member declares {info.file_size} bytes")
+        plain = not info.flag_bits & 0x1
+        if plain and (info.compress_type == zipfile.ZIP_STORED or not named):
+            data = _local_data(blob, info)
+            if info.compress_type == zipfile.ZIP_STORED:
+                return _stored_member(blob, info, data, named, note)
+            if not by_content(_deflated_head(blob, data, info)):
+                return _noted(name, note)
+        check_ratio(info.file_size, info.compress_size)
+        with zf.open(info) as fh:
+            return Member(name, _spill(fh, info.file_size, "zip member", budget=budget), note=note)
+    except BudgetExceeded:
+        raise  # the input's budget is spent, or a bomb: no later member is read either
+    except InputError as exc:
+        return Member(name, error=exc, note=note)
+    except Exception as exc:  # zlib.error, BadZipFile, NotImplementedError (method), RuntimeError...
+        return Member(name, error=CorruptError(f"cannot inflate: {_why(exc)}"), note=note)
+
+
+def _noted(name: str, note: str | None) -> Member | None:
+    """A member that carries only its ``note``; None without one."""
+    return Member(name, note=note) if note is not None else None
+
+
+def _local_data(blob: Blob, info: zipfile.ZipInfo) -> int:
+    """The offset of a member's data, past its local header."""
+    hdr = blob.unpack(_ZIP_LOCAL, info.header_offset, "zip local header")
+    if hdr[0] != 0x04034B50:
+        raise CorruptError("zip local header signature missing", info.header_offset)
+    return info.header_offset + 30 + hdr[9] + hdr[10]
+
+
+def _stored_member(
+    blob: Blob, info: zipfile.ZipInfo, data: int, named: bool, note: str | None
+) -> Member | None:
+    """A stored member as a view of the zip's bytes, when its name or its first block says it is
+    wanted; else only its ``note``."""
+    if named or by_content(blob.read(data, min(HEAD_BYTES, info.file_size), "zip member")):
+        return Member(info.filename, blob.view(data, info.file_size, "stored zip member"), note=note)
+    return _noted(info.filename, note)
 
 
 class _Repeat(NamedTuple):

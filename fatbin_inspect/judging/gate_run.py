@@ -17,10 +17,10 @@ if TYPE_CHECKING:
     from fatbin_inspect.compat.runtime import RuntimeNeed
     from fatbin_inspect.compat.targets import Target
     from fatbin_inspect.formats.model import FileReport
-    from fatbin_inspect.judging.inputs import Progress
     from fatbin_inspect.release.findings import FindingsReport
     from fatbin_inspect.release.gate import Context
     from fatbin_inspect.release.policy import Policy
+    from fatbin_inspect.system.stack import LocalDevices
 
 CUDA_NAMED = re.compile(r"(?i)(cuda|[_-]cu\d{2,3}\b|^nvidia[_-])")  # a wheel whose name says CUDA
 
@@ -89,7 +89,10 @@ def _fleet(
 
 
 def _read(
-    paths: Sequence[str], opts: Options, progress: Progress | None, cache_dir: str | None
+    paths: Sequence[str],
+    opts: Options,
+    progress: Callable[[int, int, int], None] | None,
+    cache_dir: str | None,
 ) -> list[FileReport]:
     """Every record of ``paths``, through the scan cache when ``cache_dir`` is given."""
     from fatbin_inspect.judging.inputs import RecordCache, iter_reports
@@ -118,36 +121,81 @@ def run_gate(
     ``needs.digests``: the records carry their SHA-256 (the SBOM); ``cache_dir``: the scan
     cache's folder (None: no cache), where the records of unchanged files are kept
     (``judging.inputs.RecordCache``)."""
-    from fatbin_inspect.release.gate import gate
+    from fatbin_inspect.judging import index_inputs
     from fatbin_inspect.system.stack import local_devices
 
     fleet = _fleet(target_files, pol, warn)
+    _require_a_check(pol, match, fleet)
+    opts = Options(probe_small=True, digests=needs.digests)
+    packages = [p for p in paths if index_inputs.is_index_input(p)]
+    files = _read([p for p in paths if p not in packages], opts, progress, cache_dir)
+    local = local_devices(pol.gpus, pol.min_driver)
+    judged = _judge_groups(
+        _GateInputs(paths, files, packages, opts), _host_groups(packages, fleet), pol, given, match, local
+    )
+    read = list({r.path: r for r in judged.every}.values()) if packages else files
+    return GateRun(dataclasses.replace(_merged(judged.parts), config=pol.source), read, pol.fail_on)
+
+
+def _require_a_check(pol: Policy, match: str | None, fleet: Sequence[Target]) -> None:
+    """Raise a ``UsageError`` when neither the command line nor the policy asks for a check."""
     if not (pol.require or pol.gpus or pol.forbid or match or pol.overrides or fleet):
         raise UsageError(
             "gate: nothing to check: give --require, --gpu, --targets, --forbid or --match, "
             "or a [tool.fatbin-inspect] policy"
         )
+
+
+def _host_groups(packages: Sequence[str], fleet: Sequence[Target]) -> dict[str | None, Sequence[Target]]:
+    """The fleet's targets by host CPU when packages come from an index (the wheel of each host
+    CPU is judged on its nodes); else the whole fleet under ``None``."""
     from fatbin_inspect.judging import index_inputs
 
-    opts = Options(probe_small=True, digests=needs.digests)
-    packages = [p for p in paths if index_inputs.is_index_input(p)]
-    files = _read([p for p in paths if p not in packages], opts, progress, cache_dir)
-    local = local_devices(pol.gpus, pol.min_driver)
-    # packages from an index: the wheel of each host CPU among the fleet, judged on its nodes
-    groups: dict[str | None, Sequence[Target]] = {None: fleet}
     if packages and fleet:
-        groups = {arch: tuple(on) for arch, on in index_inputs.judge_groups(fleet).items()}
+        return {arch: tuple(on) for arch, on in index_inputs.judge_groups(fleet).items()}
+    return {None: fleet}
+
+
+class _GateInputs(NamedTuple):
+    paths: Sequence[str]  # the inputs as given
+    files: list[FileReport]  # the records of the inputs that are not index packages
+    packages: list[str]  # the inputs that name packages on an index
+    opts: Options  # how the packages' wheels are read
+
+
+class _Judged(NamedTuple):
+    parts: list[FindingsReport]  # one gate report per host CPU group
+    every: list[FileReport]  # the files' records, then every group's fetched records
+
+
+def _judge_groups(
+    inputs: _GateInputs,
+    groups: Mapping[str | None, Sequence[Target]],
+    pol: Policy,
+    given: Mapping[str, Any],
+    match: str | None,
+    local: LocalDevices,
+) -> _Judged:
+    """The gate report of each host CPU group: the files' records plus the group's wheels
+    fetched from the index, judged on the group's targets."""
+    from fatbin_inspect.judging import index_inputs
+    from fatbin_inspect.release.gate import gate
+
     parts: list[FindingsReport] = []
-    every = list(files)
+    every = list(inputs.files)
     for arch, on in groups.items():
-        fetched = [r for p in packages for f in index_inputs.fetch_all(p, opts, [arch]) for r in f.records]
+        fetched = [
+            r
+            for p in inputs.packages
+            for f in index_inputs.fetch_all(p, inputs.opts, [arch])
+            for r in f.records
+        ]
         every += fetched
-        reports = files + fetched
+        reports = inputs.files + fetched
         reference = torch_reference(match, reports) if match else None
-        ctx = gate_context(paths, reports, reference)
+        ctx = gate_context(inputs.paths, reports, reference)
         parts.append(gate(reports, pol, given, reference, tuple(on), local, ctx))
-    read = list({r.path: r for r in every}.values()) if packages else files
-    return GateRun(dataclasses.replace(_merged(parts), config=pol.source), read, pol.fail_on)
+    return _Judged(parts, every)
 
 
 def _merged(parts: list[FindingsReport]) -> FindingsReport:

@@ -82,7 +82,7 @@ def arch_order(arch: str) -> tuple[int, int, str]:
 
 def archs_of(r: FileReport) -> tuple[str, ...]:
     """Archs of the images a driver can load (not the ``__nv_relfatbin`` copies of a linked file)."""
-    from fatbin_inspect.release.gate import counted_fatbins
+    from fatbin_inspect.release.requirements import counted_fatbins
 
     return tuple(
         sorted(

@@ -61,7 +61,7 @@ def write_json(run: CheckRun, sink: Sink, shown: Shown | None) -> None:
 
 def findings_report(run: CheckRun, needs: Needs) -> tuple[FindingsReport, str]:
     """The verdicts as check findings; with the judged records (``needs.kept``: the HTML report)."""
-    from fatbin_inspect.release.gate import check_findings
+    from fatbin_inspect.release.check_findings import check_findings
     from fatbin_inspect.render.findings_views import with_views
 
     verdicts = list(run.verdicts())

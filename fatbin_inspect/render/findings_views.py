@@ -51,7 +51,7 @@ def _judged(report: FindingsReport, reports: Sequence[FileReport]) -> dict[str, 
     """The gate's verdicts per file in ``report.targets`` order; a file the gate did not judge on
     a target is ``not-checked`` there (ignored, unreadable, another override's requirements), one
     without code that can load ``no-device-code``."""
-    from fatbin_inspect.release.gate import counted_fatbins
+    from fatbin_inspect.release.requirements import counted_fatbins
     from fatbin_inspect.scanning import coverage
 
     by = {(v.path, label): v for label, v in report.judged}

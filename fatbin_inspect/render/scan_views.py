@@ -39,7 +39,7 @@ def write_html(run: ScanRun, sink: Sink, shown: Shown | None) -> None:
     """The HTML report: the table's matrix (rows rolled up the same way), files and fatbins, and
     the findings ``check`` would give for the files of the rows that fail or need JIT; an image
     input is named with its tag, manifest digest and platform."""
-    from fatbin_inspect.release.gate import check_findings
+    from fatbin_inspect.release.check_findings import check_findings
     from fatbin_inspect.render import findings
     from fatbin_inspect.scanning.images import image_views
 
