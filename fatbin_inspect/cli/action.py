@@ -28,8 +28,12 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from typing import TYPE_CHECKING
 
 from fatbin_inspect.errors import UsageError
+
+if TYPE_CHECKING:
+    from fatbin_inspect.release.findings import FindingsReport
 
 # options the action sets itself; in ``args`` they would change what the action parses
 OWNED = ("--format", "--output", "-o", "--fail-on")
@@ -115,7 +119,7 @@ def run(env: dict[str, str]) -> int:
     return code
 
 
-def _publish(rep, env: dict[str, str], sarif: str, fail_on: str) -> str:
+def _publish(rep: FindingsReport, env: dict[str, str], sarif: str, fail_on: str) -> str:
     """Annotations on stdout, the job summary, the SARIF file; returns the SARIF path written."""
     from fatbin_inspect.cli.outfile import append_summary, write_report
     from fatbin_inspect.render import findings
@@ -132,7 +136,7 @@ def _publish(rep, env: dict[str, str], sarif: str, fail_on: str) -> str:
     return sarif
 
 
-def _gate(env: dict[str, str], fail_on: str):
+def _gate(env: dict[str, str], fail_on: str) -> tuple[int, FindingsReport | None]:
     """(exit code, report) of one gate run over the step's inputs; report None when the gate
     ended without one (usage error, crash: code 2 unless it said otherwise)."""
     from fatbin_inspect.render.findings.json import report as read_report

@@ -8,6 +8,8 @@ win over ``[tool.fatbin-inspect]`` in the nearest pyproject.toml.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -38,6 +40,9 @@ from fatbin_inspect.judging.inputs import check_roots
 from fatbin_inspect.judging.torch import installed_torch_lib
 from fatbin_inspect.release.findings import fails
 
+if TYPE_CHECKING:
+    from fatbin_inspect.release.policy import Policy
+
 
 def _env(name: str) -> str:
     return f"FATBIN_INSPECT_{name}"
@@ -51,13 +56,13 @@ class CommaList(click.ParamType):
     envvar_list_splitter = ","
 
 
-def _joined(values) -> str | None:
+def _joined(values: Iterable[str] | None) -> str | None:
     """Repeated and comma-separated values as one comma list (None when none were given)."""
     items = [i.strip() for v in values or () for i in v.split(",") if i.strip()]
     return ",".join(items) if items else None
 
 
-def _policy(config: str | None, isolated: bool, flags: dict):
+def _policy(config: str | None, isolated: bool, flags: dict[str, Any]) -> tuple[Policy, dict[str, Any]]:
     """The policy (``--config``, else the nearest pyproject.toml; none with ``--isolated``) under
     the flags; ``-v`` says which file it came from."""
     from fatbin_inspect.release import policy as policy_mod

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from fatbin_inspect.compat.targets import Target
 
 # The judging step (judging.verdicts, and with it the compatibility engine and its data) is
-# imported only when there are targets: a plain listing does not pay ~20 ms for it.
+# imported only when there are targets: a plain listing does not pay for it.
 
 
 @examples(

@@ -10,6 +10,7 @@ import contextlib
 import gc
 import os
 import sys
+from collections.abc import Sequence
 from typing import NoReturn
 
 import click
@@ -38,19 +39,19 @@ COMMANDS = {
 class DefaultGroup(click.Group):
     """A group whose first argument, when not a command name, is a path for ``list``."""
 
-    def list_commands(self, ctx):
+    def list_commands(self, ctx: click.Context) -> list[str]:
         import importlib.util
 
         return sorted(n for n, t in COMMANDS.items() if importlib.util.find_spec(t.split(":")[0]))
 
-    def get_command(self, ctx, name):
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         target = COMMANDS.get(name)
         if target is None:
             return None
         mod, attr = target.split(":")
         return adopt(getattr(__import__(mod, fromlist=[attr]), attr))
 
-    def parse_args(self, ctx, args):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         lead = 0
         while lead < len(args) and args[lead] == "--debug":  # group flags before a bare PATH
             lead += 1
@@ -66,7 +67,7 @@ def _no_such_command(word: str) -> None:
     """``fatbin-inspect chekc x``: a word that is neither a path nor a command, but looks like one."""
     if word.startswith("-") or os.path.lexists(word):
         return
-    import difflib  # (not for the path it mostly is: ~2 ms)
+    import difflib  # (not for the path it mostly is)
 
     close = difflib.get_close_matches(word, list(COMMANDS), n=1, cutoff=0.6)
     if close:
@@ -86,7 +87,7 @@ def _no_such_command(word: str) -> None:
     envvar="FATBIN_INSPECT_DEBUG",
     help="On an internal error, print the full traceback.",
 )
-def cli(debug):
+def cli(debug: bool) -> None:
     """Will the CUDA code inside these binaries run on that GPU with that driver?
 
     \b
@@ -98,7 +99,7 @@ def cli(debug):
         os.environ["FATBIN_INSPECT_DEBUG"] = "1"
 
 
-def main(argv=None) -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     # A run allocates up to a few hundred thousand small, acyclic, long-lived records (kernels);
     # the default thresholds would walk them in generation 2 again and again (~15% of a
     # `--kernels` run). Reference counting still frees everything; cycles wait a little longer.
@@ -163,7 +164,7 @@ def _hold_standard_streams() -> None:
 def _internal_error(exc: Exception) -> NoReturn:
     say(f"internal error: {type(exc).__name__}: {exc}")
     if os.environ.get("FATBIN_INSPECT_DEBUG"):
-        import traceback  # here: 5 ms of import no run without an internal error pays
+        import traceback  # here: an import no run without an internal error pays
 
         traceback.print_exc()
         click.echo(
@@ -179,7 +180,7 @@ def _internal_error(exc: Exception) -> NoReturn:
 def console_main() -> None:
     """The installed command. Once the report is written and flushed, leave without the
     interpreter's teardown, which would free hundreds of thousands of records one by one
-    (~0.3 s after ``libtorch_cuda.so --kernels``). Library callers and tests use ``main``."""
+    (after ``libtorch_cuda.so --kernels``). Library callers and tests use ``main``."""
     try:
         main()
         code = 0

@@ -28,11 +28,16 @@ import functools
 import os
 import re
 import shlex
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.core import ParameterSource
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
+F = TypeVar("F", bound=Callable[..., Any])  # a command function or click.Command being decorated
 
 ENV_PREFIX = "FATBIN_INSPECT"
 UI = "fatbin_inspect.ui"  # ctx.meta key: the settings of -q/-v/--color/--no-progress
@@ -77,7 +82,9 @@ class Choice(click.Choice):
             exc.message = exc.message.rstrip(".") + did_you_mean(value, self.choices)
             raise
 
-    def shell_complete(self, ctx, param, incomplete):
+    def shell_complete(
+        self, ctx: click.Context, param: click.Parameter, incomplete: str
+    ) -> list[CompletionItem]:
         from click.shell_completion import CompletionItem
 
         return [CompletionItem(c) for c in self.choices if str(c).startswith(incomplete)]
@@ -136,7 +143,7 @@ class EnvOption(click.Option):
             return None if raw is None else [v.strip() for v in raw.split(",") if v.strip()]
         return super().value_from_envvar(ctx)
 
-    def consume_value(self, ctx: click.Context, opts) -> Any:
+    def consume_value(self, ctx: click.Context, opts: Mapping[str, Any]) -> Any:
         value, source = super().consume_value(ctx, opts)
         if source != ParameterSource.ENVIRONMENT:
             ctx.meta.get(f"{UI}.env", {}).pop(self.name, None)
@@ -164,7 +171,7 @@ def adopt(cmd: click.Command) -> click.Command:
         inner = cmd.callback
 
         @functools.wraps(inner)
-        def callback(*args, **kwargs):
+        def callback(*args: Any, **kwargs: Any) -> Any:
             announce(click.get_current_context())
             return inner(*args, **kwargs)
 
@@ -226,8 +233,10 @@ def note(ctx: click.Context | None, message: str) -> None:
         click.echo(f"fatbin-inspect: {shown(message)}", err=True)
 
 
-def _store(key: str, convert: Callable[[Any], Any] = lambda v: v):
-    def callback(ctx: click.Context, _param, value):
+def _store(
+    key: str, convert: Callable[[Any], Any] = lambda v: v
+) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
         if value is not None:
             ctx.meta.setdefault(UI, {})[key] = convert(value)
         return value
@@ -235,7 +244,7 @@ def _store(key: str, convert: Callable[[Any], Any] = lambda v: v):
     return callback
 
 
-def ui_options(f):
+def ui_options(f: F) -> F:
     """-q/--quiet, -v/--verbose, --color, --no-progress: kept in ``ctx.meta``, not passed on."""
     specs: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         (
@@ -310,10 +319,10 @@ output_option = click.option(
 )
 
 
-def fail_options(default: str | None = "error", what: str = "findings"):
+def fail_options(default: str | None = "error", what: str = "findings") -> Callable[[F], F]:
     """--fail-on error|warning|never and --exit-zero. ``default=None`` lets a policy file decide."""
 
-    def deco(f):
+    def deco(f: F) -> F:
         f = click.option(
             "--exit-zero",
             cls=EnvOption,
@@ -335,14 +344,16 @@ def fail_options(default: str | None = "error", what: str = "findings"):
     return deco
 
 
-def split_commas(_ctx, _param, values):
+def split_commas(
+    _ctx: click.Context, _param: click.Parameter, values: Sequence[str] | None
+) -> tuple[str, ...] | None:
     """``--gpu 'H100,RTX 5090' --gpu 8.9`` -> three queries."""
     if values is None:
         return values
     return tuple(v.strip() for raw in values for v in raw.split(",") if v.strip())
 
 
-def complete_gpu(_ctx, _param, incomplete: str):
+def complete_gpu(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     """Shell completion for --gpu: product names that start with (or contain) what was typed."""
     from click.shell_completion import CompletionItem
 
@@ -355,7 +366,7 @@ def complete_gpu(_ctx, _param, incomplete: str):
     return [CompletionItem(n) for n in hits]
 
 
-def gpu_option(help: str, envvar: str | None = None):
+def gpu_option(help: str, envvar: str | None = None) -> Callable[[F], F]:
     return click.option(
         "--gpu",
         "gpus",
@@ -369,7 +380,9 @@ def gpu_option(help: str, envvar: str | None = None):
     )
 
 
-def driver_option(*aliases: str, dest: str = "driver", help: str, envvar: Sequence[str] = ()):
+def driver_option(
+    *aliases: str, dest: str = "driver", help: str, envvar: Sequence[str] = ()
+) -> Callable[[F], F]:
     return click.option(
         "--driver",
         *aliases,

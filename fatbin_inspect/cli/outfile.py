@@ -3,8 +3,8 @@
 - A report is written to a temporary file beside the target and renamed over it, so a reader
   never sees half a report and a failed run leaves the old one. Over an existing file, Linux's
   ``renameat2(RENAME_EXCHANGE)`` swaps the two names and the old bytes are then unlinked: on
-  ext4 a rename over a file first writes back the new file's data (``auto_da_alloc``), ~20 ms
-  for a 33 MB scan document, which the swap does not ask for; elsewhere ``os.replace``. A
+  ext4 a rename over a file first writes back the new file's data (``auto_da_alloc``),
+  which the swap does not ask for; elsewhere ``os.replace``. A
   target that is a symbolic link, a FIFO, a device or a socket is refused (``refuse_special``):
   never written through, never waited on (``-o -`` is standard output; ``os.devnull`` alone is
   let through).
@@ -30,7 +30,7 @@ import stat
 import sys
 import tempfile
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO
 
 from fatbin_inspect.errors import UsageError
@@ -186,7 +186,7 @@ def _exchange(a: str, b: str) -> bool:
 
 
 @functools.cache
-def _renameat2():
+def _renameat2() -> Callable[[int, bytes, int, bytes, int], int] | None:
     """glibc's ``renameat2`` (2.28 and newer), or None."""
     if not sys.platform.startswith("linux"):
         return None

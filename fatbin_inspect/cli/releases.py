@@ -47,7 +47,19 @@ from fatbin_inspect.cli.options import (
 @output_option
 @ui_options
 @index_options(requirements=False)
-def releases_cmd(name, gpus, driver, compat, target_files, since, limit, fail_on, exit_zero, fmt, output):
+def releases_cmd(
+    name: str,
+    gpus: tuple[str, ...],
+    driver: str | None,
+    compat: str | None,
+    target_files: tuple[str, ...],
+    since: str | None,
+    limit: int,
+    fail_on: str,
+    exit_zero: bool,
+    fmt: str,
+    output: str | None,
+) -> None:
     """Judge each release of the package NAME on the index (the file pip would install on each
     target's host) on each --gpu / --targets node: a versions × targets table and, per target,
     the newest release that runs natively and the newest that runs through the JIT."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from fatbin_inspect.cli.common import (
@@ -28,6 +30,9 @@ from fatbin_inspect.cli.options import (
     ui_options,
 )
 from fatbin_inspect.errors import UsageError
+
+if TYPE_CHECKING:
+    from fatbin_inspect.judging.scan_run import ScanRun
 
 
 @examples(
@@ -212,7 +217,16 @@ def scan_cmd(
     raise SystemExit(_exit_code(run, paths, strict, fail_on, exit_zero))
 
 
-def _check_usage(jobs, insecure, executor, scheduler, scheduler_file, verdicts_only, gpus, target_files):
+def _check_usage(
+    jobs: int,
+    insecure: tuple[str, ...],
+    executor: str,
+    scheduler: str | None,
+    scheduler_file: str | None,
+    verdicts_only: bool,
+    gpus: tuple[str, ...],
+    target_files: tuple[str, ...],
+) -> None:
     """Usage errors before anything is read, the workers' cap note, and --insecure-registry
     handed to ``containers.registry`` (in this process and the workers it forks)."""
     from fatbin_inspect.inventory.workers import capped_note
@@ -228,12 +242,12 @@ def _check_usage(jobs, insecure, executor, scheduler, scheduler_file, verdicts_o
         raise UsageError("scan --verdicts: give --gpu or --targets (the verdicts are per target)")
 
 
-def _check_tls(tls_ca_file, tls_cert, tls_key) -> None:
+def _check_tls(tls_ca_file: str | None, tls_cert: str | None, tls_key: str | None) -> None:
     if bool(tls_ca_file) != bool(tls_cert) or (tls_key and not tls_cert):
         raise click.UsageError("--tls-ca-file and --tls-cert go together (--tls-key with them)")
 
 
-def _insecure(hosts) -> None:
+def _insecure(hosts: tuple[str, ...]) -> None:
     import os
 
     from fatbin_inspect.containers.registry import INSECURE_ENV
@@ -241,7 +255,7 @@ def _insecure(hosts) -> None:
     os.environ[INSECURE_ENV] = ",".join(filter(None, [os.environ.get(INSECURE_ENV), *hosts]))
 
 
-def _check_dask(scheduler, scheduler_file) -> None:
+def _check_dask(scheduler: str | None, scheduler_file: str | None) -> None:
     if not (scheduler or scheduler_file):
         raise click.UsageError("--executor dask needs --scheduler tcp://HOST:PORT or --scheduler-file FILE")
     if scheduler:
@@ -250,7 +264,7 @@ def _check_dask(scheduler, scheduler_file) -> None:
         check_address(scheduler)
 
 
-def _exit_code(run, paths, strict: bool, fail_on: str, exit_zero: bool) -> int:
+def _exit_code(run: ScanRun, paths: tuple[str, ...], strict: bool, fail_on: str, exit_zero: bool) -> int:
     """2 when an input named on the command line could not be opened at all (``read_exit``) or a
     package asked of an index could not be judged (no such release, an sdist only, the index
     unreachable), 3 (--strict) when a file was unreadable or not a regular file, 3 when no Dask

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,8 +19,13 @@ from fatbin_inspect.cli.common import (
 from fatbin_inspect.cli.options import examples, fail_options, ui_options
 from fatbin_inspect.errors import DeviceError, UsageError
 
+if TYPE_CHECKING:
+    from fatbin_inspect.compat.targets import Target
+    from fatbin_inspect.formats.model import FileReport
+    from fatbin_inspect.verify.compare import ImageCheck, Loader, Predictor
 
-def _target(env):
+
+def _target(env: dict[str, str]) -> tuple[Target | None, str | None]:
     """The engine's target for the local GPU and driver, or (None, why not)."""
     from fatbin_inspect.compat.targets import resolve_targets
     from fatbin_inspect.system.stack import local_devices, proc_driver_version
@@ -96,12 +103,20 @@ def verify_cmd(
     raise SystemExit(EXIT_FINDINGS if bad and not (fail_on == "never" or exit_zero) else EXIT_OK)
 
 
-def _load_all(paths, load, load_nojit, predict, entries: bool, max_fatbins, reports: list) -> list:
+def _load_all(
+    paths: Sequence[str],
+    load: Loader,
+    load_nojit: Loader,
+    predict: Predictor | None,
+    entries: bool,
+    max_fatbins: int | None,
+    reports: list[FileReport],
+) -> list[ImageCheck]:
     """Every fatbin of every regular file under ``paths`` loaded in the two child sessions."""
     from fatbin_inspect.inventory.walk import iter_files
     from fatbin_inspect.verify import compare
 
-    checks: list = []
+    checks: list[ImageCheck] = []
     for root in paths:
         for path, skip in iter_files(root):
             if skip is None:
@@ -111,7 +126,7 @@ def _load_all(paths, load, load_nojit, predict, entries: bool, max_fatbins, repo
     return checks
 
 
-def _prediction(env):
+def _prediction(env: dict[str, str]) -> tuple[Target | None, Predictor | None, str]:
     """(target, predictor, label) of this GPU and driver; no target: no prediction, and why."""
     from fatbin_inspect.verify import compare
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Sequence
+from typing import TypedDict
 
 from fatbin_inspect.compat import describe, rules
 from fatbin_inspect.compat.fatbin_decision import evaluate_fatbin, ignored_reason, statics
@@ -48,6 +49,19 @@ from fatbin_inspect.compat.verdict import (
 )
 from fatbin_inspect.formats.model import FileReport
 
+Counted = Sequence[FatbinVerdict]  # the fatbins that count toward the file's verdict
+Notes = tuple[str, ...]
+
+
+class _Base(TypedDict):
+    """The FileVerdict fields every decision of one ``evaluate`` shares."""
+
+    path: str
+    target: Target
+    fatbins: tuple[FatbinVerdict, ...]
+    runtime: RuntimeNeed | None
+    kernels_analysed: bool
+
 
 # --------------------------------------------------------------------------- step: the file
 def evaluate(
@@ -61,7 +75,7 @@ def evaluate(
     rt = _runtime_of(report, runtime) if stack else None
     fbs = judge_fatbins(report, target)
     counted = [v for v in fbs if counts_toward(v)]
-    base = {
+    base: _Base = {
         "path": report.path,
         "target": target,
         "fatbins": fbs,
@@ -85,7 +99,9 @@ def _runtime_of(report: FileReport, runtime: RuntimeNeed | None) -> RuntimeNeed 
     return runtime if runtime is not None else from_needs(report.needs)
 
 
-def _file_verdict(report: FileReport, target: Target, rt, counted, notes, base) -> FileVerdict:
+def _file_verdict(
+    report: FileReport, target: Target, rt: RuntimeNeed | None, counted: Counted, notes: Notes, base: _Base
+) -> FileVerdict:
     """R-LINK, then the stack (R-FWD, R-DRV, R-GPU), then R-FILE over the images: what the file
     gives on a host that can load it (R-HOST is ``evaluate``'s)."""
     if is_link_time(report):
@@ -97,7 +113,9 @@ def _file_verdict(report: FileReport, target: Target, rt, counted, notes, base) 
     return blocked if blocked is not None else _loaded(rt, target, counted, notes, base)
 
 
-def _loaded(rt, target: Target, counted, notes, base) -> FileVerdict:
+def _loaded(
+    rt: RuntimeNeed | None, target: Target, counted: Counted, notes: Notes, base: _Base
+) -> FileVerdict:
     """Past the stack checks: R-MVC's note, then R-FILE (or no kernels to load)."""
     m = rules.mvc(rt, target)
     notes += (f"{m.reason} (R-MVC)",) if m else ()
@@ -143,7 +161,7 @@ def is_link_time(report: FileReport) -> bool:
     return getattr(report, "relocatable", False) or ".a!" in report.path or ".lib!" in report.path.lower()
 
 
-def _no_device_code(reason: str, rule: str, notes, base) -> FileVerdict:
+def _no_device_code(reason: str, rule: str, notes: Notes, base: _Base) -> FileVerdict:
     return FileVerdict(
         verdict="no-device-code",
         error=None,
@@ -167,7 +185,9 @@ def host_fits(report: FileReport, target: Target) -> bool:
     return report.machine is None or host is None or report.machine == host
 
 
-def _wrong_host(report: FileReport, target: Target, device: FileVerdict, notes, base) -> FileVerdict:
+def _wrong_host(
+    report: FileReport, target: Target, device: FileVerdict, notes: Notes, base: _Base
+) -> FileVerdict:
     """R-HOST fails the file; ``device`` is what its device code gives on a host that can load
     it, and its fatbin counts are the file's (they describe the device code, not the host)."""
     reason = describe.wrong_host_reason(report, target)
@@ -177,7 +197,14 @@ def _wrong_host(report: FileReport, target: Target, device: FileVerdict, notes, 
 
 
 def _nothing_loads(
-    rule: str, error, reason: str, confidence: str, counted, notes, advice, base
+    rule: str,
+    error: ErrorRef | None,
+    reason: str,
+    confidence: str,
+    counted: Counted,
+    notes: Notes,
+    advice: tuple[str, ...],
+    base: _Base,
 ) -> FileVerdict:
     """The file fails before any of its images is chosen (R-HOST, R-FWD, R-DRV, R-GPU): every
     counted fatbin fails with it, coverage none."""
@@ -198,7 +225,9 @@ def _nothing_loads(
     )
 
 
-def _stack_check(rt, target: Target, counted, notes, base) -> FileVerdict | None:
+def _stack_check(
+    rt: RuntimeNeed | None, target: Target, counted: Counted, notes: Notes, base: _Base
+) -> FileVerdict | None:
     """R-FWD (803/804: cuInit refuses a compat package) before R-DRV (35) before R-GPU (100), as the
     runtime initialises before it enumerates devices."""
     for check in (
@@ -220,7 +249,7 @@ def _stack_check(rt, target: Target, counted, notes, base) -> FileVerdict | None
     return None
 
 
-def _link_time(counted, notes, base) -> FileVerdict:
+def _link_time(counted: Counted, notes: Notes, base: _Base) -> FileVerdict:
     """R-LINK: no run-time verdict; the coverage says whether it can link code for the target."""
     loads = [v for v in counted if v.verdict != "fail"]
     coverage = "none" if not loads else "full" if len(loads) == len(counted) else "partial"
@@ -276,7 +305,9 @@ def worst_error(vs: Sequence[Decision]) -> ErrorRef | None:
     return error_ref(rules.NO_IMAGE if rules.NO_IMAGE in codes or not codes else min(codes))
 
 
-def _aggregate(counted, target: Target, rt, mvc: bool, notes, base) -> FileVerdict:
+def _aggregate(
+    counted: Counted, target: Target, rt: RuntimeNeed | None, mvc: bool, notes: Notes, base: _Base
+) -> FileVerdict:
     """R-FILE: loading fatbins give the verdict unless a gap fails the file; coverage says how much loads."""
     loading, spec, gaps = _partition(counted)
     lead, bad = _lead(loading, spec, gaps)
@@ -303,7 +334,7 @@ def _aggregate(counted, target: Target, rt, mvc: bool, notes, base) -> FileVerdi
     )
 
 
-def _partition(counted) -> tuple[list[FatbinVerdict], list[FatbinVerdict], list[FatbinVerdict]]:
+def _partition(counted: Counted) -> tuple[list[FatbinVerdict], list[FatbinVerdict], list[FatbinVerdict]]:
     """(loading, failing and specialised elsewhere, failing gaps)."""
     loading: list[FatbinVerdict] = []
     spec: list[FatbinVerdict] = []
@@ -326,7 +357,9 @@ def rollup(loading: Sequence[str], specialised: int, gaps: int) -> tuple[str, st
     return verdict, coverage
 
 
-def _lead(loading, spec, gaps) -> tuple[FatbinVerdict, list[FatbinVerdict]]:
+def _lead(
+    loading: list[FatbinVerdict], spec: list[FatbinVerdict], gaps: list[FatbinVerdict]
+) -> tuple[FatbinVerdict, list[FatbinVerdict]]:
     """The fatbin whose decision the file reports, and the fatbins sharing it."""
     if not loading:
         bad = gaps or spec
@@ -343,7 +376,7 @@ def _worst(loading: Sequence[FatbinVerdict]) -> list[FatbinVerdict]:
     return [v for v in loading if SEVERITY[v.verdict] == worst]
 
 
-def _dropped_note(gaps, counted, t: Target) -> tuple[str, ...]:
+def _dropped_note(gaps: Sequence[FatbinVerdict], counted: Counted, t: Target) -> tuple[str, ...]:
     """Why broad fatbins for newer GPUs are gaps here: the file targets the GPU's generation
     nowhere, or only with code that stops below theirs (a statically linked component's)."""
     dropped = [v for v in gaps if "i" in v.elsewhere and not v.narrow]
@@ -356,7 +389,7 @@ def _dropped_note(gaps, counted, t: Target) -> tuple[str, ...]:
     return (describe.component_note(len(beyond), reach, min(map(oldest, beyond)), t),)
 
 
-def _rules(bad, mvc: bool, partial: bool) -> tuple[str, ...]:
+def _rules(bad: Sequence[FatbinVerdict], mvc: bool, partial: bool) -> tuple[str, ...]:
     out = [r for v in bad for r in v.rules] + (["R-MVC"] if mvc else []) + (["R-FILE"] if partial else [])
     return tuple(dict.fromkeys(out))
 
@@ -364,7 +397,7 @@ def _rules(bad, mvc: bool, partial: bool) -> tuple[str, ...]:
 _CONFIDENCE = ["low", "medium", "high"]
 
 
-def _confidence(bad, partial: bool) -> str:
+def _confidence(bad: Sequence[FatbinVerdict], partial: bool) -> str:
     """The weakest of the deciding fatbins; R-FILE itself is medium."""
     conf = min((v.confidence for v in bad), key=_CONFIDENCE.index)
     return min(conf, "medium", key=_CONFIDENCE.index) if partial else conf

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from fatbin_inspect.compat import data
 
@@ -132,7 +133,10 @@ def explain(query: str) -> Explanation | None:
     )
 
 
-def _find(q: str):
+_Hit = tuple[dict[str, Any] | None, str]  # the error row (None: not found) and how it was found
+
+
+def _find(q: str) -> _Hit:
     """The error row a query names and how it was found: a number, then (in the text) an API
     name, a runtime message, a topic's phrase, one of ``PHRASES``, an error number."""
     if re.fullmatch(r"-?\d+", q):
@@ -145,7 +149,7 @@ def _find(q: str):
     return None, ""
 
 
-def _by_number(n: int):
+def _by_number(n: int) -> _Hit:
     hit = data.error_by_number(n)
     if hit:
         return hit, f"error number {n}"
@@ -153,7 +157,7 @@ def _by_number(n: int):
     return (legacy, f"pre-CUDA-10.1 runtime number {n}") if legacy else (None, "")
 
 
-def _by_api_name(low: str):
+def _by_api_name(low: str) -> _Hit:
     for r in data.errors():
         for key in ("runtime_api_name", "driver_api_name"):
             if r.get(key) and r[key].lower() in low:
@@ -161,7 +165,7 @@ def _by_api_name(low: str):
     return None, ""
 
 
-def _by_message(low: str):
+def _by_message(low: str) -> _Hit:
     """The longest runtime error string the text contains (error 0's excepted)."""
     best = max(
         (r for r in data.errors() if r.get("runtime_error_string") and r["number"] != 0 and _says(r, low)),
@@ -175,7 +179,7 @@ def _says(row: dict, low: str) -> bool:
     return row["runtime_error_string"].lower().rstrip(".") in low
 
 
-def _by_topic(low: str):
+def _by_topic(low: str) -> _Hit:
     for topic in data.load("errors").get("topics", ()):
         hit = next((p for p in topic["phrases"] if p in low), None)
         if hit:
@@ -183,14 +187,14 @@ def _by_topic(low: str):
     return None, ""
 
 
-def _by_phrase(low: str):
+def _by_phrase(low: str) -> _Hit:
     for phrase, n in PHRASES:
         if phrase in low:
             return data.error_by_number(n), f"phrase '{phrase}'"
     return None, ""
 
 
-def _by_number_in_text(low: str):
+def _by_number_in_text(low: str) -> _Hit:
     m = re.search(r"\b(?:error|code|err)\D{0,3}(\d{1,3})\b", low)
     if m and data.error_by_number(int(m.group(1))):
         return data.error_by_number(int(m.group(1))), f"error number {m.group(1)} in the text"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from fatbin_inspect.compat import data
 from fatbin_inspect.compat.data import CC
@@ -405,7 +406,7 @@ def _fwd_by_prose(t: Target, fc: dict) -> Outcome:
     return _fwd_ok(t, f"on kernel driver R{base.branch}", f"{unknown}: judged by its prose", "low")
 
 
-def _unsupported_base(row: dict, branch: int, base_types) -> str | None:
+def _unsupported_base(row: dict[str, Any], branch: int, base_types: Sequence[str]) -> str | None:
     """Why a kernel-driver branch is not a forward-compatibility base by NVIDIA's prose (None: it is one)."""
     if data.branch_ended(row):
         eol = row.get("end_of_life")
@@ -645,12 +646,12 @@ def _select_tile(tiles: Sequence[Entry], cubin_rules: tuple[str, ...], t: Target
     return Selection("fail", None, o, rules)
 
 
-def _closest_failure(judged, t: Target) -> Outcome | None:
+def _closest_failure(judged: Judged, t: Target) -> Outcome | None:
     """The most telling cubin failure: same major first, then the CC nearest below the GPU."""
     if not judged:
         return None
 
-    def key(eo):
+    def key(eo: tuple[Entry, Outcome]) -> tuple[bool, bool, int]:
         e = cc_of(eo[0])
         return e[0] == t.cc[0], e <= t.cc, -abs(eo[0].sm - t.gpu.sm)
 

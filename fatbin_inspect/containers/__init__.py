@@ -9,13 +9,17 @@ name; ``LAYOUTS`` and ``ARCHIVES`` say which reader opens each kind it names.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from fatbin_inspect.errors import InputError
 
 if TYPE_CHECKING:
+    from fatbin_inspect.containers.archives import MemberReader
+    from fatbin_inspect.containers.conda import CondaReader
+
+    ArchiveReader: TypeAlias = MemberReader | CondaReader  # the two share members(), owner(name)
     from fatbin_inspect.formats.binio import Blob
     from fatbin_inspect.formats.decompress import Budget
 
@@ -98,7 +102,7 @@ def _signatures() -> tuple[
 ]:
     """(the signatures, the tests worth trying for each first byte). Made at the
     first ``detect``, not at import: a warm scan, which asks nothing of a file, then imports no
-    parser (~4 ms of its start).
+    parser.
 
     The signatures are (format, the first bytes it can start with or None for any, test of the
     first bytes), in the order they are tried; ELF is told apart first. A scan asks this of every
@@ -170,13 +174,13 @@ def layout(kind: str, blob: Blob) -> Layout:
     return read(blob) if read is not None else Layout(kind, ())
 
 
-def _ar(blob: Blob, all_members: bool, budget: Budget):
+def _ar(blob: Blob, all_members: bool, budget: Budget) -> ArchiveReader:
     from fatbin_inspect.containers import archives
 
     return archives.MemberReader(archives.ar_members(blob), "ar")
 
 
-def _zip(blob: Blob, all_members: bool, budget: Budget):
+def _zip(blob: Blob, all_members: bool, budget: Budget) -> ArchiveReader:
     from fatbin_inspect.containers import archives, conda
 
     zf = archives.open_zip(blob.stream())
@@ -186,19 +190,21 @@ def _zip(blob: Blob, all_members: bool, budget: Budget):
     return archives.MemberReader(members, "zip")
 
 
-def _tar(blob: Blob, all_members: bool, budget: Budget):
+def _tar(blob: Blob, all_members: bool, budget: Budget) -> ArchiveReader:
     from fatbin_inspect.containers import archives
 
     return archives.MemberReader(archives.tar_members(blob, compressed=False, budget=budget), "tar")
 
 
-def _gzip(blob: Blob, all_members: bool, budget: Budget):
+def _gzip(blob: Blob, all_members: bool, budget: Budget) -> ArchiveReader:
     from fatbin_inspect.containers import archives
 
     return archives.MemberReader(archives.gzip_members(blob, budget), "tar")
 
 
-def _bzip2(blob: Blob, all_members: bool, budget: Budget):  # a conda package with info/index.json
+def _bzip2(
+    blob: Blob, all_members: bool, budget: Budget
+) -> ArchiveReader:  # a conda package with info/index.json
     from fatbin_inspect.containers import conda
 
     return conda.CondaReader(blob)
@@ -208,7 +214,7 @@ def _bzip2(blob: Blob, all_members: bool, budget: Budget):  # a conda package wi
 ARCHIVES = {"ar": _ar, "zip": _zip, "tar": _tar, "gzip": _gzip, "bzip2": _bzip2}
 
 
-def open_archive(kind: str, blob: Blob, all_members: bool, budget: Budget):
+def open_archive(kind: str, blob: Blob, all_members: bool, budget: Budget) -> ArchiveReader:
     """The member reader of an archive of ``kind`` (a key of ``ARCHIVES``); ``InputError`` when
     its directory does not read."""
     return ARCHIVES[kind](blob, all_members, budget)
@@ -223,7 +229,7 @@ def archive_format(kind: str) -> str:
 CUDA_LIB_PREFIXES = ("libcudart", "cudart", "libcuda.", "nvcuda", "libnvrtc", "nvrtc", "libcublas", "cublas")
 
 
-def cuda_needs(names) -> tuple[str, ...]:
+def cuda_needs(names: Iterable[str]) -> tuple[str, ...]:
     """Keep the linked libraries that tell which CUDA runtime a file needs."""
     out = []
     for n in names:
@@ -236,7 +242,7 @@ def cuda_needs(names) -> tuple[str, ...]:
 STATIC_CUDART_MARKER = b"/cudart.shm."
 
 
-def has_static_cudart(blob, needs: tuple[str, ...], skip=()) -> bool:
+def has_static_cudart(blob: Blob, needs: tuple[str, ...], skip: Iterable[tuple[int, int]] = ()) -> bool:
     """No cudart among the linked libraries, yet the static cudart's shared-memory name format
     (``/cudart.shm.``: in nvcc executables linked with ``-cudart static`` and in libcublasLt 13,
     absent from files that link libcudart dynamically) in the bytes. Found the same way in a file

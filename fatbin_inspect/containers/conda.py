@@ -47,7 +47,7 @@ def is_conda_zip(names: list[str]) -> bool:
     )
 
 
-def declared_cuda(index: dict) -> tuple[str | None, str | None]:
+def declared_cuda(index: dict[str, Any]) -> tuple[str | None, str | None]:
     """(CUDA version, evidence) from an ``index.json``: depends first, then the build string."""
     found = _depends_cuda(index.get("depends"))
     if found[0] is not None:
@@ -93,7 +93,7 @@ def _build_version(digits: str, minor: str | None) -> str | None:
     return None
 
 
-def package_of(index: dict) -> Package:
+def package_of(index: dict[str, Any]) -> Package:
     if not isinstance(index, dict) or not isinstance(index.get("name"), str):
         raise CorruptError("info/index.json names no package")
     cuda, source = declared_cuda(index)

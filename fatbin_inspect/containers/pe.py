@@ -11,6 +11,8 @@ zero-padded fatbins; ``-rdc`` code sits in ``__nv_rel``. Offsets are file offset
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from fatbin_inspect.containers import Layout, Region, cuda_needs
 from fatbin_inspect.errors import CorruptError, InputError
@@ -27,7 +29,7 @@ _OPT_DIRS = {0x10B: 92, 0x20B: 108}  # optional-header magic -> offset of Number
 _IMPORT_DIR = 1
 
 
-def _sections(blob: Blob, coff_off: int, string_table: bool):
+def _sections(blob: Blob, coff_off: int, string_table: bool) -> tuple[int, tuple[Region, ...]]:
     machine, nsec, _ts, symptr, nsyms, opt_size, _ch = blob.unpack(_COFF, coff_off, "COFF header")
     if nsec > MAX_SECTIONS:
         raise CorruptError(f"COFF header declares {nsec} sections", coff_off)
@@ -55,15 +57,21 @@ def _sections(blob: Blob, coff_off: int, string_table: bool):
     return machine, tuple(regions)
 
 
-def _section_spans(blob: Blob, coff_off: int):
-    """(VirtualAddress, VirtualSize, SizeOfRawData, PointerToRawData) of each section (the
-    header stores VirtualSize first, then VirtualAddress)."""
+class _SectionSpan(NamedTuple):
+    va: int  # VirtualAddress
+    vsize: int  # VirtualSize
+    raw_size: int  # SizeOfRawData
+    raw_ptr: int  # PointerToRawData
+
+
+def _section_spans(blob: Blob, coff_off: int) -> list[_SectionSpan]:
+    """Each section's span (the header stores VirtualSize first, then VirtualAddress)."""
     _machine, nsec, _ts, _symptr, _nsyms, opt_size, _ch = blob.unpack(_COFF, coff_off)
     table = coff_off + _COFF.size + opt_size
-    spans = []
+    spans: list[_SectionSpan] = []
     for i in range(nsec):
         _name, vsize, va, raw_size, raw_ptr, *_rest = blob.unpack(_SECTION, table + i * _SECTION.size)
-        spans.append((va, vsize, raw_size, raw_ptr))
+        spans.append(_SectionSpan(va, vsize, raw_size, raw_ptr))
     return spans
 
 
@@ -110,7 +118,12 @@ def coff_layout(blob: Blob) -> Layout:
     return Layout("coff", regions)
 
 
-def _imports(blob: Blob):
+def _text(name: str | bytes) -> str:
+    """lief gives a name it cannot decode as UTF-8 as bytes; each byte is kept as one character."""
+    return name if isinstance(name, str) else name.decode("latin-1")
+
+
+def _imports(blob: Blob) -> Sequence[str]:
     """Imported DLL names via lief (only called after the header checks above passed).
     A lief failure raises CorruptError: the caller keeps the fatbins and records the error."""
     try:
@@ -124,7 +137,7 @@ def _imports(blob: Blob):
             if hasattr(cfg, attr):
                 setattr(cfg, attr, False)
         binary = lief.PE.parse(blob.stream(), cfg)
-        names = None if binary is None else [imp.name for imp in binary.imports]
+        names = None if binary is None else [_text(imp.name) for imp in binary.imports]
     except Exception as exc:
         raise CorruptError(f"import table unreadable (lief: {type(exc).__name__}: {exc})") from None
     if names is None:

@@ -30,6 +30,7 @@ import os
 import re
 import urllib.parse
 from dataclasses import dataclass
+from typing import Any
 
 from fatbin_inspect.containers import http, oci
 from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded, UnreadableError, UsageError
@@ -103,7 +104,7 @@ def credentials(host: str) -> tuple[str, str] | str | None:
     return None
 
 
-def _auths(path: str) -> dict:
+def _auths(path: str) -> dict[str, Any]:
     """The ``auths`` of a Docker config file ({} when it cannot be read or has none)."""
     try:
         with open(path, "rb") as fh:
@@ -193,7 +194,7 @@ class RegistryStore:
                     client_id="fatbin-inspect",
                 )
             ).encode()
-            kw: dict = dict(
+            kw: dict[str, Any] = dict(
                 method="POST", body=body, headers={"Content-Type": "application/x-www-form-urlencoded"}
             )
         else:

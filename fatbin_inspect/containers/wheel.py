@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from fatbin_inspect.formats.model import Requirement as DeclaredRequirement
 
-if TYPE_CHECKING:  # PEP 508 parsing (10 ms to import) is loaded by the commands that read requirements
+if TYPE_CHECKING:  # PEP 508 parsing is imported by the commands that read requirements
     from packaging.requirements import Requirement
 
 
@@ -26,8 +26,8 @@ _RUNS = re.compile(r"[-_.]+")
 
 def canonicalize_name(name: str) -> str:
     """PEP 503's normalised name: ``packaging.utils.canonicalize_name`` without importing
-    ``packaging.utils``, which loads ``packaging.tags`` (14 ms, a sixteenth of a warm scan, that
-    names no wheel); a test holds the two equal."""
+    ``packaging.utils``, which loads ``packaging.tags`` (a warm scan names no wheel and need
+    not pay for it); a test holds the two equal."""
     return _RUNS.sub("-", name).lower()
 
 

@@ -19,7 +19,7 @@ _loaded = False
 def _libraries(name: str) -> Iterator[str]:
     """Where the C++ runtime ``name`` may be: its sonames first (``dlopen`` finds them as the
     linker would), then ``ctypes.util.find_library``, whose import and ``ldconfig -p`` subprocess
-    cost each worker process ~15 ms, only when those fail."""
+    cost each worker process start-up time, only when those fail."""
     yield f"lib{name}.so.6"
     yield f"lib{name}.so.1"
     from ctypes import util

@@ -17,7 +17,7 @@ Why not the alternatives: reading instead of mapping costs the file's size in me
 PTX must stay mapped, see docs/format.md); a child process per file costs a fork and a pickle
 of the records per file (list over site-packages: thousands); checking ``st_size`` before each
 access still races with the truncation. The guard costs one registration per mapped file
-(~2 us) and nothing per read; JVMs turn the same fault into an exception the same way.
+and nothing per read; JVMs turn the same fault into an exception the same way.
 """
 
 from __future__ import annotations

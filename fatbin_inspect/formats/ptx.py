@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import mmap
 
 # `[ \t]*`, not `\s*`, after `^`: `\s*` spans newlines, so every line start of a blank run would
-# rescan the whole run (64 KiB of newlines took 10 s). Numbers are capped at 6 digits: int() of a
+# rescan the whole run (quadratic in the run's length). Numbers are capped at 6 digits: int() of a
 # 5000-digit string raises ValueError.
 _VERSION = re.compile(rb"^[ \t\r\f\v]*\.version\s+(\d{1,6})\.(\d{1,6})(?!\d)", re.M)
 _TARGET = re.compile(rb"^[ \t\r\f\v]*\.target\s+([A-Za-z0-9_]+)", re.M)

@@ -134,7 +134,7 @@ RELEASE_STEP = 4 << 20
 
 
 # what glibc may keep free after a slice before it is trimmed: libtorch_cuda.so --kernels, a
-# trim after every slice re-faulted ~50k pages (0.1 s of CPU); untrimmed, a process kept at most
+# trim after every slice re-faulted tens of thousands of pages; untrimmed, a process kept at most
 # ~6 MB free (main arena up to 11 MB) and the tree's peak RSS was ~10 MB higher
 TRIM_OVER = 8 << 20
 

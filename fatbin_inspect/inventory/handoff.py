@@ -26,16 +26,15 @@ Scanned = tuple[list[Fatbin], list[InputError]]  # one piece's fatbins and error
 PieceScan = Callable[[str, int, list[Piece]], list[Scanned] | None]
 
 # hidden bytes that pay for a second process: forking it and taking its records back cost
-# ~10 ms; scanning libcublasLt.so.13's 196 MB of them (383 fatbins) ~0.2 s
+# far less than scanning this many (libcublasLt.so.13 has 196 MB of them, 383 fatbins)
 HAND_OFF_MIN = 64 << 20
 
 
 def hand_off(sizes: list[int], own: int) -> list[int]:
     """The indices of the hidden pieces (of ``sizes`` bytes) a second process scans while this
     one walks ``own`` bytes of fatbin sections: largest first, each to the side with less work
-    (walking a fatbin section costs about what scanning as many bytes does: libcublasLt's
-    139 MB 0.10 s, its 196 MB of hidden pieces 0.20 s); none unless that takes at least a quarter
-    of the work off the busier side (cuFFT's one 265 MB ``.ldata`` is not handed off whole)."""
+    (walking a fatbin section costs about what scanning as many bytes does); none unless that
+    takes at least a quarter of the work off the busier side (cuFFT's one 265 MB ``.ldata`` is not handed off whole)."""
     loads, away = [own, 0], []
     for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
         side = int(loads[1] < loads[0])
@@ -51,7 +50,7 @@ class HandOff:
     its own, their scans (``results``). A child that cannot be started, fails, or finds the file
     no longer the one mapped here leaves them to this process (``fallback``): the record is the
     same. A bare ``os.fork`` (Linux only; elsewhere nothing is handed off), not a
-    ``ProcessPoolExecutor``: importing and starting one took ~30 ms, a sixth of the scan it
+    ``ProcessPoolExecutor``: importing and starting one costs a large part of the scan it
     takes off this process (libcublasLt.so.13); the child has this process's modules and sends
     its results, pickled, down a pipe. It starts as the pool's workers do (``workers.init``:
     SIGINT blocked across the fork, then ignored; it dies with this process)."""

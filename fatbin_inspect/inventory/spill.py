@@ -29,8 +29,7 @@ KEEP = 2 << 20  # a slot holding more than this is emptied before it is written 
 # the most of a slice's bytes its slot takes; the rest is compressed (render.record_pieces.Packed).
 # Memory-file pages are in no process's RSS but are memory all the same: libtorch_cuda.so
 # --kernels json (one fatbin 11.5 MB of JSON, 39 over 1 MiB of 475), peak tree RSS + memory
-# files: uncapped 133 + 15 MB, 2 MiB 137 + 10 MB, 1 MiB 137 + 5 MB (the same CPU and wall,
-# 12 ABBA runs each: 4.37 s and 2.285 s against 4.365 s and 2.28 s)
+# files: uncapped 133 + 15 MB, 2 MiB 137 + 10 MB, 1 MiB 137 + 5 MB (the same CPU and wall time)
 CAP = 1 << 20
 PIECE = 1 << 20  # what Spilled.pieces reads at a time
 

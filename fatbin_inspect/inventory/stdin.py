@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fatbin_inspect.formats.binio import Blob
 
 MAX_STDIN_BYTES = 64 << 30  # a docker save of the largest real images is a few tens of GB
 # the free space a copy of standard input leaves in its temporary folder (for everyone else)
@@ -51,7 +55,7 @@ def stdin_limit(free: int) -> int:
     return max(0, min(MAX_STDIN_BYTES, free - STDIN_SPARE_BYTES))
 
 
-def stdin_blob(fd: int = 0):
+def stdin_blob(fd: int = 0) -> Blob:
     """Standard input (``docker save IMG | fatbin-inspect scan -``) as a ``Blob``: a pipe or a
     regular file only (``_stdin_kind``), and not empty. A regular file (``< image.tar``) is
     mapped where it is. A pipe cannot be: a ``docker save`` tar puts ``manifest.json`` (which

@@ -36,13 +36,18 @@ _SCANDIR_FD = os.scandir in os.supports_fd  # stat by name relative to an open f
 
 DANGLING = "symlink loop or dangling symlink: skipped"
 
+# (name, lstat or None, note) of one folder entry: see ``_entries``
+Entry = tuple[str, os.stat_result | None, str | None]
+# a folder being walked: (its entries, shown prefix, absolute prefix)
+_Open = tuple[Iterator[Entry], str, str]
 
-def _entries(d: str) -> list:
+
+def _entries(d: str) -> list[Entry]:
     """``[(name, lstat or None, note)]`` of a folder, sorted by name; ``note``: "symlink" (one
     that resolves: its target is scanned where it lives, or is outside the tree), ``DANGLING``,
     or why the entry could not be stat'ed. Each stat is taken relative to the open folder where
     the platform allows, so the kernel resolves one name per file, not the whole path."""
-    out: list[tuple[str, os.stat_result | None, str | None]] = []
+    out: list[Entry] = []
     fd = os.open(d, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)) if _SCANDIR_FD else None
     try:
         with os.scandir(d if fd is None else fd) as it:
@@ -77,7 +82,7 @@ def _special(path: str) -> str | None:
 # what ``iter_stat`` tells its ``listed`` of each folder it reaches: (the folder as shown, its
 # ``_entries``), or why it is not walked (a str), or None for an input that is not walked file by
 # file (an image layout folder; a root that is a regular file)
-Listed = Callable[[str, "list | str | None"], None]
+Listed = Callable[[str, "list[Entry] | str | None"], None]
 
 
 def _ignored(_folder: str, _entries: list | str | None) -> None:
@@ -99,7 +104,7 @@ def iter_stat(root: str, listed: Listed | None = None) -> Iterator[StatItem]:
     seen = set()
     S_ISREG, S_ISDIR, sep = stat.S_ISREG, stat.S_ISDIR, os.sep
 
-    def listing(d: str, ad: str, st=None):
+    def listing(d: str, ad: str, st: os.stat_result | None = None) -> _Open | str | None:
         """(entries iterator, shown prefix, absolute prefix), or why the folder is skipped (None:
         an OCI image layout, one input read as an image, not file by file). ``st``: the folder's
         stat, taken here when not given."""
@@ -133,6 +138,7 @@ def iter_stat(root: str, listed: Listed | None = None) -> Iterator[StatItem]:
                 if note != "symlink":
                     yield shown + name, prefix + name, None, note
                 continue  # a symlink's target is scanned where it lives, or is outside the tree
+            assert est is not None  # an entry without a note has its lstat (``_entries``)
             mode = est.st_mode
             if S_ISREG(mode):
                 yield shown + name, prefix + name, est, None

@@ -307,7 +307,7 @@ def _widen(conn: Connection) -> None:
     its default). A worker's answer is a slice's small fragments and where the rest lies in
     memory files: ~11 KB, at times ~0.7 MB (libtorch_cuda.so --kernels). With the default
     64 KiB, a worker blocked on its write while this process decoded a slice of its own: the
-    worker's idle time 0.32-0.36 s, with 1 MiB 0.07-0.08 s (2 CPUs). The kernel allocates a
+    worker sat idle far longer than with 1 MiB. The kernel allocates a
     pipe's pages as they are written, so an idle pipe costs nothing."""
     try:
         import fcntl

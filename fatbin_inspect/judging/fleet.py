@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 from fatbin_inspect.errors import UsageError
 
 if TYPE_CHECKING:  # the engine's data is loaded when a target is resolved, not when a command is built
-    from fatbin_inspect.compat.targets import Target
+    from fatbin_inspect.compat.targets import Compat, Driver, Gpu, Target
+    from fatbin_inspect.errors import InputError
 
 ENTRY_KEYS = {"name", "gpu", "driver", "host_arch", "env"}
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -65,7 +66,7 @@ def _field(doc: Any, key: str, kind: type | tuple[type, ...], path: str, where: 
     return value
 
 
-def _stack(doc: dict, path: str) -> dict:
+def _stack(doc: dict[str, Any], path: str) -> dict[str, Any]:
     """A doctor report's ``stack`` with its ``gpus`` list; a UsageError for anything else."""
     stack = doc.get("stack")
     if not isinstance(stack, dict) or not isinstance(stack.get("gpus", []), list):
@@ -75,7 +76,9 @@ def _stack(doc: dict, path: str) -> dict:
     return stack
 
 
-def _doctor_targets(doc: dict, path: str, default_driver: str | None, warn) -> list[Target]:
+def _doctor_targets(
+    doc: dict[str, Any], path: str, default_driver: str | None, warn: Callable[[str], None]
+) -> list[Target]:
     """One target per distinct GPU model of a doctor report, on its driver, named by its host."""
     stack = _stack(doc, path)
     host: str = _field(stack, "host", str, path, "stack") or _host_of(path)
@@ -113,7 +116,7 @@ def _doctor_driver(kdrv: Any, udrv: Any, path: str) -> str | None:
     return version or build
 
 
-def _doctor_gpu(g: Any, path: str, i: int):
+def _doctor_gpu(g: Any, path: str, i: int) -> Gpu:
     """The GPU of ``stack.gpus[i]``: its compute capability, named as NVML named it."""
     from fatbin_inspect.compat import data
     from fatbin_inspect.compat.targets import gpu_for_cc
@@ -175,7 +178,7 @@ def _env_pairs(value: Any, here: str) -> list[tuple[Any, Any]]:
     return [tuple(p.split("=", 1)) for p in value]
 
 
-def _doctor_compat(udrv: Any, kdrv: Any, where: str):
+def _doctor_compat(udrv: Any, kdrv: Any, where: str) -> Compat | None:
     """The cuda-compat package a doctor report's libcuda came from (its folder and build)."""
     from fatbin_inspect.compat.targets import resolve_compat
     from fatbin_inspect.system.stack import UserDriver, compat_package
@@ -198,7 +201,7 @@ def _doctor_compat(udrv: Any, kdrv: Any, where: str):
         return None
 
 
-def _driver(version: str | None, where: str):
+def _driver(version: str | None, where: str) -> Driver:
     from fatbin_inspect.compat.targets import resolve_driver
 
     try:
@@ -214,7 +217,9 @@ def _entry_targets(entries: Any, where: str, default_driver: str | None) -> list
     return [_entry_target(e, f"{where}: targets[{i}]", default_driver) for i, e in enumerate(entries)]
 
 
-def _entry_fields(e: dict, here: str, default_driver: str | None) -> tuple[str, str | None, str | int | None]:
+def _entry_fields(
+    e: dict[str, Any], here: str, default_driver: str | None
+) -> tuple[str, str | None, str | int | None]:
     """(gpu, name, driver) of an entry, each of its kind."""
     gpu, name, driver = e.get("gpu"), e.get("name"), e.get("driver", default_driver)
     if not isinstance(gpu, str) or not gpu.strip():
@@ -279,7 +284,9 @@ def read_targets(
     return _toml_targets(text, path, default_driver, json_error)
 
 
-def _toml_targets(text: str, path: str, default_driver: str | None, json_error) -> list[Target]:
+def _toml_targets(
+    text: str, path: str, default_driver: str | None, json_error: InputError | None
+) -> list[Target]:
     """The targets of a fleet TOML file (``json_error``: why it did not read as JSON, if it
     looked like JSON: that error is the one to give when it is no TOML either)."""
     from fatbin_inspect.errors import InputError
@@ -301,14 +308,16 @@ def _toml_targets(text: str, path: str, default_driver: str | None, json_error) 
     return _entry_targets(entries, path, default_driver)
 
 
-def _at(path: str, exc) -> str:
+def _at(path: str, exc: InputError) -> str:
     """``PATH at offset 0x..: message`` of an ``InputError`` about a targets file."""
     if exc.offset is None:
         return f"{path}: {exc.message}"
     return f"{path} at offset {exc.offset:#x}: {exc.message}"
 
 
-def _json_targets(doc: Any, path: str, default_driver: str | None, warn) -> list[Target]:
+def _json_targets(
+    doc: Any, path: str, default_driver: str | None, warn: Callable[[str], None]
+) -> list[Target]:
     out: list[Target] = []
     for d in doc if isinstance(doc, list) else [doc]:
         if isinstance(d, dict) and "targets" in d and "stack" not in d:
@@ -320,7 +329,7 @@ def _json_targets(doc: Any, path: str, default_driver: str | None, warn) -> list
     return out
 
 
-def _judged_as(t: Target) -> tuple:
+def _judged_as(t: Target) -> tuple[object, ...]:
     """What the engine reads of a target: two nodes alike in these get the same verdicts, however
     their GPU was named (``H100`` in a fleet TOML, ``NVIDIA H100 80GB HBM3`` in a doctor report)."""
     from fatbin_inspect.compat import data
@@ -334,7 +343,7 @@ def _judged_as(t: Target) -> tuple:
 def merge(targets: Iterable[Target]) -> tuple[Target, ...]:
     """One target per judged GPU, driver and switches (``_judged_as``), naming every host that
     has it and every product name it was given as (first-seen order: the first name labels it)."""
-    groups: dict[tuple, tuple[Target, set[str], list[str]]] = {}
+    groups: dict[tuple[object, ...], tuple[Target, set[str], list[str]]] = {}
     for t in targets:
         first, hosts, names = groups.setdefault(_judged_as(t), (t, set(), []))
         hosts.update(t.hosts)

@@ -14,6 +14,7 @@ from fatbin_inspect.judging.needs import Needs
 from fatbin_inspect.judging.torch import torch_reference
 
 if TYPE_CHECKING:
+    from fatbin_inspect.compat.runtime import RuntimeNeed
     from fatbin_inspect.compat.targets import Target
     from fatbin_inspect.formats.model import FileReport
     from fatbin_inspect.release.findings import FindingsReport
@@ -48,12 +49,13 @@ def gate_context(
     return Context(wheel_rts, frozenset(named), torch_rt, runtimes)
 
 
-def _wheel_runtimes(paths: list[str]) -> tuple[dict, set[str]]:
+def _wheel_runtimes(paths: list[str]) -> tuple[dict[str, RuntimeNeed], set[str]]:
     """The runtime each wheel's requirements name (R-RT 4), and the wheels that name CUDA (in
     their requirements or their name)."""
     from fatbin_inspect.judging.verdicts import is_wheel, wheel_runtime
 
-    wheel_rts, named = {}, set()
+    wheel_rts: dict[str, RuntimeNeed] = {}
+    named: set[str] = set()
     for w in filter(is_wheel, paths):
         rt = wheel_runtime(w)
         if rt is not None:

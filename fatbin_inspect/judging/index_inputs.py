@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from fatbin_inspect.compat.targets import Target
     from fatbin_inspect.containers.index.transport import Transport
     from fatbin_inspect.inventory.options import Options
+    from fatbin_inspect.scanning.cache import ScanCache
 
 REQUIREMENT_PREFIX = "-r:"  # how a -r FILE travels among the paths: "-r:requirements.txt"
 FACTS_KIND = "index-facts"
@@ -209,7 +210,7 @@ class IndexSource:
             return None
         return reply.body.decode("utf-8", "replace")
 
-    def _cache(self, opts: Options):  # -> ScanCache | None
+    def _cache(self, opts: Options) -> ScanCache | None:
         if self.no_cache:
             return None
         from fatbin_inspect.scanning import options_fingerprint

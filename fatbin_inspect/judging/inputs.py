@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fatbin_inspect.errors import UsageError
 from fatbin_inspect.formats.model import ARCHIVE_FORMATS, FileError, FileReport
@@ -13,6 +13,9 @@ from fatbin_inspect.inventory import member_path
 from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.inventory.reader import inspect_path
 from fatbin_inspect.inventory.walk import StatItem, iter_files, iter_stat
+
+if TYPE_CHECKING:
+    from fatbin_inspect.scanning.cache import Key
 
 Progress = Callable[[int, int, int], None]
 
@@ -118,7 +121,7 @@ class RecordCache:
             self.cache.put(apath, key, records, base=path)
         yield from records
 
-    def _hit(self, path: str, apath: str, key) -> tuple[FileReport, ...] | None:
+    def _hit(self, path: str, apath: str, key: Key) -> tuple[FileReport, ...] | None:
         """The cached records of ``apath`` shown on ``path``; None on a miss."""
         from fatbin_inspect.scanning.cache import MISS
 
@@ -141,7 +144,7 @@ def _regular(path: str, st: os.stat_result | None) -> os.stat_result | None:
     return st if stat.S_ISREG(st.st_mode) else None
 
 
-def _same_stat(path: str, key) -> bool:
+def _same_stat(path: str, key: Key) -> bool:
     """The file's stat key is still ``key`` (it did not change while read)."""
     from fatbin_inspect.scanning.cache import stat_key
 

@@ -12,7 +12,7 @@ from fatbin_inspect.inventory.options import Options
 from fatbin_inspect.judging.inputs import iter_pieces, iter_reports
 from fatbin_inspect.judging.needs import Needs
 
-if TYPE_CHECKING:  # the engine is imported only when there are targets (a plain listing: ~20 ms)
+if TYPE_CHECKING:  # the engine is imported only when there are targets (not by a plain listing)
     from fatbin_inspect.compat.engine import FileVerdict
     from fatbin_inspect.compat.targets import Target
 

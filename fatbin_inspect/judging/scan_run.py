@@ -28,7 +28,7 @@ class ScanRun:
     # the engine's verdicts of each file with device code (one per target): the findings of the
     # HTML report, the SBOM's verdicts and FBI017 are made of them
     engine: Mapping[str, list[FileVerdict]]
-    roll_up: Callable[[Sequence[str]], list] | None
+    roll_up: Callable[[Sequence[str]], list[Verdict]] | None
     seconds: float  # wall time of the scan itself (the table's summary line says it)
     # the error records of packages asked of an index (missing release, sdist only, unreachable
     # index, hash mismatch): the command exits 2 for them, as ``check`` does
@@ -153,7 +153,7 @@ def run_scan(
         result = dataclasses.replace(result, reports=tuple(reports), stats=stats)
     seconds = time.monotonic() - start
     verdicts: dict[str, Sequence[Verdict]] | None = None
-    roll_up: Callable[[Sequence[str]], list] | None = None
+    roll_up: Callable[[Sequence[str]], list[Verdict]] | None = None
     engine_vs: dict[str, list[FileVerdict]] = {}
     if targets:
         from fatbin_inspect.judging.torch import environment_runtime

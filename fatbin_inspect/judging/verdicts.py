@@ -8,13 +8,13 @@ from __future__ import annotations
 import os
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from fatbin_inspect.compat import runtime
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import Target
-from fatbin_inspect.compat.verdict import FileVerdict
+from fatbin_inspect.compat.verdict import FatbinVerdict, FileVerdict
 from fatbin_inspect.formats.model import ARCHIVE_FORMATS, FileReport
 from fatbin_inspect.inventory import member_path
 from fatbin_inspect.inventory.options import Options
@@ -163,7 +163,7 @@ def name_gap_kernels(report: FileReport, verdicts: list[FileVerdict]) -> list[Fi
     return [gap_kernels.named(v, kernels_at) for v in verdicts]
 
 
-def _unnamed_gaps(v: FileVerdict) -> list:
+def _unnamed_gaps(v: FileVerdict) -> list[FatbinVerdict]:
     """The gap fatbins of ``v`` whose kernels are not known yet."""
     from fatbin_inspect.compat import gap_kernels
 
@@ -221,12 +221,18 @@ def _with_index_inputs(
             yield from ((r, groups[fetched.platform.arch]) for r in fetched.records)
 
 
+class DistributionVerdicts(NamedTuple):
+    per_file: dict[str, Sequence[Verdict]]  # path -> one coverage verdict per target
+    roll_up: Callable[[Sequence[str]], list[Verdict]]  # the files of a row -> its verdict per target
+    engine: dict[str, list[FileVerdict]]  # path -> the engine's verdict per target
+
+
 def distribution_verdicts(
     reports: Sequence[FileReport],
     targets: Sequence[Target],
     env_runtime: tuple[int, ...] | None,
     on: Mapping[str, Sequence[Target]] | None = None,
-) -> tuple[dict[str, list[Verdict]], Callable[[Sequence[str]], list[Verdict]], dict[str, list[FileVerdict]]]:
+) -> DistributionVerdicts:
     """Per-file engine verdicts as coverage ``Verdict`` records, the roll-up of a row's files
     (R-UNIT, R-VARIANT by ``env_runtime``), and the engine's verdicts themselves (path -> one per
     target it was judged on). ``on``: the targets a record is judged on where not all (a wheel
@@ -252,6 +258,8 @@ def distribution_verdicts(
             out.append(verdict_of(u, u.path))
         return out
 
-    per_file = {p: [verdict_of(v, p) if v else NOT_INSTALLED for v in vs] for p, vs in aligned.items()}
+    per_file: dict[str, Sequence[Verdict]] = {
+        p: [verdict_of(v, p) if v else NOT_INSTALLED for v in vs] for p, vs in aligned.items()
+    }
     engine_vs = {p: [v for v in vs if v is not None] for p, vs in aligned.items()}
-    return per_file, roll_up, engine_vs
+    return DistributionVerdicts(per_file, roll_up, engine_vs)

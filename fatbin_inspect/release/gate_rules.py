@@ -173,7 +173,7 @@ def _arch_specific_only(
         )
 
 
-def _only_arch_specific(v: verdict.FileVerdict) -> list:
+def _only_arch_specific(v: verdict.FileVerdict) -> list[verdict.FatbinVerdict]:
     """The fatbins that load natively only by arch-specific code, when none loads general code
     (beside general code for the target they are specialised kernels, cuBLASLt's sm_90a ones)."""
     if any(f.general_native for f in v.fatbins if f.ignored is None):

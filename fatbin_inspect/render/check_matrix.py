@@ -9,7 +9,7 @@ line), each partially covered cell, what each JIT costs (R-JIT-COST), and the as
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from rich.console import RenderableType
 from rich.table import Table
@@ -250,7 +250,7 @@ def _table(
     return _banded(head, titles, widths, cells, cut)
 
 
-def _longest_piece(paths, cut: int) -> int:
+def _longest_piece(paths: Iterable[str], cut: int) -> int:
     """The widest piece a path wraps into (a component and its ``/`` or ``!``)."""
     return max(len(piece) for p in paths for piece in _PATH_PIECES.findall(p[cut:]) or [""])
 

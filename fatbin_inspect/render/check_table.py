@@ -125,7 +125,7 @@ def coverage_lines(v: FileVerdict) -> list:
     return out
 
 
-def _kernels_only_line(ks: Sequence[str], what: str):
+def _kernels_only_line(ks: Sequence[str], what: str) -> Hanging:
     names = ", ".join(demangle(k) or k for k in ks[:3])
     more = f" … {len(ks) - 3} more" if len(ks) > 3 else ""
     n = len(ks)
@@ -149,7 +149,7 @@ def render_check(
     return render(out, color, width)
 
 
-def verdict_counts(verdicts) -> str:
+def verdict_counts(verdicts: Sequence[FileVerdict]) -> str:
     """'3 native, 1 jit, 0 fail, 2 without device code' (link-time only when there are some)."""
     c = {k: sum(1 for v in verdicts if v.verdict == k) for k in STYLE}
     link = f", {c['link-time']} link-time" if c["link-time"] else ""

@@ -1,7 +1,7 @@
 """``--format cyclonedx``: a ``judging.sbom.Sbom`` as a CycloneDX 1.6 JSON document (docs/sbom.md).
 
-Written with cyclonedx-python-lib (the ``sbom`` extra), imported only here: it takes about 0.4 s
-to import, which no other format pays. One component per package (a ``pkg:pypi`` or
+Written with cyclonedx-python-lib (the ``sbom`` extra), imported only here: its import is slow,
+and no other format pays for it. One component per package (a ``pkg:pypi`` or
 ``pkg:conda`` purl) holding one nested ``file`` component per CUDA file; files no package claims
 are top-level components. The CUDA facts are properties named ``fatbin-inspect:...``.
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 
 from cyclonedx.model import HashAlgorithm, HashType, Property
@@ -30,7 +31,7 @@ from cyclonedx.model.tool import ToolRepository
 from cyclonedx.output.json import JsonV1Dot6
 from packageurl import PackageURL
 
-from fatbin_inspect.formats.model import KIND_LTOIR, KIND_PTX, KIND_SASS
+from fatbin_inspect.formats.model import KIND_LTOIR, KIND_PTX, KIND_SASS, FileReport
 from fatbin_inspect.inventory import member_path
 from fatbin_inspect.judging.sbom import Sbom, SbomFile, SbomPackage
 from fatbin_inspect.render.escape import hex_if_not_utf8, utf8, utf8_json
@@ -42,21 +43,21 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _SERIAL_NAMESPACE = uuid.UUID("6c1e5b0e-4f0a-5a52-9d3c-2f6b3c1d7e11")  # fatbin-inspect's own, fixed
 
 
-def _props(pairs) -> list[Property]:
+def _props(pairs: Iterable[tuple[str, str | None]]) -> list[Property]:
     return [Property(name=NS + k, value=v) for k, v in pairs if v not in (None, "")]
 
 
-def _arch_list(report, kind: str) -> str:
+def _arch_list(report: FileReport, kind: str) -> str:
     arches = {(e.sm, e.variant, e.arch) for e in report.entries if e.kind == kind}
     return ",".join(a for _sm, _v, a in sorted(arches))
 
 
-def _isa_list(report) -> str:
+def _isa_list(report: FileReport) -> str:
     isas = {e.code_version for e in report.entries if e.kind == KIND_PTX}
     return ",".join(f"{a}.{b}" for a, b in sorted(isas))
 
 
-def _verdict_props(labels, verdicts: tuple[Verdict, ...]) -> list[tuple[str, str | None]]:
+def _verdict_props(labels: Sequence[str], verdicts: tuple[Verdict, ...]) -> list[tuple[str, str | None]]:
     out: list[tuple[str, str | None]] = []
     for label, v in zip(labels, verdicts):
         out.append((f"verdict:{label}", v.verdict))
@@ -75,7 +76,7 @@ def _gate_props(f: SbomFile) -> list[tuple[str, str | None]]:
     return out + [(f"gate:{t}", outcome(t)) for t in dict.fromkeys(f.checked)]
 
 
-def _file_component(f: SbomFile, labels, ref: str) -> Component:
+def _file_component(f: SbomFile, labels: Sequence[str], ref: str) -> Component:
     r = f.report
     rt = f.runtime
     pairs: list[tuple[str, str | None]] = [
@@ -115,7 +116,7 @@ def _purl(p: SbomPackage) -> PackageURL:
     )
 
 
-def _package_component(p: SbomPackage, labels, files: list[Component]) -> Component:
+def _package_component(p: SbomPackage, labels: Sequence[str], files: list[Component]) -> Component:
     purl = _purl(p)
     declared = next((f.report.package.cuda for f in p.files if f.report.package is not None), None)
     pairs = [("declared-cuda", declared), *_verdict_props(labels, p.verdicts)]

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from rich.text import Text
 
-from fatbin_inspect.formats.model import ARCHIVE_FORMATS, Entry, FileReport
+from fatbin_inspect.formats.model import ARCHIVE_FORMATS, CubinInfo, Entry, FileReport, Kernel
 from fatbin_inspect.render import escape
 from fatbin_inspect.render.console import (
     Hanging,
@@ -23,7 +23,7 @@ from fatbin_inspect.render.wording import plural
 ENTRY_ROWS_AUTO = 40  # files with at most this many entries are listed entry by entry
 
 
-def _arch_key(e: Entry):
+def _arch_key(e: Entry) -> tuple[int, int, str]:
     order = {"sass": 0, "ptx": 1, "ltoir": 2}.get(e.kind, 3)
     return (order, e.sm, e.variant)
 
@@ -98,7 +98,7 @@ def _details(e: Entry) -> str:
     return " ".join(words(e) for shown, words in _DETAILS if shown(e))
 
 
-def _cubin_details(c) -> str:
+def _cubin_details(c: CubinInfo) -> str:
     return " ".join(
         [
             f"abi{c.elf_abi} {c.elf_type}",
@@ -108,7 +108,7 @@ def _cubin_details(c) -> str:
     )
 
 
-def _kernel_line(k) -> Text:
+def _kernel_line(k: Kernel) -> Text:
     res = []
     if k.registers is not None:
         res.append(f"REG:{k.registers}")

@@ -42,12 +42,11 @@ HEADS_MAX = 512
 
 def kernels_json(kernels: tuple[Kernel, ...]) -> str:
     """``json.dumps([kernel_dict(k) for k in kernels], separators=(",", ":"))``, byte for byte,
-    faster: written with the C string encoder ``json.dumps`` uses, without a dict per kernel
-    (3.1 against 4.2 us a kernel), each name and its demangled form encoded once (a quarter of
-    libtorch_cuda.so's 145k kernels: 0.11 s against 0.17 s without that), the most of
+    faster: written with the C string encoder ``json.dumps`` uses, without a dict per kernel,
+    each name and its demangled form encoded once, the most of
     ``list --kernels --format json``'s encoding. A kernel with every field and a 3-value
-    ``max_threads`` is one f-string, as one without it: 1.7-2.7 against 2.0-3.5 us over 8,138
-    of libtorch_cuda.so's kernels, the two alternating in one process. The text is already
+    ``max_threads`` is one f-string, as one without it (one f-string is faster than building
+    the pieces). The text is already
     ``escape.utf8_json``'s: each name's head passes through it when encoded (a scan of the
     whole text after was 2.6 % of ``list --kernels --format json``'s CPU on libtorch_cuda.so).
     Each field written as ``kernel_dict`` writes it: tests/formats/test_cubin_fast_paths.py compares
@@ -153,7 +152,7 @@ def entry_dict(e: Entry, with_kernels: bool = True) -> dict[str, Any]:
 def entry_pretty(e: Entry, ind: str) -> str | None:
     """``json_encode.pretty(entry_dict(e))`` at the depth whose keys' lines start with ``ind`` (a
     newline and spaces), byte for byte, before ``escape.utf8_json``; None for an entry with a
-    decoded cubin or kernels (left to ``pretty``). One f-string per entry: ~10x faster than the
+    decoded cubin or kernels (left to ``pretty``). One f-string per entry: much faster than the
     dict and the general encoder (a scan's cold JSON of the six wheels' 37,500 entries was as
     much CPU as parsing them). Each field written as ``entry_dict`` writes it:
     tests/render/test_render_fast_paths.py compares the two."""

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fatbin_inspect.render.json_encode import to_json
 from fatbin_inspect.render.jsondump import SCHEMA_VERSION, tool
 from fatbin_inspect.render.record_json import file_dict, writes_fields
-from fatbin_inspect.scanning.coverage import Coverage, Row, Verdict
+from fatbin_inspect.scanning.coverage import Coverage, FileSummary, Row, Verdict
 from fatbin_inspect.scanning.images import image_views
+
+if TYPE_CHECKING:
+    from fatbin_inspect.formats.model import Fatbin, FileReport
+    from fatbin_inspect.scanning import ScanResult
 
 
 def row_dict(cov: Coverage, row: Row) -> dict[str, Any]:
@@ -52,7 +56,7 @@ def coverage_dict(cov: Coverage) -> dict[str, Any]:
 
 
 def scan_document(
-    result,
+    result: ScanResult,
     cov: Coverage,
     seconds: float,
     targets: Sequence[dict[str, Any]] | None = None,
@@ -84,7 +88,7 @@ def scan_document(
 _HEAD_END = '\n      "distribution": null'  # the last field the scan fills in (path ... distribution)
 
 
-def file_rest(report) -> bytes:
+def file_rest(report: FileReport) -> bytes:
     """A ``files[]`` element of the scan document as ``jsondump.write`` places it (depth 2), from
     the field after ``distribution`` on: the scan cache keeps these bytes, the path and distribution (which
     depend on how and where the scan was run) are put in front by ``file_text``. Module-level: the
@@ -97,7 +101,9 @@ def file_rest(report) -> bytes:
     return text[text.index(_HEAD_END) + len(_HEAD_END) :].encode()
 
 
-def file_rest_parts(report, fatbins) -> tuple[bytes, bytes, bytes, list[bytes]] | None:
+def file_rest_parts(
+    report: FileReport, fatbins: Sequence[Fatbin]
+) -> tuple[bytes, bytes, bytes, list[bytes]] | None:
     """``file_rest`` in parts, for a file whose fatbins several workers encode: (before, after,
     separator) from ``report`` (its own fatbins aside) and the items of ``fatbins``; for a file
     with at least one fatbin ``file_rest`` is ``before + separator.join(items) + after``, whether
@@ -121,7 +127,7 @@ def file_rest_parts(report, fatbins) -> tuple[bytes, bytes, bytes, list[bytes]] 
     return before, after, sep.encode(), [item.encode() for item in items]
 
 
-def file_text(summary, rest: bytes) -> tuple[bytes, bytes]:
+def file_text(summary: FileSummary | FileReport, rest: bytes) -> tuple[bytes, bytes]:
     """The whole element, in two pieces (a 23 MB record is not copied to put its head in front):
     ``summary`` (a ``FileSummary``) gives path, format, size, distribution; ``rest`` the rest."""
 
@@ -132,10 +138,13 @@ def file_text(summary, rest: bytes) -> tuple[bytes, bytes]:
     return head.encode(), rest
 
 
-def scan_stream_document(result, cov: Coverage, seconds: float, targets=None) -> dict[str, Any]:
+def scan_stream_document(
+    result: ScanResult, cov: Coverage, seconds: float, targets: Sequence[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """``scan_document`` with ``files`` streamed from ``result.texts`` (a scan with an encoder)."""
     from fatbin_inspect.render.jsondump import Items
 
+    assert result.texts is not None  # the caller's scan had an encoder
     images = image_views(result.images, result.reports)
     doc = scan_document(dataclasses.replace(result, reports=()), cov, seconds, targets, images)
     doc["files"] = Items(

@@ -17,7 +17,7 @@ from rich.text import Text
 from fatbin_inspect.render import escape
 from fatbin_inspect.render.console import Hanging, hang, human, render
 from fatbin_inspect.render.wording import plural
-from fatbin_inspect.scanning.coverage import NONE, PTX, SASS, Cell, Coverage, Row, describe
+from fatbin_inspect.scanning.coverage import NONE, PTX, SASS, Cell, Coverage, Row, Verdict, describe
 
 _CELL_STYLE = {SASS: "green", PTX: "yellow", NONE: "dim"}
 _VERDICT_STYLE = {"native": "green", "jit": "yellow", "fail": "bold red", "no-device-code": "dim"}
@@ -41,7 +41,7 @@ def _sass_label(sass: Sequence[str]) -> str:
     return "SASS" if plain or not suffixes else "SASS " + "".join(sorted(suffixes))
 
 
-def _verdict_text(v) -> Text:
+def _verdict_text(v: Verdict | None) -> Text:
     if v is None:
         return Text("")
     word = v.verdict if not v.error else f"{v.verdict} {v.error.split()[0]}"
@@ -262,7 +262,7 @@ def _layer_lines(lay: dict, i: int, n: int) -> list:
     ]
 
 
-def attention(row: Row, v, sm: int | None) -> str:
+def attention(row: Row, v: Verdict, sm: int | None) -> str:
     """Why a row needs attention, from the file that decided it (never a fact of the whole row
     that could contradict the verdict), with the variant picked and the files set aside."""
     err = f" ({v.error})" if v.error else ""
@@ -273,7 +273,7 @@ def attention(row: Row, v, sm: int | None) -> str:
     return text
 
 
-def _attention(cov: Coverage, i: int, sm: int | None) -> list:
+def _attention(cov: Coverage, i: int, sm: int | None) -> list[Hanging]:
     """One line per row that does not run natively on target ``i``, with why."""
     lines = []
     for row in cov.rows:

@@ -6,7 +6,7 @@ Field names follow the record attributes; fields are only ever added.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fatbin_inspect.render import jsondump
 from fatbin_inspect.render.jsondump import SCHEMA_VERSION, tool
@@ -20,8 +20,11 @@ from fatbin_inspect.verify.compare import (
     summary,
 )
 
+if TYPE_CHECKING:
+    from fatbin_inspect.verify.runner import LoadResult
 
-def _load(r) -> dict[str, Any] | None:
+
+def _load(r: LoadResult | None) -> dict[str, Any] | None:
     if r is None:
         return None
     d = dataclasses.asdict(r)

@@ -14,7 +14,7 @@ data only, never code:
   packed (``pack_text``: printable ASCII and newlines only), and its frame then carries zstd's
   content checksum (XXH64), which libzstd verifies as it unpacks; a text is accepted back only
   from a frame with a checksum, so the bytes a warm scan copies are the bytes that were checked
-  (a warm scan of 35 MB of texts: ~4 ms of checksum where checking each byte again took 25 ms).
+  (checking each byte again would cost a warm scan several times the checksum).
   Each text is also ASCII without ESC when read (a row some other writer made cannot put an
   escape sequence on a terminal).
 
@@ -22,8 +22,8 @@ Each record's data and text is one zstd frame (level 1, its content size in the 
 packed by the worker that encoded the record (``pack``), so a 23 MB record crosses the pipe to
 the scan as 0.5 MB; a row holds its records' frames back to back, with ``[frame bytes, bytes]``
 of each beside them (``records_at``, ``texts_at``). The scan document's 33 MB of texts over six
-wheels are 0.7 MB so, packed in 16 ms and unpacked in 19 ms, where SQLite took 0.2 s to write
-them whole. A frame is unpacked only when its header declares the size the row gives (at most
+wheels are 0.7 MB so, packed and unpacked in less time than SQLite took to write them whole.
+A frame is unpacked only when its header declares the size the row gives (at most
 ``MAX_UNPACKED``), so a row cannot make a scan allocate more than it says.
 
 A row that does not validate (wrong shapes or types, lengths that do not add up) is a miss. The
@@ -36,16 +36,21 @@ rows. Any cache failure (read-only dir, corrupt file, locked) degrades to a miss
 
 from __future__ import annotations
 
+import enum
 import json
 import operator
 import os
 import sqlite3
 import stat
 import sys
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from fatbin_inspect.version import __version__
+
+if TYPE_CHECKING:
+    from fatbin_inspect.formats.model import Fatbin, FileReport
+    from fatbin_inspect.scanning.coverage import FileSummary
 
 # 3: static_cudart, relocatable; 4: members by content, conda; 5: data rows; 6: fatbin counts;
 # 7: records and texts zstd-packed; 8: one frame per record, packed by the worker; 9: a table
@@ -64,7 +69,17 @@ COMMIT_EVERY = 4096  # rows per statement and commit (a cold scan of 15,000 file
 COMMIT_BYTES = 64 << 20  # or fewer, when their packed data and texts reach this
 
 Key = tuple[int, int, int, int, int]  # (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)
-MISS = object()  # ``get`` on an absent, stale or invalid row
+
+
+class Miss(enum.Enum):
+    """The type of ``MISS`` (an enum member: mypy narrows ``x is MISS``, and it pickles as itself)."""
+
+    MISS = "miss"
+
+
+MISS: Final = Miss.MISS  # ``get`` on an absent, stale or invalid row
+# (summary as data, record data ``pack``ed or None) of one record: ``encode_record``
+EncodedRecord = tuple[list[Any], bytes | None]
 # bytes a stored text may hold: an encoder writes ASCII JSON (``ensure_ascii``), so nothing a
 # hostile row could hold reaches a terminal as a control sequence
 _TEXT_BYTES = bytes(range(0x20, 0x7F)) + b"\n"
@@ -311,21 +326,21 @@ class Hit:
 
     __slots__ = ("_cache", "_key", "path", "summary")
 
-    def __init__(self, cache: ScanCache, key: bytes, path: str, summary: list):
+    def __init__(self, cache: ScanCache, key: bytes, path: str, summary: list[list[Any]]) -> None:
         # the checked summary items (``summaries_from`` makes them records)
         self._cache, self._key, self.path, self.summary = cache, key, path, summary
 
-    def _row(self, columns: str):
+    def _row(self, columns: str) -> tuple[Any, ...] | None:
         """The ``columns`` of this row (path and options), or None."""
         return self._cache._query(
             f"SELECT {columns} FROM files WHERE path=? AND options=?", (self._key, self._cache.options)
         )
 
-    def summaries(self, shown: str) -> tuple:
+    def summaries(self, shown: str) -> tuple[FileSummary, ...]:
         """The row's ``coverage.FileSummary`` records on the path ``shown``."""
         return summaries_from(self.summary, shown)
 
-    def reports(self, shown: str) -> tuple | Any:
+    def reports(self, shown: str) -> tuple[FileReport, ...] | Miss:
         """The full records rebased on ``shown``, or ``MISS``."""
         from fatbin_inspect.scanning.record_data import report_from_data
 
@@ -444,7 +459,7 @@ class ScanCache:
     def enabled(self) -> bool:
         return self._db is not None
 
-    def _query(self, sql: str, args: tuple):
+    def _query(self, sql: str, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
         if self._db is None:
             return None
         try:
@@ -503,7 +518,7 @@ class ScanCache:
         except sqlite3.Error:
             self._db = None
 
-    def get(self, path: str, key: Key):
+    def get(self, path: str, key: Key) -> Hit | Miss | None:
         """``Hit`` for a valid row of a file with device code, None for one without, else ``MISS``."""
         if self._db is None:
             return MISS
@@ -526,7 +541,7 @@ class ScanCache:
         self,
         path: str,
         key: Key,
-        records,
+        records: Iterable[FileReport] | None,
         texts: list[bytes] | None = None,
         base: str | None = None,
     ) -> None:
@@ -544,7 +559,9 @@ class ScanCache:
             return
         self.put_encoded(path, key, encoded, texts)
 
-    def put_encoded(self, path: str, key: Key, encoded, texts: list[bytes] | None = None) -> None:
+    def put_encoded(
+        self, path: str, key: Key, encoded: Sequence[EncodedRecord] | None, texts: list[bytes] | None = None
+    ) -> None:
         """``put`` of records already turned into ``encode_record`` pairs (by a worker), the
         texts ``pack``ed. A pair without its data (a scan that keeps texts encodes none) writes
         the row without records; a row written without records or without texts keeps those of
@@ -557,8 +574,9 @@ class ScanCache:
             return
         texts_at = blob = encoder = data = data_at = None
         summary = json.dumps([e[0] for e in encoded], separators=(",", ":"))
-        if all(e[1] is not None for e in encoded):
-            data, data_at = _column([e[1] for e in encoded])
+        datas = [e[1] for e in encoded if e[1] is not None]
+        if len(datas) == len(encoded):
+            data, data_at = _column(datas)
         if texts is not None and self.encoder is not None and len(texts) == len(encoded):
             encoder = self.encoder
             blob, texts_at = _column(texts)
@@ -622,7 +640,7 @@ class ScanCache:
             self._db = None
 
 
-def encode_record(r, base: str, data: bool = True) -> tuple[list, bytes | None]:
+def encode_record(r: FileReport, base: str, data: bool = True) -> EncodedRecord:
     """A record as a row keeps it: ``(its summary as data, record data as ``pack``ed JSON or
     None without ``data``)``, paths relative to ``base`` (``record_data``); run by the worker
     that made the record, so the records need not come back."""
@@ -633,7 +651,9 @@ def encode_record(r, base: str, data: bool = True) -> tuple[list, bytes | None]:
     return item, pack(json.dumps(rebased_data(r, base), separators=(",", ":")).encode()) if data else None
 
 
-def record_data_parts(r, base: str, fatbins) -> tuple[bytes, bytes, bytes, list[bytes]]:
+def record_data_parts(
+    r: FileReport | None, base: str, fatbins: Sequence[Fatbin]
+) -> tuple[bytes, bytes, bytes, list[bytes]]:
     """``encode_record``'s record data (before ``pack``) in parts, as ``file_rest_parts`` gives a
     text: (before, after, separator) of ``r`` (None: none) around the items of ``fatbins``; for
     a record with at least one fatbin the data is ``before + separator.join(items) + after``."""
@@ -651,7 +671,7 @@ def record_data_parts(r, base: str, fatbins) -> tuple[bytes, bytes, bytes, list[
     return before.encode(), after.encode(), b",", items
 
 
-def summaries_from(items, shown: str) -> tuple:
+def summaries_from(items: Iterable[list[Any]], shown: str) -> tuple[FileSummary, ...]:
     """``FileSummary`` records from summary items (a hit's, or ``encode_record``'s), on ``shown``."""
     from fatbin_inspect.scanning.coverage import FileSummary
     from fatbin_inspect.scanning.record_data import rebased_record

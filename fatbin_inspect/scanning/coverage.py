@@ -16,12 +16,14 @@ import dataclasses
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
-from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, FileError, FileReport
+from fatbin_inspect.formats.model import KIND_PTX, KIND_SASS, Fatbin, FileError, FileReport
 
 if TYPE_CHECKING:  # the engine (which compat.jit imports) is loaded only when there are verdicts
     from fatbin_inspect.compat.jit import JitCost
+    from fatbin_inspect.compat.units import UnitVerdict
+    from fatbin_inspect.compat.verdict import FileVerdict
 
 SASS, PTX, NONE = "sass", "ptx", "none"
 VERDICT_ORDER = {"fail": 3, "jit": 2, "native": 1, "no-device-code": 0}
@@ -100,29 +102,37 @@ class FileSummary:
     contents: tuple[int, int] | None = None  # FileReport.contents (an image's files and bytes)
 
 
-def summarize(report: FileReport) -> FileSummary:
+def summarize(report: FileReport | FileSummary) -> FileSummary:
     """The ``FileSummary`` of a full record (its ``distribution`` carried over)."""
     if isinstance(report, FileSummary):
         return report
     return summary_of(report, tally(report.fatbins))
 
 
-Tally = tuple[frozenset, dict, int]  # (kind, sm, arch) seen, fatbins per (kind, sm), fatbins with code
+Code = tuple[str, int, str]  # (kind, sm, arch) of a SASS or PTX entry
 
 
-def tally(fatbins) -> Tally:
+class Tally(NamedTuple):
+    """What ``tally`` counts over some fatbins."""
+
+    seen: frozenset[Code]
+    per: dict[tuple[str, int], int]  # fatbins per (kind, sm)
+    coded: int  # fatbins with code
+
+
+def tally(fatbins: Iterable[Fatbin]) -> Tally:
     """What ``summarize`` counts over some of a file's fatbins (``merged`` adds them up)."""
     return tally_codes(codes(fb) for fb in fatbins)
 
 
-def codes(fb) -> frozenset:
+def codes(fb: Fatbin) -> frozenset[Code]:
     """The ``(kind, sm, arch)`` of a fatbin's SASS and PTX entries."""
     return frozenset((e.kind, e.sm, e.arch) for e in fb.entries if e.kind in (KIND_SASS, KIND_PTX))
 
 
-def tally_codes(fatbin_codes) -> Tally:
+def tally_codes(fatbin_codes: Iterable[frozenset[Code]]) -> Tally:
     """``tally`` from each fatbin's ``codes``."""
-    seen: set = set()
+    seen: set[Code] = set()
     per: dict[tuple[str, int], int] = {}
     coded = 0
     for here in fatbin_codes:
@@ -130,11 +140,11 @@ def tally_codes(fatbin_codes) -> Tally:
         coded += bool(here)
         for key in {(k, sm) for k, sm, _a in here}:
             per[key] = per.get(key, 0) + 1
-    return frozenset(seen), per, coded
+    return Tally(frozenset(seen), per, coded)
 
 
-def merged(tallies) -> Tally:
-    seen: set = set()
+def merged(tallies: Iterable[Tally]) -> Tally:
+    seen: set[Code] = set()
     per: dict[tuple[str, int], int] = {}
     coded = 0
     for s, p, c in tallies:
@@ -142,7 +152,7 @@ def merged(tallies) -> Tally:
         coded += c
         for key, n in p.items():
             per[key] = per.get(key, 0) + n
-    return frozenset(seen), per, coded
+    return Tally(frozenset(seen), per, coded)
 
 
 def summary_of(report: FileReport, counted: Tally) -> FileSummary:
@@ -171,14 +181,16 @@ def folder_of(path: str) -> str:
     return os.path.dirname(path) or "."
 
 
-def _arches(report) -> dict[int, set]:
-    out: dict[int, set] = {}
+def _arches(report: FileReport | FileSummary) -> dict[int, set[tuple[str, str]]]:
+    out: dict[int, set[tuple[str, str]]] = {}
     for kind, sm, arch in summarize(report).arches:
         out.setdefault(sm, set()).add((kind, arch))
     return out
 
 
-def _cells(arches: dict[int, set], counts: dict[tuple[str, int], int], of: int) -> dict[int, Cell]:
+def _cells(
+    arches: dict[int, set[tuple[str, str]]], counts: dict[tuple[str, int], int], of: int
+) -> dict[int, Cell]:
     """``counts``: fatbins per (kind, SM), ``of``: fatbins with code (both 0 when not counted)."""
     cells = {}
     for sm, items in arches.items():
@@ -190,7 +202,7 @@ def _cells(arches: dict[int, set], counts: dict[tuple[str, int], int], of: int) 
     return cells
 
 
-def _counts(report) -> tuple[dict[tuple[str, int], int], int]:
+def _counts(report: FileReport | FileSummary) -> tuple[dict[tuple[str, int], int], int]:
     s = summarize(report)
     return {(k, sm): n for k, sm, n in s.counts}, s.fatbins if s.counts else 0
 
@@ -296,18 +308,15 @@ def describe(row: Row, sm: int) -> str:
     return ", ".join(parts)
 
 
-def verdict_of(file_verdict, path: str | None = None) -> Verdict:
-    """A coverage ``Verdict`` from the engine's ``FileVerdict`` (its ``error`` is a record with
-    ``code`` and ``name``, a dict of them, or None); with the file's JIT (R-JIT-COST) when it is
-    a ``FileVerdict``."""
+def verdict_of(file_verdict: FileVerdict | UnitVerdict, path: str | None = None) -> Verdict:
+    """A coverage ``Verdict`` from the engine's ``FileVerdict`` or ``UnitVerdict``; with the
+    file's JIT (R-JIT-COST) when it is a ``FileVerdict``."""
     from fatbin_inspect.compat.jit import cost
     from fatbin_inspect.compat.verdict import FileVerdict
 
-    err = file_verdict.error
-    if err is not None:
-        code = getattr(err, "code", None) if not isinstance(err, dict) else err.get("code")
-        name = getattr(err, "name", None) if not isinstance(err, dict) else err.get("name")
-        err = " ".join(str(x) for x in (code, name) if x is not None) or str(err)
+    device = getattr(file_verdict, "device", None)
+    ref = file_verdict.error
+    err = None if ref is None else f"{ref.code} {ref.name}"
     return Verdict(
         file_verdict.verdict,
         err,
@@ -318,5 +327,5 @@ def verdict_of(file_verdict, path: str | None = None) -> Verdict:
         tuple(getattr(file_verdict, "set_aside", ())),
         tuple(getattr(file_verdict, "variants", ())),
         cost(file_verdict) if isinstance(file_verdict, FileVerdict) else None,
-        verdict_of(device, path) if (device := getattr(file_verdict, "device", None)) is not None else None,
+        verdict_of(device, path) if device is not None else None,
     )

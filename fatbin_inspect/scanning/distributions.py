@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Iterable
 
 from fatbin_inspect.containers import packagedb
 from fatbin_inspect.containers.wheel import info_dir_name, metadata_headers, metadata_name, wheel_name
@@ -210,7 +211,7 @@ def _dpkg_claims(root: str, links: dict[str, str], notes: list[str]) -> list[tup
     return out
 
 
-def _claimed(root: str, paths, links: dict[str, str]) -> set[str]:
+def _claimed(root: str, paths: Iterable[str], links: dict[str, str]) -> set[str]:
     """The absolute paths a system package lists, as paths under ``root`` through its merged-/usr
     ``links`` (``/lib/x`` is ``ROOT/usr/lib/x`` where ``lib`` links to ``usr/lib``)."""
     return {
@@ -289,6 +290,9 @@ def _site_dirs(prefix: str) -> list[str]:
     return [d for d in out if os.path.isdir(d)]
 
 
+_Claim = tuple[str | Package, _Record | set[str]]  # (label or Package, its RECORD or paths)
+
+
 class Attributor:
     """Maps real file paths to ``name version`` labels; ``None`` for files no metadata claims.
 
@@ -296,16 +300,15 @@ class Attributor:
     the sorted order of the ``.dist-info``, ``.egg-info`` and ``conda-meta`` entries, then those of
     the folder's ``lib/python*/site-packages`` when it is a prefix), whatever order files come in."""
 
-    def __init__(self, roots=()) -> None:
-        # folder -> [(label or Package, _Record | set of paths), ...]
-        self._dirs: dict[str, list] = {}
+    def __init__(self, roots: Iterable[str] = ()) -> None:
+        self._dirs: dict[str, list[_Claim]] = {}  # folder -> its claims
         self.notes: list[str] = []  # one line each: package databases and records not read
         # the folders above which no metadata is read: each root's ``ceiling``, real and as given
         self._ceilings = sorted(
             {c for r in roots for c in (ceiling(r), ceiling(os.path.realpath(r)))}, key=len, reverse=True
         )
 
-    def _claims(self, d: str) -> list:
+    def _claims(self, d: str) -> list[_Claim]:
         """The claims made in folder ``d``, then those of the site-packages of a prefix ``d``
         (RECORD lines ``../../../bin/x`` reach the prefix's ``bin/`` and ``lib/``)."""
         found = self._dirs.get(d)
@@ -315,8 +318,8 @@ class Attributor:
             ]
         return found
 
-    def _read_dir(self, d: str) -> list:
-        found: list[tuple[str | Package, _Record | set[str]]] = []
+    def _read_dir(self, d: str) -> list[_Claim]:
+        found: list[_Claim] = []
         try:
             with os.scandir(d) as it:
                 names = sorted(e.name for e in it if e.is_dir(follow_symlinks=False))

@@ -1,7 +1,7 @@
 """One large ELF file's hidden fatbins read by several scan workers, then joined by the scan.
 
 cuFFT holds 24,000 fatbins in a 265 MB ``.ldata`` section, found by the magic scan: one worker
-took 0.8-1.7 s over them while the other had long finished the rest of the tree. The plan
+was still on them long after the other had finished the rest of the tree. The plan
 (``inventory.slices.HiddenSplit``) cuts those pieces into slices. Part 0 reads the file as ever,
 less the slices' pieces (the record's other fields, its own fatbins); part ``i`` reads slice
 ``i - 1``. Each part encodes its fatbins where it found them (the scan's text by
@@ -22,7 +22,7 @@ import bisect
 import dataclasses
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,7 @@ from fatbin_inspect.inventory.slices import (
     slice_has_marker,
 )
 from fatbin_inspect.scanning.cache import (
+    Key,
     is_inert,
     pack,
     pack_stream,
@@ -115,9 +116,19 @@ class Part:
 
 FIRST_CODES = 16
 
+# (before, after, separator, items) of a record's text or data, as ``cache.record_data_parts``
+EncodedParts = tuple[bytes, bytes, bytes, list[bytes]]
+Piece = bytes | tuple[bytes]  # bytes as they are, or a packed rest as ``(frame,)``
+
 
 def inspect_part(
-    path: str, split: HiddenSplit, i: int, opts: Any, encoder_parts, data: bool, key: tuple | None = None
+    path: str,
+    split: HiddenSplit,
+    i: int,
+    opts: Any,
+    encoder_parts: Callable[..., EncodedParts | None] | None,
+    data: bool,
+    key: tuple[int, ...] | None = None,
 ) -> Part | None:
     """Pool entry point: part ``i`` of ``split`` (0: the file less its slices; ``i``: slice
     ``i - 1``), encoded; None when it cannot vouch for its bytes (the file is then read whole),
@@ -171,14 +182,14 @@ def inspect_part(
     )
 
 
-def _key(path: str) -> tuple | None:
+def _key(path: str) -> Key | None:
     try:
         return stat_key(os.stat(path))
     except OSError:
         return None
 
 
-def _items(parts, first: int, text: bool) -> Items | None:
+def _items(parts: EncodedParts | None, first: int, text: bool) -> Items | None:
     if parts is None:
         return None
     sep, items = parts[2], parts[3]
@@ -218,7 +229,7 @@ def join(path: str, parts: list[Any], split: HiddenSplit) -> list[Encoded] | Non
     return [Encoded(item, data, text, None)]
 
 
-def _segments(main: Part, cuts: list[int]) -> list[tuple[int, list | None, list | None]]:
+def _segments(main: Part, cuts: list[int]) -> list[tuple[int, list[Piece] | None, list[Piece] | None]]:
     """The main part's fatbins as runs no piece of the split falls between."""
     runs = itertools.groupby(range(len(main.starts)), key=lambda j: bisect.bisect(cuts, main.starts[j]))
     out = []
@@ -229,12 +240,12 @@ def _segments(main: Part, cuts: list[int]) -> list[tuple[int, list | None, list 
     return out
 
 
-def _from(items: Items | None, j: int, k: int | None = None) -> list | None:
+def _from(items: Items | None, j: int, k: int | None = None) -> list[Piece] | None:
     """The pieces of items ``j`` to ``k`` (default: to the last), separators between them; a
     packed rest as ``(frame,)``."""
     if items is None:
         return None
-    pieces: list = []
+    pieces: list[Piece] = []
     for item in items.first[j:k]:
         pieces += [items.sep, item] if pieces else [item]
     if k is None and items.rest is not None:
@@ -242,14 +253,20 @@ def _from(items: Items | None, j: int, k: int | None = None) -> list | None:
     return pieces
 
 
-def _packed(around, segments: list, items: list, text: bool) -> bytes | None:
+def _packed(
+    around: tuple[bytes, bytes, bytes] | None,
+    segments: Sequence[list[Piece] | None],
+    items: Sequence[Items | None],
+    text: bool,
+) -> bytes | None:
     """One frame of ``before + separator.join(segments) + after`` (``around``), the packed rests
     unpacked into it a step at a time; None without ``around``."""
     if around is None:
         return None
     before, after, sep = around
-    pieces: list = [before]
+    pieces: list[Piece] = [before]
     for j, seg in enumerate(segments):
+        assert seg is not None  # with ``around``, every part handed back its items
         pieces += [sep, *seg] if j else seg
     pieces.append(after)
     size = sum(len(p) if isinstance(p, bytes) else packed_size(p[0]) for p in pieces)
@@ -257,7 +274,7 @@ def _packed(around, segments: list, items: list, text: bool) -> bytes | None:
     return pack_stream(_unpacked(pieces), size, inert)
 
 
-def _unpacked(pieces: list) -> Iterator[bytes]:
+def _unpacked(pieces: list[Piece]) -> Iterator[bytes]:
     for p in pieces:
         if isinstance(p, bytes):
             yield p

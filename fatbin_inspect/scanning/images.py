@@ -11,10 +11,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from fatbin_inspect.formats.model import FileReport
 from fatbin_inspect.inventory import member_path
 
 
-def image_views(images: Sequence[tuple[str, Any]], reports) -> list[dict[str, Any]]:
+def image_views(images: Sequence[tuple[str, Any]], reports: Sequence[FileReport]) -> list[dict[str, Any]]:
     """One dict per image of ``ScanResult.images``: its facts (``oci.Image.facts``), the input it
     came from, and for each layer (bottom first) the records (paths) with device code or an
     error that it brought."""

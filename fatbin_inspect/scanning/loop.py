@@ -140,9 +140,11 @@ class ScanLoop:
                 path, encs = self._shown_on(path, encs)
             texts: list[Any] | None = [e.text for e in encs] if self.encoder is not None else None
             summaries: Sequence[Any]
-            items = [e.item for e in encs]
-            if None not in items:
-                self.cache.put_encoded(apath, key, [(e.item, e.data) for e in encs], texts)
+            items = [e.item for e in encs if e.item is not None]
+            if len(items) == len(encs):
+                self.cache.put_encoded(
+                    apath, key, [(e.item, e.data) for e in encs if e.item is not None], texts
+                )
                 summaries = summaries_from(items, path)
                 self._kept(path, items)
             else:  # some record does not encode: not cached, summarized here
@@ -470,6 +472,7 @@ def _summary(enc: Encoded, path: str) -> Any:
     """The ``coverage.FileSummary`` of one record of ``path``: of the record where it came back
     whole, else of its summary item."""
     if enc.record is None:
+        assert enc.item is not None  # a record that does not encode comes back whole
         return summaries_from([enc.item], path)[0]
     from fatbin_inspect.scanning.coverage import summarize
 

@@ -48,7 +48,7 @@ def head_format(path: str) -> str:
         os.close(fd)
 
 
-def has_magic(blob: Blob, ranges=None) -> bool:
+def has_magic(blob: Blob, ranges: Iterable[tuple[int, int]] | None = None) -> bool:
     """The fatbin magic somewhere in ``ranges`` (``(start, end)``; default the whole blob), e.g.
     ``inventory.hidden.magic_ranges``: all but code, where the inventory never looks either
     (libtorch_cpu.so has 399 of its 425 MB there); ``CHUNK`` bytes at a time (``Blob.contains``)."""
@@ -72,7 +72,7 @@ def inspect_file(path: str, opts: Options) -> tuple[FileReport, ...]:
     return _worth(unchanged(path, blob.size, inspect_blob(path, blob, opts, 0)), path)
 
 
-def _worth(records, path: str) -> tuple[FileReport, ...]:
+def _worth(records: Iterable[FileReport], path: str) -> tuple[FileReport, ...]:
     """The records worth reporting (``kept``)."""
     return tuple(rec for rec in records if kept(rec, path))
 

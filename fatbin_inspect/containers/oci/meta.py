@@ -106,7 +106,7 @@ def loads(data: bytes, what: str) -> Any:
 def check_digest(data: bytes, digest: str | None, what: str) -> None:
     if digest is None:
         return
-    import hashlib  # here, not at the top: OpenSSL's ~4 ms is paid only where images are read
+    import hashlib  # here, not at the top: OpenSSL's start-up is paid only where images are read
 
     got = "sha256:" + hashlib.sha256(data).hexdigest()
     if got != digest:
