@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 
-from fatbin_inspect.containers import Layout, Region, cuda_needs
+from fatbin_inspect.containers.layout import Layout, Region, cuda_needs
 from fatbin_inspect.errors import CorruptError, InputError
 from fatbin_inspect.formats.binio import Blob
 
