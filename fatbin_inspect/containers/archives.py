@@ -74,7 +74,7 @@ _CONTENT_FORMATS = frozenset(("elf", "cubin", "pe", "ar", "fatbin", "zip", "gzip
 def by_content(head: bytes) -> bool:
     """Whether a member named like no binary is one by its first bytes (an extensionless
     executable, ``libfoo.so.1.2.3-rc``, a fatbin called ``kernels.dat``)."""
-    from fatbin_inspect.containers import detect
+    from fatbin_inspect.containers.signatures import detect
 
     fmt = detect(head)
     if fmt == "pe":  # "MZ" alone is two bytes; where the header is in the block, ask for "PE\0\0"

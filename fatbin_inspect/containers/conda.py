@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     import tarfile
 
-from fatbin_inspect.containers import archives
+import fatbin_inspect.containers.archives as archives
 from fatbin_inspect.containers.archives import Member
 from fatbin_inspect.errors import CorruptError, InputError, LimitExceeded
 from fatbin_inspect.formats import documents

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import struct
 
-from fatbin_inspect.containers import Compressed, Layout, Region, cuda_needs
+from fatbin_inspect.containers.layout import Compressed, Layout, Region, cuda_needs
 from fatbin_inspect.errors import CorruptError, TruncatedError
 from fatbin_inspect.formats import elf64
 from fatbin_inspect.formats.binio import Blob

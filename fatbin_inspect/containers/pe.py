@@ -14,7 +14,7 @@ import struct
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from fatbin_inspect.containers import Layout, Region, cuda_needs
+from fatbin_inspect.containers.layout import Layout, Region, cuda_needs
 from fatbin_inspect.errors import CorruptError, InputError
 from fatbin_inspect.formats.binio import Blob
 

@@ -3,6 +3,8 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fatbin_inspect.containers import signatures
+
 _PREFIXES = [
     b"",
     b"MZ",
@@ -33,5 +35,5 @@ def test_detect_tries_by_first_byte_what_the_ordered_tests_give(prefix, rest, us
         head = head.ljust(262, b"\0")[:257] + b"ustar" + head[262:]
     if head[:4] == b"\x7fELF":
         return
-    want = next((fmt for fmt, _first, test in containers._signatures()[0] if test(head)), "unknown")
+    want = next((fmt for fmt, _first, test in signatures._signatures()[0] if test(head)), "unknown")
     assert containers.detect(head) == want
