@@ -121,13 +121,13 @@ def run_gate(
     ``needs.digests``: the records carry their SHA-256 (the SBOM); ``cache_dir``: the scan
     cache's folder (None: no cache), where the records of unchanged files are kept
     (``judging.inputs.RecordCache``)."""
-    from fatbin_inspect.judging import index_inputs
+    from fatbin_inspect.containers.index.purl import is_index_input
     from fatbin_inspect.system.stack import local_devices
 
     fleet = _fleet(target_files, pol, warn)
     _require_a_check(pol, match, fleet)
     opts = Options(probe_small=True, digests=needs.digests)
-    packages = [p for p in paths if index_inputs.is_index_input(p)]
+    packages = [p for p in paths if is_index_input(p)]
     files = _read([p for p in paths if p not in packages], opts, progress, cache_dir)
     local = local_devices(pol.gpus, pol.min_driver)
     judged = _judge_groups(

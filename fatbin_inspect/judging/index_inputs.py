@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from fatbin_inspect.containers.index import choose as choosing
 from fatbin_inspect.containers.index import config
 from fatbin_inspect.containers.index.pages import DistFile
-from fatbin_inspect.containers.index.purl import Release, is_purl
+from fatbin_inspect.containers.index.purl import REQUIREMENT_PREFIX, Release, is_purl
 from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.model import FileError, FileReport
 
@@ -32,12 +32,7 @@ if TYPE_CHECKING:
     from fatbin_inspect.inventory.options import Options
     from fatbin_inspect.scanning.cache import ScanCache
 
-REQUIREMENT_PREFIX = "-r:"  # how a -r FILE travels among the paths: "-r:requirements.txt"
 FACTS_KIND = "index-facts"
-
-
-def is_index_input(path: str) -> bool:
-    return is_purl(path) or path.startswith(REQUIREMENT_PREFIX)
 
 
 @dataclass(frozen=True)

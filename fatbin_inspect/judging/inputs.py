@@ -36,9 +36,9 @@ def iter_reports(
         for root in paths:
             yield from _root_reports(root, opts, cache)
         return
-    from fatbin_inspect.judging import index_inputs
+    from fatbin_inspect.containers.index.purl import is_index_input
 
-    members = [p for p in paths if is_member_root(p) or index_inputs.is_index_input(p)]  # (not walked: first)
+    members = [p for p in paths if is_member_root(p) or is_index_input(p)]  # (not walked: first)
     for root in members:
         yield from _root_reports(root, opts, None)
     walked = [item for root in paths if root not in members for item in iter_stat(root)]
@@ -46,9 +46,11 @@ def iter_reports(
 
 
 def _root_reports(root: str, opts: Options, cache: RecordCache | None) -> Iterator[FileReport]:
-    from fatbin_inspect.judging import index_inputs
+    from fatbin_inspect.containers.index.purl import is_index_input
 
-    if index_inputs.is_index_input(root):  # pkg:pypi/NAME@VERSION, -r FILE: read from the index
+    if is_index_input(root):  # pkg:pypi/NAME@VERSION, -r FILE: read from the index
+        from fatbin_inspect.judging import index_inputs
+
         yield from index_inputs.reports(root, opts)
         return
     if is_member_root(root):
@@ -206,14 +208,13 @@ def check_roots(paths: Iterable[str]) -> None:
     from fatbin_inspect.containers.index import purl
     from fatbin_inspect.inventory.roots import resolve_roots
     from fatbin_inspect.inventory.walk import image_ref
-    from fatbin_inspect.judging import index_inputs
 
     for p in paths:
         if purl.is_purl(p):
             purl.parse(p)
-        elif p.startswith(index_inputs.REQUIREMENT_PREFIX):
-            if not os.path.isfile(p[len(index_inputs.REQUIREMENT_PREFIX) :]):
-                raise UsageError(f"{p[len(index_inputs.REQUIREMENT_PREFIX) :]}: no such file")
+        elif p.startswith(purl.REQUIREMENT_PREFIX):
+            if not os.path.isfile(p[len(purl.REQUIREMENT_PREFIX) :]):
+                raise UsageError(f"{p[len(purl.REQUIREMENT_PREFIX) :]}: no such file")
         elif image_ref(p) is not None:
             resolve_roots([p])  # an image as skopeo names it: checked as list and scan check it
         elif not os.path.lexists(p) and not is_member_root(p):
@@ -233,10 +234,12 @@ def iter_pieces(
     kernel records never cross a process boundary and each piece can be written as it arrives;
     other files are encoded whole (``file_pieces(record)``). ``on_record`` sees every record
     (or the header-only record of a file decoded in pieces) first."""
-    from fatbin_inspect.judging import index_inputs
+    from fatbin_inspect.containers.index.purl import is_index_input
 
     for root in paths:
-        if index_inputs.is_index_input(root):
+        if is_index_input(root):
+            from fatbin_inspect.judging import index_inputs
+
             for r in index_inputs.reports(root, opts):
                 on_record(r)
                 yield file_pieces(r)

@@ -128,9 +128,9 @@ def run_scan(
 
     packages: list[str] = []
     if any(p.startswith(("pkg:", "-r:")) for p in paths):  # (a scan of files imports no index code)
-        from fatbin_inspect.judging import index_inputs
+        from fatbin_inspect.containers.index.purl import is_index_input
 
-        packages = [p for p in paths if index_inputs.is_index_input(p)]
+        packages = [p for p in paths if is_index_input(p)]
     local = [p for p in paths if p not in packages]
     if packages:
         opts = dataclasses.replace(opts, summary=False, encoder=None, encoder_parts=None)

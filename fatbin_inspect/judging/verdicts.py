@@ -22,6 +22,7 @@ from fatbin_inspect.judging.inputs import Progress, iter_reports
 from fatbin_inspect.judging.ptx_shapes import with_ptx_shapes
 
 if TYPE_CHECKING:
+    from fatbin_inspect.judging.index_inputs import WheelFacts
     from fatbin_inspect.scanning.coverage import Verdict
 
 
@@ -34,9 +35,7 @@ def wheel_runtime(path: str) -> RuntimeNeed | None:
     """The runtime a wheel's ``Requires-Dist`` names (None for anything but a readable wheel, on
     disk or read from an index in this process)."""
     if not is_wheel(path):
-        from fatbin_inspect.judging.index_inputs import facts_of
-
-        facts = facts_of(path)
+        facts = _remote_facts(path)
         return metadata_runtime(facts.metadata) if facts is not None and facts.metadata else None
     from fatbin_inspect.containers.wheel import read_wheel_metadata
 
@@ -101,10 +100,18 @@ def _folders(names: Iterable[str]) -> dict[str, list[str]]:
 
 def _remote_folders(path: str) -> dict[str, list[str]]:
     """The folders of a wheel read from an index in this process ({} for anything else)."""
+    facts = _remote_facts(path)
+    return _folders(facts.names) if facts is not None else {}
+
+
+def _remote_facts(path: str) -> WheelFacts | None:
+    """What a wheel read from an index in this process says; such a wheel is named by its URL,
+    so a local path is not looked up (and the index client is not imported for it)."""
+    if "://" not in path:
+        return None
     from fatbin_inspect.judging.index_inputs import facts_of
 
-    facts = facts_of(path)
-    return _folders(facts.names) if facts is not None else {}
+    return facts_of(path)
 
 
 def _distribution_name(report: FileReport) -> str | None:
@@ -185,11 +192,11 @@ def judge_paths(
     (``judging.ptx_shapes``); unreadable records go to ``unreadable``
     (and to ``note``, which tells on stderr; None: silent, for the library), and every judged
     record to ``kept`` when it is a list; ``seen`` gets every record's path."""
-    from fatbin_inspect.judging import index_inputs
+    from fatbin_inspect.containers.index.purl import is_index_input
 
     wheels = WheelRuntimes()
     paths = list(paths)
-    local = [p for p in paths if not index_inputs.is_index_input(p)]
+    local = [p for p in paths if not is_index_input(p)]
     for report, on in _with_index_inputs(paths, local, targets, opts, progress):
         if seen is not None:  # every record's path: the output may be none of them
             seen.append(report.path)
@@ -210,9 +217,11 @@ def _with_index_inputs(
     """Each record with the targets it is judged on: the files' on every target; a package
     from the index (``judging.index_inputs``) once per host CPU among the targets, each wheel
     on the targets of its CPU."""
+    yield from ((r, targets) for r in iter_reports(local, opts, progress))
+    if len(local) == len(paths):  # files only: the index client is not even imported
+        return
     from fatbin_inspect.judging import index_inputs
 
-    yield from ((r, targets) for r in iter_reports(local, opts, progress))
     groups = index_inputs.judge_groups(targets)
     for path in paths:
         if path in local:

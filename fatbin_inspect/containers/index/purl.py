@@ -47,6 +47,15 @@ def is_purl(text: str) -> bool:
     return text.startswith(PREFIX)
 
 
+REQUIREMENT_PREFIX = "-r:"  # how a -r FILE travels among the paths: "-r:requirements.txt"
+
+
+def is_index_input(path: str) -> bool:
+    """``path`` names a package on an index (``pkg:pypi/...``) or a ``-r`` requirements file:
+    told here, where it costs no import of the index client."""
+    return is_purl(path) or path.startswith(REQUIREMENT_PREFIX)
+
+
 def parse(text: str) -> Release:
     """``pkg:pypi/NAME[@VERSION]`` as a ``Release``; a malformed one is a usage error naming it."""
     if not is_purl(text):
