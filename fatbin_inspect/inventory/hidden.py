@@ -132,16 +132,23 @@ def magic_ranges(fmt: str, blob: Blob) -> list[tuple[int, int]] | None:
     record carries the error, never "no device code"), so only reading the file tells."""
     if fmt == "ar":
         return None if _ar_compressed(blob) else [(0, blob.size)]
-    try:
-        layout = layout_of(fmt, blob)
-    except InputError:
-        return None
-    if any(r.compressed is not None for r in layout.regions):
+    layout = plain_layout(fmt, blob)
+    if layout is None:
         return None
     code = code_ranges(layout)
     walked = [(a, b) for a, b, _ in fatbin_ranges(layout)]
     first = [(a, b) for start, end in walked for a, b in gaps(code, end, start)]
     return first + [(a, b) for start, end in gaps(code, blob.size) for a, b in gaps(walked, end, start)]
+
+
+def plain_layout(fmt: str, blob: Blob) -> Layout | None:
+    """The host binary's sections, or None where only reading the whole file tells what it holds:
+    a section is compressed (no magic shows in it), or the section table does not read."""
+    try:
+        layout = layout_of(fmt, blob)
+    except InputError:
+        return None
+    return None if any(r.compressed is not None for r in layout.regions) else layout
 
 
 def _ar_compressed(blob: Blob) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fatbin_inspect.containers import STATIC_CUDART_MARKER, has_static_cudart
-from fatbin_inspect.containers import layout as layout_of
 from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.binio import Blob
 from fatbin_inspect.formats.decompress import Budget
@@ -18,7 +17,13 @@ from fatbin_inspect.formats.model import Fatbin, FileReport
 from fatbin_inspect.inventory import member_path
 from fatbin_inspect.inventory.binary import inspect_binary
 from fatbin_inspect.inventory.decoding import probed
-from fatbin_inspect.inventory.hidden import code_ranges, fatbin_ranges, hidden_pieces, scan_chunks
+from fatbin_inspect.inventory.hidden import (
+    code_ranges,
+    fatbin_ranges,
+    hidden_pieces,
+    plain_layout,
+    scan_chunks,
+)
 from fatbin_inspect.inventory.options import Options
 
 SPLIT_HIDDEN = 64 << 20  # bytes of hidden pieces that make a split worth its parts
@@ -52,11 +57,8 @@ def hidden_split(fmt: str, blob: Blob, opts: Options, parts: int) -> HiddenSplit
     first cubins are then probed for the toolkit: ``decoding.probed``)."""
     if fmt != "elf" or opts.kernels or opts.details or opts.digests or parts < 2:
         return None
-    try:
-        layout = layout_of(fmt, blob)
-    except InputError:
-        return None
-    if any(r.compressed is not None for r in layout.regions):
+    layout = plain_layout(fmt, blob)
+    if layout is None:
         return None
     walked = [(a, b) for a, b, _ in fatbin_ranges(layout)]
     if walked and not opts.scan_hidden:

@@ -7,8 +7,10 @@ is os.devnull): the tests name their index."""
 import hashlib
 import json
 import os
+import pathlib
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from conftest import BIN, CORPUS, ROOT, cli, fixture_path
@@ -349,6 +351,18 @@ def test_list_and_diff_take_packages(index, isolated):
     assert "sm_90" in line
 
 
+def _serve(tmp_path: pathlib.Path, wheels: list[str]) -> Any:
+    """pypiserver on 127.0.0.1 serving ``wheels`` (linked into a folder of their own)."""
+    folder = tmp_path / "served"
+    folder.mkdir()
+    for w in wheels:
+        os.symlink(w, folder / os.path.basename(w))
+    try:
+        return pypiserver(str(folder))
+    except FileNotFoundError:
+        pytest.skip("pypi-server not installed (pip install pypiserver)")
+
+
 def _corpus_wheels() -> list[str]:
     if not os.path.isdir(CORPUS):
         return []
@@ -367,14 +381,7 @@ def test_corpus_verdicts_from_the_index_equal_the_files(tmp_path, isolated):
     found = _corpus_wheels()
     if not found:
         pytest.skip("no corpus wheels in .cache/corpus (scripts/fetch_corpus.sh)")
-    folder = tmp_path / "served"
-    folder.mkdir()
-    for w in found:
-        os.symlink(w, folder / os.path.basename(w))
-    try:
-        server = pypiserver(str(folder))
-    except FileNotFoundError:
-        pytest.skip("pypi-server not installed (pip install pypiserver)")
+    server = _serve(tmp_path, found)
     from fatbin_inspect.containers.wheel import wheel_name
 
     targets = [
@@ -652,14 +659,7 @@ def test_corpus_scan_from_the_index_equals_the_scan_of_the_files(tmp_path, isola
     found = [w for w in _corpus_wheels() if os.path.getsize(w) < 50 << 20]
     if not found:
         pytest.skip("no corpus wheels in .cache/corpus (scripts/fetch_corpus.sh)")
-    folder = tmp_path / "served"
-    folder.mkdir()
-    for w in found:
-        os.symlink(w, folder / os.path.basename(w))
-    try:
-        server = pypiserver(str(folder))
-    except FileNotFoundError:
-        pytest.skip("pypi-server not installed (pip install pypiserver)")
+    server = _serve(tmp_path, found)
     from fatbin_inspect.containers.wheel import wheel_name
 
     targets = ["--gpu", "H100", "--gpu", "GTX 1080", "--gpu", "RTX 5090", "--driver", "570"]
