@@ -63,7 +63,8 @@ from typing import NamedTuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from fatbin_inspect.formats.ptx import PtxShape, shape  # noqa: E402  (the checkout's package)
+from fatbin_inspect.formats.model import PtxShape  # noqa: E402  (the checkout's package)
+from fatbin_inspect.formats.ptx import shape  # noqa: E402
 
 CORPUS = Path(os.environ.get("FATBIN_INSPECT_CORPUS", ROOT / ".cache" / "corpus"))
 WORK = Path(os.environ.get("FATBIN_INSPECT_JIT_WORK", ROOT / ".cache" / "jit-ptx"))  # extracted PTX

@@ -30,8 +30,7 @@ from typing import Any
 from fatbin_inspect.compat import data
 from fatbin_inspect.compat.verdict import FatbinVerdict, FileVerdict
 from fatbin_inspect.errors import UsageError
-from fatbin_inspect.formats.model import KIND_PTX
-from fatbin_inspect.formats.ptx import PtxShape
+from fatbin_inspect.formats.model import KIND_PTX, PtxShape
 
 CACHE_DEFAULT = 1 << 30  # CUDA_CACHE_MAXSIZE default, desktop and server [S3 §5.2.2]
 CACHE_DEFAULT_EMBEDDED = 256 << 20  # embedded (Tegra) platforms

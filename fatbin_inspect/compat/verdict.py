@@ -14,15 +14,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from fatbin_inspect.compat import data
 from fatbin_inspect.compat.data import CC
 from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import Target
-
-if TYPE_CHECKING:  # (a parser: only check reads PTX shapes)
-    from fatbin_inspect.formats.ptx import PtxShape
+from fatbin_inspect.formats.model import PtxShape
 
 VERDICTS = ("native", "jit", "fail", "no-device-code", "link-time")
 COVERAGES = ("full", "partial", "none")

@@ -291,3 +291,15 @@ class FileReport:
     @property
     def entries(self) -> tuple[Entry, ...]:
         return tuple(e for fb in self.fatbins for e in fb.entries)
+
+
+@dataclass(frozen=True)
+class PtxShape:
+    """What PTX text says about the work of compiling it, counted without parsing it
+    (``compat.jit`` estimates the JIT's seconds from these)."""
+
+    bytes: int  # the text up to its NUL
+    instructions: int  # statements (``;``) less register declarations (``.reg``)
+    entries: int  # ``.entry``: kernels
+    funcs: int  # ``.func``: device functions (and their declarations)
+    largest: int  # statements from one ``.entry``/``.func`` to the next, at most (ptxas is superlinear in it)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fatbin_inspect.errors import CorruptError
-from fatbin_inspect.formats.model import Kernel
+from fatbin_inspect.formats.model import Kernel, PtxShape
 
 if TYPE_CHECKING:
     import mmap
@@ -59,18 +59,6 @@ def kernels(text: bytes | mmap.mmap) -> tuple[Kernel, ...]:
     if nul >= 0:
         text = text[:nul]
     return tuple(Kernel(name=m.group(1).decode("ascii", "replace")) for m in _ENTRY.finditer(text))
-
-
-@dataclass(frozen=True)
-class PtxShape:
-    """What PTX text says about the work of compiling it, counted without parsing it
-    (``compat.jit`` estimates the JIT's seconds from these)."""
-
-    bytes: int  # the text up to its NUL
-    instructions: int  # statements (``;``) less register declarations (``.reg``)
-    entries: int  # ``.entry``: kernels
-    funcs: int  # ``.func``: device functions (and their declarations)
-    largest: int  # statements from one ``.entry``/``.func`` to the next, at most (ptxas is superlinear in it)
 
 
 _FUNCTION = re.compile(rb"\.(entry|func)\s")

@@ -17,8 +17,8 @@ from fatbin_inspect.compat import jit
 from fatbin_inspect.compat.engine import FatbinVerdict, FileVerdict
 from fatbin_inspect.errors import InputError
 from fatbin_inspect.formats.decompress import Budget
-from fatbin_inspect.formats.model import FileReport
-from fatbin_inspect.formats.ptx import PtxShape, shape
+from fatbin_inspect.formats.model import FileReport, PtxShape
+from fatbin_inspect.formats.ptx import shape
 
 
 def with_ptx_shapes(report: FileReport, verdicts: list[FileVerdict]) -> list[FileVerdict]:

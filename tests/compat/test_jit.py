@@ -18,7 +18,7 @@ import fatbin_inspect as fi
 from fatbin_inspect.compat import jit
 from fatbin_inspect.compat.explain import explain
 from fatbin_inspect.formats import ptx
-from fatbin_inspect.formats.ptx import PtxShape
+from fatbin_inspect.formats.model import PtxShape
 from fatbin_inspect.system.diagnose import jit_cache
 
 PTX_ONLY = fixture_path("bin", "t03_exe_ptx_only_c80")  # one compute_80 PTX image, no cubin
