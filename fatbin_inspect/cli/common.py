@@ -38,9 +38,11 @@ def read_exit(named: Iterable[str], errors: Iterable[Record], strict: bool) -> i
     """The exit code of what was read: 2 (a missing path's) when an input named on the command
     line could not be opened at all (``inventory.opened.unopened``), 3 under ``strict`` when any
     record is an error, else 0."""
+    errors = [r for r in errors if r.error is not None]
+    if not errors:  # (a clean run imports nothing more)
+        return EXIT_OK
     from fatbin_inspect.inventory.opened import unopened
 
-    errors = [r for r in errors if r.error is not None]
     if unopened(named, errors):
         return EXIT_USAGE
     return EXIT_STRICT if strict and errors else EXIT_OK

@@ -10,7 +10,6 @@ import os
 
 from fatbin_inspect.containers import Layout, Region, has_static_cudart, machine_of
 from fatbin_inspect.containers import layout as layout_of
-from fatbin_inspect.containers.cudart_version import static_cudart_version
 from fatbin_inspect.errors import CorruptError, InputError
 from fatbin_inspect.formats import cubin as cubin_mod
 from fatbin_inspect.formats import ptx as ptx_mod
@@ -65,7 +64,11 @@ def inspect_binary(
         and not fatbins
         and not os.path.basename(path.rsplit("!", 1)[-1]).lower().startswith("libcudart")
     )
-    found = static_cudart_version(read, layout, _machine(blob, fmt)) if own else None
+    found = None
+    if own:  # (imported here: most files link their runtime or have kernels)
+        from fatbin_inspect.containers.cudart_version import static_cudart_version
+
+        found = static_cudart_version(read, layout, _machine(blob, fmt))
     rec = FileReport(
         path=path,
         format=layout.format,

@@ -82,9 +82,11 @@ def _worth_splitting(path: str, blob: Blob, opts: Options, jobs: int) -> list[tu
 
 
 def _stdin_records(path: str, opts: Options) -> Iterator[FileReport]:
-    """Records of ``-``: standard input, copied once (``walk.stdin_blob``)."""
+    """Records of ``-``: standard input, copied once (``inventory.stdin.stdin_blob``)."""
     try:
-        blob = walk.stdin_blob()
+        from fatbin_inspect.inventory.stdin import stdin_blob
+
+        blob = stdin_blob()
     except InputError as exc:
         yield FileReport(path=path, format="unknown", size=0, error=error_of(exc))
         return

@@ -13,8 +13,6 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from fatbin_inspect.inventory.stdin import stdin_blob as stdin_blob  # (callers read it here)
-
 # (path, note): note is None for a file to inspect, else why it was skipped
 Item = tuple[str, str | None]
 

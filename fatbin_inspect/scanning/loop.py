@@ -348,7 +348,7 @@ class ScanLoop:
         import fatbin_inspect.scanning.worker as worker
         from fatbin_inspect.inventory.options import as_options
         from fatbin_inspect.inventory.reader import inspect_blob
-        from fatbin_inspect.inventory.walk import stdin_blob
+        from fatbin_inspect.inventory.stdin import stdin_blob
 
         opts = as_options(self.opts.inventory)
         self.stats["files"] += 1
