@@ -177,7 +177,7 @@ def _spill(
         if len(data) > declared:
             raise over(f"{what} inflates past {declared} bytes")
         return Blob(data)
-    tmp = _scratch_file(declared)
+    tmp = scratch_file(declared)
     tmp.write(head)
     total = len(head)
     while True:
@@ -204,7 +204,7 @@ def _spill(
     return Blob(mm, 0, total, owner=mm)
 
 
-def _scratch_file(size: int) -> IO[bytes]:
+def scratch_file(size: int) -> IO[bytes]:
     """Where a large inflated member goes: an anonymous in-memory file (``memfd``) when the
     machine has room for it several times over, else an unlinked file in the temp dir. Writing
     500 MB to a memfd costs a third of the system time of a disk file, and neither counts in this

@@ -11,7 +11,7 @@ import dataclasses
 import functools
 import mmap
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from fatbin_inspect.containers import detect
 from fatbin_inspect.errors import InputError, NotLoaded
@@ -140,6 +140,25 @@ def kernel_names(report: FileReport, offsets: Iterable[int]) -> dict[int, list[s
         for offset, entries in decoded.items()
         if not any(e.decode_error for e in entries)
     }
+
+
+def entry_images(report: FileReport, offsets: Iterable[int]) -> Iterator[tuple[int, bytes]]:
+    """(offset, decompressed image) of ``report``'s entries at ``offsets``, one at a time (one
+    budget for the record), read again from where the record came from, as ``kernel_names``
+    reads them. Nothing when the record's bytes cannot be had that way; an image that does not
+    decode is left out (the listing already said what is wrong with it)."""
+    blob = _record_blob(report.path)
+    if blob is None:
+        return
+    wanted, budget = set(offsets), Budget(blob.size)
+    for fb in report.fatbins:
+        for e in fb.entries:
+            if e.offset in wanted:
+                try:
+                    image = payload(blob, e, budget)
+                except InputError:
+                    continue
+                yield e.offset, image
 
 
 def _record_blob(path: str) -> Blob | None:

@@ -15,8 +15,6 @@ from collections.abc import Mapping
 
 from fatbin_inspect.compat import jit
 from fatbin_inspect.compat.engine import FatbinVerdict, FileVerdict
-from fatbin_inspect.errors import InputError
-from fatbin_inspect.formats.decompress import Budget
 from fatbin_inspect.formats.model import FileReport, PtxShape
 from fatbin_inspect.formats.ptx import shape
 
@@ -31,20 +29,9 @@ def with_ptx_shapes(report: FileReport, verdicts: list[FileVerdict]) -> list[Fil
     }
     if not wanted:
         return verdicts
-    from fatbin_inspect.inventory.payloads import _record_blob, payload  # (the way back to its bytes)
+    from fatbin_inspect.inventory.payloads import entry_images  # (the way back to its bytes)
 
-    blob = _record_blob(report.path)
-    if blob is None:
-        return verdicts
-    budget = Budget(blob.size)
-    shapes: dict[int, PtxShape] = {}
-    for fb in report.fatbins:
-        for e in fb.entries:
-            if e.offset in wanted:
-                try:
-                    shapes[e.offset] = shape(payload(blob, e, budget))
-                except InputError:
-                    continue  # (the listing already said what is wrong with it)
+    shapes = {offset: shape(image) for offset, image in entry_images(report, wanted)}
     return [_shaped(v, shapes) for v in verdicts] if shapes else verdicts
 
 

@@ -152,7 +152,7 @@ def open_wheel(
         )
     cd_start = _directory_start(tail, start, size, lambda a, b: _range(transport, url, a, b))
     head = _range(transport, url, cd_start, start) if cd_start < start else b""
-    with archives._scratch_file(size) as scratch:  # a sparse file: the holes cost nothing
+    with archives.scratch_file(size) as scratch:  # a sparse file: the holes cost nothing
         os.ftruncate(scratch.fileno(), size)
         os.pwrite(scratch.fileno(), head + tail, start - len(head))
         mm = mmap.mmap(scratch.fileno(), 0, access=mmap.ACCESS_WRITE)  # (writable: MADV_REMOVE)
@@ -249,7 +249,7 @@ def _whole(
 ) -> RemoteWheel:
     """The whole wheel from one streaming pass, hashed as it comes, into a scratch file."""
     digest = hashlib.sha256()
-    scratch = archives._scratch_file(archives.SPILL_BYTES)
+    scratch = archives.scratch_file(archives.SPILL_BYTES)
     size = 0
     try:
         for piece in chunks:
