@@ -104,7 +104,7 @@ def diff_cmd(
 def _side(root: str, reports: Iterable[FileReport]) -> tuple[Iterable[FileReport], str]:
     """One side of the diff and the root its paths are matched under: the input, or for a
     package from an index (read first) the folder of its wheel's URL."""
-    from fatbin_inspect.containers.index.purl import is_index_input
+    from fatbin_inspect.containers.index import is_index_input
 
     if not is_index_input(root):
         return reports, root.rstrip("/")

@@ -29,7 +29,7 @@ def index_options(platform_flag: str = "--platform", requirements: bool = True) 
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(f)
         def run(*args: Any, **kw: Any) -> Any:
-            from fatbin_inspect.containers.index import purl
+            from fatbin_inspect.containers.index import REQUIREMENT_PREFIX, is_purl
 
             reqs = kw.pop("requirement_files", ())
             index = (kw.pop("index_url"), tuple(kw.pop("extra_index_urls")), tuple(kw.pop("find_links")))
@@ -37,12 +37,11 @@ def index_options(platform_flag: str = "--platform", requirements: bool = True) 
             python, platforms = kw.pop("index_python"), tuple(kw.pop("index_platforms"))
             if python is not None and not _python_ok(python):
                 raise click.BadParameter(f"{python!r}: expected X.Y, e.g. 3.11", param_hint="--python")
-            if "paths" in kw and not reqs and not any(purl.is_purl(p) for p in kw["paths"]):
+            if "paths" in kw and not reqs and not any(is_purl(p) for p in kw["paths"]):
                 return f(*args, **kw)  # no package among the inputs: pip's configuration unread
             from fatbin_inspect.containers.index import config
 
             overrides = config.Overrides(*index, no_index)
-            from fatbin_inspect.containers.index.purl import REQUIREMENT_PREFIX
             from fatbin_inspect.judging import index_inputs
 
             bar = _bar()

@@ -105,7 +105,7 @@ def list_cmd(
 def _check_paths(paths: Sequence[str]) -> None:
     """Each path exists, each image reference is well formed (else exit 2); WHEEL!MEMBER is read
     in place."""
-    from fatbin_inspect.containers.index.purl import is_index_input
+    from fatbin_inspect.containers.index import is_index_input
     from fatbin_inspect.inventory.roots import resolve_roots
     from fatbin_inspect.judging.inputs import check_roots, is_member_root
 

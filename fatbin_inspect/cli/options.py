@@ -23,11 +23,9 @@ Repeatable options read comma-separated lists from the environment (``FATBIN_INS
 
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 import re
-import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -62,6 +60,8 @@ def env_name(prefix: str, opt: click.Option) -> str:
 def did_you_mean(value: object, choices: Sequence[object]) -> str:
     """``"; did you mean 'sarif'?"`` for the closest of ``choices`` (difflib, as click's own
     suggestion for a mistyped option name), or ``""``."""
+    import difflib  # here: only a mistyped value pays for it
+
     close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
 
@@ -408,6 +408,8 @@ def example_lines(line: str, width: int = HELP_WIDTH) -> list[str]:
         return [line]
     command, *comment = re.split(r"\s{2,}# ", line, maxsplit=1)  # the examples pad their comments
     out = [f"# {comment[0].strip()}"] if comment else []
+    import shlex  # here: only help with a long example pays for it
+
     words = shlex.split(command, posix=False)
     current = words[0]
     for word in words[1:]:

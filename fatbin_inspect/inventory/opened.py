@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol, TypeVar
 
-from fatbin_inspect.containers.index.purl import is_purl
+from fatbin_inspect.containers.index import is_purl
 from fatbin_inspect.formats.model import FileError
 from fatbin_inspect.inventory.walk import image_ref
 

@@ -121,7 +121,7 @@ def run_gate(
     ``needs.digests``: the records carry their SHA-256 (the SBOM); ``cache_dir``: the scan
     cache's folder (None: no cache), where the records of unchanged files are kept
     (``judging.inputs.RecordCache``)."""
-    from fatbin_inspect.containers.index.purl import is_index_input
+    from fatbin_inspect.containers.index import is_index_input
     from fatbin_inspect.system.stack import local_devices
 
     fleet = _fleet(target_files, pol, warn)

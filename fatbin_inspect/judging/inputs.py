@@ -36,7 +36,7 @@ def iter_reports(
         for root in paths:
             yield from _root_reports(root, opts, cache)
         return
-    from fatbin_inspect.containers.index.purl import is_index_input
+    from fatbin_inspect.containers.index import is_index_input
 
     members = [p for p in paths if is_member_root(p) or is_index_input(p)]  # (not walked: first)
     for root in members:
@@ -46,7 +46,7 @@ def iter_reports(
 
 
 def _root_reports(root: str, opts: Options, cache: RecordCache | None) -> Iterator[FileReport]:
-    from fatbin_inspect.containers.index.purl import is_index_input
+    from fatbin_inspect.containers.index import is_index_input
 
     if is_index_input(root):  # pkg:pypi/NAME@VERSION, -r FILE: read from the index
         from fatbin_inspect.judging import index_inputs
@@ -205,16 +205,18 @@ def check_roots(paths: Iterable[str]) -> None:
     """Each path exists, names a member of a file that does (``CONTAINER!MEMBER``), an image
     (``DIR:TAG``, ``oci-archive:FILE:TAG``, ``docker://HOST/REPO:TAG``, ``-``) or a package on the
     index (``pkg:pypi/...``, a ``-r`` file): a usage error otherwise, before anything is read."""
-    from fatbin_inspect.containers.index import purl
+    from fatbin_inspect.containers.index import REQUIREMENT_PREFIX, is_purl
     from fatbin_inspect.inventory.roots import resolve_roots
     from fatbin_inspect.inventory.walk import image_ref
 
     for p in paths:
-        if purl.is_purl(p):
-            purl.parse(p)
-        elif p.startswith(purl.REQUIREMENT_PREFIX):
-            if not os.path.isfile(p[len(purl.REQUIREMENT_PREFIX) :]):
-                raise UsageError(f"{p[len(purl.REQUIREMENT_PREFIX) :]}: no such file")
+        if is_purl(p):
+            from fatbin_inspect.containers.index.purl import parse
+
+            parse(p)
+        elif p.startswith(REQUIREMENT_PREFIX):
+            if not os.path.isfile(p[len(REQUIREMENT_PREFIX) :]):
+                raise UsageError(f"{p[len(REQUIREMENT_PREFIX) :]}: no such file")
         elif image_ref(p) is not None:
             resolve_roots([p])  # an image as skopeo names it: checked as list and scan check it
         elif not os.path.lexists(p) and not is_member_root(p):
@@ -234,7 +236,7 @@ def iter_pieces(
     kernel records never cross a process boundary and each piece can be written as it arrives;
     other files are encoded whole (``file_pieces(record)``). ``on_record`` sees every record
     (or the header-only record of a file decoded in pieces) first."""
-    from fatbin_inspect.containers.index.purl import is_index_input
+    from fatbin_inspect.containers.index import is_index_input
 
     for root in paths:
         if is_index_input(root):

@@ -21,17 +21,27 @@ def _quiet(report: FileReport) -> None:
     pass
 
 
-@dataclasses.dataclass
 class ListRun:
-    paths: tuple[str, ...]
-    opts: Options
-    targets: tuple[Target, ...] = ()
-    note: Callable[[FileReport], None] = _quiet  # told of every unreadable record (stderr)
-    seen: list[str] = dataclasses.field(default_factory=list)  # every record's path, as read
-    read: list[FileReport] | None = None  # every record, when read at once (no streamed view)
-    failed: bool = False  # an input could not be read
-    errors: list[FileReport] = dataclasses.field(default_factory=list)  # those records (exit code)
-    verdicts: list[FileVerdict] = dataclasses.field(default_factory=list)  # ``judged``'s
+    """A listing under way. A plain class, not a dataclass: it is made by every listing, and
+    creating a dataclass compiles each of its generated methods at start-up."""
+
+    __slots__ = ("errors", "failed", "note", "opts", "paths", "read", "seen", "targets", "verdicts")
+
+    def __init__(
+        self,
+        paths: tuple[str, ...],
+        opts: Options,
+        targets: tuple[Target, ...] = (),
+        note: Callable[[FileReport], None] = _quiet,
+        seen: list[str] | None = None,
+    ) -> None:
+        self.paths, self.opts, self.targets = paths, opts, targets
+        self.note = note  # told of every unreadable record (stderr)
+        self.seen: list[str] = [] if seen is None else seen  # every record's path, as read
+        self.read: list[FileReport] | None = None  # every record, when read at once (no streamed view)
+        self.failed = False  # an input could not be read
+        self.errors: list[FileReport] = []  # those records (exit code)
+        self.verdicts: list[FileVerdict] = []  # ``judged``'s
 
     def see(self, r: FileReport) -> None:
         """Count ``r`` in: its path, and an error told and remembered."""
@@ -84,7 +94,7 @@ def run_list(
     records (then they are read as it writes); ``progress`` only where the view shows one (with a
     callback the trees are walked first, to count the files); ``seen`` gets every record's path."""
     opts = dataclasses.replace(opts, digests=needs.digests)
-    run = ListRun(tuple(paths), opts, tuple(targets), note, seen if seen is not None else [])
+    run = ListRun(tuple(paths), opts, tuple(targets), note, seen)
     if not needs.streamed:
         run.read = list(run._seen(iter_reports(paths, opts, progress if needs.progress else None)))
     return run

@@ -1,15 +1,16 @@
 """``Needs``: what a run must produce for the output it feeds (``render.VIEWS`` declares one per
-command and format; the library's runs read them, so no command decides it)."""
+command and format; the library's runs read them, so no command decides it).
+
+A ``NamedTuple``, as ``render.views.View``: the table is made at every start of the command line,
+and creating a dataclass compiles each of its generated methods, which a listing would pay for."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True)
-class Needs:
+class Needs(NamedTuple):
     records: bool = True  # full records; False: per-file summaries are enough (the scan's matrix)
     digests: bool = False  # every file's SHA-256 (CycloneDX components)
     kept: bool = False  # the records kept for the output (the HTML report drills into them)

@@ -128,7 +128,7 @@ def run_scan(
 
     packages: list[str] = []
     if any(p.startswith(("pkg:", "-r:")) for p in paths):  # (a scan of files imports no index code)
-        from fatbin_inspect.containers.index.purl import is_index_input
+        from fatbin_inspect.containers.index import is_index_input
 
         packages = [p for p in paths if is_index_input(p)]
     local = [p for p in paths if p not in packages]

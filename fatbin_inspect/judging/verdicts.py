@@ -192,7 +192,7 @@ def judge_paths(
     (``judging.ptx_shapes``); unreadable records go to ``unreadable``
     (and to ``note``, which tells on stderr; None: silent, for the library), and every judged
     record to ``kept`` when it is a list; ``seen`` gets every record's path."""
-    from fatbin_inspect.containers.index.purl import is_index_input
+    from fatbin_inspect.containers.index import is_index_input
 
     wheels = WheelRuntimes()
     paths = list(paths)

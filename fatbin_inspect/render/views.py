@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from fatbin_inspect.judging.needs import Needs
 from fatbin_inspect.render.sink import Sink
@@ -29,12 +28,11 @@ from fatbin_inspect.render.sink import Sink
 Kind = Literal["own", "text", "findings"]
 
 
-@dataclass(frozen=True)
-class View:
+class View(NamedTuple):  # (not a dataclass: see judging.needs)
     command: str
     name: str  # the --format choice
     writer: str  # "module:function" under render/
-    declared: Needs = field(default_factory=Needs)
+    declared: Needs = Needs()
     # the per-record encoder of ``Needs.encoder`` ("module:function" under render/, its parts
     # ``function_parts`` beside it), imported when ``needs`` is read
     encoder: str | None = None
@@ -48,7 +46,7 @@ class View:
         """What the run must produce for this view."""
         if self.encoder is None:
             return self.declared
-        return replace(self.declared, encoder=load(self.encoder), encoder_parts=load(self.encoder + "_parts"))
+        return self.declared._replace(encoder=load(self.encoder), encoder_parts=load(self.encoder + "_parts"))
 
     def check(self) -> None:
         """UsageError when the module the writer needs is not installed."""

@@ -139,6 +139,40 @@ def test_the_library_api_loads_no_command_line():
     assert out.stdout.strip() == "[]", out.stdout
 
 
+# what a plain listing of files to JSON never needs: the index client (its inputs are told by
+# ``containers.index.is_index_input``, importing none of it), the engine (no targets), rich (no
+# table). Each is start-up time every listing would pay (bench_table.py row 6).
+LISTING_NEVER_LOADS = (
+    "fatbin_inspect.containers.index.",
+    "fatbin_inspect.judging.index_inputs",
+    "fatbin_inspect.compat",
+    "rich",
+)
+
+
+def test_a_plain_listing_loads_no_index_client_engine_or_table():
+    """``list FILE --format json`` imports none of ``LISTING_NEVER_LOADS``."""
+    import subprocess
+    import sys
+
+    exe = PACKAGE.parent / "fixtures" / "bin" / "t02_exe_sm75_sm80_sm90_c90"
+    code = (
+        "import sys\n"
+        "from fatbin_inspect.cli.main import main\n"
+        "try:\n"
+        f"    main(['list', {str(exe)!r}, '--format', 'json', '-o', '/dev/null'])\n"
+        "except SystemExit as e:\n"
+        "    assert not e.code, e.code\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    loaded = out.stdout.split()
+    assert "fatbin_inspect.formats.fatbin" in loaded  # (the listing did read the file)
+    assert [m for m in loaded if m.startswith(LISTING_NEVER_LOADS) or m == "rich"] == []
+
+
 PURE_ENGINE_FORBIDS = ("zipfile", "tarfile", "mmap", "fatbin_inspect.containers", "fatbin_inspect.inventory")
 
 

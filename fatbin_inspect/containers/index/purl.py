@@ -12,13 +12,15 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from fatbin_inspect.containers.index import PREFIX, REQUIREMENT_PREFIX, is_index_input, is_purl
 from fatbin_inspect.containers.wheel import canonicalize_name
 from fatbin_inspect.errors import UsageError
 
 if TYPE_CHECKING:
     from fatbin_inspect.containers.index.pages import DistFile
 
-PREFIX = "pkg:pypi/"
+__all__ = ["PREFIX", "REQUIREMENT_PREFIX", "Release", "is_index_input", "is_purl", "parse"]
+
 _NAME = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.I)  # PEP 508 names
 
 
@@ -41,19 +43,6 @@ class Release:
     @property
     def purl(self) -> str:
         return f"{PREFIX}{self.name}" + (f"@{self.version}" if self.version else "")
-
-
-def is_purl(text: str) -> bool:
-    return text.startswith(PREFIX)
-
-
-REQUIREMENT_PREFIX = "-r:"  # how a -r FILE travels among the paths: "-r:requirements.txt"
-
-
-def is_index_input(path: str) -> bool:
-    """``path`` names a package on an index (``pkg:pypi/...``) or a ``-r`` requirements file:
-    told here, where it costs no import of the index client."""
-    return is_purl(path) or path.startswith(REQUIREMENT_PREFIX)
 
 
 def parse(text: str) -> Release:
