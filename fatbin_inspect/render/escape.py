@@ -23,14 +23,24 @@ if TYPE_CHECKING:  # rich is imported by the renderers that use it, not by every
     from rich.console import RenderableType
     from rich.text import Text
 
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_UNSAFE_IN_RICH = re.compile(  # the same but LF, which rich lays out as a line break inside its cell
+# The classes below are pattern text, compiled by ``re`` at their first use (its cache keeps
+# them): compiling a class that spans the surrogates walks each of its code points in Python, a
+# cost every start of the command line paid at import. ASCII text without control characters,
+# what most runs only ever show, never needs them (``_plain``).
+_UNSAFE = "[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+# the same but LF, which rich lays out as a line break inside its cell
+_UNSAFE_IN_RICH = (
     "[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = "[\ud800-\udfff]"
 
 
-def _escape(m: re.Match) -> str:
+def _plain(s: str) -> bool:
+    """``s`` is ASCII without a control character: none of the classes above matches it."""
+    return s.isascii() and s.isprintable()
+
+
+def _escape(m: re.Match[str]) -> str:
     c = ord(m.group(0))
     if 0xDC80 <= c <= 0xDCFF:  # an undecodable byte of a file name (surrogateescape)
         return f"\\x{c - 0xDC00:02x}"
@@ -40,12 +50,12 @@ def _escape(m: re.Match) -> str:
 def shown(s: object) -> str:
     """``s`` as text safe for a terminal: control, bidi and undecodable characters escaped."""
     s = s if isinstance(s, str) else str(s)
-    return s if _UNSAFE.search(s) is None else _UNSAFE.sub(_escape, s)
+    return s if _plain(s) or re.search(_UNSAFE, s) is None else re.sub(_UNSAFE, _escape, s)
 
 
 def utf8(s: str) -> str:
     """``s`` with undecodable bytes (lone surrogates) replaced by U+FFFD: encodable as UTF-8."""
-    return s if _SURROGATE.search(s) is None else _SURROGATE.sub("\ufffd", s)
+    return s if s.isascii() or re.search(_SURROGATE, s) is None else re.sub(_SURROGATE, "\ufffd", s)
 
 
 # an escaped low surrogate of an undecodable byte (U+DC80-U+DCFF) in ``json.dumps`` output (which
@@ -64,7 +74,7 @@ def utf8_json(text: str) -> str:
 
 def hex_if_not_utf8(s: str) -> str | None:
     """The bytes of a file name that is not valid UTF-8, as hex; None when it is valid."""
-    if _SURROGATE.search(s) is None:
+    if s.isascii() or re.search(_SURROGATE, s) is None:
         return None
     try:
         return s.encode("utf-8", "surrogateescape").hex()  # the bytes os.fsdecode made the name from
@@ -73,7 +83,9 @@ def hex_if_not_utf8(s: str) -> str | None:
 
 
 def _shown_in_rich(s: str) -> str:
-    return s if _UNSAFE_IN_RICH.search(s) is None else _UNSAFE_IN_RICH.sub(_escape, s)
+    if _plain(s.replace("\n", " ")) or re.search(_UNSAFE_IN_RICH, s) is None:
+        return s
+    return re.sub(_UNSAFE_IN_RICH, _escape, s)
 
 
 def safe_text(t: Text, keep_lf: bool = False) -> Text:
@@ -82,9 +94,9 @@ def safe_text(t: Text, keep_lf: bool = False) -> Text:
     from rich.text import Span, Text
 
     plain = t.plain
-    if (_UNSAFE_IN_RICH if keep_lf else _UNSAFE).search(plain) is None:
-        return t
     esc = _shown_in_rich if keep_lf else shown
+    if esc(plain) == plain:  # (the same string when nothing is escaped)
+        return t
     where = [0]  # where each old character starts in the new text
     out = []
     for ch in plain:
