@@ -18,7 +18,6 @@ from fatbin_inspect.formats.decompress import Budget
 from fatbin_inspect.formats.model import KIND_SASS, Entry, Fatbin
 from fatbin_inspect.inventory import spill, workers
 from fatbin_inspect.inventory.options import Options
-from fatbin_inspect.inventory.payloads import decode_entry
 from fatbin_inspect.inventory.record_errors import changed_record
 
 PARALLEL_MIN_BYTES = 64 << 20  # compressed payload bytes that make a second process worth its start
@@ -49,6 +48,8 @@ def decode_fatbins(
 def probed(blob: Blob, fatbins: Sequence[Fatbin], toolkit_probe: bool, budget: Budget) -> list[Fatbin]:
     """``fatbins`` with their small cubins decoded (and the first ``TOOLKIT_PROBES`` larger ones
     when ``toolkit_probe``), the rest as they are."""
+    from fatbin_inspect.inventory.payloads import decode_entry  # (here: a plain listing decodes none)
+
     probes = [TOOLKIT_PROBES if toolkit_probe else 0]
 
     def probe(e: Entry) -> bool:
@@ -119,6 +120,8 @@ def _pairs(
 
 
 def _decoded(blob: Blob, fb: Fatbin, opts: Options, budget: Budget, release: bool) -> Iterator[Entry]:
+    from fatbin_inspect.inventory.payloads import decode_entry
+
     lo = fb.offset
     for e in fb.entries:
         yield decode_entry(blob, e, kernels=opts.kernels, resources=opts.resources, budget=budget)

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from fatbin_inspect.judging.needs import Needs
-from fatbin_inspect.render.sink import Sink
+
+if TYPE_CHECKING:  # (imported where a view writes: not by every command's --format choices)
+    from fatbin_inspect.render.sink import Sink
 
 # "own": ``writer(run, sink, shown)`` writes; "text": ``writer(**run, color=, width=)`` is the text
 # (``run`` its keyword arguments); "findings": ``writer(run, needs)`` is the (FindingsReport, fail

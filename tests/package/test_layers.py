@@ -140,17 +140,20 @@ def test_the_library_api_loads_no_command_line():
 
 
 # what a plain listing of files to JSON never needs: the index client (its inputs are told by
-# ``containers.index.is_index_input``, importing none of it), the engine (no targets), rich (no
-# table). Each is start-up time every listing would pay (bench_table.py row 6).
+# ``containers.index.is_index_input``, importing none of it), the engine (no targets), payload
+# decoding and demangling (no --details or --kernels), rich (no table). Each is start-up time
+# every listing would pay (bench_table.py row 6).
 LISTING_NEVER_LOADS = (
     "fatbin_inspect.containers.index.",
     "fatbin_inspect.judging.index_inputs",
     "fatbin_inspect.compat",
+    "fatbin_inspect.inventory.payloads",
+    "fatbin_inspect.formats.demangle",
     "rich",
 )
 
 
-def test_a_plain_listing_loads_no_index_client_engine_or_table():
+def test_a_plain_listing_loads_only_what_it_uses():
     """``list FILE --format json`` imports none of ``LISTING_NEVER_LOADS``."""
     import subprocess
     import sys
