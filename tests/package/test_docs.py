@@ -88,3 +88,18 @@ def test_readme_and_ci_docs_install_from_the_repository():
     quick = readme.split("## Quick start", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
     assert len(quick.strip().splitlines()) == 2 and "pip install ." in quick and "'.[test]'" in quick
     assert (ROOT / "CHANGELOG.md").read_text(encoding="utf-8").count("## [Unreleased]") == 1
+
+
+def test_readme_names_every_format_of_every_command():
+    """README's Output list gives each command's ``--format`` choices as ``render.VIEWS`` has
+    them, in order, and names every command that has views."""
+    from fatbin_inspect import render
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Output") :]
+    section = section[: section.index("\n## ", 1)]
+    listed: dict[str, str] = {}
+    for names, choices in re.findall(r"^- ((?:`[a-z]+`(?:, )?)+): `([a-z|]+)`", section, re.M):
+        for name in re.findall(r"`([a-z]+)`", names):
+            listed[name] = choices
+    assert listed == {c: "|".join(render.formats(c)) for c in render.VIEWS}
