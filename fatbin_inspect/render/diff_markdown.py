@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fatbin_inspect.release.diff import DiffReport
 from fatbin_inspect.release.findings import FindingsReport
-from fatbin_inspect.render.diff_table import kernels_cell
+from fatbin_inspect.render.diff_table import file_name, kernels_cell
 from fatbin_inspect.render.findings.markdown import cell, code
 
 
@@ -28,7 +28,8 @@ def render_diff_markdown(
     out += ["| file | status | archs added | archs dropped | kernels |", "|---|---|---|---|---|"]
     for f in d.files:
         out.append(
-            f"| {code(f.key)}{f' (was {code(f.renamed_from)})' if f.renamed_from else ''} | {f.status} | {', '.join(f.archs_added)} | "
+            f"| {code(file_name(f))}"
+            f"{f' (was {code(f.renamed_from)})' if f.renamed_from else ''} | {f.status} | {', '.join(f.archs_added)} | "
             f"{', '.join(f.archs_dropped)} | {kernels_cell(f)} |"
         )
     return "\n".join(out) + "\n"

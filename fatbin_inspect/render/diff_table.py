@@ -20,6 +20,12 @@ def kernels_cell(f: FileDiff) -> str:
     return " ".join(parts)
 
 
+def file_name(f: FileDiff) -> str:
+    """The file a row is about: its match key, but the new (else old) file's name where two
+    files were compared, whose key is ``.``."""
+    return f.key if f.key != "." else (f.new_path or f.old_path or ".").rsplit("/", 1)[-1]
+
+
 def render_diff_table(
     d: DiffReport,
     report: FindingsReport | None = None,
@@ -48,7 +54,7 @@ def render_diff_table(
     style = {"added": "green", "dropped": "red", "changed": "yellow", "same": "dim"}
     for f in d.files:
         tab.add_row(
-            f.key if f.renamed_from is None else f"{f.key} (was {f.renamed_from.rsplit('/', 1)[-1]})",
+            file_name(f) if f.renamed_from is None else f"{f.key} (was {f.renamed_from.rsplit('/', 1)[-1]})",
             Text(f.status, style=style[f.status]),
             ", ".join(f.archs_added),
             Text(", ".join(f.archs_dropped), style="red"),

@@ -197,3 +197,12 @@ def test_two_single_files_name_the_file_in_findings():
     drops = [f for f in doc["findings"] if f["rule_id"] == "FBI010"]
     assert sorted(f["message"] for f in drops) == ["compute_90 dropped", "sm_75 dropped", "sm_90 dropped"]
     assert {f["path"] for f in drops} == {NEW_LIB}, drops
+
+
+@needs_fixtures
+def test_two_single_files_name_the_file_in_the_table_and_markdown():
+    """The row of two files compared names the new file, not its match key ``.``."""
+    for fmt in ("table", "markdown"):
+        out = cli("diff", OLD_LIB, NEW_LIB, "--format", fmt, "--fail-on", "never", codes=0).out
+        row = next(line for line in out.splitlines() if "changed" in line)
+        assert "t01_exe_sm80" in row and "`.`" not in row and not row.startswith(". "), (fmt, row)
