@@ -2,7 +2,8 @@
 """Every row of issue 26's table, each a ratio measured in one run (the two sides of a pair run
 back to back, alternating; median of ``--pairs`` pairs, default 3, with the spread of the pairs'
 ratios), with the peer's or floor's figure beside it; optionally a third contender (``--base DIR``:
-a checkout of an older fatbin-inspect, run the same way) for "before" figures.
+a checkout of an older fatbin-inspect, run the same way, it and this checkout taking turns to
+run first after the peer) for "before" figures.
 
     python scripts/bench_table.py [--pairs 3] [--base /tmp/old-checkout] [--rows 1,2,...] [--jobs N]
 
@@ -108,6 +109,13 @@ def timed(cmd, env=None, warm_paths=()) -> Run:
     cpu = children_cpu()
     secs, peak, largest, _rc = bench_scan.run_measured_each(cmd, env)
     return Run(secs, peak / 2**20, largest / 2**20, children_cpu() - cpu)
+
+
+def turn(contenders, i):
+    """The contenders in the order of pair ``i``: rotated each pair, so that none always runs
+    first after the peer (whose run evicts what the next process reads from the page cache)."""
+    k = i % len(contenders)
+    return contenders[k:] + contenders[:k]
 
 
 def fi(src: str):
@@ -238,7 +246,7 @@ def main() -> int:
             2, "cold scan --format json of the tree vs cuobjdump -lelf -lptx on every ELF file", "<= 0.08"
         )
         files = list(bench_scan.elf_files(tree))
-        for _ in range(n):
+        for i in range(n):
             if cuobjdump:
                 warm(tree)
                 t0, cpu0 = time.monotonic(), children_cpu()
@@ -251,7 +259,7 @@ def main() -> int:
                     )
                 r2.add("cuobjdump", time.monotonic() - t0)
                 r2.add("cuobjdump-cpu", children_cpu() - cpu0)
-            for who, tool in contenders:
+            for who, tool in turn(contenders, i):
                 cache = os.path.join(args.work, f"cache-{who}")
                 shutil.rmtree(cache, ignore_errors=True)
                 cold_json, warm_json = out_file(f"cold-{who}.json"), out_file(f"warm-{who}.json")
@@ -284,9 +292,9 @@ def main() -> int:
             f"import sys; sys.path.insert(0, {os.path.join(ROOT, 'scripts')!r}); import bench_scan; "
             f"[bench_scan.inflate_candidates(w) for w in {wheels!r}]",
         ]
-        for _ in range(n):
+        for i in range(n):
             r3.add("floor", timed(inflate, env, wheels)[0])
-            for who, tool in contenders:
+            for who, tool in turn(contenders, i):
                 cmd, e = scan_cmd(tool, None, os.devnull, *wheels)
                 r3.add(who, timed(cmd, e, wheels)[0])
         r3.show([(who, "floor", f"{who:5} scan", "inflate", None) for who, _ in contenders])
@@ -295,9 +303,9 @@ def main() -> int:
         if not (row_n in rows and os.path.exists(lib) and cuobjdump):
             return
         r = Row(row_n, f"listing {os.path.basename(lib)} (--format json) vs cuobjdump -lelf -lptx", goal)
-        for _ in range(n):
+        for i in range(n):
             r.add("cuobjdump", timed([cuobjdump, "-lelf", "-lptx", lib], env, [lib])[0])
-            for who, tool in contenders:
+            for who, tool in turn(contenders, i):
                 r.add(who, timed(tool(lib, "--format", "json", "-o", os.devnull), env, [lib])[0])
         r.show([(who, "cuobjdump", f"{who:5} list", "cuobjdump", None) for who, _ in contenders])
 
@@ -317,12 +325,12 @@ def main() -> int:
             "100000000",
             "--mangled",
         ]
-        for _ in range(n):
+        for i in range(n):
             s, m, _, cpu = timed(cub, env, [torch_lib])
             wall.add("cubloaty", s)
             wall.add("cubloaty-cpu", cpu)
             rss.add("cubloaty", m)
-            for who, tool in contenders:
+            for who, tool in turn(contenders, i):
                 s, m, _, cpu = timed(
                     tool(torch_lib, "--kernels", "--format", "json", "-o", os.devnull), env, [torch_lib]
                 )
@@ -367,8 +375,8 @@ def main() -> int:
             "< 300 MB; flat",
             "MB",
         )
-        for _ in range(n):
-            for who, tool in contenders:
+        for i in range(n):
+            for who, tool in turn(contenders, i):
                 for tag, paths in (("1", [tree]), ("2", [tree, copy])):
                     cmd, e = scan_cmd(tool, None, os.devnull, *paths)
                     _s, total, largest, _ = timed(cmd, e, paths)
