@@ -112,8 +112,6 @@ def _inspect_zip_parallel(
     there, as in one walk)."""
     import concurrent.futures as cf
 
-    from fatbin_inspect.inventory import workers
-
     serial = dataclasses.replace(opts, jobs=1)
     try:
         pool = workers.pool(jobs)
