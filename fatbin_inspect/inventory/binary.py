@@ -64,11 +64,12 @@ def inspect_binary(
         and not fatbins
         and not os.path.basename(path.rsplit("!", 1)[-1]).lower().startswith("libcudart")
     )
+    machine = _machine(blob, fmt)
     found = None
     if own:  # (imported here: most files link their runtime or have kernels)
         from fatbin_inspect.containers.cudart_version import static_cudart_version
 
-        found = static_cudart_version(read, layout, _machine(blob, fmt))
+        found = static_cudart_version(read, layout, machine)
     rec = FileReport(
         path=path,
         format=layout.format,
@@ -80,7 +81,7 @@ def inspect_binary(
         static_cudart=static,
         static_cudart_version=found.version if found else None,
         relocatable=fmt == "coff" or (fmt == "elf" and blob.head(18)[16:18] == b"\x01\x00"),
-        machine=_machine(blob, fmt),
+        machine=machine,
     )
     return rec, read
 
