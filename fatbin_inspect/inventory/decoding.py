@@ -205,8 +205,8 @@ def _decode_slice(
     fatbins: Sequence[Fatbin],
     opts: Options,
     fn: Callable[[Pairs], T],
-    size: int | None = None,
-    slot: int | None = None,
+    size: int,
+    slot: int | None,
 ) -> list[T]:
     """``fn`` of each of ``fatbins`` decoded from the file at ``path`` (a worker maps it anew).
     ``size``: the bytes the parent's listing mapped; a file of another size now (truncated or
@@ -218,7 +218,7 @@ def _decode_slice(
     gc.set_threshold(100_000, 50, 100)  # many small acyclic records: see cli.main
     try:
         blob = open_blob(path)
-        if size is not None and blob.size != size:
+        if blob.size != size:
             shrank = changed_record(path, size).error if blob.size < size else None
             raise TruncatedError(
                 shrank.message
