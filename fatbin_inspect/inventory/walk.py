@@ -132,11 +132,10 @@ def iter_stat(root: str, listed: Listed | None = None) -> Iterator[StatItem]:
     while stack:
         entries, shown, prefix = stack[-1]
         for name, est, note in entries:
-            if note is not None:
+            if est is None:  # a symlink, or an entry not stat'ed: its note says which (``_entries``)
                 if note != "symlink":
                     yield shown + name, prefix + name, None, note
                 continue  # a symlink's target is scanned where it lives, or is outside the tree
-            assert est is not None  # an entry without a note has its lstat (``_entries``)
             mode = est.st_mode
             if S_ISREG(mode):
                 yield shown + name, prefix + name, est, None
