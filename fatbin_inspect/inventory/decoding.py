@@ -18,7 +18,7 @@ from fatbin_inspect.formats.decompress import Budget
 from fatbin_inspect.formats.model import KIND_SASS, Entry, Fatbin
 from fatbin_inspect.inventory import spill, workers
 from fatbin_inspect.inventory.options import Options
-from fatbin_inspect.inventory.record_errors import changed_record
+from fatbin_inspect.inventory.record_errors import shrank_message, size_or_zero
 
 PARALLEL_MIN_BYTES = 64 << 20  # compressed payload bytes that make a second process worth its start
 PROBE_MAX = 64 << 10  # nvcc's device-link cubins are ~1.5 KB and hold no kernels
@@ -219,10 +219,9 @@ def _decode_slice(
     try:
         blob = open_blob(path)
         if blob.size != size:
-            shrank = changed_record(path, size).error if blob.size < size else None
             raise TruncatedError(
-                shrank.message
-                if shrank is not None
+                shrank_message(size, size_or_zero(path))
+                if blob.size < size
                 else f"the file changed while it was read ({size:,} -> {blob.size:,} bytes): not inspected"
             )
         before = mapguard.faults()
@@ -233,8 +232,7 @@ def _decode_slice(
         with spill.writing(slot):
             out = [fn(_pairs(blob, [fb], opts, release=True)) for fb in fatbins]
         if mapguard.faults() != before:  # decoded from zeros: the parent's record says so
-            shrank = changed_record(path, blob.size).error
-            raise TruncatedError(shrank.message if shrank is not None else "the file shrank")
+            raise TruncatedError(shrank_message(blob.size, size_or_zero(path)))
         workers.trim_heap(TRIM_OVER)
         return out
     finally:

@@ -1,5 +1,6 @@
 """The error a record carries: an exception as the record's ``FileError`` (``error_of``), and the
-one record of a file that shrank while it was read (``unchanged``, ``changed_record``)."""
+one record of a file that shrank while it was read (``unchanged``, ``changed_record``,
+``shrank_message``)."""
 
 from __future__ import annotations
 
@@ -30,11 +31,13 @@ def changed_record(path: str, size: int) -> FileReport:
     """The record of a file of ``size`` bytes when read that is smaller now."""
     now = size_or_zero(path)
     return FileReport(
-        path=member_path.escape(path),
-        format="unknown",
-        size=now,
-        error=FileError(f"the file shrank while it was read ({size:,} -> {now:,} bytes): not inspected"),
+        path=member_path.escape(path), format="unknown", size=now, error=FileError(shrank_message(size, now))
     )
+
+
+def shrank_message(size: int, now: int) -> str:
+    """``changed_record``'s error: the file was ``size`` bytes when read, ``now`` bytes now."""
+    return f"the file shrank while it was read ({size:,} -> {now:,} bytes): not inspected"
 
 
 def size_or_zero(path: str) -> int:
