@@ -313,7 +313,7 @@ def _member_pairs(
         if m.note and rec.path == child:  # a zip member whose name repeats: said on its record
             rec = dataclasses.replace(rec, notes=(m.note, *rec.notes))
         if _worth_reporting(rec, opts):
-            yield (rec if owner is None or rec.package else dataclasses.replace(rec, package=owner)), b
+            yield _owned(rec, owner), b
 
 
 def open_image(path: str, ref: walk.ImageRef | None = None) -> tuple[ImageStore, str | None]:
@@ -455,11 +455,12 @@ def _image_records(
         return [], reader.notes, error_of(exc)
     tally[:] = [a + b for a, b in zip(tally or [0, 0], reader.contents, strict=True)]
     owners = reader.owners()
-    recs: list[Pair] = []
-    for inside, rec, b in pairs:
-        owner = owners.get(inside)
-        recs.append((rec if owner is None or rec.package else dataclasses.replace(rec, package=owner), b))
-    return recs, reader.notes, None
+    return [(_owned(rec, owners.get(inside)), b) for inside, rec, b in pairs], reader.notes, None
+
+
+def _owned(rec: FileReport, owner: Package | None) -> FileReport:
+    """``rec`` attributed to ``owner`` (its package) unless it names one of its own."""
+    return rec if owner is None or rec.package else dataclasses.replace(rec, package=owner)
 
 
 def _worth_reporting(rec: FileReport, opts: Options) -> bool:
