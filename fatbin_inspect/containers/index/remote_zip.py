@@ -42,35 +42,39 @@ _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 @dataclass
 class RemoteWheel:
     """A wheel read from ``url``: ``blob`` (its bytes where fetched, holes elsewhere), ``zf``
-    (its directory, cut to the members fetched), ``names`` (every member's name), ``whole``
-    (read in one pass and hashed: ``sha256`` is its digest), ``received`` (body bytes)."""
+    (its directory, cut to the members fetched), ``names`` (every member's name), ``received``
+    (body bytes), ``sha256`` (the digest when read in one pass and hashed: ``whole``)."""
 
     url: str
     size: int
     blob: Blob
     zf: zipfile.ZipFile
     names: list[str]
-    whole: bool
     received: int
     sha256: str | None = None
     metadata: str | None = None
-    wanted_bytes: int = 0  # the wanted members' spans (compressed), for the bench's ratio
     # ranges only: the wanted members by the span they are fetched in, and how to fetch one
     groups: list[tuple[int, int, list[zipfile.ZipInfo]]] = field(default_factory=list)
     fetch: Callable[[int, int], bytes] | None = field(default=None, repr=False)
     progress: Progress | None = field(default=None, repr=False)
+
+    @property
+    def whole(self) -> bool:
+        """Read in one pass and hashed (``sha256`` set), not by range requests."""
+        return self.sha256 is not None
 
     def batches(self) -> Iterator[list[zipfile.ZipInfo]]:
         """The wanted members a span at a time: its bytes are fetched into the scratch file
         before it is handed out and let go (``MADV_REMOVE``: the file's pages freed) when the
         caller asks for the next one, so at most one span of the wheel is held at once."""
         mm, done = self.blob.buf, 0
+        total = sum(b - a for a, b, _ in self.groups)
         for a, b, infos in self.groups:
             data = self.fetch(a, b) if self.fetch is not None else b""
             self.received += len(data)
             done += len(data)
             if self.progress is not None:
-                self.progress(done, sum(y - x for x, y, _ in self.groups))
+                self.progress(done, total)
             mm[a:b] = data  # type: ignore[index]
             del data
             yield infos
@@ -150,26 +154,29 @@ def open_wheel(
         raise CorruptError(
             f"{shown(url)}: the server sent {len(tail)} bytes of a range it said ends at {size}"
         )
-    cd_start = _directory_start(tail, start, size, lambda a, b: _range(transport, url, a, b))
-    head = _range(transport, url, cd_start, start) if cd_start < start else b""
+
+    def fetch(a: int, b: int) -> bytes:
+        return _range(transport, url, a, b)
+
+    cd_start = _directory_start(tail, start, size, fetch)
+    head = fetch(cd_start, start) if cd_start < start else b""
     with archives.scratch_file(size) as scratch:  # a sparse file: the holes cost nothing
         os.ftruncate(scratch.fileno(), size)
         os.pwrite(scratch.fileno(), head + tail, start - len(head))
         mm = mmap.mmap(scratch.fileno(), 0, access=mmap.ACCESS_WRITE)  # (writable: MADV_REMOVE)
     blob = Blob(mm, 0, size, owner=mm)
     zf = archives.open_zip(blob.stream())  # the directory, from the bytes written so far
-    infos = zf.infolist()
-    chosen = [s for s in spans(infos, cd_start) if wanted(s[2])]
-    meta = next((s for s in spans(infos, cd_start) if _is_metadata(s[2])), None)
+    every = spans(zf.infolist(), cd_start)
+    chosen = [s for s in every if wanted(s[2])]
+    meta = next((s for s in every if _is_metadata(s[2])), None)
     if meta is not None:
-        mm[meta[0] : meta[1]] = _range(transport, url, meta[0], meta[1])
+        mm[meta[0] : meta[1]] = fetch(meta[0], meta[1])
     wheel = _wheel(url, blob, zf, 0)
     wheel.groups = [
         (a, b, [info for x, y, info in chosen if a <= x and y <= b])
         for a, b in merged([(a, b) for a, b, _ in chosen])
     ]
-    wheel.fetch = lambda a, b: _range(transport, url, a, b)
-    wheel.wanted_bytes = sum(b - a for a, b, _ in chosen)
+    wheel.fetch = fetch
     wheel.received = transport.received - before
     wheel.progress = progress
     return wheel
@@ -181,9 +188,7 @@ def _wheel(
     infos = zf.infolist()
     meta = next((i for i in infos if _is_metadata(i)), None)
     text = archives.read_metadata_member(zf, meta).decode("utf-8", "replace") if meta is not None else None
-    return RemoteWheel(
-        url, blob.size, blob, zf, [i.filename for i in infos], sha256 is not None, received, sha256, text
-    )
+    return RemoteWheel(url, blob.size, blob, zf, [i.filename for i in infos], received, sha256, text)
 
 
 def _is_metadata(info: zipfile.ZipInfo) -> bool:
