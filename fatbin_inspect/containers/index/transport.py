@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from fatbin_inspect.containers import http
@@ -45,14 +45,14 @@ class Stream:
     headers: Mapping[str, str]  # content-type, content-range, content-length (lower case)
     url: str
     _pieces: Iterator[bytes] = field(repr=False, default=iter(()))
-    _close: object = field(repr=False, default=None)
+    _close: Callable[[], None] | None = field(repr=False, default=None)
 
     def chunks(self) -> Iterator[bytes]:
         return self._pieces
 
     def close(self) -> None:
         if self._close is not None:
-            self._close()  # type: ignore[operator]
+            self._close()
 
 
 def shown(url: str) -> str:
@@ -82,20 +82,20 @@ class Transport:
         scheme = urllib.parse.urlsplit(url).scheme
         if scheme == "file":
             return _file_stream(url, headers or {}, self)
-        plain = config.without_credentials(url).partition("#")[0]
+        plain = shown(url)  # sent and shown alike: no login (that goes as a header), no fragment
         creds = config.credentials(url)
         given = []
         if creds is not None:
             host = http.netloc(http.parse_url(plain))
-            given.append(http.basic(host, creds.user, creds.password, shown(url)))
-        resp = self._http.request(plain, shown(url), headers=headers, credentials=given)
+            given.append(http.basic(host, creds.user, creds.password, plain))
+        resp = self._http.request(plain, plain, headers=headers, credentials=given)
         if resp.status in (404, 410):
             resp.close()
-            raise NotFound(f"{shown(url)}: not found (HTTP {resp.status})")
+            raise NotFound(f"{plain}: not found (HTTP {resp.status})")
         if resp.status in (401, 403):
             resp.close()
             raise UnreadableError(
-                f"{shown(url)}: login denied (HTTP {resp.status}): check the credentials for its host"
+                f"{plain}: login denied (HTTP {resp.status}): check the credentials for its host"
             )
         try:
             resp.check_status(200, 206)
