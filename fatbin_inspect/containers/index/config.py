@@ -16,7 +16,7 @@ import configparser
 import os
 import sys
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from fatbin_inspect.errors import UsageError
@@ -171,8 +171,3 @@ def without_credentials(url: str) -> str:
     if parts.port:
         netloc += f":{parts.port}"
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
-
-
-def join_lists(*lists: Sequence[str]) -> tuple[str, ...]:
-    """Lists joined with repeats dropped, first place kept."""
-    return tuple(dict.fromkeys(x for lst in lists for x in lst))

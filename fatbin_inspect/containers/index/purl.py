@@ -40,10 +40,6 @@ class Release:
     marker: str | None = None
     files: tuple[DistFile, ...] = ()
 
-    @property
-    def purl(self) -> str:
-        return f"{PREFIX}{self.name}" + (f"@{self.version}" if self.version else "")
-
 
 def parse(text: str) -> Release:
     """``pkg:pypi/NAME[@VERSION]`` as a ``Release``; a malformed one is a usage error naming it."""

@@ -17,7 +17,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from fatbin_inspect.containers.index.config import Overrides
-from fatbin_inspect.containers.index.pages import DistFile
+from fatbin_inspect.containers.index.pages import DistFile, lock_file
 from fatbin_inspect.containers.index.purl import Release
 from fatbin_inspect.containers.wheel import canonicalize_name
 from fatbin_inspect.errors import InputError, UsageError
@@ -199,8 +199,6 @@ def read_pylock(path: str) -> Requested:
             if url is None:
                 raise UsageError(f"{where}: a wheel with neither url nor path")
             filename = wheel.name or url.rstrip("/").rsplit("/", 1)[-1]
-            from fatbin_inspect.containers.index.pages import lock_file
-
             made = lock_file(
                 filename, url, canonicalize_name(pkg.name), wheel.hashes.get("sha256"), wheel.size
             )
@@ -223,8 +221,6 @@ def read_pylock(path: str) -> Requested:
 
 def _sdist_only(pkg: object, path: str) -> tuple[DistFile, ...]:
     """A locked package with an sdist and no wheel: one sdist entry (so the choice says so)."""
-    from fatbin_inspect.containers.index.pages import lock_file
-
     sdist = pkg.sdist  # type: ignore[attr-defined]
     url = sdist.url or (_file_url(path, sdist.path) if sdist.path else "")
     name = sdist.name or url.rsplit("/", 1)[-1]
