@@ -450,12 +450,6 @@ class Transport:
                     f"{show_url(str(current))}, another host: refused"
                 )
 
-    def get(self, url: str, ref: str, cap: int, **kw: object) -> bytes:
-        """The body of a 200 answer to GET ``url``, at most ``cap`` bytes."""
-        with self.request(url, ref, **kw) as resp:  # type: ignore[arg-type]
-            resp.check_status(200)
-            return resp.read(cap)
-
     def _once(
         self,
         method: str,

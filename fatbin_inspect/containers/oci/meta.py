@@ -6,14 +6,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fatbin_inspect.containers.oci.store import Store
 from fatbin_inspect.errors import CorruptError, LimitExceeded
-
-if TYPE_CHECKING:
-    pass
-
 
 MAX_LAYERS = 500  # Docker refuses more than 127; a registry image past this is hostile
 MAX_JSON_BYTES = 8 << 20
