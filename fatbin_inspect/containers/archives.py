@@ -270,8 +270,8 @@ def zip_members(
     infos = zf.infolist()
     # (zipfile's name index keeps one member a name: the same length, no name repeats)
     repeats = _repeated(infos) if len(getattr(zf, "NameToInfo", ())) != len(infos) else {}
-    start = 0 if span is None else span[0]
-    for i, info in enumerate(infos[start:] if span is None else infos[span[0] : span[1]], start):
+    start, stop = span if span is not None else (0, len(infos))
+    for i, info in enumerate(infos[start:stop], start):
         name = info.filename
         note = None
         if name in repeats:
