@@ -423,6 +423,12 @@ def tar_entries(fileobj: Any) -> Iterator[tuple[tarfile.TarInfo, tarfile.TarFile
         raise CorruptError(f"tar stream breaks off: {_why(exc)}") from None
 
 
+def tar_bytes(tf: tarfile.TarFile, ti: tarfile.TarInfo) -> bytes:
+    """All the bytes of a regular tar entry (b"" should tarfile give it no data)."""
+    fh = tf.extractfile(ti)  # a regular member: never None
+    return fh.read(ti.size) if fh is not None else b""
+
+
 def tar_member(
     tf: tarfile.TarFile, ti: tarfile.TarInfo, blob: Blob | None = None, name: str | None = None
 ) -> Member | None:

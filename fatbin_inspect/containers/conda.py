@@ -255,8 +255,7 @@ class CondaReader:
     def _read_meta(self, tf: tarfile.TarFile, ti: tarfile.TarInfo, name: str) -> None:
         if ti.size > MAX_INFO_BYTES:
             raise LimitExceeded(f"{name} of {ti.size} bytes, over the {MAX_INFO_BYTES}-byte limit")
-        fh = tf.extractfile(ti)  # a regular member: never None
-        data = fh.read(ti.size) if fh is not None else b""
+        data = archives.tar_bytes(tf, ti)
         if name == "info/files":
             self._files = data
             return

@@ -182,8 +182,7 @@ class ImageReader:
             self.meta_over.add(path)
             return
         self.meta_left -= ti.size
-        fh = tf.extractfile(ti)  # a regular member: never None
-        self.meta[path] = fh.read(ti.size) if fh is not None else b""
+        self.meta[path] = archives.tar_bytes(tf, ti)
 
     def _note_once(self, note: str) -> None:
         if note not in self.notes:
