@@ -100,9 +100,8 @@ def _gzip(blob: Blob, all_members: bool, budget: Budget) -> ArchiveReader:
     return archives.MemberReader(archives.gzip_members(blob, budget), "tar")
 
 
-def _bzip2(
-    blob: Blob, all_members: bool, budget: Budget
-) -> ArchiveReader:  # a conda package with info/index.json
+def _bzip2(blob: Blob, all_members: bool, budget: Budget) -> ArchiveReader:
+    # a conda package with info/index.json
     from fatbin_inspect.containers import conda
 
     return conda.CondaReader(blob)

@@ -199,10 +199,8 @@ class RegistryStore:
             )
         else:
             sep = "&" if url.query else "?"
-            realm, kw = (
-                f"{realm}{sep}{urllib.parse.urlencode(fields)}",
-                dict(credentials=_login(self.ref, host, creds)),
-            )
+            realm = f"{realm}{sep}{urllib.parse.urlencode(fields)}"
+            kw = dict(credentials=_login(self.ref, host, creds))
         with self.transport.request(realm, self.ref.text, deadline=http.TIMEOUT, **kw) as resp:
             resp.check_status(200)
             doc = oci.loads(
