@@ -53,15 +53,18 @@ class ScanOptions:
 
     def option(self, name: str) -> Any:
         """One field of ``inventory`` (a dict's, or its default where it has none)."""
-        o = self.inventory
-        if o is None:
-            return FINGERPRINT_DEFAULTS[name]
-        return o.get(name, FINGERPRINT_DEFAULTS[name]) if isinstance(o, Mapping) else getattr(o, name)
+        return _field(self.inventory, name)
+
+
+def _field(o: Options | Mapping[str, Any] | None, name: str) -> Any:
+    """The field ``name`` of inventory options ``o`` (a dict's, or its default where it has none)."""
+    if o is None:
+        return FINGERPRINT_DEFAULTS[name]
+    return o.get(name, FINGERPRINT_DEFAULTS[name]) if isinstance(o, Mapping) else getattr(o, name)
 
 
 def options_fingerprint(o: Options | Mapping[str, Any] | None) -> str:
-    o = o if o is not None else {}
-    v = {k: o.get(k, d) if isinstance(o, Mapping) else getattr(o, k) for k, d in FINGERPRINT_DEFAULTS.items()}
+    v = {k: _field(o, k) for k in FINGERPRINT_DEFAULTS}
     return (
         f"k{int(v['kernels'])}d{int(v['details'])}r{int(v['resources'])}p{int(v['probe_small'])}"
         f"h{int(v['scan_hidden'])}m{v['members']}"
