@@ -215,9 +215,13 @@ class ScanLoop:
             self._joined(self.splits.failed(unit.part, error=message))
             return
         for path, key in unit.args[0]:
-            self.apaths.pop(path, None)
-            self._error(path, key[2], message)
-            self._tick(1, key[2])
+            self._failed(path, key, message)
+
+    def _failed(self, path: str, key: tuple[Any, ...], message: str) -> None:
+        """A file sent to the workers that gave no records: one error record (not cached)."""
+        self.apaths.pop(path, None)
+        self._error(path, key[2], message)
+        self._tick(1, key[2])
 
     def _joined(self, joined: units.Joined | None) -> None:
         """A split file whose parts are all done: its records, its error, or a unit reading it whole."""
@@ -227,9 +231,7 @@ class ScanLoop:
         if joined.unread:  # a part no Dask worker could read: the whole file is unread
             self._unread(path, key, joined.unread)
         elif joined.error is not None:  # a part's process died: the file is one error record
-            self.apaths.pop(path, None)
-            self._error(path, key[2], joined.error)
-            self._tick(1, key[2])
+            self._failed(path, key, joined.error)
         elif joined.records is not None:
             self._finish([Scanned(path, key, joined.records)])
         else:  # a part could not vouch for its bytes: the file whole
