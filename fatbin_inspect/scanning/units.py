@@ -208,11 +208,12 @@ def join_spans(path: str, parts: list[list[Encoded]]) -> list[Encoded]:
     """The ``worker.encoded`` records of a split zip as one whole-file unit gives them: its own
     record first (kept only with an error, which ended the walk through its members there), then
     the members'."""
-    members = []
+    members: list[Encoded] = []
     shown = member_path.escape(path)  # the zip's own record path (a real "!" is written "\\!")
     for encs in parts:
-        members += [e for e in encs if _record_path(e, path) != shown]
-        own = [e for e in encs if _record_path(e, path) == shown]
+        own: list[Encoded] = []
+        for e in encs:
+            (own if _record_path(e, path) == shown else members).append(e)
         if own:
             return own[:1] + members
     return members
