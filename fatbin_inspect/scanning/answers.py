@@ -20,7 +20,8 @@ from typing import Any, NamedTuple
 from fatbin_inspect.inventory.roots import Root
 from fatbin_inspect.inventory.walk import iter_stat
 from fatbin_inspect.scanning.cache import MISS, ScanCache, has_checksum, pack_text, packed_size, stat_key
-from fatbin_inspect.scanning.texts import Encoder, RowLoc, TextJob, TextStore, Unpacker
+from fatbin_inspect.scanning.encoded import Encoder
+from fatbin_inspect.scanning.texts import RowLoc, TextJob, TextStore, Unpacker
 
 # roots a scan walks file by file: a scan of these alone can keep its whole answer (``cache.Answer``)
 WALKED = ("directory", "site-packages", "venv", "conda")

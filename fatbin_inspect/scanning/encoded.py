@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from fatbin_inspect.formats.model import FileReport
 
 Key = tuple  # a file's ``cache.stat_key``: (device, inode, size, mtime, ctime)
+Encoder = Callable[[FileReport], bytes]  # ``ScanOptions.encoder``: a record -> its text
 
 
 class Encoded(NamedTuple):

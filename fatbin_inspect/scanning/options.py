@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from fatbin_inspect.formats.model import FileReport
+from fatbin_inspect.scanning.encoded import Encoder
 
 if TYPE_CHECKING:  # the parsers are imported only when a file has to be read
     from fatbin_inspect.inventory.options import Options
@@ -45,7 +45,7 @@ class ScanOptions:
     # a module-level function: a record -> its bytes as the caller writes them (run in the workers,
     # kept in the cache under the function's name); given, the records are summaries and
     # ``ScanResult.texts`` yields the texts
-    encoder: Callable[[FileReport], bytes] | None = None
+    encoder: Encoder | None = None
     # ``encoder``'s text in parts (``scan_json.file_rest_parts``): given, a large ELF file's hidden
     # fatbins are read and encoded by several workers (``elf_split``); without it (and an encoder)
     # each file is one worker's

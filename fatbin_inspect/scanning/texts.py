@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import collections
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import IO, Any, NamedTuple
 
 from fatbin_inspect.formats.model import FileReport
@@ -25,8 +25,7 @@ from fatbin_inspect.scanning.cache import (
     unpack,
     unpack_texts,
 )
-
-Encoder = Callable[[FileReport], bytes]
+from fatbin_inspect.scanning.encoded import Encoder
 
 
 class TextJob:

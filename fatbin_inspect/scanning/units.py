@@ -23,7 +23,7 @@ from fatbin_inspect.inventory import member_path
 # a large zip's units (no parser imported); the loop reads them here, tests change them here
 from fatbin_inspect.inventory.zip_plan import SPAN_BYTES as SPAN_BYTES
 from fatbin_inspect.inventory.zip_plan import SPLIT_BYTES as SPLIT_BYTES
-from fatbin_inspect.scanning.encoded import Encoded, Key
+from fatbin_inspect.scanning.encoded import Encoded, Encoder, Key
 
 BATCH_FILES = 64
 BATCH_BYTES = 64 << 20
@@ -66,7 +66,7 @@ class Work(NamedTuple):
     cache (``data``)."""
 
     inventory: Any
-    encoder: Callable[..., bytes] | None
+    encoder: Encoder | None
     keep: bool
     data: bool
 

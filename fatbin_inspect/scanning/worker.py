@@ -11,7 +11,7 @@ costs ``CHUNK`` bytes of memory, not 500 MB.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from fatbin_inspect.containers import archives, detect
@@ -29,7 +29,7 @@ from fatbin_inspect.inventory.zip_plan import (
     zip_spans as zip_spans,  # re-exported: scan and its tests call worker.zip_spans
 )
 from fatbin_inspect.scanning.cache import encode_record, pack_text
-from fatbin_inspect.scanning.encoded import Encoded, Scanned
+from fatbin_inspect.scanning.encoded import Encoded, Encoder, Scanned
 
 CHUNK = 32 << 20
 HEAD = 512
@@ -93,7 +93,7 @@ _ZIP = None  # ((path, key), blob, directory or None): the zip this process has 
 def encoded(
     records: Iterable[FileReport],
     base: str,
-    encoder: Callable[[FileReport], bytes] | None,
+    encoder: Encoder | None,
     keep: bool,
     data: bool = True,
 ) -> list[Encoded]:
@@ -116,7 +116,7 @@ def inspect_span(
     key: tuple[Any, ...],
     span: tuple[int, int],
     opts: Any,
-    encoder: Callable[[FileReport], bytes] | None = None,
+    encoder: Encoder | None = None,
     keep: bool = False,
     data: bool = True,
 ) -> list[Encoded]:
@@ -145,7 +145,7 @@ def inspect_span(
 def inspect_batch(
     batch: Sequence[tuple[str, tuple[Any, ...]]],
     opts: Any,
-    encoder: Callable[[FileReport], bytes] | None = None,
+    encoder: Encoder | None = None,
     keep: bool = False,
     data: bool = True,
 ) -> list[Scanned]:
