@@ -10,8 +10,9 @@ from fatbin_inspect.render.releases_table import answers
 
 
 def releases_document(report: ReleasesReport) -> dict[str, Any]:
+    said = answers(report)  # (one line per target: made once, not once per target)
     return {
-        "schema_version": 1,
+        "schema_version": jsondump.SCHEMA_VERSION,
         "command": "releases",
         "package": report.name,
         "targets": [
@@ -20,7 +21,7 @@ def releases_document(report: ReleasesReport) -> dict[str, Any]:
                 "gpu": t.gpu.name,
                 "newest_native": report.newest_native[i],
                 "newest_jit": report.newest_jit[i],
-                "answer": answers(report)[i],
+                "answer": said[i],
             }
             for i, t in enumerate(report.targets)
         ],
