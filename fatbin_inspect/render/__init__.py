@@ -34,10 +34,6 @@ def _sbom(command: str) -> View:
     )
 
 
-def _own(command: str, fmt: str, writer: str, needs: Needs = Needs(), encoder: str | None = None) -> View:
-    return View(command, fmt, writer, needs, encoder)
-
-
 def _text(command: str, fmt: str, writer: str, needs: Needs = Needs()) -> View:
     return View(command, fmt, writer, needs, kind="text")
 
@@ -73,23 +69,23 @@ def _table_json(command: str, table: str, json: str) -> dict[str, View]:
 VIEWS: dict[str, dict[str, View]] = {
     # judging.list_run.ListRun, list_views.Shown
     "list": _table(
-        _own("list", "table", "list_views:write_table", _SHOWN),
-        _own("list", "json", "list_views:write_json", Needs(streamed=True)),
-        _own("list", "jsonl", "list_views:write_jsonl", Needs(streamed=True)),
+        View("list", "table", "list_views:write_table", _SHOWN),
+        View("list", "json", "list_views:write_json", Needs(streamed=True)),
+        View("list", "jsonl", "list_views:write_jsonl", Needs(streamed=True)),
         _sbom("list"),
     ),
     # judging.check_run.CheckRun, check_views.Shown
     "check": _findings(
         "check",
         "check_views:findings_report",
-        _own("check", "table", "check_views:write_table", _SHOWN),
-        _own("check", "json", "check_views:write_json", Needs(streamed=True)),
+        View("check", "table", "check_views:write_table", _SHOWN),
+        View("check", "json", "check_views:write_json", Needs(streamed=True)),
     ),
     # judging.scan_run.ScanRun, scan_views.Shown
     "scan": _table(
-        _own("scan", "table", "scan_views:write_table", Needs(records=False, progress=True)),
-        _own("scan", "json", "scan_views:write_json", Needs(records=False), encoder="scan_json:file_rest"),
-        _own("scan", "html", "scan_views:write_html", Needs(kept=True, progress=True)),
+        View("scan", "table", "scan_views:write_table", Needs(records=False, progress=True)),
+        View("scan", "json", "scan_views:write_json", Needs(records=False), encoder="scan_json:file_rest"),
+        View("scan", "html", "scan_views:write_html", Needs(kept=True, progress=True)),
         _sbom("scan"),
     ),
     # judging.gate_run.GateRun
