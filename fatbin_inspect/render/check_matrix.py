@@ -145,10 +145,12 @@ def _notes(
 def _failures(verdicts: Sequence[FileVerdict], cut: int) -> list[RenderableType]:
     """One line per cause and set of files, naming its targets; each fix once."""
     causes: dict[tuple, dict[Target, list[str]]] = {}
+    failing: dict[tuple, list[FileVerdict]] = {}  # each cause's verdicts, in order
     for v in verdicts:
         if v.verdict == "fail":
             key = (v.error, v.rule, v.reason, v.advice)
             causes.setdefault(key, {}).setdefault(v.target, []).append(v.path)
+            failing.setdefault(key, []).append(v)
     merged: dict[tuple, list[Target]] = {}  # the same files failing the same way on several targets
     for key, per_target in causes.items():
         for t, paths in per_target.items():
@@ -162,23 +164,11 @@ def _failures(verdicts: Sequence[FileVerdict], cut: int) -> list[RenderableType]
         line.append(f" on {'; '.join(map(target_name, ts))}", style="bold")
         line.append(f": {_files(paths, cut)}: {reason}")
         out.append(hang("  ", line))
-        out += [hang("    device code: ", d) for d in _device_lines(per_cause(verdicts, key, ts, paths), cut)]
+        shown_ts, shown_paths = set(ts), set(paths)  # (the verdicts this line stands for)
+        vs = [v for v in failing[key] if v.target in shown_ts and v.path in shown_paths]
+        out += [hang("    device code: ", d) for d in _device_lines(vs, cut)]
         out += [hang("    fix: ", a, style="cyan") for a in _new(advice, fixes_shown)]
     return out
-
-
-def per_cause(
-    verdicts: Sequence[FileVerdict], key: tuple, ts: Sequence[Target], paths: Sequence[str]
-) -> list[FileVerdict]:
-    """The verdicts one failure line stands for: its cause, targets and files."""
-    return [
-        v
-        for v in verdicts
-        if v.verdict == "fail"
-        and (v.error, v.rule, v.reason, v.advice) == key
-        and v.target in ts
-        and v.path in paths
-    ]
 
 
 def _device_lines(vs: Sequence[FileVerdict], cut: int) -> list[str]:
