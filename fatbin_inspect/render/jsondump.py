@@ -100,9 +100,9 @@ def dumps(document: dict[str, Any], pretty: bool = True) -> str:
     """Indented for people; ``pretty=False`` for large documents (the C encoder runs only without
     ``indent``: indenting libtorch_cuda.so's kernels is many times slower than compact)."""
     if not pretty:
-        return to_json(document, separators=(",", ":")) + "\n"
+        return to_json(document, separators=COMPACT) + "\n"
     return _pretty(document) + "\n"
 
 
 def dumps_line(record: dict[str, Any]) -> str:
-    return to_json(record, separators=(",", ":")) + "\n"
+    return to_json(record, separators=COMPACT) + "\n"

@@ -14,7 +14,7 @@ from typing import Any
 from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport, Kernel, Package
 from fatbin_inspect.formats.records import as_dict
 from fatbin_inspect.render.escape import hex_if_not_utf8, utf8, utf8_json
-from fatbin_inspect.render.json_encode import pretty
+from fatbin_inspect.render.json_encode import COMPACT, pretty
 
 
 def kernel_dict(k: Kernel) -> dict[str, Any]:
@@ -227,9 +227,7 @@ def fatbin_compact(fb: Fatbin) -> str:
     """``json.dumps(fatbin_dict(fb), separators=(",", ":"))`` before ``escape.utf8_json``, when
     the record's fields are ``FATBIN_PRETTY_FIELDS`` (the caller checks); each entry by
     ``entry_compact``, else by ``json.dumps`` of its dict."""
-    entries = ",".join(
-        entry_compact(e) or json.dumps(entry_dict(e), separators=(",", ":")) for e in fb.entries
-    )
+    entries = ",".join(entry_compact(e) or json.dumps(entry_dict(e), separators=COMPACT) for e in fb.entries)
     return _fatbin_text(fb, "", ":", "[" + entries + "]")
 
 
