@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import NamedTuple
 
 from fatbin_inspect.compat import data
@@ -189,18 +190,22 @@ def oldest(v: FatbinVerdict) -> CC:
     return min((arch_cc(a) for a in v.archs), default=(0, 0))
 
 
+@cache  # called for every fatbin of a file on every target (``generation_reach``): few distinct names
 def arch_cc(arch: str) -> CC:
     """``sm_86`` -> (8, 6), ``compute_100`` and ``sm_100a`` -> (10, 0)."""
-    digits = "".join(ch for ch in arch.partition("_")[2] if ch.isdigit())
-    n = int(digits or 0)
+    n = _arch_number(arch.partition("_")[2])
     return n // 10, n % 10
 
 
 def arch_key(arch: str) -> tuple[bool, int, str]:
     """Sort key of an arch name: SASS before PTX, then by number (sm_90 < sm_100 < sm_100a)."""
     head, _, tail = arch.partition("_")
-    digits = "".join(ch for ch in tail if ch.isdigit())
-    return (head != "sm", int(digits or 0), tail)
+    return (head != "sm", _arch_number(tail), tail)
+
+
+def _arch_number(tail: str) -> int:
+    """The number of an arch name's part after ``_``: ``100a`` -> 100 (0: none)."""
+    return int("".join(ch for ch in tail if ch.isdigit()) or 0)
 
 
 def arch_counts(vs: Sequence[FatbinVerdict]) -> tuple[tuple[str, int], ...]:
