@@ -86,6 +86,11 @@ def device_line(d: FileVerdict) -> str:
     return f"{head}{cov} — on a host that can load the file"
 
 
+def host_why(v: FileVerdict) -> str:
+    """R-HOST's reason, with what the device code gives on a host that can load the file."""
+    return f"{v.reason}; device code: {device_line(v.device)}" if v.device else v.reason
+
+
 def wrong_host_advice(target: Target) -> tuple[str, ...]:
     return (f"install the {target.host_arch} build of this package on that host",)
 

@@ -8,7 +8,6 @@ from fatbin_inspect.compat import describe, verdict
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.formats.model import FileReport
 from fatbin_inspect.release.findings import Check, Finding, FindingsReport, sort_key
-from fatbin_inspect.release.gate_rules import host_why
 from fatbin_inspect.release.requirements import JIT, OK, STATE_RULE, state
 
 
@@ -22,7 +21,7 @@ def verdict_finding(v: verdict.FileVerdict) -> Finding | None:
     if v.error is not None:
         why = f"{v.error.name} ({v.error.code}): {v.reason}"
     else:  # a failure without a CUDA error is R-HOST's (the file is never loaded)
-        why = host_why(v) if v.verdict == "fail" else f"only PTX (JIT): {v.reason}"
+        why = describe.host_why(v) if v.verdict == "fail" else f"only PTX (JIT): {v.reason}"
     return Finding(
         "FBI020" if v.rule == "R-HOST" else STATE_RULE[s],
         "warning" if s == JIT else "error",

@@ -53,7 +53,7 @@ def check_requirement(
     if total == 0:
         return
     if v.rule == "R-HOST":
-        emit("FBI020", "error", f"{label}: {host_why(v)}", label, arch)
+        emit("FBI020", "error", f"{label}: {describe.host_why(v)}", label, arch)
         return
     if set_aside:
         _set_aside_note(emit, v, label, arch)
@@ -268,11 +268,6 @@ def _required(required: Iterable[str], sm: int, variant: str) -> bool:
         rsm == sm and (rv == variant or (rv == "f" and not variant))
         for _, rsm, rv in map(split_arch, required)
     )
-
-
-def host_why(v: verdict.FileVerdict) -> str:
-    """R-HOST's reason, with what the device code gives on a host that can load the file."""
-    return f"{v.reason}; device code: {describe.device_line(v.device)}" if v.device else v.reason
 
 
 def check_torch_runtime(emit: Emitter, rt: RuntimeNeed | None, torch: RuntimeNeed | None) -> None:
