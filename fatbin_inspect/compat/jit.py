@@ -149,8 +149,10 @@ def cost(v: FileVerdict, settings: CacheSettings = DEFAULT_CACHE) -> JitCost | N
     seconds = cache_bytes = 0.0
     ptx = 0
     for f in fbs:
-        size = f.chosen.size if f.chosen is not None and f.chosen.size is not None else 0
-        s, c = per_image(size, family, f.chosen.shape if f.chosen is not None else None)
+        chosen = f.chosen
+        assert chosen is not None  # (jit_fatbins keeps only fatbins with a chosen PTX image)
+        size = chosen.size if chosen.size is not None else 0
+        s, c = per_image(size, family, chosen.shape)
         ptx += size
         seconds += s
         cache_bytes += c

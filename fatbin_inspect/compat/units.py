@@ -136,7 +136,7 @@ def set_aside(chosen: Sequence[tuple[str, FileVerdict]]) -> set[str]:
     """Files made only for other GPUs (``FileVerdict.set_aside_in``): (iii) counts when another
     file runs a general cubin natively, broad (i) code when some file of the unit targets the
     GPU's generation (the guard of (i): a distribution that dropped it has no specialised files)."""
-    generation = any(generation_reach(w.fatbins) for _, w in chosen if w.verdict != "link-time")
+    generation = any(generation_reach(w.fatbins) is not None for _, w in chosen if w.verdict != "link-time")
     reach = ANY_REACH if generation else None
     out = set()
     for p, v in chosen:
