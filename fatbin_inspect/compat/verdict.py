@@ -23,8 +23,6 @@ from fatbin_inspect.compat.runtime import RuntimeNeed
 from fatbin_inspect.compat.targets import Target
 from fatbin_inspect.formats.model import PtxShape
 
-VERDICTS = ("native", "jit", "fail", "no-device-code", "link-time")
-COVERAGES = ("full", "partial", "none")
 SEVERITY = {"no-device-code": 0, "link-time": 0, "native": 1, "jit": 2, "fail": 3}
 KINDS = {
     "i": "code for a higher compute capability",
