@@ -24,6 +24,12 @@ def fixture_path(*parts):
     return os.path.join(FIXTURES, *parts)
 
 
+def read_file(path) -> bytes:
+    """The bytes of the file at ``path``."""
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
 @dataclasses.dataclass(frozen=True)
 class Ran:
     """One run of the command line: its exit code and what it wrote to stdout and stderr."""

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 import pytest
-from conftest import ROOT, cli, fixture_path
+from conftest import ROOT, cli, fixture_path, read_file
 
 LIB = fixture_path("bin", "t12_lib_sm86_c89.so")  # sm_86 SASS + compute_89 PTX, links libcudart 13
 
@@ -104,11 +104,6 @@ def layer_tar(entries: Iterable[tuple[str, bytes | tuple[str, str]]]) -> bytes:
                 ti.size = len(data)
                 tf.addfile(ti, io.BytesIO(data))
     return buf.getvalue()
-
-
-def read_file(p: str) -> bytes:
-    with open(p, "rb") as fh:
-        return fh.read()
 
 
 def manifest_of(layout: str, tag: str) -> tuple[str, dict[str, Any]]:

@@ -6,7 +6,7 @@ import os
 
 import pytest
 from builders import conda_index, conda_package
-from conftest import fixture_path
+from conftest import fixture_path, read_file
 
 from fatbin_inspect.compat import runtime
 from fatbin_inspect.containers import conda
@@ -18,19 +18,14 @@ LIB86 = fixture_path("bin", "t12_lib_sm86_c89.so")
 FATBIN = fixture_path("bin", "t13_raw_sm75_c75_sm120.fatbin")
 
 
-def _read(p):
-    with open(p, "rb") as fh:
-        return fh.read()
-
-
 def _cupy_like(
     tmp_path, fmt, depends=("cuda-version >=12.4,<13.0a0", "libgcc >=13", "python_abi 3.11.* *_cp311")
 ):
     index = conda_index("cupy-core", "13.3.0", "py311h5eee18b_2", depends)
     files = [
-        ("lib/python3.11/site-packages/cupy/_core/core.cpython-311-x86_64-linux-gnu.so", _read(LIB86)),
-        ("bin/cupy_probe", _read(SM80)),  # extensionless: found by content
-        ("share/cupy/kernels.dat", _read(FATBIN)),  # a fatbin under a data name
+        ("lib/python3.11/site-packages/cupy/_core/core.cpython-311-x86_64-linux-gnu.so", read_file(LIB86)),
+        ("bin/cupy_probe", read_file(SM80)),  # extensionless: found by content
+        ("share/cupy/kernels.dat", read_file(FATBIN)),  # a fatbin under a data name
         ("lib/python3.11/site-packages/cupy/__init__.py", b"import os\n" * 40),
     ]
     p = tmp_path / f"cupy-core-13.3.0-py311h5eee18b_2.{fmt}"
@@ -99,7 +94,7 @@ def test_plain_tar_bz2_and_bz2_data_are_not_packages(tmp_path):
     from builders import tar_archive
 
     t = tmp_path / "layer.tar.bz2"
-    t.write_bytes(bz2.compress(tar_archive([("usr/bin/app", _read(SM80))])))
+    t.write_bytes(bz2.compress(tar_archive([("usr/bin/app", read_file(SM80))])))
     recs = list(inspect_path(str(t)))
     assert recs[0].format == "tar" and recs[0].package is None and recs[0].error is None
     assert [r.path.split("!")[1] for r in recs[1:]] == ["usr/bin/app"]
@@ -143,10 +138,10 @@ def _image(tmp_path, fmt="dir", **kw):
         [
             ("usr", None),
             ("usr/lib", None),
-            ("usr/lib/libold.so", _read(SM80)),
-            ("usr/lib/libcuda_app.so", _read(SM80)),
-            ("opt/vendor/libvendor.so", _read(LIB86)),
-            (f"{SP}/gpu/_ext.so", _read(FATBIN)),
+            ("usr/lib/libold.so", read_file(SM80)),
+            ("usr/lib/libcuda_app.so", read_file(SM80)),
+            ("opt/vendor/libvendor.so", read_file(LIB86)),
+            (f"{SP}/gpu/_ext.so", read_file(FATBIN)),
             (f"{SP}/gpu-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: gpu\nVersion: 1.0\n\n"),
             (f"{SP}/gpu-1.0.dist-info/RECORD", b"gpu/_ext.so,sha256=x,1\ngpu-1.0.dist-info/RECORD,,\n"),
             ("etc/escape", ("symlink", "../../../../etc/passwd")),
@@ -155,7 +150,7 @@ def _image(tmp_path, fmt="dir", **kw):
     delete = layer_tar(
         [("usr/lib/.wh.libold.so", b""), ("opt/vendor/.wh..wh..opq", b""), ("opt/vendor/README", b"x")]
     )
-    override = layer_tar([("usr/lib/libcuda_app.so", _read(SM90))], compress="zstd")
+    override = layer_tar([("usr/lib/libcuda_app.so", read_file(SM90))], compress="zstd")
     root = tmp_path / "layout"
     oci_layout(str(root), [base, delete, override], **kw)
     if fmt == "dir":
@@ -270,7 +265,9 @@ def test_legacy_docker_save_layers_with_whiteouts(tmp_path):
     import tarfile
 
     layers = [
-        layer_tar([("usr/lib/libgone.so", _read(SM80)), ("usr/lib/libkept.so", _read(LIB86))], compress=None),
+        layer_tar(
+            [("usr/lib/libgone.so", read_file(SM80)), ("usr/lib/libkept.so", read_file(LIB86))], compress=None
+        ),
         layer_tar([("usr/lib/.wh.libgone.so", b"")], compress=None),
     ]
     buf = io.BytesIO()

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 import pytest
-from conftest import BIN, CORPUS, ROOT, cli, fixture_path
+from conftest import BIN, CORPUS, ROOT, cli, fixture_path, read_file
 from index_servers import build_sdist, build_wheel, pypiserver, static_index, static_server
 
 from fatbin_inspect.containers.index import config
@@ -30,11 +30,6 @@ ISOLATED = {
 }
 
 
-def _read(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
-
-
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory):
     """demo-cuda 1.0 (x86_64: sm_75/80/90 + compute_90; aarch64: a raw fatbin of sm_100/120),
@@ -42,7 +37,7 @@ def wheels(tmp_path_factory):
     (an sdist only)."""
     d = str(tmp_path_factory.mktemp("wheels"))
     filler = {"demo_cuda/big.py": os.urandom(300 << 10).hex().encode()}  # Python: never fetched
-    so = {**filler, "demo_cuda/_ext.so": _read(os.path.join(BIN, "t02_exe_sm75_sm80_sm90_c90"))}
+    so = {**filler, "demo_cuda/_ext.so": read_file(os.path.join(BIN, "t02_exe_sm75_sm80_sm90_c90"))}
     made = [
         build_wheel(d, "demo-cuda", "1.0", f"py3-none-{X86}", so),
         build_wheel(
@@ -51,15 +46,15 @@ def wheels(tmp_path_factory):
             "1.0",
             "py3-none-manylinux_2_28_aarch64",
             {
-                "demo_cuda/k.fatbin": _read(
+                "demo_cuda/k.fatbin": read_file(
                     fixture_path("bin", "v1_sm100_sm100a_sm103f_c120_c120a_c120f.fatbin")
                 )
             },
         ),
     ]
     sm80 = {
-        "demo_cuda/_ext.so": _read(os.path.join(BIN, "t01_exe_sm80")),
-        "demo_cuda/k.fatbin": _read(os.path.join(BIN, "t13_raw_sm75_c75_sm120.fatbin")),
+        "demo_cuda/_ext.so": read_file(os.path.join(BIN, "t01_exe_sm80")),
+        "demo_cuda/k.fatbin": read_file(os.path.join(BIN, "t13_raw_sm75_c75_sm120.fatbin")),
     }
     runtime = ("nvidia-cuda-runtime-cu12==12.8.*",)
     for py in ("cp311", "cp312"):
@@ -320,7 +315,7 @@ def test_pep658_metadata_is_read_before_the_wheel(wheels, isolated):
 
 def test_requirements_and_lock_files(index, wheels, isolated):
     so = os.path.basename(wheels[1][0])
-    digest = hashlib.sha256(_read(wheels[1][0])).hexdigest()
+    digest = hashlib.sha256(read_file(wheels[1][0])).hexdigest()
     req = isolated / "requirements.txt"
     req.write_text(f"--index-url {index}\ndemo-cuda==1.0 --hash=sha256:{digest}\n")
     ran = cli("gate", "-r", req, "--gpu", "H100", "--require", "sm_90", "--format", "json", codes=0)

@@ -15,7 +15,7 @@ import zipfile
 
 import pytest
 from builders import conda_index, conda_package, layer_tar, oci_layout
-from conftest import CORPUS, cli, fixture_path
+from conftest import CORPUS, cli, fixture_path, read_file
 
 pytest.importorskip("cyclonedx", reason="pip install 'cyclonedx-python-lib[json-validation]'")
 
@@ -73,11 +73,6 @@ def make_wheel(folder, name: str, version: str, members: dict[str, bytes]) -> st
     return wheel_file(folder, name, version, members)
 
 
-def _read(path) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
-
-
 # ------------------------------------------------------------------------------------ list
 def test_list_of_fixtures_validates_with_hashes_and_the_inventorys_archs(tmp_path):
     paths = [SM80, MULTI, LIB86, fixture_path("bin", "t15_c90a.ptx"), fixture_path("bin", "t14_sm90a.cubin")]
@@ -125,7 +120,7 @@ def test_list_with_a_gpu_carries_the_verdicts_of_check(tmp_path):
 
 
 def test_wheel_members_are_nested_under_the_pypi_package(tmp_path):
-    wheel = make_wheel(tmp_path, "Alpha_GPU", "1.2.3+cu130", {"alpha/lib/libalpha.so": _read(MULTI)})
+    wheel = make_wheel(tmp_path, "Alpha_GPU", "1.2.3+cu130", {"alpha/lib/libalpha.so": read_file(MULTI)})
     loose = tmp_path / "libloose.so"
     shutil.copy(SM80, loose)
     doc = validate(run(["list", wheel, str(loose), "--format", "cyclonedx"]))
@@ -186,7 +181,7 @@ def test_a_path_that_is_not_utf8_still_gives_a_valid_document(tmp_path):
 
 def test_an_unreadable_member_is_a_component_with_its_error(tmp_path):
     bad = tmp_path / "bad.whl"
-    good = _read(SM80)
+    good = read_file(SM80)
     cut = good[: len(good) // 2]
     wheel = make_wheel(tmp_path, "broken", "1.0", {"broken/libcut.so": cut})
     shutil.move(wheel, bad)
@@ -234,7 +229,7 @@ def test_no_other_format_hashes(tmp_path, monkeypatch):
         raise AssertionError("hashed")
 
     monkeypatch.setattr(reader, "sha256_of", never)
-    wheel = make_wheel(tmp_path, "alpha", "1.0", {"alpha/lib.so": _read(MULTI)})
+    wheel = make_wheel(tmp_path, "alpha", "1.0", {"alpha/lib.so": read_file(MULTI)})
     for fmt in ("table", "json", "jsonl"):
         run(["list", wheel, SM80, "--format", fmt])
     env = {"FATBIN_INSPECT_CACHE_DIR": str(tmp_path / "cache")}
@@ -316,7 +311,7 @@ def test_scan_of_a_conda_prefix_gives_conda_purls(tmp_path):
 def test_scan_of_a_conda_package_inside_a_wheel_folder(tmp_path):
     pkg_file = tmp_path / "cuthing-1.0-h0_0.conda"
     pkg_file.write_bytes(
-        conda_package(conda_index("cuthing", "1.0", "h0_0", []), [("lib/libcuthing.so", _read(SM80))])
+        conda_package(conda_index("cuthing", "1.0", "h0_0", []), [("lib/libcuthing.so", read_file(SM80))])
     )
     env = {"FATBIN_INSPECT_CACHE_DIR": str(tmp_path / "cache")}
     doc = validate(run(["scan", str(pkg_file), "-j", "1", "--format", "cyclonedx"], env=env))
@@ -330,7 +325,7 @@ def test_scan_of_an_image_attributes_by_the_images_own_record(tmp_path):
     site = "usr/lib/python3/site-packages"
     layer = layer_tar(
         [
-            (f"{site}/alpha/lib/liba.so", _read(LIB86)),
+            (f"{site}/alpha/lib/liba.so", read_file(LIB86)),
             (
                 f"{site}/alpha_gpu-1.0.dist-info/METADATA",
                 b"Metadata-Version: 2.1\nName: alpha-gpu\nVersion: 1.0\n",
@@ -339,7 +334,7 @@ def test_scan_of_an_image_attributes_by_the_images_own_record(tmp_path):
                 f"{site}/alpha_gpu-1.0.dist-info/RECORD",
                 b"alpha/lib/liba.so,,\nalpha_gpu-1.0.dist-info/RECORD,,\n",
             ),
-            ("opt/x/libx.so", _read(SM80)),
+            ("opt/x/libx.so", read_file(SM80)),
         ]
     )
     oci_layout(tmp_path / "img", [layer])
@@ -355,9 +350,9 @@ def test_scan_of_an_image_attributes_by_the_images_own_record(tmp_path):
 # ------------------------------------------------------------------------------------ gate
 def test_gate_carries_its_findings_per_file_and_target(tmp_path):
     alpha = make_wheel(
-        tmp_path, "alpha", "1.0", {"alpha/lib80.so": _read(SM80), "alpha/lib.so": _read(MULTI)}
+        tmp_path, "alpha", "1.0", {"alpha/lib80.so": read_file(SM80), "alpha/lib.so": read_file(MULTI)}
     )
-    beta = make_wheel(tmp_path, "beta", "2.0", {"beta/lib80.so": _read(SM80)})
+    beta = make_wheel(tmp_path, "beta", "2.0", {"beta/lib80.so": read_file(SM80)})
     base = ["gate", alpha, beta, "--isolated", "--require", "sm_75,sm_90"]
     doc = validate(run([*base, "--format", "cyclonedx"], code=1))
     report = json.loads(run([*base, "--format", "json"], code=1))

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 from builders import ar_archive, tar_archive, zip_archive
-from conftest import cli, fixture_path
+from conftest import cli, fixture_path, read_file
 
 import fatbin_inspect
 from fatbin_inspect.cli.progress import Progress
@@ -19,11 +19,6 @@ from fatbin_inspect.scanning import ScanOptions, coverage, scan
 SM80 = fixture_path("bin", "t01_exe_sm80")
 MULTI = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")
 PTX80 = fixture_path("bin", "t03_exe_ptx_only_c80")
-
-
-def _read(p):
-    with open(p, "rb") as fh:
-        return fh.read()
 
 
 def _dist(site, name, version, files):
@@ -45,14 +40,17 @@ def _dist(site, name, version, files):
 def site(tmp_path):
     s = tmp_path / "env" / "lib" / "python3.11" / "site-packages"
     _dist(
-        s, "alpha-gpu", "1.2.3", {"alpha/lib/libalpha.so": _read(MULTI), "alpha/__init__.py": b"x = 1\n" * 20}
+        s,
+        "alpha-gpu",
+        "1.2.3",
+        {"alpha/lib/libalpha.so": read_file(MULTI), "alpha/__init__.py": b"x = 1\n" * 20},
     )
     # two distributions sharing the `nvidia` namespace folder
-    _dist(s, "nvidia-one", "13.0", {"nvidia/one/lib/libone.so": _read(SM80)})
-    _dist(s, "nvidia-two", "12.0", {"nvidia/two/lib/libtwo.so": _read(PTX80)})
+    _dist(s, "nvidia-one", "13.0", {"nvidia/one/lib/libone.so": read_file(SM80)})
+    _dist(s, "nvidia-two", "12.0", {"nvidia/two/lib/libtwo.so": read_file(PTX80)})
     stray = s / "stray" / "libstray.so"
     stray.parent.mkdir()
-    stray.write_bytes(_read(SM80))
+    stray.write_bytes(read_file(SM80))
     # an ELF whose section table does not read: an error record, as ``list`` gives it (issue 53)
     (s / "stray" / "libplain.so").write_bytes(b"\x7fELF\x02\x01\x01" + b"\xff" * 200)
     (s / "stray" / "README.txt").write_bytes(b"not a binary\n" * 50)
@@ -121,10 +119,12 @@ def test_matrix_cells_follow_the_entries(site, tmp_path):
 
 def test_wheel_and_tarball_built_here(tmp_path):
     whl = tmp_path / "beta_cuda-0.9-py3-none-manylinux_2_28_x86_64.whl"
-    whl.write_bytes(zip_archive([("beta/lib/libbeta.so", _read(SM80)), ("beta/__init__.py", b"")]))
+    whl.write_bytes(zip_archive([("beta/lib/libbeta.so", read_file(SM80)), ("beta/__init__.py", b"")]))
     tgz = tmp_path / "layer.tar.gz"
     tgz.write_bytes(
-        tar_archive([("usr/lib/libloose.so", _read(PTX80)), ("wheels/" + whl.name, _read(str(whl)))], gz=True)
+        tar_archive(
+            [("usr/lib/libloose.so", read_file(PTX80)), ("wheels/" + whl.name, read_file(str(whl)))], gz=True
+        )
     )
     res = scan([str(whl), str(tgz)], _opts(tmp_path))
     got = {r.path.split(str(tmp_path) + os.sep)[1]: r.distribution for r in res.reports}
@@ -145,7 +145,7 @@ def test_cache_hits_and_invalidation(site, tmp_path):
     assert warm.reports == cold.reports
     assert [r.distribution for r in warm.reports] == [r.distribution for r in cold.reports]
     lib = site / "nvidia" / "one" / "lib" / "libone.so"
-    lib.write_bytes(_read(MULTI))  # new content, new size
+    lib.write_bytes(read_file(MULTI))  # new content, new size
     os.utime(site / "alpha" / "lib" / "libalpha.so")  # same content, new mtime
     third = scan([str(site)], _opts(tmp_path))
     assert third.stats.cache_hits == 3
@@ -214,16 +214,19 @@ def test_pool_results_taken_in_once_however_often_the_walk_looks(tmp_path, monke
 def _big_wheel(tmp_path):
     """A wheel of many members: device code, host-only and text members, a nested wheel, and one
     member whose deflate stream is broken (a per-member error record)."""
-    inner = zip_archive([("gamma/libinner.so", _read(MULTI))])
+    inner = zip_archive([("gamma/libinner.so", read_file(MULTI))])
     members = [("gamma/__init__.py", b"")]
     for i in range(6):
         members += [
-            (f"gamma/lib/lib{i}a.so", _read(SM80)),
-            (f"gamma/lib/lib{i}b.so", _read(MULTI)),
+            (f"gamma/lib/lib{i}a.so", read_file(SM80)),
+            (f"gamma/lib/lib{i}b.so", read_file(MULTI)),
             (f"gamma/data/{i}.txt", b"x" * 100),
-            (f"gamma/lib/lib{i}c.so", _read(PTX80)),
+            (f"gamma/lib/lib{i}c.so", read_file(PTX80)),
         ]
-    members += [("gamma/vendor/inner-1.0-py3-none-any.whl", inner), ("gamma/lib/libbroken.so", _read(SM80))]
+    members += [
+        ("gamma/vendor/inner-1.0-py3-none-any.whl", inner),
+        ("gamma/lib/libbroken.so", read_file(SM80)),
+    ]
     data = bytearray(zip_archive(members))
     pos = data.rfind(b"gamma/lib/libbroken.so", 0, data.find(b"PK\x01\x02")) + len("gamma/lib/libbroken.so")
     data[pos + 200 : pos + 260] = b"\xff" * 60  # inside its compressed bytes
@@ -313,7 +316,7 @@ def test_conda_meta_attribution(tmp_path):
     prefix = tmp_path / "conda"
     (prefix / "conda-meta").mkdir(parents=True)
     (prefix / "lib").mkdir()
-    (prefix / "lib" / "libcuthing.so").write_bytes(_read(SM80))
+    (prefix / "lib" / "libcuthing.so").write_bytes(read_file(SM80))
     (prefix / "conda-meta" / "cuthing-12.1-h0.json").write_text(
         json.dumps({"name": "cuthing", "version": "12.1", "files": ["lib/libcuthing.so"]})
     )
@@ -377,7 +380,7 @@ def test_summary_records_match_full_records_cold_warm_and_uncached(site, tmp_pat
     again = scan([str(site)], _opts(tmp_path))
     assert again.stats.cache_hits == 5 and again.reports == full.reports
     # a changed file is a miss for summaries too
-    (site / "nvidia" / "one" / "lib" / "libone.so").write_bytes(_read(MULTI))
+    (site / "nvidia" / "one" / "lib" / "libone.so").write_bytes(read_file(MULTI))
     third = scan([str(site)], _opts(tmp_path, summary=True))
     assert third.stats.cache_hits == 4
     one = next(r for r in third.reports if r.path.endswith("libone.so"))
@@ -502,7 +505,7 @@ def test_cli_output_is_the_same_cold_warm_and_uncached(site, tmp_path, monkeypat
 def test_archive_members_belong_to_the_distribution_owning_the_archive(tmp_path):
     """``site/cumm/lib/libcudadevrt.a!cuda_device_runtime.o``: the RECORD lists the archive."""
     s = tmp_path / "site-packages"
-    lib = ar_archive([("dev_rt.o", _read(fixture_path("bin", "t17_nonrdc_sm80.o")))])
+    lib = ar_archive([("dev_rt.o", read_file(fixture_path("bin", "t17_nonrdc_sm80.o")))])
     nested = tar_archive([("inner/kernels.a", lib)])
     _dist(s, "cumm", "0.7", {"cumm/lib/libdevrt.a": lib, "cumm/data/blob.tar": nested})
     res = scan([str(s)], _opts(tmp_path))
@@ -515,7 +518,7 @@ def test_archive_members_belong_to_the_distribution_owning_the_archive(tmp_path)
 
 @pytest.mark.parametrize("kind", ["tar", "tgz", "zip", "zip-stored"])
 def test_extensionless_executable_inside_an_archive_is_found_by_content(tmp_path, kind):
-    members = [("usr/bin/cuda_app", _read(SM80)), ("usr/share/doc/README", b"plain text\n" * 100)]
+    members = [("usr/bin/cuda_app", read_file(SM80)), ("usr/share/doc/README", b"plain text\n" * 100)]
     if kind.startswith("zip"):
         data = zip_archive(members, stored=kind == "zip-stored")
     else:

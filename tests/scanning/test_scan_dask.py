@@ -2,17 +2,12 @@
 
 import pytest
 from builders import conda_index, conda_package, tar_archive, zip_archive
-from conftest import cli, fixture_path
+from conftest import cli, fixture_path, read_file
 
 from fatbin_inspect.scanning import ScanOptions, scan
 
 pytestmark = pytest.mark.dask
 distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed (extra 'dask')")
-
-
-def _read(p):
-    with open(p, "rb") as fh:
-        return fh.read()
 
 
 @pytest.fixture(scope="module")
@@ -32,15 +27,17 @@ def _tree(tmp_path):
         "t13_raw_sm75_c75_sm120.fatbin",
         "t10_rdc_lib_sm80.a",
     ):
-        (root / "lib" / name).write_bytes(_read(fixture_path("bin", name)))
+        (root / "lib" / name).write_bytes(read_file(fixture_path("bin", name)))
     (root / "lib" / "broken.so").write_bytes(b"\x7fELF\x02\x01\x01" + b"\0" * 9 + b"\x50\xed\x55\xba" * 40)
     (root / "w-1.0-py3-none-any.whl").write_bytes(
-        zip_archive([("w/libw.so", _read(fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")))])
+        zip_archive([("w/libw.so", read_file(fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")))])
     )
-    (root / "img.tar").write_bytes(tar_archive([("usr/bin/app", _read(fixture_path("bin", "t01_exe_sm80")))]))
+    (root / "img.tar").write_bytes(
+        tar_archive([("usr/bin/app", read_file(fixture_path("bin", "t01_exe_sm80")))])
+    )
     index = conda_index("k", "1.0", "cuda126_0", ["cuda-version >=12.6"])
     (root / "k-1.0-cuda126_0.conda").write_bytes(
-        conda_package(index, [("lib/libk.so", _read(fixture_path("bin", "t12_lib_sm86_c89.so")))])
+        conda_package(index, [("lib/libk.so", read_file(fixture_path("bin", "t12_lib_sm86_c89.so")))])
     )
     return root
 

@@ -4,7 +4,7 @@ import os
 import signal
 
 from builders import zip_archive
-from conftest import fixture_path
+from conftest import fixture_path, read_file
 
 from fatbin_inspect.scanning import ScanOptions, scan, units, worker
 from fatbin_inspect.scanning.executors import Crash, Done, LocalPool, Unread
@@ -13,11 +13,6 @@ from fatbin_inspect.scanning.units import FileRef, Unit
 
 SM80 = fixture_path("bin", "t01_exe_sm80")
 MULTI = fixture_path("bin", "t02_exe_sm75_sm80_sm90_c90")
-
-
-def _read(p):
-    with open(p, "rb") as fh:
-        return fh.read()
 
 
 class _Blind:
@@ -58,8 +53,8 @@ def test_a_split_file_no_worker_reads_is_one_unread_record(tmp_path, monkeypatch
     like a file of a batch (the join once took the parts' ``Unread`` for records: a TypeError)."""
     tree = tmp_path / "tree"
     tree.mkdir()
-    (tree / "lib.so").write_bytes(_read(SM80))
-    members = [(f"w/lib{i}.so", _read(MULTI)) for i in range(6)]
+    (tree / "lib.so").write_bytes(read_file(SM80))
+    members = [(f"w/lib{i}.so", read_file(MULTI)) for i in range(6)]
     (tree / "w-1.0-py3-none-any.whl").write_bytes(zip_archive(members))
     monkeypatch.setattr(units, "SPLIT_BYTES", 1)
     monkeypatch.setattr(units, "SPAN_BYTES", 1)
@@ -83,7 +78,7 @@ def test_a_file_whose_records_encode_in_part_is_summarized(tmp_path, monkeypatch
     scan) and others that do: each gets its summary, as a scan without cache gives it (the
     others came back without their record, and the summary was once made of None)."""
     whl = tmp_path / "w-1.0-py3-none-any.whl"
-    whl.write_bytes(zip_archive([("w/liba.so", _read(SM80)), ("w/libb.so", _read(MULTI))]))
+    whl.write_bytes(zip_archive([("w/liba.so", read_file(SM80)), ("w/libb.so", read_file(MULTI))]))
     plain = scan([str(whl)], ScanOptions(jobs=1, cache_dir=None, summary=True))
     real = worker.encode_record
 
