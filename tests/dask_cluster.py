@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import pathlib
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -14,16 +13,10 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, Ran, cli, fixture_path
+from index_servers import free_port
 
 distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed (extra 'dask')")
 BINS = ("t01_exe_sm80", "t12_lib_sm86_c89.so", "t13_raw_sm75_c75_sm120.fatbin")
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def cluster_env() -> dict[str, str]:

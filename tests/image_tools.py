@@ -19,6 +19,7 @@ from typing import IO, Any
 
 import pytest
 from conftest import ROOT, cli, fixture_path, read_file
+from index_servers import free_port
 
 LIB = fixture_path("bin", "t12_lib_sm86_c89.so")  # sm_86 SASS + compute_89 PTX, links libcudart 13
 
@@ -128,13 +129,6 @@ def layer_image(
     (tmp_path / "l.tar").write_bytes(layer_tar(entries))
     run("umoci", "raw", "add-layer", "--image", f"{lay}:base", "--tag", "t", str(tmp_path / "l.tar"))
     return f"{lay}:t"
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_port(port: int, proc: subprocess.Popen[bytes], deadline: float = 20.0) -> None:

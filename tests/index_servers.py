@@ -34,6 +34,7 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_foreve
 
 
 def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (bound, then let go: nothing listens there)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

@@ -19,17 +19,11 @@ from builders import layer_tar, oci_layout
 from conftest import ROOT, fixture_path
 from hostile_runner import commands, every_command_format, formats, run_many
 from image_tools import registry  # noqa: F401  (the fixture: Debian's docker-registry)
+from index_servers import free_port
 
 LIB = fixture_path("bin", "t12_lib_sm86_c89.so")  # sm_86 SASS + compute_89 PTX
 MEM = 1 << 30
 NO_CACHE = {"FATBIN_INSPECT_CACHE_DIR": os.devnull}
-
-
-def _closed_port() -> int:
-    """A loopback port nobody listens on (bound, then let go): connections are refused."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _layout(root) -> str:
@@ -48,7 +42,7 @@ def _all_exit_2(runs, results, name: str) -> None:
 
 
 def test_unreachable_registry_exits_2_in_every_command_and_format(tmp_path):
-    ref = f"docker://127.0.0.1:{_closed_port()}/gpu/app:t"
+    ref = f"docker://127.0.0.1:{free_port()}/gpu/app:t"
     runs = every_command_format([ref])
     results = run_many(tmp_path, [argv for *_, argv in runs], mem=MEM, timeout=300, env=NO_CACHE)
     _all_exit_2(runs, results, ref)

@@ -8,20 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 
 import pytest
 from conftest import fixture_path
 from hostile_runner import run_many
+from index_servers import free_port
 
 CUBIN = fixture_path("bin", "t14_sm90a.cubin")
 MEM = 1 << 30
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_scheduler_files_that_are_not_a_scheduler_file(tmp_path):
@@ -73,7 +67,7 @@ def test_scheduler_files_that_are_not_a_scheduler_file(tmp_path):
 
 def test_a_scheduler_file_naming_no_scheduler_is_cannot_reach(tmp_path):
     pytest.importorskip("distributed")
-    port = _closed_port()
+    port = free_port()  # nothing listens there
     (tmp_path / "s.json").write_text(json.dumps({"address": f"tcp://127.0.0.1:{port}", "type": "Scheduler"}))
     argv = ["scan", "--no-cache", "--executor", "dask", "--scheduler-file", str(tmp_path / "s.json")]
     (r,) = run_many(tmp_path, [[*argv, "--connect-timeout", "2", CUBIN]], mem=MEM, timeout=120)
