@@ -66,14 +66,10 @@ def _tool(*args: str) -> list[str]:
 def cold_vs_pip(index: str, pin: str, work: str, pairs: int) -> tuple[float, float]:
     """Median walls of a cold index check and of pip download + check of the file."""
     ours, theirs = [], []
+    check = _tool("check", f"pkg:pypi/{pin.replace('==', '@')}", "--index-url", index, *TARGETS)
     for i in range(pairs):
         cache = tempfile.mkdtemp(dir=work)
-        ours.append(
-            _run(
-                _tool("check", f"pkg:pypi/{pin.replace('==', '@')}", "--index-url", index, *TARGETS),
-                _env(cache),
-            )
-        )
+        ours.append(_run(check, _env(cache)))
         dl = tempfile.mkdtemp(dir=work)
         start = time.perf_counter()
         _run(
@@ -99,13 +95,7 @@ def cold_vs_pip(index: str, pin: str, work: str, pairs: int) -> tuple[float, flo
         shutil.rmtree(dl)
         if i == 0:
             before = CPU[0]
-            warm = [
-                _run(
-                    _tool("check", f"pkg:pypi/{pin.replace('==', '@')}", "--index-url", index, *TARGETS),
-                    _env(cache),
-                )
-                for _ in range(3)
-            ]
+            warm = [_run(check, _env(cache)) for _ in range(3)]
             cpu = (CPU[0] - before) / len(warm)
             print(
                 f"  3 warm repeat of {pin}: {statistics.median(warm):.3f} s wall, {cpu:.3f} s CPU (goal <= 0.5 s)"
@@ -140,7 +130,8 @@ def bytes_fetched(index: str, path: str, cache: str) -> None:
     )
 
 
-def releases_warm(index: str, work: str) -> None:
+def build_releases(work: str) -> str:
+    """Ten releases of bench-releases (one large torchvision library each) for row 4: their folder."""
     from index_servers import build_wheel
 
     from fatbin_inspect.containers.archives import is_candidate
@@ -186,7 +177,7 @@ def main() -> None:
         with open(w, "rb") as fh:
             while fh.read(1 << 24):
                 pass
-    releases_folder = releases_warm("", work)
+    releases_folder = build_releases(work)
     for n in os.listdir(releases_folder):
         os.symlink(os.path.join(releases_folder, n), os.path.join(served, n))
     server = pypiserver(served)
