@@ -63,10 +63,6 @@ def _opts(tmp_path, **kw):
     return ScanOptions(**kw)
 
 
-def _by_name(res):
-    return {os.path.relpath(r.path, r.path.split("site-packages")[0]): r for r in res.reports}
-
-
 def test_attribution_by_record_and_folder(site, tmp_path):
     res = scan([str(site)], _opts(tmp_path))
     dists = {os.path.basename(r.path): r.distribution for r in res.reports}
