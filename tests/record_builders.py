@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fatbin_inspect.formats.model import CubinInfo, Entry, Kernel
+from fatbin_inspect.formats.model import CubinInfo, Entry, Fatbin, FileReport, Kernel
 
 
 def E(
@@ -43,3 +43,9 @@ def E(
         cubin=cubin,
         kernels=tuple(Kernel(k) for k in kernels),
     )
+
+
+def report(*entries: Entry, needs: Sequence[str] = ("libcudart.so.13",)) -> FileReport:
+    """A file record "x.so" of one fatbin holding ``entries``, its DT_NEEDED ``needs``."""
+    fb = Fatbin(offset=0, size=1, section=".nv_fatbin", entries=tuple(entries))
+    return FileReport(path="x.so", format="elf", size=1, fatbins=(fb,), needs=tuple(needs))

@@ -6,7 +6,7 @@ import os
 
 import pytest
 from conftest import COMPAT, cli
-from record_builders import E
+from record_builders import E, report
 
 from fatbin_inspect.compat import data, rules
 from fatbin_inspect.compat.engine import evaluate
@@ -21,18 +21,12 @@ from fatbin_inspect.compat.targets import (
     resolve_targets,
 )
 from fatbin_inspect.errors import UsageError
-from fatbin_inspect.formats.model import Fatbin, FileReport
 
 RT13 = RuntimeNeed("13", "DT_NEEDED libcudart.so.13")
 
 
 def T(gpu: str, driver: str, compat: str | None = None) -> Target:
     return resolve_targets([gpu], driver, compat=compat)[0]
-
-
-def report(*entries, needs=("libcudart.so.13",)) -> FileReport:
-    fb = Fatbin(offset=0, size=1, section=".nv_fatbin", entries=tuple(entries))
-    return FileReport(path="x.so", format="elf", size=1, fatbins=(fb,), needs=tuple(needs))
 
 
 # ------------------------------------------------------------------------------------- R-FWD

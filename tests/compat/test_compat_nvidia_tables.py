@@ -8,24 +8,18 @@ import os
 
 import pytest
 from conftest import BIN, CORPUS, cli, device_only
-from record_builders import E
+from record_builders import E, report
 
 from fatbin_inspect.compat import data, rules
 from fatbin_inspect.compat.engine import evaluate
 from fatbin_inspect.compat.targets import Target, resolve_driver, resolve_gpu, resolve_targets
 from fatbin_inspect.errors import UsageError
-from fatbin_inspect.formats.model import Fatbin, FileReport
 
 CURAND = os.path.join(CORPUS, "nvidia_curand-10.4.0.35-py3-none-manylinux_2_27_x86_64.whl")
 
 
 def T(gpu: str, driver: str, compat: str | None = None) -> Target:
     return device_only(resolve_targets([gpu], driver, compat=compat))[0]
-
-
-def report(*entries, needs=("libcudart.so.13",)) -> FileReport:
-    fb = Fatbin(offset=0, size=1, section=".nv_fatbin", entries=tuple(entries))
-    return FileReport(path="x.so", format="elf", size=1, fatbins=(fb,), needs=tuple(needs))
 
 
 # ------------------------------------------------------------------ R-FWD: NVIDIA's table
