@@ -304,14 +304,13 @@ def measure(args: argparse.Namespace) -> None:
     if not shutil.which(args.ptxas):
         raise SystemExit(f"no ptxas at {args.ptxas} (--ptxas)")
     picked = sample(images(), args.per_library)
-    keep = {(im.library, im.path.name) for im in picked}
+    by_name = {(im.library, im.path.name): im for im in picked}
     rows = [
         r
         for r in read_csv()
-        if (r["library"], r["image"]) in keep  # only the sample's, relocatable code compiled with -c
+        if (r["library"], r["image"]) in by_name  # only the sample's, relocatable code compiled with -c
         and ("-c" in r["flags"].split() or not relocatable(WORK / r["library"] / r["image"]))
     ]
-    by_name = {(im.library, im.path.name): im for im in picked}
     for r in rows:  # the counts are the package's of today (a counting change needs no ptxas run)
         im = by_name[(r["library"], r["image"])]
         r.update(dataclasses.asdict(im.shape), **im.extra)
