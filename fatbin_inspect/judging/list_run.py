@@ -25,7 +25,7 @@ class ListRun:
     """A listing under way. A plain class, not a dataclass: it is made by every listing, and
     creating a dataclass compiles each of its generated methods at start-up."""
 
-    __slots__ = ("errors", "failed", "note", "opts", "paths", "read", "seen", "targets", "verdicts")
+    __slots__ = ("errors", "note", "opts", "paths", "read", "seen", "targets", "verdicts")
 
     def __init__(
         self,
@@ -39,8 +39,7 @@ class ListRun:
         self.note = note  # told of every unreadable record (stderr)
         self.seen: list[str] = [] if seen is None else seen  # every record's path, as read
         self.read: list[FileReport] | None = None  # every record, when read at once (no streamed view)
-        self.failed = False  # an input could not be read
-        self.errors: list[FileReport] = []  # those records (exit code)
+        self.errors: list[FileReport] = []  # the records of inputs that could not be read (exit code)
         self.verdicts: list[FileVerdict] = []  # ``judged``'s
 
     def see(self, r: FileReport) -> None:
@@ -48,7 +47,6 @@ class ListRun:
         self.seen.append(r.path)
         if r.error is not None:
             self.note(r)
-            self.failed = True
             self.errors.append(r)
 
     def _seen(self, reports: Iterable[FileReport]) -> Iterator[FileReport]:
