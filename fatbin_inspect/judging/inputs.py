@@ -215,8 +215,8 @@ def check_roots(paths: Iterable[str]) -> None:
 
             parse(p)
         elif p.startswith(REQUIREMENT_PREFIX):
-            if not os.path.isfile(p[len(REQUIREMENT_PREFIX) :]):
-                raise UsageError(f"{p[len(REQUIREMENT_PREFIX) :]}: no such file")
+            if not os.path.isfile(req := p.removeprefix(REQUIREMENT_PREFIX)):
+                raise UsageError(f"{req}: no such file")
         elif image_ref(p) is not None:
             resolve_roots([p])  # an image as skopeo names it: checked as list and scan check it
         elif not os.path.lexists(p) and not is_member_root(p):

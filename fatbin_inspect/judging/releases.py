@@ -105,11 +105,9 @@ def _cells(fetched: index_inputs.Fetched, targets: Sequence[Target]) -> list[Cel
     if fetched.file is None:
         kind = "source-only" if fetched.source_only else "no-wheel"
         return [Cell(kind, detail=fetched.reason)] * len(targets)
-    failed = next((r for r in fetched.records if r.error is not None), None)
+    failed = next((r.error for r in fetched.records if r.error is not None), None)
     if failed is not None and not any(r.fatbins for r in fetched.records):
-        return [
-            Cell("error", detail=failed.error.message if failed.error else None, file=fetched.file.filename)
-        ] * len(targets)
+        return [Cell("error", detail=failed.message, file=fetched.file.filename)] * len(targets)
     judged = [r for r in fetched.records if r.fatbins]
     if not judged:
         return [Cell("no-device-code", file=fetched.file.filename)] * len(targets)

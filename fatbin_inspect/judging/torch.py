@@ -26,9 +26,7 @@ def _torch_runtime(
     reports: Iterable[Record], engine_vs: Mapping[str, list[FileVerdict]]
 ) -> tuple[Record | None, RuntimeNeed | None]:
     """(torch's libtorch_cuda.so among the records, the runtime it was judged with), or Nones."""
-    torch = next(
-        (r for r in reports if r.path.replace("\\", "/").endswith("torch/lib/libtorch_cuda.so")), None
-    )
+    torch = next((r for r in reports if r.path.replace("\\", "/").endswith(TORCH_LIB)), None)
     if torch is None or not engine_vs.get(torch.path):
         return None, None
     return torch, engine_vs[torch.path][0].runtime
@@ -63,7 +61,7 @@ def environment_runtime(given: str | None, reports: Sequence[FileReport]) -> tup
         except ValueError as exc:
             raise UsageError(f"--runtime: {exc}") from None
     for r in reports:
-        if not r.path.replace("\\", "/").endswith("torch/lib/libtorch_cuda.so"):
+        if not r.path.replace("\\", "/").endswith(TORCH_LIB):
             continue
         version_py = os.path.join(os.path.dirname(os.path.dirname(r.path)), "version.py")
         declared = _torch_cuda(version_py) if "!" not in r.path else None
