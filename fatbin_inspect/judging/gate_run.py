@@ -149,11 +149,11 @@ def _require_a_check(pol: Policy, match: str | None, fleet: Sequence[Target]) ->
 def _host_groups(packages: Sequence[str], fleet: Sequence[Target]) -> dict[str | None, Sequence[Target]]:
     """The fleet's targets by host CPU when packages come from an index (the wheel of each host
     CPU is judged on its nodes); else the whole fleet under ``None``."""
+    if not packages:  # files only: the index client is not even imported
+        return {None: fleet}
     from fatbin_inspect.judging import index_inputs
 
-    if packages and fleet:
-        return {arch: tuple(on) for arch, on in index_inputs.judge_groups(fleet).items()}
-    return {None: fleet}
+    return index_inputs.host_groups(fleet)
 
 
 class _GateInputs(NamedTuple):

@@ -355,6 +355,14 @@ def reports(path: str, opts: Options) -> Iterator[FileReport]:
         yield from fetched.records
 
 
+def host_groups(targets: Sequence[Target]) -> dict[str | None, Sequence[Target]]:
+    """``judge_groups`` of ``targets``, each group a tuple; without targets one empty group on
+    the command's platform (None)."""
+    if not targets:
+        return {None: ()}
+    return {arch: tuple(on) for arch, on in judge_groups(targets).items()}
+
+
 def judge_groups(targets: Sequence[Target]) -> dict[str, list[Target]]:
     """The targets by the host CPU whose wheel they are judged on (a target whose host is not
     known: the command's platform, this machine's CPU unless ``--platform`` says otherwise)."""

@@ -179,9 +179,7 @@ def _package_reports(
 
     inv = opts.inventory
     inv_opts = inv if isinstance(inv, Options) else Options(**(inv or {}))
-    groups: dict[str | None, Sequence[Target]] = {None: ()}
-    if targets:
-        groups = {arch: tuple(group) for arch, group in index_inputs.judge_groups(targets).items()}
+    groups = index_inputs.host_groups(targets)
     kept: list[FileReport] = []
     on: dict[str, Sequence[Target]] = {}
     wheels: dict[str, index_inputs.Fetched] = {}
