@@ -93,6 +93,7 @@ def _images(
     note_error: Callable[[FileReport], None],
 ) -> Iterator[Image]:
     stems: dict[str, str] = {}  # output stem -> the record path that owns it in this run
+    opts, wanted = Options(image_bytes=True), _Wanted(names, numbers, kinds)
     for root in paths:
         for path, skip in iter_files(root):
             if skip:
@@ -106,10 +107,9 @@ def _images(
                 tally.failed += 1
                 continue
             bad = False
-            for rec, b in inspect_pairs(path, blob, Options(image_bytes=True), 0):
+            for rec, b in inspect_pairs(path, blob, opts, 0):
                 note_error(rec)
                 bad |= rec.error is not None and not rec.fatbins
-                wanted = _Wanted(names, numbers, kinds)
                 yield from _record_images(rec, b, _stem(rec.path, stems), wanted, warn)
             tally.failed += bad
 
