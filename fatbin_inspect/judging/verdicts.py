@@ -192,12 +192,8 @@ def judge_paths(
     (``judging.ptx_shapes``); unreadable records go to ``unreadable``
     (and to ``note``, which tells on stderr; None: silent, for the library), and every judged
     record to ``kept`` when it is a list; ``seen`` gets every record's path."""
-    from fatbin_inspect.containers.index import is_index_input
-
     wheels = WheelRuntimes()
-    paths = list(paths)
-    local = [p for p in paths if not is_index_input(p)]
-    for report, on in _with_index_inputs(paths, local, targets, opts, progress):
+    for report, on in _with_index_inputs(paths, targets, opts, progress):
         if seen is not None:  # every record's path: the output may be none of them
             seen.append(report.path)
         if report.error is not None:  # a damaged file is never called fine: exit 2 and FBI008
@@ -212,20 +208,23 @@ def judge_paths(
 
 
 def _with_index_inputs(
-    paths: list[str], local: list[str], targets: Sequence[Target], opts: Options, progress: Progress | None
+    paths: Iterable[str], targets: Sequence[Target], opts: Options, progress: Progress | None
 ) -> Iterator[tuple[FileReport, Sequence[Target]]]:
     """Each record with the targets it is judged on: the files' on every target; a package
     from the index (``judging.index_inputs``) once per host CPU among the targets, each wheel
     on the targets of its CPU."""
+    from fatbin_inspect.containers.index import is_index_input
+
+    paths = list(paths)
+    packages = [p for p in paths if is_index_input(p)]
+    local = [p for p in paths if not is_index_input(p)]
     yield from ((r, targets) for r in iter_reports(local, opts, progress))
-    if len(local) == len(paths):  # files only: the index client is not even imported
+    if not packages:  # files only: the index client is not even imported
         return
     from fatbin_inspect.judging import index_inputs
 
     groups = index_inputs.judge_groups(targets)
-    for path in paths:
-        if path in local:
-            continue
+    for path in packages:
         for fetched in index_inputs.fetch_all(path, opts, list(groups)):
             yield from ((r, groups[fetched.platform.arch]) for r in fetched.records)
 
